@@ -1,0 +1,581 @@
+/**
+ * The D1 schema of every record of SPEC.md and CONTRACT.md section 3. drizzle-kit generates `migrations/` from it
+ * (`npm run db:generate`). Conventions: integer keys, camelCase in TypeScript and snake_case in SQL, dates as ISO
+ * 8601 UTC text (`yyyy-MM-ddTHH:mm:ss.fffZ`, so text order is time order and filters compare ISO strings),
+ * booleans as 0/1, enumerations as integers, arrays and free-form objects as JSON text. Secrets are stored as
+ * digests or encrypted, never in the clear.
+ */
+import { sql } from "drizzle-orm";
+import { blob, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+
+const id = () => integer("id").primaryKey({ autoIncrement: true });
+const createdAt = () => text("created_at").notNull();
+const updatedAt = () => text("updated_at").notNull();
+const bool = (name: string) => integer(name, { mode: "boolean" });
+const json = <T>(name: string) => text(name, { mode: "json" }).$type<T>();
+
+// ---------------------------------------------------------------------------------------------------------------
+// Accounts and access
+
+export const users = sqliteTable(
+  "users",
+  {
+    id: text("id").primaryKey(),
+    userName: text("user_name").notNull(),
+    /** Lower-cased user name: user names are unique regardless of case. */
+    normalizedUserName: text("normalized_user_name").notNull(),
+    email: text("email"),
+    phoneNumber: text("phone_number"),
+    title: text("title"),
+    firstName: text("first_name"),
+    lastName: text("last_name"),
+    department: text("department"),
+    image: text("image"),
+    address: text("address"),
+    postalCode: text("postal_code"),
+    region: text("region"),
+    city: text("city"),
+    country: text("country"),
+    countryCode: text("country_code"),
+    mobile: text("mobile"),
+    notes: text("notes"),
+    birthDate: text("birth_date"),
+    rank: integer("rank"),
+    customerId: integer("customer_id"),
+    roles: json<string[]>("roles").notNull().default(sql`'[]'`),
+    /** `pbkdf2-sha256$<iterations>$<salt b64>$<hash b64>`; write-only. */
+    passwordHash: text("password_hash"),
+    lastDismissMessages: text("last_dismiss_messages"),
+    lastLogIn: text("last_log_in"),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [uniqueIndex("users_normalized_user_name").on(t.normalizedUserName), index("users_email").on(t.email)],
+);
+
+export const userSettings = sqliteTable(
+  "user_settings",
+  {
+    id: id(),
+    userId: text("user_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    category: text("category"),
+    group: text("group_name"),
+    name: text("name").notNull(),
+    value: text("value"),
+    type: text("type"),
+    description: text("description"),
+    readOnly: bool("read_only").notNull().default(false),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [index("user_settings_user").on(t.userId)],
+);
+
+export const apiKeys = sqliteTable(
+  "api_keys",
+  {
+    id: id(),
+    name: text("name"),
+    /** SHA-256 (hex) of the key; the key itself is shown once, by the POST that creates it. */
+    keyDigest: text("key_digest").notNull(),
+    /** The first characters of the key, for lists (`api_AbCd…`). */
+    keyPrefix: text("key_prefix").notNull(),
+    clientSecretDigest: text("client_secret_digest"),
+    ownerId: text("owner_id").references(() => users.id, { onDelete: "set null" }),
+    description: text("description"),
+    createdDate: text("created_date").notNull(),
+    expireDate: text("expire_date"),
+    revoked: bool("revoked").notNull().default(false),
+    permissions: integer("permissions").notNull().default(15),
+    updatedAt: updatedAt(),
+  },
+  (t) => [uniqueIndex("api_keys_key_digest").on(t.keyDigest), index("api_keys_owner").on(t.ownerId)],
+);
+
+/** Bearer tokens ended by logout, kept until they would have expired anyway. */
+export const revokedTokens = sqliteTable("revoked_tokens", {
+  jti: text("jti").primaryKey(),
+  expiresAt: text("expires_at").notNull(),
+});
+
+/** Service settings written through `PUT /v1/settings`; they override environment variables (CONTRACT 1). */
+export const settings = sqliteTable(
+  "settings",
+  {
+    id: id(),
+    category: text("category"),
+    group: text("group_name"),
+    name: text("name").notNull(),
+    value: text("value"),
+    type: text("type"),
+    readOnly: bool("read_only").notNull().default(false),
+    description: text("description"),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [uniqueIndex("settings_name").on(t.name)],
+);
+
+// ---------------------------------------------------------------------------------------------------------------
+// Stored resources (signature keys, files, email templates, mapping files)
+
+export const resources = sqliteTable(
+  "resources",
+  {
+    id: id(),
+    name: text("name").notNull(),
+    type: text("type"),
+    code: text("code"),
+    description: text("description"),
+    source: text("source"),
+    /** Write-only: protects the resource, never returned. */
+    password: text("password"),
+    data: text("data"),
+    dataFormat: text("data_format"),
+    meta: text("meta"),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [index("resources_type").on(t.type), index("resources_code").on(t.code)],
+);
+
+// ---------------------------------------------------------------------------------------------------------------
+// Customers, products, orders
+
+export const customers = sqliteTable(
+  "customers",
+  {
+    id: id(),
+    code: text("code").notNull(),
+    title: text("title"),
+    firstName: text("first_name"),
+    lastName: text("last_name"),
+    company: text("company"),
+    email: text("email"),
+    phone: text("phone"),
+    mobile: text("mobile"),
+    fax: text("fax"),
+    website: text("website"),
+    address: text("address"),
+    postalCode: text("postal_code"),
+    city: text("city"),
+    region: text("region"),
+    country: text("country"),
+    countryCode: text("country_code"),
+    vatCode: text("vat_code"),
+    isReseller: bool("is_reseller").notNull().default(false),
+    rating: integer("rating"),
+    notes: text("notes"),
+    meta: text("meta"),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [uniqueIndex("customers_code").on(t.code), index("customers_email").on(t.email)],
+);
+
+export const contacts = sqliteTable(
+  "contacts",
+  {
+    id: id(),
+    customerId: integer("customer_id")
+      .notNull()
+      .references(() => customers.id, { onDelete: "cascade" }),
+    title: text("title"),
+    firstName: text("first_name"),
+    lastName: text("last_name").notNull(),
+    email: text("email"),
+    phone: text("phone"),
+    mobile: text("mobile"),
+    fax: text("fax"),
+    details: text("details"),
+    notify: bool("notify").notNull().default(false),
+    meta: text("meta"),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [index("contacts_customer").on(t.customerId)],
+);
+
+export const products = sqliteTable(
+  "products",
+  {
+    id: id(),
+    code: text("code").notNull(),
+    name: text("name").notNull(),
+    description: text("description"),
+    url: text("url"),
+    copyright: text("copyright"),
+    isApplication: bool("is_application").notNull().default(false),
+    purchaseUrl: text("purchase_url"),
+    renewalUrl: text("renewal_url"),
+    supportEmail: text("support_email"),
+    maintenanceNoticeDays: integer("maintenance_notice_days").notNull().default(30),
+    price: text("price"),
+    currency: text("currency"),
+    meta: text("meta"),
+    /** Bumped by every change to the product's releases or downloads: part of the feed cache key (CONTRACT 5). */
+    releaseGeneration: integer("release_generation").notNull().default(0),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [uniqueIndex("products_code").on(t.code)],
+);
+
+export const productReleases = sqliteTable(
+  "product_releases",
+  {
+    id: id(),
+    productId: integer("product_id")
+      .notNull()
+      .references(() => products.id, { onDelete: "cascade" }),
+    version: text("version").notNull(),
+    name: text("name"),
+    description: text("description"),
+    releaseNotes: text("release_notes"),
+    releaseDate: text("release_date"),
+    /** `stable` or `insider`. */
+    channel: text("channel").notNull().default("stable"),
+    public: bool("public").notNull().default(false),
+    requiresMaintenance: bool("requires_maintenance").notNull().default(true),
+    stagingPercentage: integer("staging_percentage"),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [
+    uniqueIndex("product_releases_version").on(t.productId, t.version),
+    index("product_releases_channel").on(t.productId, t.channel),
+  ],
+);
+
+export const releaseDownloads = sqliteTable(
+  "release_downloads",
+  {
+    id: id(),
+    releaseId: integer("release_id")
+      .notNull()
+      .references(() => productReleases.id, { onDelete: "cascade" }),
+    platform: text("platform").notNull(),
+    kind: text("kind").notNull(),
+    fileName: text("file_name").notNull(),
+    sourceKind: text("source_kind").notNull(),
+    url: text("url"),
+    /** R2 key for `local` artifacts. */
+    storageKey: text("storage_key"),
+    size: integer("size").notNull(),
+    sha256: text("sha256").notNull(),
+    sha512: text("sha512").notNull(),
+    signature: text("signature"),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [uniqueIndex("release_downloads_platform_kind").on(t.releaseId, t.platform, t.kind)],
+);
+
+/** Bytes of `resource` artifacts, in chunks under D1's row-size limit (DESIGN: 1 MiB). */
+export const artifactChunks = sqliteTable(
+  "artifact_chunks",
+  {
+    downloadId: integer("download_id")
+      .notNull()
+      .references(() => releaseDownloads.id, { onDelete: "cascade" }),
+    seq: integer("seq").notNull(),
+    data: blob("data", { mode: "buffer" }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.downloadId, t.seq] })],
+);
+
+/** Single-use download tokens for gated releases; stored as digests. */
+export const downloadTokens = sqliteTable(
+  "download_tokens",
+  {
+    tokenDigest: text("token_digest").primaryKey(),
+    downloadId: integer("download_id")
+      .notNull()
+      .references(() => releaseDownloads.id, { onDelete: "cascade" }),
+    licenseId: integer("license_id"),
+    expiresAt: text("expires_at").notNull(),
+    usedAt: text("used_at"),
+    createdAt: createdAt(),
+  },
+  (t) => [index("download_tokens_expires").on(t.expiresAt)],
+);
+
+export const orders = sqliteTable(
+  "orders",
+  {
+    id: id(),
+    orderNumber: text("order_number").notNull(),
+    customerId: integer("customer_id")
+      .notNull()
+      .references(() => customers.id),
+    resellerId: integer("reseller_id").references(() => customers.id),
+    status: integer("status").notNull().default(0),
+    paymentStatus: integer("payment_status").notNull().default(0),
+    total: text("total"),
+    currency: text("currency"),
+    purchaseOrder: text("purchase_order"),
+    invoiceNumber: text("invoice_number"),
+    paymentType: text("payment_type"),
+    paymentNumber: text("payment_number"),
+    paymentDate: text("payment_date"),
+    description: text("description"),
+    meta: text("meta"),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [uniqueIndex("orders_order_number").on(t.orderNumber), index("orders_customer").on(t.customerId)],
+);
+
+export const orderProducts = sqliteTable(
+  "order_products",
+  {
+    id: id(),
+    orderId: integer("order_id")
+      .notNull()
+      .references(() => orders.id, { onDelete: "cascade" }),
+    productId: integer("product_id")
+      .notNull()
+      .references(() => products.id),
+    quantity: integer("quantity").notNull().default(1),
+    unitPrice: text("unit_price"),
+    discount: text("discount"),
+    taxes: text("taxes"),
+    description: text("description"),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [uniqueIndex("order_products_order_product").on(t.orderId, t.productId), index("order_products_product").on(t.productId)],
+);
+
+// ---------------------------------------------------------------------------------------------------------------
+// Licenses
+
+export const licenseTemplates = sqliteTable(
+  "license_templates",
+  {
+    id: id(),
+    name: text("name").notNull(),
+    code: text("code"),
+    productId: integer("product_id")
+      .notNull()
+      .references(() => products.id),
+    releaseId: integer("release_id").references(() => productReleases.id, { onDelete: "set null" }),
+    licenseType: integer("license_type"),
+    edition: text("edition"),
+    licensingMode: integer("licensing_mode"),
+    maxClients: integer("max_clients"),
+    expireDays: integer("expire_days"),
+    supportDays: integer("support_days"),
+    features: json<string[]>("features"),
+    description: text("description"),
+    meta: text("meta"),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [index("license_templates_product").on(t.productId), index("license_templates_release").on(t.releaseId)],
+);
+
+export const licenses = sqliteTable(
+  "licenses",
+  {
+    id: id(),
+    /** Public identifier: `lic` + 8 upper-case hex characters. */
+    licenseId: text("license_id").notNull(),
+    userKey: text("user_key").notNull(),
+    productId: integer("product_id")
+      .notNull()
+      .references(() => products.id),
+    customerId: integer("customer_id").references(() => customers.id),
+    orderId: integer("order_id").references(() => orders.id),
+    templateId: integer("template_id").references(() => licenseTemplates.id, { onDelete: "set null" }),
+    licenseType: integer("license_type").notNull().default(0),
+    edition: text("edition"),
+    licensingMode: integer("licensing_mode").notNull().default(0),
+    maxClients: integer("max_clients").notNull().default(0),
+    issueDate: text("issue_date").notNull(),
+    expireDate: text("expire_date"),
+    supportExpireDate: text("support_expire_date"),
+    revoked: bool("revoked").notNull().default(false),
+    features: json<string[]>("features"),
+    licenseeName: text("licensee_name"),
+    licenseeEmail: text("licensee_email"),
+    licenseeCompany: text("licensee_company"),
+    description: text("description"),
+    trace: bool("trace").notNull().default(true),
+    meta: text("meta"),
+    /** HMAC of the core fields keyed by Application:EncryptionKey; a mismatch reads as Tampered (CONTRACT 4). */
+    integrity: text("integrity"),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [
+    uniqueIndex("licenses_license_id").on(t.licenseId),
+    uniqueIndex("licenses_user_key").on(t.userKey),
+    index("licenses_product").on(t.productId),
+    index("licenses_customer").on(t.customerId),
+    index("licenses_order").on(t.orderId),
+    index("licenses_template").on(t.templateId),
+  ],
+);
+
+export const licenseTokens = sqliteTable(
+  "license_tokens",
+  {
+    id: id(),
+    /** SHA-256 of the token (`actk_…` / `fltk_…`); the token is returned to the client that obtained it. */
+    tokenDigest: text("token_digest").notNull(),
+    tokenPrefix: text("token_prefix").notNull(),
+    kind: integer("kind").notNull(),
+    licenseId: integer("license_id")
+      .notNull()
+      .references(() => licenses.id, { onDelete: "cascade" }),
+    machineId: text("machine_id"),
+    clientId: text("client_id"),
+    clientName: text("client_name"),
+    address: text("address"),
+    issueDate: text("issue_date").notNull(),
+    expireDate: text("expire_date"),
+    lastHeartbeat: text("last_heartbeat"),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [
+    uniqueIndex("license_tokens_digest").on(t.tokenDigest),
+    index("license_tokens_license").on(t.licenseId, t.machineId, t.clientId),
+  ],
+);
+
+export const licenseTraces = sqliteTable(
+  "license_traces",
+  {
+    id: id(),
+    licenseId: integer("license_id").references(() => licenses.id, { onDelete: "cascade" }),
+    action: integer("action").notNull(),
+    clientIp: text("client_ip"),
+    clientId: text("client_id"),
+    clientName: text("client_name"),
+    machineId: text("machine_id"),
+    geoLocation: text("geo_location"),
+    meta: text("meta"),
+    createdAt: createdAt(),
+  },
+  (t) => [index("license_traces_license").on(t.licenseId), index("license_traces_created").on(t.createdAt)],
+);
+
+export const assemblies = sqliteTable(
+  "assemblies",
+  {
+    id: id(),
+    name: text("name").notNull(),
+    version: text("version"),
+    culture: text("culture"),
+    publicKeyToken: text("public_key_token"),
+    mappingFileId: integer("mapping_file_id").references(() => resources.id, { onDelete: "set null" }),
+    debugSymbolsKey: text("debug_symbols_key"),
+    description: text("description"),
+    releaseId: integer("release_id").references(() => productReleases.id, { onDelete: "cascade" }),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [index("assemblies_release").on(t.releaseId)],
+);
+
+export const reports = sqliteTable(
+  "reports",
+  {
+    id: id(),
+    uid: text("uid"),
+    name: text("name").notNull(),
+    version: text("version"),
+    date: text("date"),
+    licenseId: integer("license_id").references(() => licenses.id, { onDelete: "set null" }),
+    machineId: text("machine_id"),
+    clientId: text("client_id"),
+    clientName: text("client_name"),
+    contentType: text("content_type"),
+    content: text("content"),
+    /** R2 key when the content was too large to keep in the row. */
+    contentKey: text("content_key"),
+    address: text("address"),
+    geoLocation: text("geo_location"),
+    properties: json<{ name: string; value: string | null }[]>("properties"),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [index("reports_license").on(t.licenseId), index("reports_created").on(t.createdAt)],
+);
+
+// ---------------------------------------------------------------------------------------------------------------
+// Webhooks
+
+export const webhookSubscriptions = sqliteTable("webhook_subscriptions", {
+  id: id(),
+  name: text("name").notNull(),
+  url: text("url").notNull(),
+  eventTypes: json<string[]>("event_types").notNull(),
+  /** AES-GCM encrypted with Application:EncryptionKey; returned only by the POST that creates it. */
+  secretEncrypted: text("secret_encrypted").notNull(),
+  headers: json<Record<string, string>>("headers"),
+  isActive: bool("is_active").notNull().default(true),
+  maxRetryCount: integer("max_retry_count").notNull().default(8),
+  description: text("description"),
+  createdAt: createdAt(),
+  updatedAt: updatedAt(),
+});
+
+export const webhookEvents = sqliteTable(
+  "webhook_events",
+  {
+    id: id(),
+    webhookSubscriptionId: integer("webhook_subscription_id")
+      .notNull()
+      .references(() => webhookSubscriptions.id, { onDelete: "cascade" }),
+    eventId: text("event_id").notNull(),
+    eventType: text("event_type").notNull(),
+    payload: text("payload").notNull(),
+    statusCode: integer("status_code"),
+    response: text("response"),
+    errorMessage: text("error_message"),
+    isSuccess: bool("is_success").notNull().default(false),
+    retryCount: integer("retry_count").notNull().default(0),
+    sentAt: text("sent_at"),
+    nextRetryAt: text("next_retry_at"),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [
+    uniqueIndex("webhook_events_event_subscription").on(t.eventId, t.webhookSubscriptionId),
+    index("webhook_events_subscription").on(t.webhookSubscriptionId),
+    index("webhook_events_created").on(t.createdAt),
+  ],
+);
+
+// ---------------------------------------------------------------------------------------------------------------
+// Service log and email outbox
+
+export const logs = sqliteTable(
+  "logs",
+  {
+    id: id(),
+    timestamp: text("timestamp").notNull(),
+    level: integer("level").notNull(),
+    message: text("message").notNull(),
+    exception: text("exception"),
+    properties: text("properties"),
+    requestId: text("request_id"),
+  },
+  (t) => [index("logs_timestamp").on(t.timestamp), index("logs_level").on(t.level)],
+);
+
+export const emailOutbox = sqliteTable("email_outbox", {
+  id: id(),
+  to: text("to_address").notNull(),
+  subject: text("subject").notNull(),
+  body: text("body").notNull(),
+  isHtml: bool("is_html").notNull().default(false),
+  status: text("status").notNull().default("queued"),
+  createdAt: createdAt(),
+  sentAt: text("sent_at"),
+});

@@ -1,0 +1,27 @@
+import type { D1Migration } from "cloudflare:test";
+import type { LicenseSeats } from "./durable/license-seats";
+import type { RateLimiter } from "./durable/rate-limiter";
+
+/**
+ * The Worker's bindings (wrangler.toml) plus its string variables. Settings arrive as `Section__Name` variables
+ * (CONTRACT section 1) and are read through `config.ts`, never directly.
+ */
+export interface Bindings {
+  DB: D1Database;
+  ARTIFACTS?: R2Bucket;
+  RATE_LIMITER: DurableObjectNamespace<RateLimiter>;
+  LICENSE_SEATS: DurableObjectNamespace<LicenseSeats>;
+  WEBHOOKS: Queue<unknown>;
+  EMAIL?: SendEmail;
+  /** Only in tests: the migrations vitest.config.ts read. */
+  TEST_MIGRATIONS?: D1Migration[];
+  [variable: string]: unknown;
+}
+
+declare global {
+  namespace Cloudflare {
+    interface Env extends Bindings {
+      TEST_MIGRATIONS: D1Migration[];
+    }
+  }
+}
