@@ -23,5 +23,8 @@ declare global {
     interface Env extends Bindings {
       TEST_MIGRATIONS: D1Migration[];
     }
+    interface Exports {
+      default: Fetcher;
+    }
   }
 }

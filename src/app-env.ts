@@ -1,0 +1,37 @@
+import type { Config } from "./config";
+import type { Db } from "./db/client";
+import type { Bindings } from "./env";
+
+/** The roles of SPEC "Authentication" rule 12. */
+export const ROLES = ["Administrator", "LicenseManager", "Sales", "Customer", "Application"] as const;
+export type Role = (typeof ROLES)[number];
+
+/** Who is calling, once a credential has been checked. */
+export interface Principal {
+  kind: "key" | "bearer";
+  /** The user (absent for an ownerless API key and for a license's own bearer token). */
+  userId?: string;
+  userName?: string;
+  roles: readonly Role[];
+  /** API key permission bits (SPEC rule 5); absent for bearer tokens. */
+  permissions?: number;
+  keyId?: number;
+  keyName?: string;
+  /** Bearer token id and expiry, for logout. */
+  jti?: string;
+  expiresAt?: number;
+  /** A license's own bearer token (user-key sign-in): the license's public id. */
+  licenseId?: string;
+}
+
+/** Hono's environment for every route: bindings and the per-request values the app middleware sets. */
+export interface AppEnv {
+  Bindings: Bindings;
+  Variables: {
+    config: Config;
+    db: Db;
+    requestId: string;
+    clientIp: string;
+    principal: Principal;
+  };
+}

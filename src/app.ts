@@ -1,0 +1,99 @@
+/**
+ * The Hono app: request context (id, client IP, settings, database), the administrator bootstrap, the health
+ * check, the EnableWebApi / EnableSwagger gates, every module's routes, the OpenAPI document and Swagger UI, and the
+ * one error path. Built once per isolate.
+ */
+import { swaggerUI } from "@hono/swagger-ui";
+import type { Context, MiddlewareHandler } from "hono";
+import type { AppEnv } from "./app-env";
+import { ensureAdmin } from "./auth/bootstrap";
+import { API_KEY_SCHEME, BEARER_SCHEME } from "./auth/guard";
+import { registerAuth } from "./auth/routes";
+import { type Config, loadConfig } from "./config";
+import { getDb } from "./db/client";
+import { ApiError } from "./http/errors";
+import { errorResponse, renderError } from "./http/respond";
+import { type Router, createRouter } from "./http/router";
+import { registerApiKeys } from "./management/api-keys";
+import { registerResources } from "./management/resources";
+import { registerUsers } from "./management/users";
+
+export const SERVICE_VERSION = "0.1.0";
+export const OPENAPI_PATH = "/swagger/v1/swagger.json";
+
+/** Request context every route relies on. */
+const context: MiddlewareHandler<AppEnv> = async (c, next) => {
+  c.set("requestId", c.req.header("cf-ray") ?? crypto.randomUUID());
+  c.set("clientIp", c.req.header("cf-connecting-ip") ?? "127.0.0.1");
+  const { config } = await loadConfig(c.env, c.env.DB);
+  c.set("config", config);
+  c.set("db", getDb(c.env.DB));
+  await ensureAdmin(c.env.DB, config);
+  await next();
+};
+
+/** The health check (SPEC 8): outside the OpenAPI document, anonymous, at the configured path. */
+const health: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const config = c.get("config");
+  if (!config["Application:EnableHealthCheck"] || c.req.path !== config["Application:HealthCheckEndPoint"]) return next();
+  if (c.req.method !== "GET" && c.req.method !== "HEAD") return next();
+  try {
+    await c.env.DB.prepare("SELECT 1").first();
+    return c.text("Healthy", 200, { "Cache-Control": "no-store" });
+  } catch (e) {
+    console.error("health check: D1 did not answer", e);
+    return c.text("Unhealthy", 503, { "Cache-Control": "no-store" });
+  }
+};
+
+/** Application:EnableWebApi and Application:EnableSwagger switch whole areas off (404, as if absent). */
+const gates: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const config = c.get("config");
+  const path = c.req.path;
+  if (path.startsWith("/v1/") && !config["Application:EnableWebApi"]) throw new ApiError(404, "The REST API is disabled");
+  if ((path === "/swagger" || path.startsWith("/swagger/")) && !(config["Application:EnableSwagger"] && config["Application:EnableWebApi"])) {
+    throw new ApiError(404, "Swagger is disabled");
+  }
+  await next();
+};
+
+let documents: { header: string; document: unknown } | undefined;
+
+/** The OpenAPI document, generated from the routes once per isolate (and again if the key header name changes). */
+function openApiDocument(app: Router, config: Config): unknown {
+  const header = config["Application:ApiKeyHeaderName"];
+  if (documents?.header !== header) {
+    app.openAPIRegistry.registerComponent("securitySchemes", API_KEY_SCHEME, { type: "apiKey", in: "header", name: header });
+    app.openAPIRegistry.registerComponent("securitySchemes", BEARER_SCHEME, { type: "http", scheme: "bearer", bearerFormat: "JWT" });
+    const document = app.getOpenAPIDocument({
+      openapi: "3.0.3",
+      info: {
+        title: "Licensing Service API",
+        version: SERVICE_VERSION,
+        description: "Manage products, customers, orders and licenses; run licensing operations; serve updates.",
+      },
+      servers: [{ url: "/" }],
+      tags: [],
+    });
+    documents = { header, document };
+  }
+  return documents.document;
+}
+
+/** Builds the app with every module's routes. */
+export function createApp(): Router {
+  const app = createRouter();
+  app.use("*", context, health, gates);
+
+  registerAuth(app);
+  registerResources(app);
+  registerUsers(app);
+  registerApiKeys(app);
+
+  app.get(OPENAPI_PATH, (c) => c.json(openApiDocument(app, c.get("config")) as object));
+  app.get("/swagger", swaggerUI({ url: OPENAPI_PATH, title: "Licensing Service API" }));
+
+  app.notFound((c: Context<AppEnv>) => errorResponse(c, new ApiError(404, `No route for ${c.req.method} ${c.req.path}`)));
+  app.onError(renderError);
+  return app;
+}

@@ -1,0 +1,109 @@
+/**
+ * API keys (SPEC "Authentication"): `api_` + 32 base62 characters, stored as SHA-256 digests, acting with their
+ * owner's roles and their own permission bits. A validated key is cached per isolate for
+ * Application:ApiKeyCacheDuration; revocation or a permission change can take that long in other isolates.
+ */
+import { eq } from "drizzle-orm";
+import { ROLES, type Principal, type Role } from "../app-env";
+import { clock } from "../clock";
+import type { Config } from "../config";
+import type { Db } from "../db/client";
+import { apiKeys, users } from "../db/schema";
+import { randomString, sha256Hex } from "./crypto";
+
+/** Permission bits (SPEC rule 5). */
+export const Permission = { Read: 1, Write: 2, Delete: 4, Create: 8, All: 15 } as const;
+
+/** The permission an HTTP method needs: it follows the method, not the effect (SPEC rule 6). */
+export function permissionFor(method: string): number {
+  switch (method.toUpperCase()) {
+    case "GET":
+    case "HEAD":
+      return Permission.Read;
+    case "PUT":
+    case "PATCH":
+      return Permission.Write;
+    case "DELETE":
+      return Permission.Delete;
+    default:
+      return Permission.Create;
+  }
+}
+
+export function generateApiKey(): string {
+  return `api_${randomString(32)}`;
+}
+
+export function generateClientSecret(): string {
+  return randomString(40);
+}
+
+/** What lists show instead of a key: its first characters. */
+export function keyPrefix(key: string): string {
+  return `${key.slice(0, 8)}…`;
+}
+
+interface KeyEntry {
+  id: number;
+  name: string | null;
+  ownerId: string | null;
+  ownerName: string | null;
+  roles: Role[];
+  permissions: number;
+  revoked: boolean;
+  expireDate: string | null;
+}
+
+const cache = new Map<string, { entry: KeyEntry; until: number }>();
+
+/** Forgets cached validations (after a key or user is changed in this isolate). */
+export function invalidateApiKeyCache(): void {
+  cache.clear();
+}
+
+async function lookup(db: Db, digest: string): Promise<KeyEntry | undefined> {
+  const row = await db
+    .select({
+      id: apiKeys.id,
+      name: apiKeys.name,
+      ownerId: apiKeys.ownerId,
+      ownerName: users.userName,
+      roles: users.roles,
+      permissions: apiKeys.permissions,
+      revoked: apiKeys.revoked,
+      expireDate: apiKeys.expireDate,
+    })
+    .from(apiKeys)
+    .leftJoin(users, eq(users.id, apiKeys.ownerId))
+    .where(eq(apiKeys.keyDigest, digest))
+    .get();
+  if (!row) return undefined;
+  return { ...row, roles: (row.roles ?? []).filter((r): r is Role => ROLES.includes(r as Role)) };
+}
+
+/** Validates an API key; undefined when unknown, revoked or past its expiration date (SPEC rule 7). */
+export async function authenticateApiKey(db: Db, config: Config, key: string): Promise<Principal | undefined> {
+  const now = clock.now().getTime();
+  const digest = await sha256Hex(key);
+  let hit = cache.get(digest);
+  if (!hit || hit.until <= now) {
+    const entry = await lookup(db, digest);
+    if (!entry) {
+      cache.delete(digest);
+      return undefined;
+    }
+    hit = { entry, until: now + config["Application:ApiKeyCacheDuration"] };
+    if (config["Application:ApiKeyCacheDuration"] > 0) cache.set(digest, hit);
+  }
+  const { entry } = hit;
+  if (entry.revoked || (entry.expireDate !== null && Date.parse(entry.expireDate) <= now)) return undefined;
+  return {
+    kind: "key",
+    ...(entry.ownerId ? { userId: entry.ownerId } : {}),
+    ...(entry.ownerName ? { userName: entry.ownerName } : {}),
+    roles: entry.ownerId ? entry.roles : [],
+    permissions: entry.permissions,
+    keyId: entry.id,
+    ...(entry.name ? { keyName: entry.name } : {}),
+  };
+}

@@ -1,0 +1,54 @@
+/** Small crypto helpers shared by keys, tokens and passwords: CSPRNG strings, digests, constant-time comparison. */
+
+export const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+/** Crockford base32 (no I, L, O, U): the alphabet of user keys. */
+export const CROCKFORD32 = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+
+/** `length` characters drawn uniformly from `alphabet` with the CSPRNG (rejection sampling, no modulo bias). */
+export function randomString(length: number, alphabet = BASE62): string {
+  const limit = 256 - (256 % alphabet.length);
+  let out = "";
+  while (out.length < length) {
+    const bytes = crypto.getRandomValues(new Uint8Array(length * 2));
+    for (const b of bytes) {
+      if (b < limit) out += alphabet[b % alphabet.length];
+      if (out.length === length) break;
+    }
+  }
+  return out;
+}
+
+const encoder = new TextEncoder();
+
+export function toHex(bytes: ArrayBuffer | Uint8Array): string {
+  return [...new Uint8Array(bytes)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+export function toBase64(bytes: ArrayBuffer | Uint8Array): string {
+  let s = "";
+  for (const b of new Uint8Array(bytes)) s += String.fromCharCode(b);
+  return btoa(s);
+}
+
+export function fromBase64(text: string): Uint8Array {
+  return Uint8Array.from(atob(text), (ch) => ch.charCodeAt(0));
+}
+
+/** SHA-256 of the UTF-8 text, lowercase hex: how API keys, client secrets and tokens are stored. */
+export async function sha256Hex(text: string): Promise<string> {
+  return toHex(await crypto.subtle.digest("SHA-256", encoder.encode(text)));
+}
+
+/** Constant-time equality of two byte strings (different lengths compare unequal without early exit on content). */
+export function timingSafeEqual(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.byteLength !== b.byteLength) {
+    crypto.subtle.timingSafeEqual(a, a);
+    return false;
+  }
+  return crypto.subtle.timingSafeEqual(a, b);
+}
+
+/** Constant-time equality of two strings. */
+export function timingSafeEqualText(a: string, b: string): boolean {
+  return timingSafeEqual(encoder.encode(a), encoder.encode(b));
+}

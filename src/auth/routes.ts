@@ -1,0 +1,187 @@
+/** `/v1/auth/*` (SPEC "Authentication routes"): login, the signed-in user, the session and logout. */
+import { createRoute, z } from "@hono/zod-openapi";
+import { and, eq } from "drizzle-orm";
+import type { Role } from "../app-env";
+import { clock, nowIso } from "../clock";
+import type { Db } from "../db/client";
+import { requireById, updateRow } from "../db/repository";
+import { apiKeys, userSettings, users } from "../db/schema";
+import { serviceContext } from "../http/context";
+import { ApiError } from "../http/errors";
+import { Envelope, anonymousErrorResponses, enveloped, errorResponses, json, jsonBody } from "../http/openapi";
+import { ok } from "../http/respond";
+import type { Router } from "../http/router";
+import { ApiKey, maskKeys } from "../management/api-keys";
+import { User, UserSetting, userWriteValues } from "../management/users";
+import type { Config } from "../config";
+import { access } from "./guard";
+import { issueToken, revokeToken } from "./bearer";
+import { verifyPassword } from "./passwords";
+
+const LoginRequest = z
+  .object({
+    username: z.string().max(256).optional(),
+    password: z.string().max(256).optional(),
+  })
+  .openapi("LoginRequest");
+
+const LoginResponse = enveloped({
+  token: z.string().openapi({ description: "A bearer token (JWT) for the Authorization header." }),
+  expiresIn: z.int().openapi({ description: "Lifetime of the token in seconds." }),
+}).openapi("LoginResponse");
+
+const UserProfile = User.record
+  .extend({
+    apiKeys: z.array(ApiKey.record).optional(),
+    settings: z.array(UserSetting.record).optional(),
+  })
+  .openapi("UserProfile");
+
+/** Fields a signed-in user may change on their own account; roles and the customer link stay with administrators. */
+const OwnProfileUpdate = User.updateInput.omit({ id: true, roles: true, customerId: true, rank: true }).openapi("OwnProfileUpdate");
+
+export const INVALID_LOGIN = "Invalid username or password.";
+
+/** Checks a user name and password; the user row on success. Costs the same whether or not the user exists. */
+export async function checkPassword(db: Db, username: string, password: string) {
+  const user = await db.select().from(users).where(eq(users.normalizedUserName, username.toLowerCase())).get();
+  const valid = await verifyPassword(password, user?.passwordHash);
+  return valid && user ? user : undefined;
+}
+
+/** The signed-in user's record with settings and active API keys (SPEC `GET /v1/auth/user`). */
+async function profile(db: Db, config: Config, userId: string): Promise<Record<string, unknown>> {
+  const user = await requireById(db, User, userId);
+  const [settingRows, keyRows] = await db.batch([
+    db.select().from(userSettings).where(eq(userSettings.userId, userId)),
+    db.select().from(apiKeys).where(and(eq(apiKeys.ownerId, userId), eq(apiKeys.revoked, false))),
+  ]);
+  const now = clock.now().getTime();
+  const active = keyRows.filter((k) => k.expireDate === null || Date.parse(k.expireDate) > now);
+  const keys = active.map((k) => ApiKey.toWire(k, config) as Record<string, unknown>);
+  maskKeys(keys, active);
+  return {
+    ...User.toWire(user, config),
+    settings: settingRows.map((s) => UserSetting.toWire(s, config)),
+    apiKeys: keys,
+  };
+}
+
+function signedInUser(userId: string | undefined): string {
+  if (!userId) throw new ApiError(400, "The bearer token does not belong to a user account");
+  return userId;
+}
+
+export function registerAuth(app: Router): void {
+  app.openapi(
+    createRoute({
+      method: "post",
+      path: "/v1/auth/login",
+      tags: ["Authentication"],
+      operationId: "login",
+      summary: "Sign in with a user name and password; returns a bearer token",
+      ...access.anonymous(),
+      request: { body: { required: false, content: { "application/json": { schema: LoginRequest } } } },
+      responses: {
+        200: json(LoginResponse, "Signed in"),
+        401: json(Envelope, `Wrong credentials: \`${INVALID_LOGIN}\``),
+        ...anonymousErrorResponses,
+      },
+    }),
+    async (c) => {
+      const ctx = serviceContext(c);
+      const { username, password } = c.req.valid("json");
+      const user = username && password !== undefined ? await checkPassword(ctx.db, username, password) : undefined;
+      if (!user) throw new ApiError(401, INVALID_LOGIN);
+      const roles = (user.roles ?? []) as Role[];
+      const issued = await issueToken(ctx.config, { subject: user.id, name: user.userName, roles });
+      ctx.waitUntil(ctx.db.update(users).set({ lastLogIn: nowIso() }).where(eq(users.id, user.id)).run());
+      return ok(c, issued);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/v1/auth/user",
+      tags: ["Authentication"],
+      operationId: "getSignedInUser",
+      summary: "The signed-in user with roles, settings and active API keys",
+      ...access.bearer(),
+      request: { query: z.object({ request: z.string().optional().openapi({ description: "Accepted for compatibility; ignored." }) }) },
+      responses: { 200: json(enveloped({ user: UserProfile }), "The signed-in user"), ...errorResponses },
+    }),
+    async (c) => {
+      const ctx = serviceContext(c);
+      return ok(c, { user: await profile(ctx.db, ctx.config, signedInUser(ctx.principal?.userId)) });
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: "post",
+      path: "/v1/auth/user",
+      tags: ["Authentication"],
+      operationId: "updateSignedInUser",
+      summary: "Change the signed-in user's own profile (only the properties sent)",
+      ...access.bearer(),
+      request: { body: jsonBody(z.object({ user: OwnProfileUpdate })) },
+      responses: { 200: json(enveloped({ user: UserProfile }), "The updated user"), ...errorResponses },
+    }),
+    async (c) => {
+      const ctx = serviceContext(c);
+      const userId = signedInUser(ctx.principal?.userId);
+      const values = await userWriteValues(User.toRow(c.req.valid("json").user));
+      if (Object.keys(values).length > 0) await updateRow(ctx.db, User, userId, values);
+      return ok(c, { user: await profile(ctx.db, ctx.config, userId) });
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/v1/auth/session",
+      tags: ["Authentication"],
+      operationId: "getSession",
+      summary: "Who the credential belongs to (no permission bit needed)",
+      ...access.either(),
+      responses: {
+        200: json(
+          enveloped({
+            user: z.string().optional(),
+            roles: z.array(z.string()),
+            permissions: z.int().optional().openapi({ description: "API key permission bits; absent for bearer tokens." }),
+            keyName: z.string().optional(),
+          }),
+          "The session",
+        ),
+        ...errorResponses,
+      },
+    }),
+    (c) => {
+      const p = c.get("principal");
+      return ok(c, {
+        user: p.userName ?? p.licenseId,
+        roles: [...p.roles],
+        ...(p.kind === "key" ? { permissions: p.permissions, keyName: p.keyName } : {}),
+      });
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: "post",
+      path: "/v1/auth/logout",
+      tags: ["Authentication"],
+      operationId: "logout",
+      summary: "End the bearer token: it is refused from now on",
+      ...access.bearer(),
+      request: { body: { required: false, content: { "application/json": { schema: z.object({}) } } } },
+      responses: { 200: json(Envelope, "Signed out"), ...errorResponses },
+    }),
+    async (c) => {
+      await revokeToken(c.get("db"), c.get("principal"));
+      return ok(c, {});
+    },
+  );
+}

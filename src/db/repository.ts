@@ -1,0 +1,109 @@
+/**
+ * Record storage for declared entities, free of HTTP: find, insert, update, delete with timestamps, referenced-id
+ * checks in one round trip, and SQLite constraint failures turned into the client's 400 instead of a 500.
+ */
+import { type SQL, and, eq } from "drizzle-orm";
+import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
+import { nowIso } from "../clock";
+import type { Entity } from "../http/entity";
+import { ApiError, notFound400 } from "../http/errors";
+import type { Db } from "./client";
+
+export type Row = Record<string, unknown>;
+export type Id = number | string;
+
+function columnsOf(entity: Entity): Record<string, SQLiteColumn | undefined> {
+  return entity.table as unknown as Record<string, SQLiteColumn | undefined>;
+}
+
+/** Only the values that are columns of the table: hooks may carry other values (a secret shown once) beside them. */
+function columnValues(entity: Entity, values: Row): Row {
+  const cols = columnsOf(entity);
+  return Object.fromEntries(Object.entries(values).filter(([k, v]) => cols[k] !== undefined && v !== undefined));
+}
+
+function whereId(entity: Entity, id: Id, scope?: SQL): SQL | undefined {
+  return and(eq(entity.idColumn, id), scope);
+}
+
+/** The row with this id (inside `scope` when given), or undefined. */
+export async function findById(db: Db, entity: Entity, id: Id, scope?: SQL): Promise<Row | undefined> {
+  return (await db.select().from(entity.table).where(whereId(entity, id, scope)).get()) as Row | undefined;
+}
+
+/** The row with this id, or 400 `<Thing> <id> not found` (CONTRACT section 2). */
+export async function requireById(db: Db, entity: Entity, id: Id, scope?: SQL): Promise<Row> {
+  const row = await findById(db, entity, id, scope);
+  if (!row) throw notFound400(entity.name, id);
+  return row;
+}
+
+/** Checks that every referenced id exists, in one batch; 400 naming the first that does not. */
+export async function checkReferences(db: Db, references: readonly { entity: Entity; id: Id; field: string }[]): Promise<void> {
+  if (references.length === 0) return;
+  const queries = references.map((r) => db.select({ id: r.entity.idColumn }).from(r.entity.table).where(eq(r.entity.idColumn, r.id)).limit(1));
+  const results = (await db.batch(queries as unknown as [(typeof queries)[number], ...(typeof queries)[number][]])) as unknown[][];
+  references.forEach((r, i) => {
+    if ((results[i] ?? []).length === 0) throw new ApiError(400, `${r.entity.name} ${r.id} not found (${r.field})`);
+  });
+}
+
+/** Turns SQLite constraint failures into 400 answers that say what clashed. */
+export function constraintError(entity: Entity, error: unknown): unknown {
+  const text = [error instanceof Error ? error.message : "", error instanceof Error && error.cause instanceof Error ? error.cause.message : ""].join(" ");
+  const unique = /UNIQUE constraint failed: ([\w.]+(?:, [\w.]+)*)/.exec(text);
+  if (unique?.[1]) {
+    const cols = unique[1]
+      .split(", ")
+      .map((c) => c.split(".").pop() ?? c)
+      .filter((c) => !c.startsWith("normalized_"))
+      .map((c) => c.replace(/_(\w)/g, (_, ch: string) => ch.toUpperCase()));
+    const names = cols.length > 0 ? cols : unique[1].split(", ").map((c) => (c.split(".").pop() ?? c).replace(/^normalized_/, ""));
+    return new ApiError(400, `A ${entity.name} with the same ${names.join(", ")} already exists`);
+  }
+  if (/FOREIGN KEY constraint failed/.test(text)) return new ApiError(400, `The ${entity.name} refers to, or is referred to by, records that prevent this change`);
+  if (/NOT NULL constraint failed: [\w]+\.(\w+)/.test(text)) {
+    const col = /NOT NULL constraint failed: [\w]+\.(\w+)/.exec(text)?.[1] ?? "";
+    return new ApiError(400, `${entity.name} ${col.replace(/_(\w)/g, (_, ch: string) => ch.toUpperCase())} is required`);
+  }
+  return error;
+}
+
+async function guarded<T>(entity: Entity, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (e) {
+    throw constraintError(entity, e);
+  }
+}
+
+/** Inserts a row, stamping createdAt/updatedAt when the table has them; returns the stored row. */
+export async function insertRow(db: Db, entity: Entity, values: Row): Promise<Row> {
+  const now = nowIso();
+  const cols = columnsOf(entity);
+  const stamped = { ...(cols["createdAt"] ? { createdAt: now } : {}), ...(cols["updatedAt"] ? { updatedAt: now } : {}), ...columnValues(entity, values) };
+  return guarded(entity, async () => {
+    const [row] = (await db.insert(entity.table).values(stamped).returning()) as Row[];
+    if (!row) throw new Error(`insert into ${entity.name} returned no row`);
+    return row;
+  });
+}
+
+/** Updates the given columns of one row (partial update), stamping updatedAt; 400 when the id is unknown. */
+export async function updateRow(db: Db, entity: Entity, id: Id, values: Row, scope?: SQL): Promise<Row> {
+  const cols = columnsOf(entity);
+  const stamped = { ...columnValues(entity, values), ...(cols["updatedAt"] ? { updatedAt: nowIso() } : {}) };
+  return guarded(entity, async () => {
+    const [row] = (await db.update(entity.table).set(stamped).where(whereId(entity, id, scope)).returning()) as Row[];
+    if (!row) throw notFound400(entity.name, id);
+    return row;
+  });
+}
+
+/** Deletes one row; 400 when the id is unknown. */
+export async function deleteRow(db: Db, entity: Entity, id: Id, scope?: SQL): Promise<void> {
+  await guarded(entity, async () => {
+    const deleted = await db.delete(entity.table).where(whereId(entity, id, scope)).returning({ id: entity.idColumn });
+    if (deleted.length === 0) throw notFound400(entity.name, id);
+  });
+}

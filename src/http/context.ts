@@ -1,0 +1,36 @@
+import type { Context } from "hono";
+import type { AppEnv, Principal } from "../app-env";
+import type { Config } from "../config";
+import type { Db } from "../db/client";
+import type { Bindings } from "../env";
+
+/** What services get from a request: its dependencies, never the HTTP request itself (DESIGN house style). */
+export interface ServiceContext {
+  db: Db;
+  config: Config;
+  env: Bindings;
+  principal: Principal | undefined;
+  requestId: string;
+  clientIp: string;
+  /** Work that may finish after the response (events, logs). */
+  waitUntil(promise: Promise<unknown>): void;
+}
+
+export function serviceContext(c: Context<AppEnv>): ServiceContext {
+  return {
+    db: c.get("db"),
+    config: c.get("config"),
+    env: c.env,
+    principal: c.get("principal") as Principal | undefined,
+    requestId: c.get("requestId"),
+    clientIp: c.get("clientIp"),
+    waitUntil: (p) => {
+      try {
+        c.executionCtx.waitUntil(p);
+      } catch {
+        // No execution context (direct app.request in a script): let the promise run on its own.
+        p.catch((e: unknown) => console.error(e));
+      }
+    },
+  };
+}

@@ -1,0 +1,211 @@
+/**
+ * The generic CRUD builder (DESIGN house style): a resource with SPEC's list/create/update/delete shape is declared,
+ * not written. Given an entity, a path, a tag and the roles of each operation, it registers
+ *   GET    <path>              list conventions -> envelope + <plural> + total<Plural>Count
+ *   POST   <path>              { <singular>: {...} } -> envelope + <singular>Id
+ *   PUT    <path>              { <singular>: { id, ...partial } } -> envelope
+ *   DELETE <path>/{<idParam>}  -> envelope
+ * with OpenAPI contracts, credential checks and zod validation. Only special cases are code, through hooks.
+ * Nested collections (`/v1/users/{userId}/settings`) declare a `scope`: the parent id from the path restricts
+ * every operation and is written into created rows.
+ */
+import { type RouteConfig, createRoute, z } from "@hono/zod-openapi";
+import { eq } from "drizzle-orm";
+import type { Context } from "hono";
+import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
+import type { AppEnv, Role } from "../app-env";
+import { access } from "../auth/guard";
+import { type Id, type Row, checkReferences, deleteRow, insertRow, requireById, updateRow } from "../db/repository";
+import { type ServiceContext, serviceContext } from "./context";
+import type { Entity } from "./entity";
+import { type ListOptions, type ListParam, type ListParams, listBody, listQuery } from "./list";
+import { enveloped, errorResponses, json, jsonBody } from "./openapi";
+import { ok } from "./respond";
+import type { Router } from "./router";
+
+export type Operation = "list" | "create" | "update" | "delete";
+
+export interface CrudHooks {
+  /** Completes the values of a new row (generated codes, hashed secrets); may throw ApiError. */
+  create?: (ctx: ServiceContext, values: Row, input: Row) => Promise<Row> | Row;
+  /** Completes the changed values of an update, knowing the stored row; may throw ApiError. */
+  update?: (ctx: ServiceContext, values: Row, existing: Row, input: Row) => Promise<Row> | Row;
+  /** Runs before a delete (refuse with ApiError when something still depends on the row). */
+  delete?: (ctx: ServiceContext, existing: Row) => Promise<void> | void;
+  /** Extra properties of the create answer besides `<singular>Id` (a secret shown once). */
+  created?: (ctx: ServiceContext, row: Row, values: Row) => Record<string, unknown>;
+  /** After any successful write (cache invalidation, events). */
+  written?: (ctx: ServiceContext, operation: Exclude<Operation, "list">, row: Row, previous?: Row) => void;
+}
+
+export interface CrudDefinition {
+  entity: Entity;
+  /** Collection path, e.g. `/v1/resources` or `/v1/users/{userId}/settings`. */
+  path: string;
+  tag: string;
+  roles: Readonly<Record<Operation, readonly Role[]>>;
+  /** Which operations to register (default all four). */
+  operations?: readonly Operation[];
+  /** The list parameters SPEC gives this route (default select, filter, sort, take, skip). */
+  listParams?: readonly ListParam[];
+  /** Path parameter naming the id on DELETE (default `<singular>Id`). */
+  idParam?: string;
+  /** Nested collection: the path parameter, the column it fills and the parent entity. */
+  scope?: { param: string; column: SQLiteColumn; parent: Entity };
+  /** Body properties that reference other entities' ids: checked to exist (400 naming them). */
+  references?: Readonly<Record<string, Entity>>;
+  hooks?: CrudHooks;
+  list?: Pick<ListOptions, "includes" | "decorate">;
+  /** Summary words for the OpenAPI document, e.g. "stored resource". */
+  label?: string;
+}
+
+/** What the zod validators of a generated route hand its handler. */
+interface Validated {
+  in: object;
+  out: { json: Record<string, Row>; query: ListParams; param: Record<string, Id> };
+}
+type CrudHandler = (c: Context<AppEnv, string, Validated>) => Promise<Response>;
+
+/**
+ * Registers a generated route. Its schemas are built at run time from the entity, so TypeScript cannot relate
+ * them to the handler's return type: this is the one place that widens the handler (its body is checked against
+ * `Validated` above, and the OpenAPI contract comes from the same schemas the validators use).
+ */
+function register(app: Router, route: RouteConfig, handler: CrudHandler): void {
+  app.openapi(route, handler as never);
+}
+
+const DEFAULT_LIST_PARAMS = ["select", "filter", "sort", "take", "skip"] as const;
+
+/** The path parameter schema of an entity's id: int32 for integer keys, a string otherwise. */
+export function idParamSchema(entity: Entity, name: string) {
+  const isInt = entity.fields["id"]?.filter === "integer";
+  const schema = isInt ? z.coerce.number().int().min(1).max(2147483647) : z.string().min(1).max(64);
+  return schema.openapi({ param: { name, in: "path" }, ...(isInt ? { type: "integer" as const } : {}) });
+}
+
+function upperFirst(s: string): string {
+  return s.charAt(0).toUpperCase() + s.slice(1);
+}
+
+/** Registers the CRUD routes of one declared resource on `app`. */
+export function crud(app: Router, def: CrudDefinition): void {
+  const { entity, scope } = def;
+  const ops = new Set(def.operations ?? ["list", "create", "update", "delete"]);
+  const label = def.label ?? entity.name.toLowerCase();
+  const idParam = def.idParam ?? entity.idName;
+  const scopeParams = scope ? z.object({ [scope.param]: idParamSchema(scope.parent, scope.param) }) : undefined;
+
+  /** The parent id from the path, checked to exist, and the scope condition it implies. */
+  async function scopeOf(ctx: ServiceContext, params: Record<string, unknown>) {
+    if (!scope) return { values: {}, where: undefined };
+    const parentId = params[scope.param] as Id;
+    await requireById(ctx.db, scope.parent, parentId);
+    return { values: { [scope.param]: parentId }, where: eq(scope.column, parentId) };
+  }
+
+  function references(input: Row) {
+    return Object.entries(def.references ?? {})
+      .filter(([field]) => input[field] !== undefined && input[field] !== null)
+      .map(([field, target]) => ({ entity: target, id: input[field] as Id, field }));
+  }
+
+  if (ops.has("list")) {
+    const query = listQuery(def.listParams ?? DEFAULT_LIST_PARAMS);
+    const route = createRoute({
+      method: "get",
+      path: def.path,
+      tags: [def.tag],
+      operationId: `list${upperFirst(entity.plural)}`,
+      summary: `List ${entity.plural}`,
+      ...access.key(def.roles.list),
+      request: { query, ...(scopeParams ? { params: scopeParams } : {}) },
+      responses: {
+        200: json(enveloped({ [entity.plural]: z.array(entity.record), [entity.totalName]: z.int() }), `A page of ${label} records and the count of all that match the filter`),
+        ...errorResponses,
+      },
+    });
+    register(app, route, async (c) => {
+      const ctx = serviceContext(c);
+      const { where } = await scopeOf(ctx, c.req.valid("param") ?? {});
+      const body = await listBody(ctx.db, entity, c.req.valid("query"), ctx.config, { ...def.list, ...(where ? { scope: where } : {}) });
+      return ok(c, body);
+    });
+  }
+
+  if (ops.has("create")) {
+    const route = createRoute({
+      method: "post",
+      path: def.path,
+      tags: [def.tag],
+      operationId: `create${entity.name}`,
+      summary: `Create a ${label}`,
+      ...access.key(def.roles.create),
+      request: { body: jsonBody(z.object({ [entity.singular]: entity.createInput })), ...(scopeParams ? { params: scopeParams } : {}) },
+      responses: { 200: json(enveloped({ [entity.idName]: entity.fields["id"]?.output ?? z.int() }), `The ${label} was created`), ...errorResponses },
+    });
+    register(app, route, async (c) => {
+      const ctx = serviceContext(c);
+      const { values: scoped } = await scopeOf(ctx, c.req.valid("param") ?? {});
+      const input = c.req.valid("json")[entity.singular] ?? {};
+      await checkReferences(ctx.db, references(input));
+      let values: Row = { ...entity.toRow(input), ...scoped };
+      if (def.hooks?.create) values = await def.hooks.create(ctx, values, input);
+      const row = await insertRow(ctx.db, entity, values);
+      def.hooks?.written?.(ctx, "create", row);
+      return ok(c, { [entity.idName]: row["id"], ...def.hooks?.created?.(ctx, row, values) });
+    });
+  }
+
+  if (ops.has("update")) {
+    const route = createRoute({
+      method: "put",
+      path: def.path,
+      tags: [def.tag],
+      operationId: `update${entity.name}`,
+      summary: `Update a ${label} (only the properties sent)`,
+      ...access.key(def.roles.update),
+      request: { body: jsonBody(z.object({ [entity.singular]: entity.updateInput })), ...(scopeParams ? { params: scopeParams } : {}) },
+      responses: { 200: json(enveloped({}), `The ${label} was updated`), ...errorResponses },
+    });
+    register(app, route, async (c) => {
+      const ctx = serviceContext(c);
+      const { where } = await scopeOf(ctx, c.req.valid("param") ?? {});
+      const input = c.req.valid("json")[entity.singular] ?? {};
+      const id = input["id"] as Id;
+      const existing = await requireById(ctx.db, entity, id, where);
+      await checkReferences(ctx.db, references(input));
+      let values = entity.toRow(input);
+      if (def.hooks?.update) values = await def.hooks.update(ctx, values, existing, input);
+      const row = Object.keys(values).length > 0 ? await updateRow(ctx.db, entity, id, values, where) : existing;
+      def.hooks?.written?.(ctx, "update", row, existing);
+      return ok(c, {});
+    });
+  }
+
+  if (ops.has("delete")) {
+    const params = z.object({ ...(scopeParams?.shape ?? {}), [idParam]: idParamSchema(entity, idParam) });
+    const route = createRoute({
+      method: "delete",
+      path: `${def.path}/{${idParam}}`,
+      tags: [def.tag],
+      operationId: `delete${entity.name}`,
+      summary: `Delete a ${label}`,
+      ...access.key(def.roles.delete),
+      request: { params },
+      responses: { 200: json(enveloped({}), `The ${label} was deleted`), ...errorResponses },
+    });
+    register(app, route, async (c) => {
+      const ctx = serviceContext(c);
+      const path = c.req.valid("param");
+      const { where } = await scopeOf(ctx, path);
+      const id = path[idParam] as Id;
+      const existing = await requireById(ctx.db, entity, id, where);
+      await def.hooks?.delete?.(ctx, existing);
+      await deleteRow(ctx.db, entity, id, where);
+      def.hooks?.written?.(ctx, "delete", existing, existing);
+      return ok(c, {});
+    });
+  }
+}

@@ -1,0 +1,208 @@
+/**
+ * An entity is declared once: its fields say how each property is validated on input, documented and written on
+ * output, filtered and sorted. From that one declaration come the OpenAPI record schema, the create and partial
+ * update schemas (no mass assignment: read-only fields are never taken from a body), the filter whitelist and the
+ * row <-> wire mapping (enumerations as numbers or names, write-only fields never returned).
+ */
+import { z } from "@hono/zod-openapi";
+import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
+import type { Config } from "../config";
+import type { FieldType, QuerySchema } from "./filter";
+
+export interface Field<Out extends z.ZodType = z.ZodType, In extends z.ZodType = z.ZodType> {
+  /** How the property is compared by filters; undefined = not filterable or sortable. */
+  filter?: FieldType;
+  /** Wire schema of the value in responses. */
+  output: Out;
+  /** Schema of the value in request bodies. */
+  input: In;
+  /** Server-owned: never read from a body (ids, timestamps, generated codes, digests). */
+  readOnly?: boolean;
+  /** Accepted in bodies, never returned (passwords). */
+  writeOnly?: boolean;
+  /** Enumeration member names, index = stored number. */
+  enumNames?: readonly string[];
+  /** Dates are normalized to ISO 8601 UTC with milliseconds on the way in. */
+  isDate?: boolean;
+}
+
+interface Options {
+  description?: string;
+  readOnly?: boolean;
+  writeOnly?: boolean;
+}
+
+function describe<T extends z.ZodType>(schema: T, description?: string): T {
+  return description ? (schema.openapi({ description }) as T) : schema;
+}
+
+const isoDate = z.string().refine((s) => !Number.isNaN(Date.parse(s)), { message: "Not a valid ISO 8601 date" });
+
+/** Field builders: one per kind of stored value. */
+export const f = {
+  id: (o: Options = {}) => ({ filter: "integer" as const, output: describe(z.int(), o.description), input: z.int(), readOnly: true }),
+  /** A server-generated string key (user ids are strings in SPEC). */
+  stringId: (o: Options = {}) => ({ filter: "string" as const, output: describe(z.string(), o.description), input: z.string().max(64), readOnly: true }),
+  string: (o: Options & { max?: number; pattern?: RegExp } = {}) => {
+    let input = z.string().max(o.max ?? 4000);
+    if (o.pattern) input = input.regex(o.pattern);
+    return { filter: "string" as const, output: describe(z.string(), o.description), input: describe(input, o.description), ...flags(o) };
+  },
+  int: (o: Options & { min?: number; max?: number } = {}) => ({
+    filter: "integer" as const,
+    output: describe(z.int(), o.description),
+    input: describe(
+      z
+        .int()
+        .min(o.min ?? -2147483648)
+        .max(o.max ?? 2147483647),
+      o.description,
+    ),
+    ...flags(o),
+  }),
+  bool: (o: Options = {}) => ({ filter: "boolean" as const, output: describe(z.boolean(), o.description), input: z.boolean(), ...flags(o) }),
+  date: (o: Options = {}) => ({
+    filter: "date" as const,
+    output: describe(z.string().openapi({ format: "date-time" }), o.description),
+    input: describe(isoDate.openapi({ format: "date-time" }), o.description),
+    isDate: true,
+    ...flags(o),
+  }),
+  /** An enumeration stored as its index; accepted as number or name, written as number (or name, by setting). */
+  enumOf: <const N extends readonly [string, ...string[]]>(names: N, o: Options = {}) => {
+    const description = `${o.description ? o.description + " " : ""}${names.map((n, i) => `${i} = ${n}`).join(", ")}`;
+    return {
+      filter: { enum: names } as FieldType,
+      output: z.union([z.int().min(0).max(names.length - 1), z.enum(names)]).openapi({ description }),
+      input: z.union([z.int().min(0).max(names.length - 1), z.enum(names)]).openapi({ description }),
+      enumNames: names,
+      ...flags(o),
+    };
+  },
+  /** A list of strings stored as JSON text; `values` restricts the members. */
+  strings: <const V extends readonly [string, ...string[]]>(o: Options & { values?: V } = {}) => {
+    const member = o.values ? z.enum(o.values) : z.string().max(256);
+    return {
+      filter: "json" as const,
+      output: describe(z.array(member), o.description),
+      input: describe(z.array(member).max(256), o.description),
+      ...flags(o),
+    };
+  },
+} satisfies Record<string, (...args: never[]) => Field>;
+
+function flags(o: Options): { readOnly?: boolean; writeOnly?: boolean } {
+  return { ...(o.readOnly ? { readOnly: true } : {}), ...(o.writeOnly ? { writeOnly: true } : {}) };
+}
+
+type Fields = Record<string, Field>;
+type OutputShape<F extends Fields> = { [K in keyof F]: z.ZodOptional<F[K]["output"]> };
+type InputKeys<F extends Fields> = { [K in keyof F]: F[K]["readOnly"] extends true ? never : K }[keyof F];
+type Nullable<T extends z.ZodType> = z.ZodOptional<z.ZodNullable<T>>;
+type CreateShape<F extends Fields, R extends keyof F> = { [K in InputKeys<F> & R]: F[K]["input"] } & {
+  [K in Exclude<InputKeys<F>, R>]: Nullable<F[K]["input"]>;
+};
+type IdInput<F extends Fields> = F extends { id: Field } ? F["id"]["input"] : z.ZodInt;
+type UpdateShape<F extends Fields, R extends keyof F> = { id: IdInput<F> } & { [K in InputKeys<F> & R]: z.ZodOptional<F[K]["input"]> } & {
+  [K in Exclude<InputKeys<F>, R>]: Nullable<F[K]["input"]>;
+};
+
+export interface EntityDefinition<F extends Fields, R extends keyof F & string> {
+  /** Type name used in messages and the OpenAPI components ("Resource"). */
+  name: string;
+  /** Body property and id names: `{ resource }`, `resourceId`; list `resources` + `totalResourcesCount`. */
+  singular: string;
+  plural: string;
+  table: SQLiteTable;
+  fields: F;
+  /** Required on create (CONTRACT section 3, bold fields). */
+  required?: readonly R[];
+}
+
+/** What the shared machinery (CRUD builder, lists, repository) needs of any entity. */
+export interface Entity {
+  name: string;
+  singular: string;
+  plural: string;
+  table: SQLiteTable;
+  fields: Fields;
+  idName: string;
+  totalName: string;
+  record: z.ZodObject;
+  createInput: z.ZodObject;
+  updateInput: z.ZodObject;
+  query: QuerySchema;
+  idColumn: SQLiteColumn;
+  /** A stored row as the API returns it (write-only fields dropped, enums by setting). */
+  toWire(row: Record<string, unknown>, config: Config): Record<string, unknown>;
+  /** Validated body values as column values (enum names to numbers, dates normalized); absent keys stay absent. */
+  toRow(input: Record<string, unknown>): Record<string, unknown>;
+}
+
+/** A declared entity with its schemas typed from its fields, for routes and tests. */
+export interface TypedEntity<F extends Fields, R extends keyof F & string> extends Entity {
+  fields: F;
+  record: z.ZodObject<OutputShape<F>>;
+  createInput: z.ZodObject<CreateShape<F, R>>;
+  updateInput: z.ZodObject<UpdateShape<F, R>>;
+  toWire(row: Record<string, unknown>, config: Config): z.infer<z.ZodObject<OutputShape<F>>>;
+}
+
+/** Declares an entity; see the file comment. */
+export function defineEntity<const F extends Fields, const R extends keyof F & string = never>(def: EntityDefinition<F, R>): TypedEntity<F, R> {
+  const columns = def.table as unknown as Record<string, SQLiteColumn | undefined>;
+  const required = new Set<string>(def.required ?? []);
+  const recordShape: Record<string, z.ZodType> = {};
+  const createShape: Record<string, z.ZodType> = {};
+  const updateShape: Record<string, z.ZodType> = { id: def.fields["id"]?.input ?? z.int() };
+  const queryFields: Record<string, { column: SQLiteColumn; type: FieldType }> = {};
+
+  for (const [key, field] of Object.entries(def.fields)) {
+    if (!field.writeOnly) recordShape[key] = field.output.optional();
+    if (!field.readOnly) {
+      createShape[key] = required.has(key) ? field.input : field.input.nullable().optional();
+      updateShape[key] = required.has(key) ? field.input.optional() : field.input.nullable().optional();
+    }
+    const column = columns[key];
+    if (field.filter !== undefined && column && !field.writeOnly) queryFields[key] = { column, type: field.filter };
+  }
+  const idColumn = columns["id"];
+  if (!idColumn) throw new Error(`Entity ${def.name}: table has no id column`);
+
+  const upper = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
+  const fieldEntries = Object.entries(def.fields);
+
+  return {
+    ...def,
+    idName: `${def.singular}Id`,
+    totalName: `total${upper(def.plural)}Count`,
+    record: z.object(recordShape).openapi(def.name) as unknown as z.ZodObject<OutputShape<F>>,
+    createInput: z.object(createShape).openapi(`${def.name}Create`) as unknown as z.ZodObject<CreateShape<F, R>>,
+    updateInput: z.object(updateShape).openapi(`${def.name}Update`) as unknown as z.ZodObject<UpdateShape<F, R>>,
+    query: { entity: def.name, fields: queryFields },
+    idColumn,
+    toWire(row, config) {
+      const out: Record<string, unknown> = {};
+      for (const [key, field] of fieldEntries) {
+        if (field.writeOnly) continue;
+        let value = row[key] ?? null;
+        if (field.enumNames && typeof value === "number" && config["Application:SerializeJSonEnumAsString"]) {
+          value = field.enumNames[value] ?? value;
+        }
+        out[key] = value;
+      }
+      return out as z.infer<z.ZodObject<OutputShape<F>>>;
+    },
+    toRow(input) {
+      const out: Record<string, unknown> = {};
+      for (const [key, value] of Object.entries(input)) {
+        const field = def.fields[key];
+        if (!field || field.readOnly || value === undefined) continue;
+        if (value !== null && field.enumNames && typeof value === "string") out[key] = field.enumNames.indexOf(value);
+        else if (value !== null && field.isDate && typeof value === "string") out[key] = new Date(value).toISOString();
+        else out[key] = value;
+      }
+      return out;
+    },
+  };
+}

@@ -1,0 +1,116 @@
+/**
+ * Every response body leaves through here: the success envelope, the error envelope, problem details, JSON or TOON
+ * by `Accept`, and SPEC's serialization rules (null properties omitted while Application:IgnoreJSonDefaultValues).
+ */
+import { encode as encodeToon } from "@toon-format/toon";
+import type { Context, TypedResponse } from "hono";
+import { HTTPException } from "hono/http-exception";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import type { ZodError } from "zod";
+import type { AppEnv } from "../app-env";
+import { ConfigError } from "../config";
+import { ApiError, ValidationProblem } from "./errors";
+
+export const TOON_TYPE = "application/toon";
+
+/** Removes null and undefined properties recursively (SPEC wire conventions: null values are omitted). */
+export function omitNulls(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(omitNulls);
+  if (value !== null && typeof value === "object" && !(value instanceof Date)) {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) if (v !== null && v !== undefined) out[k] = omitNulls(v);
+    return out;
+  }
+  return value;
+}
+
+function wantsToon(c: Context): boolean {
+  return (c.req.header("accept") ?? "").toLowerCase().includes(TOON_TYPE);
+}
+
+/**
+ * Sends `body` as JSON, or TOON when the client asked for it with `Accept: application/toon`. Typed like `c.json`
+ * so routes keep their OpenAPI response types.
+ */
+export function send<T extends object, S extends ContentfulStatusCode = 200>(
+  c: Context<AppEnv>,
+  body: T,
+  status?: S,
+  headers: Record<string, string> = {},
+): Response & TypedResponse<T, S, "json"> {
+  const config = c.get("config");
+  const wire = config === undefined || config["Application:IgnoreJSonDefaultValues"] ? omitNulls(body) : body;
+  const toon = wantsToon(c);
+  const text = toon ? encodeToon(wire) : JSON.stringify(wire);
+  return new Response(text, {
+    status: status ?? 200,
+    headers: { "Content-Type": toon ? `${TOON_TYPE}; charset=utf-8` : "application/json; charset=utf-8", ...headers },
+  }) as Response & TypedResponse<T, S, "json">;
+}
+
+/** The success envelope of SPEC ("code repeats the HTTP status; 0 in successful samples") plus the route's data. */
+export function ok<T extends object, S extends ContentfulStatusCode = 200>(
+  c: Context<AppEnv>,
+  data: T,
+  status?: S,
+): Response & TypedResponse<{ success: true; code: 0; message?: string } & T, S, "json"> {
+  return send(c, { success: true as const, code: 0 as const, ...data }, status);
+}
+
+/** The error envelope `{success:false, code, message}`; an ApiError without message has an empty body. */
+export function errorResponse(c: Context<AppEnv>, error: ApiError): Response {
+  if (error.message === "") return new Response(null, { status: error.status, headers: error.headers });
+  const res = send(c, { success: false, code: error.status, message: error.message }, error.status as ContentfulStatusCode);
+  for (const [k, v] of Object.entries(error.headers)) res.headers.set(k, v);
+  return res;
+}
+
+/** Problem details (RFC 9457) for unreadable or invalid requests: SPEC error shape 2. */
+export function problemResponse(c: Context<AppEnv>, problem: ValidationProblem): Response {
+  const body = {
+    type: "https://tools.ietf.org/html/rfc9110#section-15.5.1",
+    title: problem.title,
+    status: 400,
+    errors: problem.errors,
+    traceId: c.get("requestId"),
+  };
+  return new Response(JSON.stringify(body), {
+    status: 400,
+    headers: { "Content-Type": "application/problem+json; charset=utf-8" },
+  });
+}
+
+/** Converts zod issues to the problem-details `errors` map: property path -> messages. */
+export function zodProblem(error: ZodError): ValidationProblem {
+  const errors: Record<string, string[]> = {};
+  for (const issue of error.issues) {
+    const path = issue.path
+      .map((p) => (typeof p === "number" ? `[${p}]` : String(p)))
+      .join(".")
+      .replaceAll(".[", "[");
+    (errors[path] ??= []).push(issue.message);
+  }
+  return new ValidationProblem(errors);
+}
+
+/** The zod-openapi hook: schema violations in body, query or path become problem details. */
+export function validationHook(result: { success: boolean; error?: ZodError; target: string }): void {
+  if (!result.success && result.error) throw zodProblem(result.error);
+}
+
+/** `app.onError`: the one place where thrown errors become responses. */
+export function renderError(err: Error, c: Context<AppEnv>): Response {
+  if (err instanceof ApiError) return errorResponse(c, err);
+  if (err instanceof ValidationProblem) return problemResponse(c, err);
+  if (err instanceof HTTPException) {
+    // Hono's own: malformed JSON (400) is a problem-details case; 415 and others keep their status.
+    if (err.status === 400) return problemResponse(c, new ValidationProblem({ "": [err.message] }));
+    return errorResponse(c, new ApiError(err.status, err.message || "Request refused"));
+  }
+  if (err instanceof ConfigError) {
+    console.error(err.message);
+    return errorResponse(c, new ApiError(500, err.message));
+  }
+  console.error("Unhandled error", c.get("requestId"), err);
+  return errorResponse(c, new ApiError(500, "An unexpected error occurred. See the service log for request " + (c.get("requestId") ?? "")));
+}

@@ -1,0 +1,186 @@
+/**
+ * Users (`/v1/users`), their settings (`/v1/users/{userId}/settings`) and roles (`/v1/users/{userId}/roles`,
+ * `/v1/roles`): Administrator only (SPEC access table). Passwords are write-only, stored as PBKDF2 hashes.
+ */
+import { createRoute, z } from "@hono/zod-openapi";
+import { ROLES, type Role } from "../app-env";
+import { invalidateApiKeyCache } from "../auth/api-keys";
+import { Roles, access } from "../auth/guard";
+import { hashPassword } from "../auth/passwords";
+import { type Row, requireById, updateRow } from "../db/repository";
+import { userSettings, users } from "../db/schema";
+import { serviceContext } from "../http/context";
+import { crud, idParamSchema } from "../http/crud";
+import { defineEntity, f } from "../http/entity";
+import { ApiError } from "../http/errors";
+import { enveloped, errorResponses, json, jsonBody } from "../http/openapi";
+import { ok } from "../http/respond";
+import type { Router } from "../http/router";
+
+const ROLE_DESCRIPTIONS: Record<Role, string> = {
+  Administrator: "Everything, including users, roles, API keys, assemblies and service settings.",
+  LicenseManager: "Licenses, templates, releases, downloads, traces, reports and webhooks.",
+  Sales: "Customers, contacts, products, orders and licenses (no deletion of licenses).",
+  Customer: "A customer's own account; no REST route requires it.",
+  Application: "A protected application signed in with its user key; no REST route requires it.",
+};
+
+export const User = defineEntity({
+  name: "User",
+  singular: "user",
+  plural: "users",
+  table: users,
+  fields: {
+    id: f.stringId(),
+    userName: f.string({ max: 256, pattern: /^\S+$/ }),
+    password: f.string({ max: 256, writeOnly: true, description: "Write-only; stored as a PBKDF2-SHA256 hash." }),
+    email: f.string({ max: 256 }),
+    phoneNumber: f.string({ max: 64 }),
+    title: f.string({ max: 64 }),
+    firstName: f.string({ max: 128 }),
+    lastName: f.string({ max: 128 }),
+    department: f.string({ max: 128 }),
+    image: f.string({ max: 100_000 }),
+    address: f.string({ max: 512 }),
+    postalCode: f.string({ max: 32 }),
+    region: f.string({ max: 128 }),
+    city: f.string({ max: 128 }),
+    country: f.string({ max: 128 }),
+    countryCode: f.string({ max: 8 }),
+    mobile: f.string({ max: 64 }),
+    notes: f.string(),
+    birthDate: f.date(),
+    rank: f.int(),
+    customerId: f.int(),
+    roles: f.strings({ values: ROLES }),
+    lastDismissMessages: f.date(),
+    lastLogIn: f.date({ readOnly: true }),
+    createdAt: f.date({ readOnly: true }),
+    updatedAt: f.date({ readOnly: true }),
+  },
+  required: ["userName"],
+});
+
+export const UserSetting = defineEntity({
+  name: "UserSetting",
+  singular: "userSetting",
+  plural: "userSettings",
+  table: userSettings,
+  fields: {
+    id: f.id(),
+    userId: f.stringId(),
+    category: f.string({ max: 128 }),
+    group: f.string({ max: 128 }),
+    name: f.string({ max: 256 }),
+    value: f.string(),
+    type: f.string({ max: 64 }),
+    description: f.string(),
+    readOnly: f.bool(),
+  },
+  required: ["name"],
+});
+
+/** Derived columns of a user write: the case-insensitive name and the password hash (never the password). */
+export async function userWriteValues(values: Row): Promise<Row> {
+  const { password, ...rest } = values;
+  const out: Row = { ...rest };
+  if (typeof rest["userName"] === "string") out["normalizedUserName"] = rest["userName"].toLowerCase();
+  if (typeof password === "string") out["passwordHash"] = await hashPassword(password);
+  if (password === null) out["passwordHash"] = null;
+  if (Array.isArray(rest["roles"])) out["roles"] = [...new Set(rest["roles"] as string[])];
+  return out;
+}
+
+const RolesBody = z.object({ roles: z.array(z.enum(ROLES)).min(1).max(ROLES.length) }).openapi("RoleNames");
+const RoleRecord = z.object({ id: z.int(), name: z.enum(ROLES), description: z.string() }).openapi("Role");
+
+export function registerUsers(app: Router): void {
+  const admin = Roles.admin;
+  crud(app, {
+    entity: User,
+    path: "/v1/users",
+    tag: "Users",
+    roles: { list: admin, create: admin, update: admin, delete: admin },
+    hooks: {
+      create: async (_ctx, values) => ({ roles: [], ...(await userWriteValues(values)), id: crypto.randomUUID() }),
+      update: (_ctx, values) => userWriteValues(values),
+      delete: (ctx, existing) => {
+        if (existing["id"] === ctx.principal?.userId) throw new ApiError(400, "You cannot delete your own account");
+      },
+      written: () => invalidateApiKeyCache(),
+    },
+  });
+
+  crud(app, {
+    entity: UserSetting,
+    path: "/v1/users/{userId}/settings",
+    tag: "Users",
+    label: "user setting",
+    idParam: "settingId",
+    scope: { param: "userId", column: userSettings.userId, parent: User },
+    roles: { list: admin, create: admin, update: admin, delete: admin },
+  });
+
+  const userParams = z.object({ userId: idParamSchema(User, "userId") });
+  const rolesAnswer = json(enveloped({ roles: z.array(z.enum(ROLES)) }), "The user's roles");
+
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/v1/roles",
+      tags: ["Users"],
+      operationId: "listRoles",
+      summary: "List the roles",
+      ...access.key(admin),
+      responses: { 200: json(enveloped({ roles: z.array(RoleRecord), totalRolesCount: z.int() }), "Every role"), ...errorResponses },
+    }),
+    (c) => ok(c, { roles: ROLES.map((name, i) => ({ id: i + 1, name, description: ROLE_DESCRIPTIONS[name] })), totalRolesCount: ROLES.length }),
+  );
+
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/v1/users/{userId}/roles",
+      tags: ["Users"],
+      operationId: "listUserRoles",
+      summary: "List a user's roles",
+      ...access.key(admin),
+      request: { params: userParams },
+      responses: { 200: rolesAnswer, ...errorResponses },
+    }),
+    async (c) => {
+      const user = await requireById(c.get("db"), User, c.req.valid("param").userId);
+      return ok(c, { roles: (user["roles"] as Role[] | null) ?? [] });
+    },
+  );
+
+  for (const method of ["post", "delete"] as const) {
+    app.openapi(
+      createRoute({
+        method,
+        path: "/v1/users/{userId}/roles",
+        tags: ["Users"],
+        operationId: method === "post" ? "addUserRoles" : "removeUserRoles",
+        summary: method === "post" ? "Give a user roles" : "Take roles from a user",
+        ...access.key(admin),
+        request: { params: userParams, body: jsonBody(RolesBody) },
+        responses: { 200: rolesAnswer, ...errorResponses },
+      }),
+      async (c) => {
+        const ctx = serviceContext(c);
+        const { userId } = c.req.valid("param");
+        const { roles } = c.req.valid("json");
+        const user = await requireById(ctx.db, User, userId);
+        const current = new Set((user["roles"] as Role[] | null) ?? []);
+        for (const role of roles) method === "post" ? current.add(role) : current.delete(role);
+        if (method === "delete" && userId === ctx.principal?.userId && !current.has("Administrator")) {
+          throw new ApiError(400, "You cannot remove the Administrator role from your own account");
+        }
+        const next = ROLES.filter((r) => current.has(r));
+        await updateRow(ctx.db, User, userId, { roles: next });
+        invalidateApiKeyCache();
+        return ok(c, { roles: next });
+      },
+    );
+  }
+}

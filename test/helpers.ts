@@ -1,0 +1,59 @@
+/** Drives the Worker through its public interface (`exports.default.fetch`), as a client would. */
+import { exports } from "cloudflare:workers";
+
+/** The administrator and key that vitest.config.ts configures (Application:AdminUsername/Password/ApiKey). */
+export const ADMIN = { username: "admin", password: "Admin#12345", key: "api_TestAdminKey0000000000000000000" };
+export const BASE = "https://licensing.test";
+
+export interface CallOptions {
+  key?: string;
+  token?: string;
+  body?: unknown;
+  /** A raw body sent as is (malformed JSON tests). */
+  raw?: string;
+  headers?: Record<string, string>;
+}
+
+export interface Answer<T = Record<string, unknown>> {
+  status: number;
+  headers: Headers;
+  text: string;
+  body: T;
+}
+
+/** One HTTP call; the JSON body (if any) parsed. */
+export async function call<T = Record<string, any>>(method: string, path: string, options: CallOptions = {}): Promise<Answer<T>> {
+  const headers: Record<string, string> = { ...options.headers };
+  if (options.key !== undefined) headers["x-api-key"] = options.key;
+  if (options.token !== undefined) headers["authorization"] = `Bearer ${options.token}`;
+  let body: string | undefined;
+  if (options.raw !== undefined) body = options.raw;
+  else if (options.body !== undefined) body = JSON.stringify(options.body);
+  if (body !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === "content-type")) headers["content-type"] = "application/json";
+  const res = await exports.default.fetch(`${BASE}${path}`, { method, headers, body });
+  const text = await res.text();
+  let parsed: unknown = undefined;
+  if (text && (res.headers.get("content-type") ?? "").includes("json")) parsed = JSON.parse(text);
+  return { status: res.status, headers: res.headers, text, body: parsed as T };
+}
+
+/** Calls with the administrator's API key. */
+export function admin<T = Record<string, any>>(method: string, path: string, body?: unknown): Promise<Answer<T>> {
+  return call<T>(method, path, { key: ADMIN.key, ...(body !== undefined ? { body } : {}) });
+}
+
+/** Signs in with a user name and password; returns the bearer token. */
+export async function login(username = ADMIN.username, password = ADMIN.password): Promise<string> {
+  const res = await call("POST", "/v1/auth/login", { body: { username, password } });
+  if (res.status !== 200) throw new Error(`login failed: ${res.status} ${res.text}`);
+  return res.body["token"] as string;
+}
+
+/** Creates a user with roles and an API key with the given permission bits; returns the key. */
+export async function keyFor(roles: string[], permissions = 15, userName = `u${crypto.randomUUID().slice(0, 8)}`): Promise<string> {
+  const user = await admin("POST", "/v1/users", { user: { userName, password: "Secret#123", roles } });
+  if (user.status !== 200) throw new Error(`user: ${user.status} ${user.text}`);
+  const key = await admin("POST", "/v1/api-keys", { apiKey: { name: `${userName} key`, ownerId: user.body["userId"], permissions } });
+  if (key.status !== 200) throw new Error(`key: ${key.status} ${key.text}`);
+  return key.body["key"] as string;
+}
