@@ -17,7 +17,7 @@ export default defineConfig(async () => {
             Application__EncryptionKey: "test-encryption-key",
             Application__AdminUsername: "admin",
             Application__AdminPassword: "Admin#12345",
-            Application__AdminApiKey: "api_TestAdminKey0000000000000000000",
+            Application__AdminApiKey: "api_TestAdminKey00000000000000000000",
             Webhooks__AllowInsecureUrls: "true",
           },
         },

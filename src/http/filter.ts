@@ -472,7 +472,8 @@ class Parser {
   private condition(node: FlagNode | PredicateNode): PredicateNode {
     if (node.kind === "predicate") return node;
     this.countTerm();
-    return { kind: "predicate", sql: sql`${node.sql} = ${node.negated ? 0 : 1}`, nullable: false };
+    const test = node.negated ? sql`${node.sql} = 0` : sql`${node.sql} = 1`;
+    return { kind: "predicate", sql: test, nullable: false };
   }
 
   private or(): Node {
@@ -499,7 +500,11 @@ class Parser {
     }
     if (parts.length === 0) return first;
     const nullable = parts.some((part) => part.nullable);
-    return { kind: "predicate", sql: sql`(${sql.join(parts.map((part) => part.sql), sql.raw(` ${joiner} `))})`, nullable };
+    const joined = sql.join(
+      parts.map((part) => part.sql),
+      sql.raw(` ${joiner} `),
+    );
+    return { kind: "predicate", sql: sql`(${joined})`, nullable };
   }
 
   private comparison(): Node {
