@@ -1,0 +1,223 @@
+/**
+ * SPEC "Authentication" and its access table, walked for every route the service has. The routes come from the
+ * generated OpenAPI document, so a new route cannot escape the walk: it must appear in SPEC_ACCESS (SPEC's table,
+ * written out here independently of the code) and have a sample request below, or this test fails.
+ * For each route: no credential -> 401; a bearer token on an API-key-only route -> 401; every role outside the
+ * route's roles -> 403; a key without the method's permission bit -> 403; an ownerless key -> 403; each allowed
+ * role (and a bearer token where accepted) -> 2xx with a real request.
+ */
+import { exports } from "cloudflare:workers";
+import { beforeAll, describe, expect, it } from "vitest";
+import { ADMIN, BASE, admin, call, keyFor, login } from "./helpers";
+
+type Credential = "none" | "key" | "bearer" | "either";
+type Role = "Administrator" | "LicenseManager" | "Sales" | "Customer" | "Application";
+const ALL_ROLES: Role[] = ["Administrator", "LicenseManager", "Sales", "Customer", "Application"];
+const MANAGEMENT: Role[] = ["Administrator", "LicenseManager", "Sales"];
+const MANAGERS: Role[] = ["Administrator", "LicenseManager"];
+const ADMINS: Role[] = ["Administrator"];
+
+/** SPEC's access table, first match wins (more specific rows first). */
+const SPEC_ACCESS: { methods?: string[]; path: RegExp; credential: Credential; roles?: Role[] }[] = [
+  { methods: ["POST"], path: /^\/v1\/auth\/login$/, credential: "none" },
+  { path: /^\/v1\/auth\/(user|logout)$/, credential: "bearer" },
+  { path: /^\/v1\/auth\/session$/, credential: "either" },
+  { path: /^\/v1\/(updates\/|extensions\/keys$)/, credential: "none" },
+  { path: /^\/v1\/(license\/|report$)/, credential: "either" },
+  { methods: ["DELETE"], path: /^\/v1\/licenses\/\{licenseId\}$/, credential: "key", roles: MANAGERS },
+  { methods: ["POST", "PUT", "DELETE"], path: /^\/v1\/license-templates/, credential: "key", roles: MANAGERS },
+  { path: /^\/v1\/(license-traces|reports)/, credential: "key", roles: MANAGERS },
+  { path: /^\/v1\/products\/\{productId\}\/releases\/\{releaseId\}\/downloads/, credential: "key", roles: MANAGERS },
+  { path: /^\/v1\/webhooks/, credential: "key", roles: MANAGERS },
+  { path: /^\/v1\/(users|roles|api-keys)/, credential: "key", roles: ADMINS },
+  { path: /^\/v1\/(assemblies|settings)/, credential: "key", roles: ADMINS },
+  {
+    path: /^\/v1\/(customers|contacts|products|orders|resources|licenses|license-tokens|license-templates|log|info|email)/,
+    credential: "key",
+    roles: MANAGEMENT,
+  },
+];
+
+function specAccess(method: string, path: string) {
+  return SPEC_ACCESS.find((r) => (!r.methods || r.methods.includes(method)) && r.path.test(path));
+}
+
+const BIT: Record<string, number> = { GET: 1, HEAD: 1, PUT: 2, PATCH: 2, DELETE: 4, POST: 8 };
+
+// ---------------------------------------------------------------------------------------------------------------
+// Real requests that succeed, one per route; each call builds what it needs (deletes get a fresh target).
+
+async function created(path: string, body: unknown, idName: string): Promise<string | number> {
+  const res = await admin("POST", path, body);
+  if (res.status !== 200) throw new Error(`fixture ${path}: ${res.status} ${res.text}`);
+  return res.body[idName];
+}
+const newResource = () => created("/v1/resources", { resource: { name: "fixture" } }, "resourceId");
+const newUser = () => created("/v1/users", { user: { userName: `f${crypto.randomUUID().slice(0, 12)}`, roles: ["Sales"] } }, "userId");
+const newSetting = async () => {
+  const userId = await newUser();
+  return { userId, settingId: await created(`/v1/users/${userId}/settings`, { userSetting: { name: "theme", value: "dark" } }, "userSettingId") };
+};
+const newKey = async () => created("/v1/api-keys", { apiKey: { ownerId: await newUser(), permissions: 1 } }, "apiKeyId");
+
+interface Sample {
+  path?: string;
+  body?: unknown;
+}
+const SAMPLES: Record<string, () => Promise<Sample>> = {
+  "POST /v1/auth/login": async () => ({ body: { username: ADMIN.username, password: ADMIN.password } }),
+  "GET /v1/auth/user": async () => ({}),
+  "POST /v1/auth/user": async () => ({ body: { user: { department: "Quality" } } }),
+  "GET /v1/auth/session": async () => ({}),
+  "POST /v1/auth/logout": async () => ({ body: {} }),
+  "GET /v1/resources": async () => ({}),
+  "POST /v1/resources": async () => ({ body: { resource: { name: "sample" } } }),
+  "PUT /v1/resources": async () => ({ body: { resource: { id: await newResource(), description: "changed" } } }),
+  "DELETE /v1/resources/{resourceId}": async () => ({ path: `/v1/resources/${await newResource()}` }),
+  "GET /v1/users": async () => ({}),
+  "POST /v1/users": async () => ({ body: { user: { userName: `s${crypto.randomUUID().slice(0, 12)}` } } }),
+  "PUT /v1/users": async () => ({ body: { user: { id: await newUser(), notes: "changed" } } }),
+  "DELETE /v1/users/{userId}": async () => ({ path: `/v1/users/${await newUser()}` }),
+  "GET /v1/users/{userId}/settings": async () => ({ path: `/v1/users/${await newUser()}/settings` }),
+  "POST /v1/users/{userId}/settings": async () => ({ path: `/v1/users/${await newUser()}/settings`, body: { userSetting: { name: "lang" } } }),
+  "PUT /v1/users/{userId}/settings": async () => {
+    const s = await newSetting();
+    return { path: `/v1/users/${s.userId}/settings`, body: { userSetting: { id: s.settingId, value: "light" } } };
+  },
+  "DELETE /v1/users/{userId}/settings/{settingId}": async () => {
+    const s = await newSetting();
+    return { path: `/v1/users/${s.userId}/settings/${s.settingId}` };
+  },
+  "GET /v1/roles": async () => ({}),
+  "GET /v1/users/{userId}/roles": async () => ({ path: `/v1/users/${await newUser()}/roles` }),
+  "POST /v1/users/{userId}/roles": async () => ({ path: `/v1/users/${await newUser()}/roles`, body: { roles: ["LicenseManager"] } }),
+  "DELETE /v1/users/{userId}/roles": async () => ({ path: `/v1/users/${await newUser()}/roles`, body: { roles: ["Sales"] } }),
+  "GET /v1/api-keys": async () => ({}),
+  "POST /v1/api-keys": async () => ({ body: { apiKey: { ownerId: await newUser(), permissions: 1 } } }),
+  "PUT /v1/api-keys": async () => ({ body: { apiKey: { id: await newKey(), description: "changed" } } }),
+  "DELETE /v1/api-keys/{apiKeyId}": async () => ({ path: `/v1/api-keys/${await newKey()}` }),
+};
+
+// ---------------------------------------------------------------------------------------------------------------
+
+interface Operation {
+  method: string;
+  path: string;
+  security: Record<string, string[]>[];
+}
+const document = (await (await exports.default.fetch(`${BASE}/swagger/v1/swagger.json`)).json()) as {
+  paths: Record<string, Record<string, { security?: Record<string, string[]>[] }>>;
+};
+const operations: Operation[] = Object.entries(document.paths).flatMap(([path, item]) =>
+  Object.entries(item).map(([method, op]) => ({ method: method.toUpperCase(), path, security: op.security ?? [] })),
+);
+const placeholderPath = (path: string) => path.replace(/\{[^}]+\}/g, "1");
+
+const roleKeys = new Map<Role, string>();
+let ownerlessKey = "";
+
+beforeAll(async () => {
+  for (const role of ALL_ROLES) roleKeys.set(role, await keyFor([role]));
+  // A key whose owner is gone has no role (SPEC rule 8).
+  const user = await admin("POST", "/v1/users", { user: { userName: "leaving", roles: ["Administrator"] } });
+  const key = await admin("POST", "/v1/api-keys", { apiKey: { ownerId: user.body["userId"] } });
+  ownerlessKey = key.body["key"];
+  expect((await admin("DELETE", `/v1/users/${user.body["userId"]}`)).status).toBe(200);
+});
+
+describe("the access table of SPEC covers every route", () => {
+  it("lists a rule and a sample for every operation in the OpenAPI document", () => {
+    expect(operations.length).toBeGreaterThan(20);
+    for (const op of operations) {
+      expect(specAccess(op.method, op.path), `${op.method} ${op.path} is not in SPEC's access table`).toBeDefined();
+      expect(SAMPLES[`${op.method} ${op.path}`], `${op.method} ${op.path} has no sample request`).toBeDefined();
+    }
+  });
+
+  it("documents each route's credential as its security requirement", () => {
+    for (const op of operations) {
+      const schemes = op.security.flatMap((s) => Object.keys(s)).sort();
+      const expected = { none: [], key: ["ApiKey"], bearer: ["Bearer"], either: ["ApiKey", "Bearer"] }[specAccess(op.method, op.path)!.credential];
+      expect(schemes, `${op.method} ${op.path}`).toEqual(expected);
+    }
+  });
+});
+
+describe.each(operations.map((op) => [`${op.method} ${op.path}`, op] as const))("%s", (_name, op) => {
+  const rule = specAccess(op.method, op.path)!;
+  const sample = SAMPLES[`${op.method} ${op.path}`]!;
+
+  async function send(credential: { key?: string; token?: string }) {
+    const s = await sample();
+    return call(op.method, s.path ?? op.path, { ...credential, ...(s.body !== undefined ? { body: s.body } : {}) });
+  }
+
+  if (rule.credential !== "none") {
+    it("answers 401 with an empty body without a credential", async () => {
+      const res = await call(op.method, placeholderPath(op.path));
+      expect(res.status).toBe(401);
+      expect(res.text).toBe("");
+      expect(res.headers.get("www-authenticate")).toBeTruthy();
+    });
+    it("answers 401 to a made-up credential", async () => {
+      const res = await call(op.method, placeholderPath(op.path), rule.credential === "bearer" ? { token: "not.a.jwt" } : { key: "api_unknown" });
+      expect(res.status).toBe(401);
+    });
+  }
+
+  if (rule.credential === "key") {
+    const roles = rule.roles!;
+    it("answers 401 to an administrator's bearer token (API key only)", async () => {
+      const res = await call(op.method, placeholderPath(op.path), { token: await login() });
+      expect(res.status).toBe(401);
+    });
+    for (const role of ALL_ROLES.filter((r) => !roles.includes(r))) {
+      it(`answers 403 with an empty body to the role ${role}`, async () => {
+        const res = await call(op.method, placeholderPath(op.path), { key: roleKeys.get(role)! });
+        expect(res.status).toBe(403);
+        expect(res.text).toBe("");
+      });
+    }
+    it("answers 403 to a key without the method's permission bit", async () => {
+      const key = await keyFor([roles[0]!], 15 & ~BIT[op.method]!);
+      const res = await call(op.method, placeholderPath(op.path), { key });
+      expect(res.status).toBe(403);
+    });
+    it("answers 403 to a key without an owner", async () => {
+      expect((await call(op.method, placeholderPath(op.path), { key: ownerlessKey })).status).toBe(403);
+    });
+    for (const role of roles) {
+      it(`serves the role ${role} (2xx)`, async () => {
+        const res = await send({ key: roleKeys.get(role)! });
+        expect(res.status, res.text).toBeGreaterThanOrEqual(200);
+        expect(res.status, res.text).toBeLessThan(300);
+      });
+    }
+  }
+
+  if (rule.credential === "bearer" || rule.credential === "either") {
+    it("serves a bearer token (2xx)", async () => {
+      const res = await send({ token: await login() });
+      expect(res.status, res.text).toBeGreaterThanOrEqual(200);
+      expect(res.status, res.text).toBeLessThan(300);
+    });
+  }
+  if (rule.credential === "bearer") {
+    it("answers 401 to an API key (bearer only)", async () => {
+      expect((await call(op.method, placeholderPath(op.path), { key: ADMIN.key })).status).toBe(401);
+    });
+  }
+  if (rule.credential === "either") {
+    it("serves an API key of any role without checking permission bits (2xx)", async () => {
+      const key = await keyFor(["Customer"], 0);
+      const res = await send({ key });
+      expect(res.status, res.text).toBeLessThan(300);
+    });
+  }
+  if (rule.credential === "none") {
+    it("serves an anonymous caller (2xx)", async () => {
+      const res = await send({});
+      expect(res.status, res.text).toBeLessThan(300);
+    });
+  }
+});
