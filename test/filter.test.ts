@@ -80,7 +80,8 @@ async function ids(filter: string): Promise<number[]> {
 }
 
 function render(filter: string): { sql: string; params: unknown[] } {
-  return dialect.sqlToQuery(compileFilter(schema, filter));
+  const { sql, params } = dialect.sqlToQuery(compileFilter(schema, filter));
+  return { sql, params };
 }
 
 /** The ApiError the filter is rejected with. */
@@ -145,6 +146,9 @@ describe("logical operators and precedence", () => {
   it("binds && tighter than ||", async () => {
     expect(await ids("qty == 0 || qty == 10 && active")).toEqual([3, 10]);
     expect(await ids("(qty == 0 || qty == 10) && active")).toEqual([3]);
+    expect(render("(qty == 0 || qty == 10) && active").sql).toBe(
+      '(("filter_items"."qty" IS ? OR "filter_items"."qty" IS ?) AND "filter_items"."active" = 1)',
+    );
     expect(await ids("active && qty == 0 || qty == 10")).toEqual([2, 3]);
   });
 
@@ -267,7 +271,10 @@ describe("strings", () => {
   it("compiles the string methods to instr/substr, not LIKE", () => {
     expect(render('name.StartsWith("a%")')).toEqual({ sql: '(instr("filter_items"."name", ?) = 1)', params: ["a%"] });
     expect(render('name.Contains("_")')).toEqual({ sql: '(instr("filter_items"."name", ?) > 0)', params: ["_"] });
-    expect(render('name.EndsWith("✓x")')).toEqual({ sql: '(substr("filter_items"."name", ?) = ?)', params: [-2, "✓x"] });
+    expect(render('name.EndsWith("✓x")')).toEqual({
+      sql: '(substr("filter_items"."name", ?) = ?)',
+      params: [-2, "✓x"],
+    });
   });
 
   it("handles empty and over-long arguments, and never matches NULL", async () => {
@@ -566,9 +573,19 @@ describe("limits", () => {
     });
   });
 
-  it("survives deep nesting without deep SQL", async () => {
-    expect(await ids(`${"(".repeat(900)}qty == 1${")".repeat(900)}`)).toEqual([7]);
+  it("accepts 100 nested parentheses and answers 400 past them", async () => {
+    const nested = (depth: number) => `${"(".repeat(depth)}qty == 1${")".repeat(depth)}`;
+    expect(await ids(nested(100))).toEqual([7]);
+    expect(render(nested(100)).sql).toBe('("filter_items"."qty" IS ?)');
+    const tooDeep = { status: 400, message: "The filter is nested too deeply: at most 100 levels are allowed." };
+    expect(rejection(nested(101))).toEqual(tooDeep);
+    expect(rejection(`${"name.Contains(".repeat(101)}"a"${")".repeat(101)}`)).toEqual(tooDeep);
+  });
+
+  it("collapses long runs of negation instead of nesting SQL", async () => {
     expect(await ids(`${"!".repeat(1000)}(qty == 1)`)).toEqual([7]);
+    expect(await ids(`${"!".repeat(999)}(qty == 1)`)).toEqual([1, 2, 3, 4, 5, 6, 8, 9, 10]);
     expect(await ids(`${"!".repeat(999)}active`)).toEqual([2, 4, 6, 8, 10]);
+    expect(render(`${"not ".repeat(400)}(qty > 1)`).sql).toBe('("filter_items"."qty" > ?)');
   });
 });

@@ -57,3 +57,28 @@ export async function keyFor(roles: string[], permissions = 15, userName = `u${c
   if (key.status !== 200) throw new Error(`key: ${key.status} ${key.text}`);
   return key.body["key"] as string;
 }
+
+/**
+ * Sets a service setting the way `PUT /v1/settings` stores it (a row of the settings table) and makes it visible at
+ * once; `null` removes the row so the environment or default applies again.
+ */
+export async function setSetting(name: string, value: string | null): Promise<void> {
+  const { env } = await import("cloudflare:workers");
+  const { invalidateConfig } = await import("../src/config");
+  const now = new Date().toISOString();
+  if (value === null) await env.DB.prepare("DELETE FROM settings WHERE name = ?").bind(name).run();
+  else
+    await env.DB.prepare(
+      "INSERT INTO settings (name, value, read_only, created_at, updated_at) VALUES (?, ?, 0, ?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+    )
+      .bind(name, value, now, now)
+      .run();
+  invalidateConfig();
+}
+
+/** Counts the rows of a table (to prove that a refused request wrote nothing). */
+export async function countRows(table: string): Promise<number> {
+  const { env } = await import("cloudflare:workers");
+  const row = await env.DB.prepare(`SELECT count(*) AS n FROM ${table}`).first<{ n: number }>();
+  return row?.n ?? 0;
+}

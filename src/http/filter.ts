@@ -41,9 +41,12 @@ export const MAX_FILTER_LENGTH = 2000;
 export const MAX_FILTER_TERMS = 50;
 /** Most bound values: D1 binds at most 100 per statement and the route adds its scope and paging. */
 export const MAX_FILTER_PARAMETERS = 90;
+/** Deepest nesting of parentheses and method arguments: the parser recurses once per level. */
+export const MAX_FILTER_DEPTH = 100;
 
 /** Resolves a property name case-insensitively (camelCase or PascalCase) to its key in schema.fields; throws
- * ApiError(500, `No property or field '<name>' exists in type '<Entity>'`) when unknown. Used by sort and select too. */
+ * ApiError(500, `No property or field '<name>' exists in type '<Entity>'`) when unknown.
+ * Used by sort and select too. */
 export function resolveProperty(schema: QuerySchema, name: string): string {
   return findField(schema, name)[0];
 }
@@ -81,7 +84,15 @@ type Token =
 
 /** Longest first, so `<=` is not read as `<` then `=`. */
 const OPERATORS = ["==", "!=", "<>", "<=", ">=", "&&", "||", "=", "<", ">", "!", "(", ")", ".", ",", "-"];
-const ESCAPES: Readonly<Record<string, string>> = { '"': '"', "\\": "\\", "'": "'", n: "\n", t: "\t", r: "\r", "0": "\0" };
+const ESCAPES: Readonly<Record<string, string>> = {
+  '"': '"',
+  "\\": "\\",
+  "'": "'",
+  n: "\n",
+  t: "\t",
+  r: "\r",
+  "0": "\0",
+};
 const IDENTIFIER = /[A-Za-z_][A-Za-z0-9_]*/y;
 const NUMBER = /\d+(\.\d+)?([eE][+-]?\d+)?/y;
 
@@ -176,6 +187,8 @@ interface PredicateNode {
   nullable: boolean;
   /** The condition this one negates, so `!!p` gives p back instead of nesting SQL. */
   negates?: PredicateNode;
+  /** An AND/OR list, which needs parentheses inside another one. */
+  compound?: boolean;
 }
 /** A non-boolean column or computed value (ToLower, Length). */
 interface ValueNode {
@@ -268,7 +281,11 @@ function negate(node: FlagNode | PredicateNode): Node {
 // Comparisons
 
 /** SQL of each comparison operator; `==`/`!=` are null-safe like C# (`IS`), the others are false on NULL. */
-const COMPARISONS: Readonly<Record<string, { sql: string; nullSafe: boolean }>> = {
+interface Comparison {
+  sql: string;
+  nullSafe: boolean;
+}
+const COMPARISONS: Readonly<Record<string, Comparison>> = {
   "==": { sql: "IS", nullSafe: true },
   "=": { sql: "IS", nullSafe: true },
   "!=": { sql: "IS NOT", nullSafe: true },
@@ -286,9 +303,8 @@ function incompatible(op: string, left: Node, right: Node): ApiError {
   );
 }
 
-/** `left op right` as a condition; `op` is a key of COMPARISONS. */
-function compare(op: string, left: Node, right: Node): PredicateNode {
-  const operator = COMPARISONS[op] ?? { sql: "IS", nullSafe: true };
+/** `left op right` as a condition; `op` is the operator as written, for messages. */
+function compare(op: string, operator: Comparison, left: Node, right: Node): PredicateNode {
   if (left.kind === "null" || right.kind === "null") {
     if (!operator.nullSafe) throw incompatible(op, left, right);
     const other = left.kind === "null" ? right : left;
@@ -327,7 +343,9 @@ function convertLiteral(target: Node, literal: Node): SQL | undefined {
   return literal.typeName === "Decimal" ? undefined : sql`${literal.value}`;
 }
 
-const ISO_DATE = /^(\d{4})-(\d{2})-(\d{2})(?:[T ]([01]\d|2[0-3]):([0-5]\d)(?::([0-5]\d)(\.\d+)?)?(Z|[+-]\d{2}:\d{2})?)?$/i;
+/** yyyy-MM-dd, optionally with [T ]HH:mm[:ss[.fff…]] and Z or an offset. */
+const ISO_DATE =
+  /^(\d{4})-(\d{2})-(\d{2})(?:[T ]([01]\d|2[0-3]):([0-5]\d)(?::([0-5]\d)(\.\d+)?)?(Z|[+-]\d{2}:\d{2})?)?$/i;
 
 /** Dates are stored as `toISOString()` text, so a literal is normalized to the same form (UTC when no offset). */
 function isoDate(text: string): string {
@@ -419,6 +437,7 @@ function endsWith(text: SQL, arg: Node): SQL {
 class Parser {
   private index = 0;
   private terms = 0;
+  private depth = 0;
   private readonly end: Token;
 
   constructor(
@@ -484,7 +503,7 @@ class Parser {
     return this.logical(() => this.comparison(), "&&", "and", "AND");
   }
 
-  /** One level of `a op b op c`, flattened into one parenthesized group. */
+  /** One level of `a op b op c`, flattened into one list. */
   private logical(operand: () => Node, symbol: string, keyword: string, joiner: string): Node {
     const first = operand();
     const parts: PredicateNode[] = [];
@@ -501,30 +520,35 @@ class Parser {
     if (parts.length === 0) return first;
     const nullable = parts.some((part) => part.nullable);
     const joined = sql.join(
-      parts.map((part) => part.sql),
+      parts.map((part) => (part.compound ? sql`(${part.sql})` : part.sql)),
       sql.raw(` ${joiner} `),
     );
-    return { kind: "predicate", sql: sql`(${joined})`, nullable };
+    return { kind: "predicate", sql: joined, nullable, compound: true };
   }
 
   private comparison(): Node {
     let left = this.unary();
-    while (this.token.kind === "operator" && Object.hasOwn(COMPARISONS, this.token.text)) {
+    for (;;) {
+      const operator = this.token.kind === "operator" ? COMPARISONS[this.token.text] : undefined;
+      if (!operator) return left;
       const op = this.next().text;
-      left = compare(op, left, this.unary());
+      left = compare(op, operator, left, this.unary());
       this.countTerm();
     }
-    return left;
   }
 
+  /** A loop rather than recursion: a long run of `!` must not exhaust the stack. */
   private unary(): Node {
-    if (!this.isOperator("!") && !this.isKeyword("not")) return this.postfix();
-    const op = this.next().text;
-    const operand = this.unary();
-    if (operand.kind !== "flag" && operand.kind !== "predicate") {
-      throw new ApiError(500, `Operator '${op}' incompatible with operand type '${typeName(operand)}'`);
+    const ops: string[] = [];
+    while (this.isOperator("!") || this.isKeyword("not")) ops.push(this.next().text);
+    let node = this.postfix();
+    for (const op of ops.reverse()) {
+      if (node.kind !== "flag" && node.kind !== "predicate") {
+        throw new ApiError(500, `Operator '${op}' incompatible with operand type '${typeName(node)}'`);
+      }
+      node = negate(node);
     }
-    return negate(operand);
+    return node;
   }
 
   private postfix(): Node {
@@ -534,7 +558,7 @@ class Parser {
       const name = this.token;
       if (name.kind !== "identifier") throw syntaxError(name.pos, "Identifier expected");
       this.index++;
-      node = member(node, name.text, this.isOperator("(") ? this.arguments() : undefined);
+      node = member(node, name.text, this.isOperator("(") ? this.nested(() => this.arguments()) : undefined);
       if (node.kind === "predicate") this.countTerm();
     }
     return node;
@@ -567,14 +591,26 @@ class Parser {
       return numberNode(token.value, token.integer);
     }
     if (token.kind === "identifier") return this.identifier();
-    if (this.isOperator("(")) {
-      this.index++;
-      const inner = this.or();
-      this.expect(")", "')' or operator expected");
-      return inner;
-    }
+    if (this.isOperator("(")) return this.nested(() => this.parenthesized());
     if (this.isOperator("-")) return this.negativeNumber();
     throw syntaxError(token.pos, "Expression expected");
+  }
+
+  private parenthesized(): Node {
+    this.index++;
+    const inner = this.or();
+    this.expect(")", "')' or operator expected");
+    return inner;
+  }
+
+  private nested<T>(parse: () => T): T {
+    this.depth++;
+    if (this.depth > MAX_FILTER_DEPTH) {
+      throw new ApiError(400, `The filter is nested too deeply: at most ${MAX_FILTER_DEPTH} levels are allowed.`);
+    }
+    const result = parse();
+    this.depth--;
+    return result;
   }
 
   /** Minus applies to numeric literals only: there is no arithmetic. */
