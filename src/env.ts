@@ -23,8 +23,9 @@ declare global {
     interface Env extends Bindings {
       TEST_MIGRATIONS: D1Migration[];
     }
-    interface Exports {
-      default: Fetcher;
+    interface GlobalProps {
+      mainModule: typeof import("./index");
+      durableNamespaces: "RateLimiter" | "LicenseSeats";
     }
   }
 }
