@@ -48,24 +48,19 @@ export async function checkReferences(db: Db, references: readonly { entity: Ent
   });
 }
 
+const camelCase = (column: string) => column.replace(/_(\w)/g, (_, ch: string) => ch.toUpperCase());
+
 /** Turns SQLite constraint failures into 400 answers that say what clashed. */
 export function constraintError(entity: Entity, error: unknown): unknown {
   const text = [error instanceof Error ? error.message : "", error instanceof Error && error.cause instanceof Error ? error.cause.message : ""].join(" ");
   const unique = /UNIQUE constraint failed: ([\w.]+(?:, [\w.]+)*)/.exec(text);
   if (unique?.[1]) {
-    const cols = unique[1]
-      .split(", ")
-      .map((c) => c.split(".").pop() ?? c)
-      .filter((c) => !c.startsWith("normalized_"))
-      .map((c) => c.replace(/_(\w)/g, (_, ch: string) => ch.toUpperCase()));
-    const names = cols.length > 0 ? cols : unique[1].split(", ").map((c) => (c.split(".").pop() ?? c).replace(/^normalized_/, ""));
+    const names = unique[1].split(", ").map((c) => camelCase((c.split(".").pop() ?? c).replace(/^normalized_/, "")));
     return new ApiError(400, `A ${entity.name} with the same ${names.join(", ")} already exists`);
   }
   if (/FOREIGN KEY constraint failed/.test(text)) return new ApiError(400, `The ${entity.name} refers to, or is referred to by, records that prevent this change`);
-  if (/NOT NULL constraint failed: [\w]+\.(\w+)/.test(text)) {
-    const col = /NOT NULL constraint failed: [\w]+\.(\w+)/.exec(text)?.[1] ?? "";
-    return new ApiError(400, `${entity.name} ${col.replace(/_(\w)/g, (_, ch: string) => ch.toUpperCase())} is required`);
-  }
+  const notNull = /NOT NULL constraint failed: \w+\.(\w+)/.exec(text);
+  if (notNull?.[1]) return new ApiError(400, `${entity.name} ${camelCase(notNull[1])} is required`);
   return error;
 }
 
