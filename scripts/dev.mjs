@@ -18,14 +18,17 @@ if (!existsSync(".dev.vars")) {
   console.log("Created .dev.vars from .dev.vars.example");
 }
 
+// Offline machines: no metrics or update checks from wrangler.
+const env = { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false" };
 const migrate = spawnSync(process.execPath, [wrangler, "d1", "migrations", "apply", "DB", "--local"], {
   stdio: "inherit",
-  env: { ...process.env, CI: "true" },
+  env: { ...env, CI: "true" },
 });
 if (migrate.status !== 0) process.exit(migrate.status ?? 1);
 
 const dev = spawn(process.execPath, [wrangler, "dev", "--port", port, "--ip", host, "--local-protocol", protocol, ...process.argv.slice(2)], {
   stdio: "inherit",
+  env,
 });
 for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => dev.kill(signal));
 dev.on("exit", (code) => process.exit(code ?? 0));

@@ -2,7 +2,7 @@
 import { exports } from "cloudflare:workers";
 
 /** The administrator and key that vitest.config.ts configures (Application:AdminUsername/Password/ApiKey). */
-export const ADMIN = { username: "admin", password: "Admin#12345", key: "api_TestAdminKey00000000000000000000" };
+export const ADMIN = { username: "admin", password: "Admin-12345", key: "api_TestAdminKey00000000000000000000" };
 export const BASE = "https://licensing.test";
 
 export interface CallOptions {
