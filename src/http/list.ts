@@ -48,7 +48,7 @@ export interface ListParams {
   countOnly?: boolean;
 }
 
-/** Loads a relation into the wire items of a page (`include`). */
+/** Loads a relation into the wire items of a page (`include`), setting the property the include is named for. */
 export type IncludeLoader = (db: Db, items: Record<string, unknown>[], config: Config) => Promise<void>;
 
 export interface ListOptions {
@@ -85,11 +85,11 @@ export function orderBy(entity: Entity, sort: string | undefined): SQL[] {
   return terms;
 }
 
-/** Resolves `select` against the properties a record returns (case-insensitive). */
-export function selectKeys(entity: Entity, select: string | undefined): string[] | undefined {
+/** Resolves `select` against the properties a record returns, plus included relations (case-insensitive). */
+export function selectKeys(entity: Entity, select: string | undefined, included: readonly string[] = []): string[] | undefined {
   const names = splitNames(select);
   if (names.length === 0) return undefined;
-  const keys = Object.keys(entity.record.shape);
+  const keys = [...Object.keys(entity.record.shape), ...included];
   return names.map((name) => {
     const key = keys.find((k) => k.toLowerCase() === name.toLowerCase());
     if (!key) throw unknownProperty(name, entity.name);
@@ -121,12 +121,12 @@ export async function listBody(
 ): Promise<Record<string, unknown>> {
   const filter = params.filter?.trim() ? compileFilter(entity.query, params.filter) : undefined;
   const where = and(options.scope, filter);
-  const keys = selectKeys(entity, params.select);
   const includes = splitNames(params.include).map((name) => {
     const entry = Object.entries(options.includes ?? {}).find(([k]) => k.toLowerCase() === name.toLowerCase());
     if (!entry) throw unknownProperty(name, entity.name);
-    return entry[1];
+    return entry;
   });
+  const keys = selectKeys(entity, params.select, includes.map(([name]) => name));
   const countQuery = db.select({ n: count() }).from(entity.table).where(where);
   if (params.countOnly) {
     const [row] = await countQuery;
@@ -142,7 +142,7 @@ export async function listBody(
   const [rows, counted] = await db.batch([pageQuery, countQuery]);
   const items = (rows as Record<string, unknown>[]).map((row) => entity.toWire(row, config) as Record<string, unknown>);
   await options.decorate?.(items, rows as Record<string, unknown>[]);
-  for (const load of includes) await load(db, items, config);
+  for (const [, load] of includes) await load(db, items, config);
   return {
     [entity.plural]: keys ? items.map((item) => pick(item, keys)) : items,
     [entity.totalName]: counted[0]?.n ?? 0,
