@@ -1,0 +1,178 @@
+#!/usr/bin/env node
+// `npm run bench`: a repeatable load benchmark (DESIGN.md, Performance).
+// The bundled Worker (`wrangler deploy --dry-run`) runs under workerd through Miniflare with local D1/R2/DO/Queues
+// and fresh state; a baseline Worker that answers the same bytes with no logic runs the same way, so each
+// scenario's throughput is read as a ratio to what the runtime can do at all on this machine. wrangler dev's proxy
+// is never in the path. The load comes from autocannon (same process, separate event loop work per connection).
+//
+// Options (environment): BENCH_CONNECTIONS (50), BENCH_SECONDS (10), BENCH_WARMUP_SECONDS (2), BENCH_ONLY (a
+// comma-separated list of scenario names). Results: printed, and written to bench/results/<date>.md.
+import { execFileSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { gzipSync } from "node:zlib";
+import autocannon from "autocannon";
+import { Miniflare, convertV4MiniflareOptions } from "miniflare";
+import { unstable_getMiniflareWorkerOptions } from "wrangler";
+
+const root = fileURLToPath(new URL("..", import.meta.url));
+const connections = Number(process.env.BENCH_CONNECTIONS ?? 50);
+const seconds = Number(process.env.BENCH_SECONDS ?? 10);
+const warmup = Number(process.env.BENCH_WARMUP_SECONDS ?? 2);
+const only = process.env.BENCH_ONLY?.split(",").map((s) => s.trim());
+const ADMIN_KEY = "api_BenchAdminKey0000000000000000000";
+
+// 1. Bundle as for deployment, and measure it.
+// Inside the project: workerd resolves the module relative to the project root and refuses paths outside it.
+const out = join(root, "bench/.out");
+rmSync(out, { recursive: true, force: true });
+execFileSync(process.execPath, [join(root, "node_modules/wrangler/bin/wrangler.js"), "deploy", "--dry-run", "--outdir", out], {
+  cwd: root,
+  stdio: ["ignore", "ignore", "inherit"],
+  env: { ...process.env, WRANGLER_SEND_METRICS: "false" },
+});
+const bundleFile = readdirSync(out).find((f) => f.endsWith(".js"));
+const bundle = readFileSync(join(out, bundleFile));
+const bundleSize = { raw: statSync(join(out, bundleFile)).size, gzip: gzipSync(bundle).length };
+
+// 2. The service under workerd, configured from wrangler.toml, with fresh local state.
+const state = mkdtempSync(join(tmpdir(), "bench-state-"));
+// Bindings from wrangler.toml; the script is the single bundled module, so no module rules are needed.
+const { workerOptions: configured } = unstable_getMiniflareWorkerOptions(join(root, "wrangler.toml"));
+const { modulesRules: _rules, ...workerOptions } = configured;
+const service = new Miniflare(
+  convertV4MiniflareOptions({
+    host: "127.0.0.1",
+    port: 0,
+    defaultPersistRoot: state,
+    cf: false,
+    workers: [
+      {
+        ...workerOptions,
+        name: "licensing-service",
+        modules: true,
+        scriptPath: join(out, bundleFile),
+        bindings: {
+    ...workerOptions.bindings,
+    Application__JwtSecret: "bench-jwt-secret-0123456789abcdef0123456789",
+    Application__EncryptionKey: "bench-encryption-key",
+    Application__AdminUsername: "admin",
+    Application__AdminPassword: "Bench-12345",
+    Application__AdminApiKey: ADMIN_KEY,
+    // The benchmark measures the service's own work: the load comes from one IP.
+          IpFiltering__BruteForceProtection__Enabled: "false",
+        },
+      },
+    ],
+  }),
+);
+const serviceUrl = await service.ready;
+const db = await service.getD1Database("DB");
+for (const file of readdirSync(join(root, "migrations")).filter((f) => f.endsWith(".sql")).sort()) {
+  for (const statement of readFileSync(join(root, "migrations", file), "utf8").split("--> statement-breakpoint")) {
+    if (statement.trim()) await db.prepare(statement).run();
+  }
+}
+
+// 3. The baseline: no logic, the same bytes.
+const baseline = new Miniflare(
+  convertV4MiniflareOptions({
+    modules: true,
+    host: "127.0.0.1",
+    port: 0,
+    cf: false,
+    compatibilityDate: workerOptions.compatibilityDate,
+    script: `export default { fetch(request) {
+    const url = new URL(request.url);
+    const body = url.searchParams.get("body") ?? "Healthy";
+    return new Response(body, { headers: { "content-type": url.searchParams.get("type") ?? "text/plain" } });
+  } }`,
+  }),
+);
+const baselineUrl = await baseline.ready;
+
+// 4. Seed through the API.
+async function api(method, path, body) {
+  const res = await fetch(new URL(path, serviceUrl), {
+    method,
+    headers: { "x-api-key": ADMIN_KEY, "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
+  return { text, json: text ? JSON.parse(text) : undefined };
+}
+for (let i = 0; i < 200; i++) {
+  await api("POST", "/v1/resources", { resource: { name: `Template ${i}`, type: i % 4 === 0 ? "EmailTemplate" : "File", code: `T-${i}` } });
+}
+const listPath = `/v1/resources?filter=${encodeURIComponent('type == "EmailTemplate" && name.StartsWith("Template 1")')}&sort=-id&take=20`;
+const listBody = (await api("GET", listPath)).text;
+const sessionBody = (await api("GET", "/v1/auth/session")).text;
+const loginBody = JSON.stringify({ username: "admin", password: "Bench-12345" });
+
+// 5. Scenarios: each against the baseline answering the same bytes.
+const sameBytes = (body, type) => `/?type=${encodeURIComponent(type)}&body=${encodeURIComponent(body)}`;
+const scenarios = [
+  { name: "health", request: { path: "/health" }, baseline: sameBytes("Healthy", "text/plain") },
+  { name: "session (API key)", request: { path: "/v1/auth/session", headers: { "x-api-key": ADMIN_KEY } }, baseline: sameBytes(sessionBody, "application/json") },
+  { name: "list with filter (API key)", request: { path: listPath, headers: { "x-api-key": ADMIN_KEY } }, baseline: sameBytes(listBody, "application/json") },
+  {
+    name: "login (PBKDF2, 100k iterations)",
+    request: { path: "/v1/auth/login", method: "POST", body: loginBody, headers: { "content-type": "application/json" } },
+    baseline: sameBytes("{}", "application/json"),
+  },
+].filter((s) => !only || only.includes(s.name));
+
+function load(url, request, duration) {
+  return new Promise((resolve, reject) => {
+    autocannon(
+      { url: new URL(request.path, url).toString(), method: request.method ?? "GET", headers: request.headers, body: request.body, connections, duration },
+      (err, result) => (err ? reject(err) : resolve(result)),
+    );
+  });
+}
+
+async function measure(url, request) {
+  if (warmup > 0) await load(url, request, warmup);
+  const r = await load(url, request, seconds);
+  if (r.non2xx > 0 || r.errors > 0) console.warn(`  warning: ${r.non2xx} non-2xx answers, ${r.errors} errors`);
+  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99 };
+}
+
+const rows = [];
+for (const scenario of scenarios) {
+  process.stdout.write(`${scenario.name} ... `);
+  const svc = await measure(serviceUrl, scenario.request);
+  const base = await measure(baselineUrl, { path: scenario.baseline });
+  rows.push({ scenario: scenario.name, svc, base, ratio: svc.rps / base.rps });
+  console.log(`${svc.rps.toFixed(0)} req/s (baseline ${base.rps.toFixed(0)})`);
+}
+
+await service.dispose();
+await baseline.dispose();
+rmSync(out, { recursive: true, force: true });
+rmSync(state, { recursive: true, force: true });
+
+// 6. Report.
+const kib = (n) => `${(n / 1024).toFixed(1)} KiB`;
+const lines = [
+  `# Benchmark ${new Date().toISOString()}`,
+  "",
+  `Machine: ${process.platform} ${process.arch}, Node ${process.version}; ${connections} connections, ${seconds} s per run after ${warmup} s warm-up.`,
+  `Bundle: ${kib(bundleSize.raw)} raw, ${kib(bundleSize.gzip)} gzip.`,
+  "",
+  "| scenario | req/s | p50 ms | p99 ms | baseline req/s | baseline p50 | baseline p99 | ratio |",
+  "|---|---|---|---|---|---|---|---|",
+  ...rows.map(
+    (r) =>
+      `| ${r.scenario} | ${r.svc.rps.toFixed(0)} | ${r.svc.p50} | ${r.svc.p99} | ${r.base.rps.toFixed(0)} | ${r.base.p50} | ${r.base.p99} | ${r.ratio.toFixed(2)} |`,
+  ),
+  "",
+];
+console.log(`\n${lines.join("\n")}`);
+mkdirSync(join(root, "bench/results"), { recursive: true });
+const file = join(root, "bench/results", `${new Date().toISOString().slice(0, 10)}.md`);
+writeFileSync(file, lines.join("\n"));
+console.log(`written to ${file}`);
