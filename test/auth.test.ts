@@ -134,6 +134,11 @@ describe("API keys", () => {
     const { id: secondId } = (await env.DB.prepare("SELECT id FROM api_keys WHERE key_prefix = ?").bind(`${second.slice(0, 8)}…`).first<{ id: number }>())!;
     expect((await admin("PUT", "/v1/api-keys", { apiKey: { id: secondId, revoked: true } })).status).toBe(200);
     expect((await call("GET", "/v1/resources", { key: second })).status).toBe(401);
+    // An explicit false is applied (SPEC partial update rule), an omitted one keeps the stored value.
+    expect((await admin("PUT", "/v1/api-keys", { apiKey: { id: secondId, description: "still revoked" } })).status).toBe(200);
+    expect((await call("GET", "/v1/resources", { key: second })).status).toBe(401);
+    expect((await admin("PUT", "/v1/api-keys", { apiKey: { id: secondId, revoked: false } })).status).toBe(200);
+    expect((await call("GET", "/v1/resources", { key: second })).status).toBe(200);
   });
 
   it("applies a permission change made through the API at once", async () => {
