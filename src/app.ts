@@ -15,6 +15,12 @@ import { ApiError } from "./http/errors";
 import { errorResponse, renderError } from "./http/respond";
 import { type Router, createRouter } from "./http/router";
 import { registerApiKeys } from "./management/api-keys";
+import { registerAssemblies } from "./management/assemblies";
+import { registerCustomers } from "./management/customers";
+import { registerLicenseTemplates } from "./management/license-templates";
+import { registerOrders } from "./management/orders";
+import { registerProducts } from "./management/products";
+import { registerReleases } from "./management/releases";
 import { registerResources } from "./management/resources";
 import { registerUsers } from "./management/users";
 
@@ -89,6 +95,12 @@ export function createApp(): Router {
   registerResources(app);
   registerUsers(app);
   registerApiKeys(app);
+  registerCustomers(app);
+  registerProducts(app);
+  registerOrders(app);
+  registerReleases(app);
+  registerLicenseTemplates(app);
+  registerAssemblies(app);
 
   app.get(OPENAPI_PATH, (c) => c.json(openApiDocument(app, c.get("config")) as object));
   app.get("/swagger", swaggerUI({ url: OPENAPI_PATH, title: "Licensing Service API" }));

@@ -2,8 +2,9 @@
  * Record storage for declared entities, free of HTTP: find, insert, update, delete with timestamps, referenced-id
  * checks in one round trip, and SQLite constraint failures turned into the client's 400 instead of a 500.
  */
-import { type SQL, and, eq } from "drizzle-orm";
+import { type SQL, and, count, eq } from "drizzle-orm";
 import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
+import { CROCKFORD32, randomString } from "../auth/crypto";
 import { nowIso } from "../clock";
 import type { Entity } from "../http/entity";
 import { ApiError, notFound400 } from "../http/errors";
@@ -101,4 +102,30 @@ export async function deleteRow(db: Db, entity: Entity, id: Id, scope?: SQL): Pr
     const deleted = await db.delete(entity.table).where(whereId(entity, id, scope)).returning({ id: entity.idColumn });
     if (deleted.length === 0) throw notFound400(entity.name, id);
   });
+}
+
+export interface Dependent {
+  /** Plural label for the message ("orders"). */
+  label: string;
+  table: Entity["table"];
+  column: SQLiteColumn;
+}
+
+/**
+ * Refuses (400) to delete a record that other records still point at, saying which and how many; counted in one
+ * round trip. Collections the route documents as deleted with the record are not listed here.
+ */
+export async function refuseIfReferenced(db: Db, entity: Entity, id: Id, dependents: readonly Dependent[]): Promise<void> {
+  if (dependents.length === 0) return;
+  const queries = dependents.map((d) => db.select({ n: count() }).from(d.table).where(eq(d.column, id)));
+  const results = (await db.batch(queries as unknown as [(typeof queries)[number], ...(typeof queries)[number][]])) as { n: number }[][];
+  const found = dependents.map((d, i) => ({ label: d.label, n: results[i]?.[0]?.n ?? 0 })).filter((d) => d.n > 0);
+  if (found.length > 0) {
+    throw new ApiError(400, `${entity.name} ${id} still has ${found.map((d) => `${d.n} ${d.label}`).join(" and ")}; delete or reassign them first`);
+  }
+}
+
+/** A generated public code such as `C-7K2M9QXA` (Crockford base32, no ambiguous letters). */
+export function generateCode(prefix: string): string {
+  return `${prefix}-${randomString(8, CROCKFORD32)}`;
 }

@@ -6,7 +6,7 @@
  * digests or encrypted, never in the clear.
  */
 import { sql } from "drizzle-orm";
-import { blob, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { blob, index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 const id = () => integer("id").primaryKey({ autoIncrement: true });
 const createdAt = () => text("created_at").notNull();
@@ -212,7 +212,7 @@ export const products = sqliteTable(
     renewalUrl: text("renewal_url"),
     supportEmail: text("support_email"),
     maintenanceNoticeDays: integer("maintenance_notice_days").notNull().default(30),
-    price: text("price"),
+    price: real("price"),
     currency: text("currency"),
     meta: text("meta"),
     /** Bumped by every change to the product's releases or downloads: part of the feed cache key (CONTRACT 5). */
@@ -313,7 +313,7 @@ export const orders = sqliteTable(
     resellerId: integer("reseller_id").references(() => customers.id),
     status: integer("status").notNull().default(0),
     paymentStatus: integer("payment_status").notNull().default(0),
-    total: text("total"),
+    total: real("total"),
     currency: text("currency"),
     purchaseOrder: text("purchase_order"),
     invoiceNumber: text("invoice_number"),
@@ -339,9 +339,9 @@ export const orderProducts = sqliteTable(
       .notNull()
       .references(() => products.id),
     quantity: integer("quantity").notNull().default(1),
-    unitPrice: text("unit_price"),
-    discount: text("discount"),
-    taxes: text("taxes"),
+    unitPrice: real("unit_price"),
+    discount: real("discount"),
+    taxes: real("taxes"),
     description: text("description"),
     createdAt: createdAt(),
     updatedAt: updatedAt(),

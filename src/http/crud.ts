@@ -10,7 +10,7 @@
  * every operation and is written into created rows.
  */
 import { type RouteConfig, createRoute, z } from "@hono/zod-openapi";
-import { eq } from "drizzle-orm";
+import { type SQL, eq } from "drizzle-orm";
 import type { Context } from "hono";
 import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import type { AppEnv, Role } from "../app-env";
@@ -34,8 +34,8 @@ export interface CrudHooks {
   delete?: (ctx: ServiceContext, existing: Row) => Promise<void> | void;
   /** Extra properties of the create answer besides `<singular>Id` (a secret shown once). */
   created?: (ctx: ServiceContext, row: Row, values: Row) => Record<string, unknown>;
-  /** After any successful write (cache invalidation, events). */
-  written?: (ctx: ServiceContext, operation: Exclude<Operation, "list">, row: Row, previous?: Row) => void;
+  /** After any successful write (cache invalidation, generation bumps, events through ctx.waitUntil). */
+  written?: (ctx: ServiceContext, operation: Exclude<Operation, "list">, row: Row, previous?: Row) => Promise<void> | void;
 }
 
 export interface CrudDefinition {
@@ -50,8 +50,8 @@ export interface CrudDefinition {
   listParams?: readonly ListParam[];
   /** Path parameter naming the id on DELETE (default `<singular>Id`). */
   idParam?: string;
-  /** Nested collection: the path parameter, the column it fills and the parent entity. */
-  scope?: { param: string; column: SQLiteColumn; parent: Entity };
+  /** Nested collection (`/v1/users/{userId}/settings`): see CrudScope. */
+  scope?: CrudScope;
   /** Body properties that reference other entities' ids: checked to exist (400 naming them). */
   references?: Readonly<Record<string, Entity>>;
   hooks?: CrudHooks;
@@ -76,13 +76,32 @@ function register(app: Router, route: RouteConfig, handler: CrudHandler): void {
   app.openapi(route, handler as never);
 }
 
+/**
+ * A collection below a parent record. The parent id comes from the path parameter `param` and must exist (400
+ * naming it otherwise). Rows belong to the parent through `column`, which created rows get; `where` replaces the
+ * column condition for collections related through another table (a product's orders). `parentScope` names the
+ * parent's own parent in the path (`/v1/products/{productId}/releases/{releaseId}/assemblies`): the release must
+ * belong to that product.
+ */
+export interface CrudScope {
+  param: string;
+  parent: Entity;
+  column?: SQLiteColumn;
+  where?: (parentId: Id) => SQL;
+  parentScope?: { param: string; column: SQLiteColumn; parent: Entity };
+}
+
 const DEFAULT_LIST_PARAMS = ["select", "filter", "sort", "take", "skip"] as const;
+
+/** An int32 id in the path. */
+export function intIdParam(name: string) {
+  return z.coerce.number().int().min(1).max(2147483647).openapi({ param: { name, in: "path" }, type: "integer" });
+}
 
 /** The path parameter schema of an entity's id: int32 for integer keys, a string otherwise. */
 export function idParamSchema(entity: Entity, name: string) {
-  const isInt = entity.fields["id"]?.filter === "integer";
-  const schema = isInt ? z.coerce.number().int().min(1).max(2147483647) : z.string().min(1).max(64);
-  return schema.openapi({ param: { name, in: "path" }, ...(isInt ? { type: "integer" as const } : {}) });
+  if (entity.fields["id"]?.filter === "integer") return intIdParam(name);
+  return z.string().min(1).max(64).openapi({ param: { name, in: "path" } });
 }
 
 function upperFirst(s: string): string {
@@ -95,14 +114,25 @@ export function crud(app: Router, def: CrudDefinition): void {
   const ops = new Set(def.operations ?? ["list", "create", "update", "delete"]);
   const label = def.label ?? entity.name.toLowerCase();
   const idParam = def.idParam ?? entity.idName;
-  const scopeParams = scope ? z.object({ [scope.param]: idParamSchema(scope.parent, scope.param) }) : undefined;
+  const scopeParams = scope
+    ? z.object({
+        ...(scope.parentScope ? { [scope.parentScope.param]: idParamSchema(scope.parentScope.parent, scope.parentScope.param) } : {}),
+        [scope.param]: idParamSchema(scope.parent, scope.param),
+      })
+    : undefined;
+  // Operation ids stay unique across nested collections: listCustomerContacts beside listContacts.
+  const prefix = scope && !entity.name.startsWith(scope.parent.name) ? scope.parent.name : "";
+  const opName = (verb: string, noun: string) => `${verb}${prefix}${upperFirst(noun)}`;
 
-  /** The parent id from the path, checked to exist, and the scope condition it implies. */
+  /** The parent id from the path, checked to exist (within its own parent), and the scope condition it implies. */
   async function scopeOf(ctx: ServiceContext, params: Record<string, unknown>) {
     if (!scope) return { values: {}, where: undefined };
     const parentId = params[scope.param] as Id;
-    await requireById(ctx.db, scope.parent, parentId);
-    return { values: { [scope.param]: parentId }, where: eq(scope.column, parentId) };
+    const outer = scope.parentScope;
+    await requireById(ctx.db, scope.parent, parentId, outer ? eq(outer.column, params[outer.param] as Id) : undefined);
+    const where = scope.where ? scope.where(parentId) : scope.column ? eq(scope.column, parentId) : undefined;
+    const key = scope.column ? Object.entries(entity.table).find(([, col]) => col === scope.column)?.[0] : undefined;
+    return { values: key ? { [key]: parentId } : {}, where };
   }
 
   function references(input: Row) {
@@ -117,7 +147,7 @@ export function crud(app: Router, def: CrudDefinition): void {
       method: "get",
       path: def.path,
       tags: [def.tag],
-      operationId: `list${upperFirst(entity.plural)}`,
+      operationId: opName("list", entity.plural),
       summary: `List ${entity.plural}`,
       ...access.key(def.roles.list),
       request: { query, ...(scopeParams ? { params: scopeParams } : {}) },
@@ -139,7 +169,7 @@ export function crud(app: Router, def: CrudDefinition): void {
       method: "post",
       path: def.path,
       tags: [def.tag],
-      operationId: `create${entity.name}`,
+      operationId: opName("create", entity.name),
       summary: `Create a ${label}`,
       ...access.key(def.roles.create),
       request: { body: jsonBody(z.object({ [entity.singular]: entity.createInput })), ...(scopeParams ? { params: scopeParams } : {}) },
@@ -153,7 +183,7 @@ export function crud(app: Router, def: CrudDefinition): void {
       let values: Row = { ...entity.toRow(input), ...scoped };
       if (def.hooks?.create) values = await def.hooks.create(ctx, values, input);
       const row = await insertRow(ctx.db, entity, values);
-      def.hooks?.written?.(ctx, "create", row);
+      await def.hooks?.written?.(ctx, "create", row);
       return ok(c, { [entity.idName]: row["id"], ...def.hooks?.created?.(ctx, row, values) });
     });
   }
@@ -163,7 +193,7 @@ export function crud(app: Router, def: CrudDefinition): void {
       method: "put",
       path: def.path,
       tags: [def.tag],
-      operationId: `update${entity.name}`,
+      operationId: opName("update", entity.name),
       summary: `Update a ${label} (only the properties sent)`,
       ...access.key(def.roles.update),
       request: { body: jsonBody(z.object({ [entity.singular]: entity.updateInput })), ...(scopeParams ? { params: scopeParams } : {}) },
@@ -179,7 +209,7 @@ export function crud(app: Router, def: CrudDefinition): void {
       let values = entity.toRow(input);
       if (def.hooks?.update) values = await def.hooks.update(ctx, values, existing, input);
       const row = Object.keys(values).length > 0 ? await updateRow(ctx.db, entity, id, values, where) : existing;
-      def.hooks?.written?.(ctx, "update", row, existing);
+      await def.hooks?.written?.(ctx, "update", row, existing);
       return ok(c, {});
     });
   }
@@ -190,7 +220,7 @@ export function crud(app: Router, def: CrudDefinition): void {
       method: "delete",
       path: `${def.path}/{${idParam}}`,
       tags: [def.tag],
-      operationId: `delete${entity.name}`,
+      operationId: opName("delete", entity.name),
       summary: `Delete a ${label}`,
       ...access.key(def.roles.delete),
       request: { params },
@@ -204,7 +234,7 @@ export function crud(app: Router, def: CrudDefinition): void {
       const existing = await requireById(ctx.db, entity, id, where);
       await def.hooks?.delete?.(ctx, existing);
       await deleteRow(ctx.db, entity, id, where);
-      def.hooks?.written?.(ctx, "delete", existing, existing);
+      await def.hooks?.written?.(ctx, "delete", existing, existing);
       return ok(c, {});
     });
   }

@@ -60,6 +60,20 @@ export const f = {
     ),
     ...flags(o),
   }),
+  /** One of fixed strings, stored as text (a release's channel). */
+  oneOf: <const V extends readonly [string, ...string[]]>(values: V, o: Options = {}) => ({
+    filter: "string" as const,
+    output: describe(z.enum(values), o.description),
+    input: describe(z.enum(values), o.description),
+    ...flags(o),
+  }),
+  /** A decimal amount (prices, totals). */
+  number: (o: Options & { min?: number } = {}) => ({
+    filter: "number" as const,
+    output: describe(z.number(), o.description),
+    input: describe(z.number().min(o.min ?? -1e15).max(1e15), o.description),
+    ...flags(o),
+  }),
   bool: (o: Options = {}) => ({ filter: "boolean" as const, output: describe(z.boolean(), o.description), input: z.boolean(), ...flags(o) }),
   date: (o: Options = {}) => ({
     filter: "date" as const,

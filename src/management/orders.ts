@@ -1,0 +1,191 @@
+/**
+ * Orders (`/v1/orders`, `/v1/customers/{customerId}/orders`, `/v1/products/{productId}/orders`) and their lines
+ * (`/v1/orders/{orderId}/products[/{productId}]`). An order's number (`O-XXXXXXXX`) is generated unless given.
+ * Deleting an order deletes its lines and is refused while licenses point at it.
+ */
+import { createRoute, z } from "@hono/zod-openapi";
+import { and, eq, sql } from "drizzle-orm";
+import { Roles, access } from "../auth/guard";
+import { deleteRow, generateCode, insertRow, refuseIfReferenced, requireById, updateRow } from "../db/repository";
+import { licenses, orderProducts, orders } from "../db/schema";
+import { serviceContext } from "../http/context";
+import { crud, intIdParam } from "../http/crud";
+import { defineEntity, f } from "../http/entity";
+import { ApiError } from "../http/errors";
+import { enveloped, errorResponses, json, jsonBody } from "../http/openapi";
+import { ok } from "../http/respond";
+import type { Router } from "../http/router";
+import { Customer } from "./customers";
+import { Product } from "./products";
+
+export const OrderStatus = ["Pending", "Processing", "Completed", "Cancelled"] as const;
+export const PaymentStatus = ["Unpaid", "Paid", "Refunded"] as const;
+
+export const Order = defineEntity({
+  name: "Order",
+  singular: "order",
+  plural: "orders",
+  table: orders,
+  fields: {
+    id: f.id(),
+    orderNumber: f.string({ max: 64, description: "Generated (O-XXXXXXXX) when omitted; unique." }),
+    customerId: f.int({ min: 1 }),
+    resellerId: f.int({ min: 1 }),
+    status: f.enumOf(OrderStatus),
+    paymentStatus: f.enumOf(PaymentStatus),
+    total: f.number(),
+    currency: f.string({ max: 8 }),
+    purchaseOrder: f.string({ max: 128 }),
+    invoiceNumber: f.string({ max: 128 }),
+    paymentType: f.string({ max: 64 }),
+    paymentNumber: f.string({ max: 128 }),
+    paymentDate: f.date(),
+    description: f.string(),
+    meta: f.string(),
+    createdAt: f.date({ readOnly: true }),
+    updatedAt: f.date({ readOnly: true }),
+  },
+  required: ["customerId"],
+});
+
+export const OrderProduct = defineEntity({
+  name: "OrderProduct",
+  singular: "orderProduct",
+  plural: "orderProducts",
+  table: orderProducts,
+  fields: {
+    id: f.id(),
+    orderId: f.int({ readOnly: true }),
+    productId: f.int({ readOnly: true }),
+    quantity: f.int({ min: 1 }),
+    unitPrice: f.number(),
+    discount: f.number(),
+    taxes: f.number(),
+    description: f.string(),
+    createdAt: f.date({ readOnly: true }),
+    updatedAt: f.date({ readOnly: true }),
+  },
+});
+
+export function registerOrders(app: Router): void {
+  const all = Roles.management;
+  const roles = { list: all, create: all, update: all, delete: all };
+  crud(app, {
+    entity: Order,
+    path: "/v1/orders",
+    tag: "Orders",
+    roles,
+    references: { customerId: Customer, resellerId: Customer },
+    hooks: {
+      create: (_ctx, values) => ({ ...values, orderNumber: values["orderNumber"] ?? generateCode("O") }),
+      update: (_ctx, values) => {
+        if (values["orderNumber"] === null) throw new ApiError(400, "An order's number cannot be cleared");
+        return values;
+      },
+      delete: (ctx, existing) =>
+        refuseIfReferenced(ctx.db, Order, existing["id"] as number, [{ label: "licenses", table: licenses, column: licenses.orderId }]),
+    },
+  });
+  crud(app, {
+    entity: Order,
+    path: "/v1/customers/{customerId}/orders",
+    tag: "Customers",
+    operations: ["list"],
+    roles,
+    scope: { param: "customerId", parent: Customer, column: orders.customerId },
+  });
+  crud(app, {
+    entity: Order,
+    path: "/v1/products/{productId}/orders",
+    tag: "Products",
+    operations: ["list"],
+    roles,
+    scope: {
+      param: "productId",
+      parent: Product,
+      // Orders with a line for the product: a subquery, so the list stays one statement.
+      where: (productId) => sql`${orders.id} IN (SELECT ${orderProducts.orderId} FROM ${orderProducts} WHERE ${orderProducts.productId} = ${productId})`,
+    },
+  });
+  crud(app, {
+    entity: OrderProduct,
+    path: "/v1/orders/{orderId}/products",
+    tag: "Orders",
+    operations: ["list"],
+    roles,
+    scope: { param: "orderId", parent: Order, column: orderProducts.orderId },
+  });
+  registerOrderLines(app);
+}
+
+const lineParams = z.object({ orderId: intIdParam("orderId"), productId: intIdParam("productId") });
+const LineBody = z.object({ orderProduct: OrderProduct.createInput });
+
+/** `POST/PUT/DELETE /v1/orders/{orderId}/products/{productId}`: an order's line for one product. */
+function registerOrderLines(app: Router): void {
+  const all = Roles.management;
+  const base = (operationId: string, summary: string) => ({
+    path: "/v1/orders/{orderId}/products/{productId}",
+    tags: ["Orders"],
+    operationId,
+    summary,
+    ...access.key(all),
+  });
+  const withBody = { params: lineParams, body: jsonBody(LineBody) };
+  const lineOf = (orderId: number, productId: number) => and(eq(orderProducts.orderId, orderId), eq(orderProducts.productId, productId));
+
+  app.openapi(
+    createRoute({
+      method: "post",
+      ...base("addOrderProduct", "Add a product to an order"),
+      request: withBody,
+      responses: { 200: json(enveloped({ orderProductId: z.int() }), "The line was added"), ...errorResponses },
+    }),
+    async (c) => {
+    const ctx = serviceContext(c);
+    const { orderId, productId } = c.req.valid("param");
+    await requireById(ctx.db, Order, orderId);
+    await requireById(ctx.db, Product, productId);
+    const values = OrderProduct.toRow(c.req.valid("json").orderProduct);
+    const row = await insertRow(ctx.db, OrderProduct, { quantity: 1, ...values, orderId, productId });
+    return ok(c, { orderProductId: row["id"] as number });
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: "put",
+      ...base("updateOrderProduct", "Change an order's line for a product (only the properties sent)"),
+      request: withBody,
+      responses: { 200: json(enveloped({}), "The line was changed"), ...errorResponses },
+    }),
+    async (c) => {
+    const ctx = serviceContext(c);
+    const { orderId, productId } = c.req.valid("param");
+    await requireById(ctx.db, Order, orderId);
+    const line = await ctx.db.select().from(orderProducts).where(lineOf(orderId, productId)).get();
+    if (!line) throw new ApiError(400, `Order ${orderId} has no line for product ${productId}`);
+    const values = OrderProduct.toRow(c.req.valid("json").orderProduct);
+    if (Object.keys(values).length > 0) await updateRow(ctx.db, OrderProduct, line.id, values);
+    return ok(c, {});
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: "delete",
+      ...base("removeOrderProduct", "Remove a product from an order"),
+      request: { params: lineParams },
+      responses: { 200: json(enveloped({}), "The line was removed"), ...errorResponses },
+    }),
+    async (c) => {
+    const ctx = serviceContext(c);
+    const { orderId, productId } = c.req.valid("param");
+    await requireById(ctx.db, Order, orderId);
+    const line = await ctx.db.select().from(orderProducts).where(lineOf(orderId, productId)).get();
+    if (!line) throw new ApiError(400, `Order ${orderId} has no line for product ${productId}`);
+    await deleteRow(ctx.db, OrderProduct, line.id);
+    return ok(c, {});
+    },
+  );
+}

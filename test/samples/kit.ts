@@ -1,0 +1,17 @@
+/** Shared pieces of the sample requests used by the access-table walk (test/access.test.ts). */
+import { admin } from "../helpers";
+
+/** A request that succeeds for an allowed caller: its path (placeholders filled) and body. */
+export interface Sample {
+  path?: string;
+  body?: unknown;
+}
+/** `"<METHOD> <OpenAPI path>"` -> a function building a fresh sample (deletes get a fresh target each call). */
+export type Samples = Record<string, () => Promise<Sample>>;
+
+/** Creates a record with the administrator's key and returns the id property of the answer. */
+export async function created(path: string, body: unknown, idName: string): Promise<any> {
+  const res = await admin("POST", path, body);
+  if (res.status !== 200 && res.status !== 201) throw new Error(`fixture ${path}: ${res.status} ${res.text}`);
+  return res.body[idName];
+}
