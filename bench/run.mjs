@@ -7,17 +7,12 @@
 //
 // Options (environment): BENCH_CONNECTIONS (50), BENCH_SECONDS (10), BENCH_WARMUP_SECONDS (2), BENCH_ONLY (a
 // comma-separated list of scenario names). Results: printed, and written to bench/results/<date>.md.
-import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
 import autocannon from "autocannon";
 import { Miniflare, convertV4MiniflareOptions } from "miniflare";
-import { unstable_getMiniflareWorkerOptions } from "wrangler";
-
-const root = fileURLToPath(new URL("..", import.meta.url));
+import { bundleWorker, configuredWorkerOptions, root, startLocalWorker } from "../scripts/local-worker.mjs";
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);
 const warmup = Number(process.env.BENCH_WARMUP_SECONDS ?? 2);
@@ -25,56 +20,24 @@ const only = process.env.BENCH_ONLY?.split(",").map((s) => s.trim());
 const ADMIN_KEY = "api_BenchAdminKey0000000000000000000";
 
 // 1. Bundle as for deployment, and measure it.
-// Inside the project: workerd resolves the module relative to the project root and refuses paths outside it.
-const out = join(root, "bench/.out");
-rmSync(out, { recursive: true, force: true });
-execFileSync(process.execPath, [join(root, "node_modules/wrangler/bin/wrangler.js"), "deploy", "--dry-run", "--outdir", out], {
-  cwd: root,
-  stdio: ["ignore", "ignore", "inherit"],
-  env: { ...process.env, WRANGLER_SEND_METRICS: "false" },
-});
-const bundleFile = readdirSync(out).find((f) => f.endsWith(".js"));
-const bundle = readFileSync(join(out, bundleFile));
-const bundleSize = { raw: statSync(join(out, bundleFile)).size, gzip: gzipSync(bundle).length };
+const script = bundleWorker();
+const bundle = readFileSync(script);
+const bundleSize = { raw: bundle.length, gzip: gzipSync(bundle).length };
 
-// 2. The service under workerd, configured from wrangler.toml, with fresh local state.
-const state = mkdtempSync(join(tmpdir(), "bench-state-"));
-// Bindings from wrangler.toml; the script is the single bundled module, so no module rules are needed.
-const { workerOptions: configured } = unstable_getMiniflareWorkerOptions(join(root, "wrangler.toml"));
-const { modulesRules: _rules, ...workerOptions } = configured;
-const service = new Miniflare(
-  convertV4MiniflareOptions({
-    host: "127.0.0.1",
-    port: 0,
-    defaultPersistRoot: state,
-    cf: false,
-    workers: [
-      {
-        ...workerOptions,
-        name: "licensing-service",
-        modules: true,
-        scriptPath: join(out, bundleFile),
-        bindings: {
-    ...workerOptions.bindings,
+// 2. The service under workerd, configured from wrangler.toml, with fresh local state and migrations applied.
+const service = await startLocalWorker({
+  script,
+  bindings: {
     Application__JwtSecret: "bench-jwt-secret-0123456789abcdef0123456789",
     Application__EncryptionKey: "bench-encryption-key",
     Application__AdminUsername: "admin",
     Application__AdminPassword: "Bench-12345",
     Application__AdminApiKey: ADMIN_KEY,
     // The benchmark measures the service's own work: the load comes from one IP.
-          IpFiltering__BruteForceProtection__Enabled: "false",
-        },
-      },
-    ],
-  }),
-);
-const serviceUrl = await service.ready;
-const db = await service.getD1Database("DB");
-for (const file of readdirSync(join(root, "migrations")).filter((f) => f.endsWith(".sql")).sort()) {
-  for (const statement of readFileSync(join(root, "migrations", file), "utf8").split("--> statement-breakpoint")) {
-    if (statement.trim()) await db.prepare(statement).run();
-  }
-}
+    IpFiltering__BruteForceProtection__Enabled: "false",
+  },
+});
+const serviceUrl = service.url;
 
 // 3. The baseline: no logic, the same bytes.
 const baseline = new Miniflare(
@@ -83,7 +46,7 @@ const baseline = new Miniflare(
     host: "127.0.0.1",
     port: 0,
     cf: false,
-    compatibilityDate: workerOptions.compatibilityDate,
+    compatibilityDate: configuredWorkerOptions().compatibilityDate,
     script: `export default { fetch(request) {
     const url = new URL(request.url);
     const body = url.searchParams.get("body") ?? "Healthy";
@@ -152,8 +115,6 @@ for (const scenario of scenarios) {
 
 await service.dispose();
 await baseline.dispose();
-rmSync(out, { recursive: true, force: true });
-rmSync(state, { recursive: true, force: true });
 
 // 6. Report.
 const kib = (n) => `${(n / 1024).toFixed(1)} KiB`;

@@ -65,8 +65,36 @@ const gates: MiddlewareHandler<AppEnv> = async (c, next) => {
 
 let documents: { header: string; document: unknown } | undefined;
 
+interface Operation {
+  summary?: string;
+  description?: string;
+  tags?: string[];
+  security?: Record<string, string[]>[];
+  "x-roles"?: string[];
+}
+
+/** Who may call an operation, in words, from its declared security and roles. */
+function accessNote(op: Operation): string {
+  const schemes = (op.security ?? []).flatMap((s) => Object.keys(s));
+  const credential =
+    schemes.length === 0 ? "Anonymous." : schemes.length > 1 ? "API key or bearer token." : schemes[0] === API_KEY_SCHEME ? "API key only." : "Bearer token only.";
+  return op["x-roles"] ? `${credential} Roles: ${op["x-roles"].join(", ")}.` : credential;
+}
+
+/** Completes the generated document: every operation says who may call it, and every tag used is declared. */
+function complete(document: { paths?: Record<string, Record<string, Operation>>; tags?: { name: string }[] }): void {
+  const tags = new Set<string>();
+  for (const item of Object.values(document.paths ?? {})) {
+    for (const op of Object.values(item)) {
+      op.description = [op.description ?? op.summary, accessNote(op)].filter(Boolean).join("\n\n");
+      for (const tag of op.tags ?? []) tags.add(tag);
+    }
+  }
+  document.tags = [...tags].sort().map((name) => ({ name }));
+}
+
 /** The OpenAPI document, generated from the routes once per isolate (and again if the key header name changes). */
-function openApiDocument(app: Router, config: Config): unknown {
+export function openApiDocument(app: Router, config: Config): unknown {
   const header = config["Application:ApiKeyHeaderName"];
   if (documents?.header !== header) {
     app.openAPIRegistry.registerComponent("securitySchemes", API_KEY_SCHEME, { type: "apiKey", in: "header", name: header });
@@ -77,10 +105,11 @@ function openApiDocument(app: Router, config: Config): unknown {
         title: "Licensing Service API",
         version: SERVICE_VERSION,
         description: "Manage products, customers, orders and licenses; run licensing operations; serve updates.",
+        contact: { name: "Licensing service operators" },
       },
       servers: [{ url: "/" }],
-      tags: [],
     });
+    complete(document as unknown as Parameters<typeof complete>[0]);
     documents = { header, document };
   }
   return documents.document;

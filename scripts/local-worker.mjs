@@ -1,0 +1,65 @@
+// Runs the bundled Worker under workerd through Miniflare, configured from wrangler.toml, with fresh local state
+// and the migrations applied: what the benchmark and the Node-side tests start (no wrangler dev proxy in the path).
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { Miniflare, convertV4MiniflareOptions } from "miniflare";
+import { unstable_getMiniflareWorkerOptions } from "wrangler";
+
+export const root = fileURLToPath(new URL("..", import.meta.url));
+
+/** wrangler.toml's Worker options (bindings, compatibility date) in Miniflare's shape. */
+export function configuredWorkerOptions() {
+  const { workerOptions } = unstable_getMiniflareWorkerOptions(join(root, "wrangler.toml"));
+  // The script is the single bundled module: no module rules.
+  const { modulesRules: _rules, ...options } = workerOptions;
+  return options;
+}
+
+/** Bundles the Worker as `wrangler deploy` would, into `outdir` (inside the project: workerd refuses paths outside it). */
+export function bundleWorker(outdir = join(root, "bench/.out")) {
+  rmSync(outdir, { recursive: true, force: true });
+  execFileSync(process.execPath, [join(root, "node_modules/wrangler/bin/wrangler.js"), "deploy", "--dry-run", "--outdir", outdir], {
+    cwd: root,
+    stdio: ["ignore", "ignore", "inherit"],
+    env: { ...process.env, WRANGLER_SEND_METRICS: "false" },
+  });
+  const file = readdirSync(outdir).find((f) => f.endsWith(".js"));
+  return join(outdir, file);
+}
+
+/**
+ * Starts the bundled Worker with local D1/R2/Durable Objects/Queues in a fresh state directory.
+ * `bindings` add to (and override) wrangler.toml's vars. Returns its URL, the Miniflare instance and `dispose`.
+ */
+export async function startLocalWorker({ script, bindings = {} } = {}) {
+  const scriptPath = script ?? bundleWorker();
+  const state = mkdtempSync(join(tmpdir(), "licensing-state-"));
+  const workerOptions = configuredWorkerOptions();
+  const mf = new Miniflare(
+    convertV4MiniflareOptions({
+      host: "127.0.0.1",
+      port: 0,
+      defaultPersistRoot: state,
+      cf: false,
+      workers: [{ ...workerOptions, name: "licensing-service", modules: true, scriptPath, bindings: { ...workerOptions.bindings, ...bindings } }],
+    }),
+  );
+  const url = await mf.ready;
+  const db = await mf.getD1Database("DB");
+  for (const file of readdirSync(join(root, "migrations")).filter((f) => f.endsWith(".sql")).sort()) {
+    for (const statement of readFileSync(join(root, "migrations", file), "utf8").split("--> statement-breakpoint")) {
+      if (statement.trim()) await db.prepare(statement).run();
+    }
+  }
+  return {
+    url,
+    mf,
+    async dispose() {
+      await mf.dispose();
+      rmSync(state, { recursive: true, force: true });
+    },
+  };
+}
