@@ -7,10 +7,13 @@ export default defineConfig(async () => {
   const migrations = await readD1Migrations("./migrations");
   return {
     plugins: [
-      cloudflareTest({
+      // A function of `inject`: the fake geolocation service of test/global-setup.ts starts before the Worker.
+      cloudflareTest(({ inject }) => ({
         main: "./src/index.ts",
         wrangler: { configPath: "./wrangler.toml" },
         miniflare: {
+          // A real send_email binding under another name: email tests pass it as EMAIL to check the raw messages.
+          email: { send_email: [{ name: "TEST_EMAIL" }] },
           bindings: {
             TEST_MIGRATIONS: migrations,
             Application__JwtSecret: "test-jwt-secret-at-least-32-bytes-long!!",
@@ -19,13 +22,17 @@ export default defineConfig(async () => {
             Application__AdminPassword: "Admin-12345",
             Application__AdminApiKey: "api_TestAdminKey00000000000000000000",
             Webhooks__AllowInsecureUrls: "true",
+            Application__GeoLocationService: `${inject("geoServiceUrl")}/geo/{ip}`,
           },
         },
-      }),
+      })),
     ],
     test: {
+      globalSetup: ["./test/global-setup.ts"],
       setupFiles: ["./test/setup.ts"],
       include: ["test/**/*.test.ts"],
+      // test/node/ runs in Node with its own config (vitest.node.config.ts), not inside workerd.
+      exclude: ["test/node/**", "**/node_modules/**"],
     },
   };
 });

@@ -1,6 +1,7 @@
 import type { Config } from "./config";
 import type { Db } from "./db/client";
 import type { Bindings } from "./env";
+import type { ServiceLog } from "./logging";
 
 /** The roles of SPEC "Authentication" rule 12. */
 export const ROLES = ["Administrator", "LicenseManager", "Sales", "Customer", "Application"] as const;
@@ -33,5 +34,7 @@ export interface AppEnv {
     requestId: string;
     clientIp: string;
     principal: Principal;
+    /** The request's service log entries, written after the response (http/request-log.ts). */
+    log: ServiceLog;
   };
 }

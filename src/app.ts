@@ -12,19 +12,30 @@ import { registerAuth } from "./auth/routes";
 import { type Config, loadConfig } from "./config";
 import { getDb } from "./db/client";
 import { ApiError } from "./http/errors";
+import { requestLog } from "./http/request-log";
 import { errorResponse, renderError } from "./http/respond";
 import { type Router, createRouter } from "./http/router";
 import { registerApiKeys } from "./management/api-keys";
 import { registerAssemblies } from "./management/assemblies";
 import { registerCustomers } from "./management/customers";
+import { registerEmail } from "./management/email";
+import { registerInfo } from "./management/info";
 import { registerLicenseTemplates } from "./management/license-templates";
+import { registerLicenseTokens } from "./management/license-tokens";
+import { registerLicenseTraces } from "./management/license-traces";
+import { registerLicenses } from "./management/licenses";
+import { registerLog } from "./management/log";
 import { registerOrders } from "./management/orders";
 import { registerProducts } from "./management/products";
 import { registerReleases } from "./management/releases";
+import { registerReports } from "./management/reports";
 import { registerResources } from "./management/resources";
+import { registerSigningKeys } from "./updates/keys";
+import { registerSettings } from "./management/settings";
 import { registerUsers } from "./management/users";
+import { SERVICE_VERSION } from "./version";
 
-export const SERVICE_VERSION = "0.1.0";
+export { SERVICE_VERSION } from "./version";
 export const OPENAPI_PATH = "/swagger/v1/swagger.json";
 
 /** Request context every route relies on. */
@@ -118,10 +129,11 @@ export function openApiDocument(app: Router, config: Config): unknown {
 /** Builds the app with every module's routes. */
 export function createApp(): Router {
   const app = createRouter();
-  app.use("*", context, health, gates);
+  app.use("*", requestLog, context, health, gates);
 
   registerAuth(app);
   registerResources(app);
+  registerSigningKeys(app);
   registerUsers(app);
   registerApiKeys(app);
   registerCustomers(app);
@@ -129,7 +141,15 @@ export function createApp(): Router {
   registerOrders(app);
   registerReleases(app);
   registerLicenseTemplates(app);
+  registerLicenses(app);
+  registerLicenseTokens(app);
+  registerLicenseTraces(app);
+  registerReports(app);
   registerAssemblies(app);
+  registerSettings(app);
+  registerLog(app);
+  registerInfo(app);
+  registerEmail(app);
 
   app.get(OPENAPI_PATH, (c) => c.json(openApiDocument(app, c.get("config")) as object));
   app.get("/swagger", swaggerUI({ url: OPENAPI_PATH, title: "Licensing Service API" }));

@@ -52,6 +52,14 @@ const text =
 
 const optionalText: Parser<string | undefined> = (raw) => (raw.trim() === "" ? undefined : raw);
 
+/** A bare email address (`name@domain`), or nothing. */
+const optionalEmail: Parser<string | undefined> = (raw) => {
+  const v = raw.trim();
+  if (v === "") return undefined;
+  if (!/^[^\s@<>",;]+@[^\s@<>",;]+$/.test(v)) throw new Error(`expected an email address such as licensing@example.com, got "${raw}"`);
+  return v;
+};
+
 /** A JSON array of strings, or a comma-separated string. */
 export const list: Parser<string[]> = (raw) => {
   const v = raw.trim();
@@ -117,6 +125,8 @@ export const settingDefinitions = {
   "Application:DefaultPageSize": def(int(1, 100_000), 100, "`take` of a list when omitted."),
   "Application:GeoLocationService": def(optionalText, undefined, "URL template with {ip} used to fill missing geolocations."),
   "Application:SettingsCacheSeconds": def(int(0, 3600), 5, "How long other isolates may use settings before re-reading the table."),
+  "Application:LogRetentionDays": def(int(1, 36_500), 30, "Days the service log keeps an entry; the cron trigger prunes older ones."),
+  "Email:From": def(optionalEmail, undefined, "Sender address of mail sent through the EMAIL send_email binding (required when it is bound)."),
   "IpFiltering:BruteForceProtection:Enabled": def(bool, true, "Count requests per client IP and block IPs over the limit."),
   "IpFiltering:BruteForceProtection:MaxRequestsPerTimeFrame": def(int(1), 60, "Requests allowed per time frame."),
   "IpFiltering:BruteForceProtection:TimeFrameDuration": def(duration, 60_000, "Length of the time frame."),

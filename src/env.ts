@@ -13,8 +13,12 @@ export interface Bindings {
   LICENSE_SEATS: DurableObjectNamespace<LicenseSeats>;
   WEBHOOKS: Queue<unknown>;
   EMAIL?: SendEmail;
+  /** The deployed version's id, tag and upload time (wrangler `[version_metadata]`); `GET /v1/info` reports it. */
+  CF_VERSION_METADATA?: WorkerVersionMetadata;
   /** Only in tests: the migrations vitest.config.ts read. */
   TEST_MIGRATIONS?: D1Migration[];
+  /** Only in tests: a local send_email binding that email tests hand to the Worker as EMAIL. */
+  TEST_EMAIL?: SendEmail;
   [variable: string]: unknown;
 }
 

@@ -2,13 +2,18 @@
  * The cron trigger's work: remove what has outlived its use so D1 stays small (DESIGN: keep traces, logs and
  * delivery history under retention). Each step is one statement and safe to repeat.
  */
+import { loadConfig } from "./config";
 import type { Bindings } from "./env";
+import { pruneLogsStatement } from "./logging";
 
 export async function housekeeping(env: Bindings, now: Date): Promise<Record<string, number>> {
   const iso = now.toISOString();
+  const { config } = await loadConfig(env, env.DB);
   const steps = {
     revokedTokens: env.DB.prepare("DELETE FROM revoked_tokens WHERE expires_at < ?").bind(iso),
     downloadTokens: env.DB.prepare("DELETE FROM download_tokens WHERE expires_at < ?").bind(iso),
+    // Service log entries older than Application:LogRetentionDays.
+    logs: pruneLogsStatement(env.DB, config, now),
   };
   const results = await env.DB.batch(Object.values(steps));
   return Object.fromEntries(Object.keys(steps).map((name, i) => [name, results[i]?.meta.changes ?? 0]));

@@ -39,6 +39,20 @@ export async function requireById(db: Db, entity: Entity, id: Id, scope?: SQL): 
   return row;
 }
 
+/**
+ * The id a path names. Entities with a public identifier (a license's `lic…`) are addressed by it or by the integer
+ * id (CONTRACT section 7): digits are the id, anything else is looked up (400 `<Thing> <value> not found`). Other
+ * entities' path values are their ids as they are.
+ */
+export async function resolveId(db: Db, entity: Entity, value: Id): Promise<Id> {
+  const column = entity.publicIdColumn;
+  if (!column || typeof value === "number") return value;
+  if (/^\d{1,10}$/.test(value)) return Number(value);
+  const row = (await db.select({ id: entity.idColumn }).from(entity.table).where(eq(column, value)).get()) as { id: Id } | undefined;
+  if (!row) throw notFound400(entity.name, value);
+  return row.id;
+}
+
 /** Checks that every referenced id exists, in one batch; 400 naming the first that does not. */
 export async function checkReferences(db: Db, references: readonly { entity: Entity; id: Id; field: string }[]): Promise<void> {
   if (references.length === 0) return;

@@ -3,6 +3,7 @@ import type { AppEnv, Principal } from "../app-env";
 import type { Config } from "../config";
 import type { Db } from "../db/client";
 import type { Bindings } from "../env";
+import type { ServiceLog } from "../logging";
 
 /** What services get from a request: its dependencies, never the HTTP request itself (DESIGN house style). */
 export interface ServiceContext {
@@ -14,6 +15,8 @@ export interface ServiceContext {
   clientIp: string;
   /** Work that may finish after the response (events, logs). */
   waitUntil(promise: Promise<unknown>): void;
+  /** The service log of the request: warnings and errors written after the response (logging.ts). */
+  log?: ServiceLog;
 }
 
 export function serviceContext(c: Context<AppEnv>): ServiceContext {
@@ -24,6 +27,7 @@ export function serviceContext(c: Context<AppEnv>): ServiceContext {
     principal: c.get("principal") as Principal | undefined,
     requestId: c.get("requestId"),
     clientIp: c.get("clientIp"),
+    log: c.get("log"),
     waitUntil: (p) => {
       try {
         c.executionCtx.waitUntil(p);

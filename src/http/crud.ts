@@ -15,7 +15,7 @@ import type { Context } from "hono";
 import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import type { AppEnv, Role } from "../app-env";
 import { access } from "../auth/guard";
-import { type Id, type Row, checkReferences, deleteRow, insertRow, requireById, updateRow } from "../db/repository";
+import { type Id, type Row, checkReferences, deleteRow, insertRow, requireById, resolveId, updateRow } from "../db/repository";
 import { type ServiceContext, serviceContext } from "./context";
 import type { Entity } from "./entity";
 import { type ListOptions, type ListParam, type ListParams, listBody, listQuery } from "./list";
@@ -32,7 +32,11 @@ export interface CrudHooks {
   update?: (ctx: ServiceContext, values: Row, existing: Row, input: Row) => Promise<Row> | Row;
   /** Runs before a delete (refuse with ApiError when something still depends on the row). */
   delete?: (ctx: ServiceContext, existing: Row) => Promise<void> | void;
-  /** Extra properties of the create answer besides `<singular>Id` (a secret shown once). */
+  /** Stores the new row instead of insertRow (generated keys retried on a collision, a conditional insert). */
+  insert?: (ctx: ServiceContext, values: Row) => Promise<Row>;
+  /** Stores an update instead of updateRow (a conditional UPDATE for values derived from the whole row). */
+  save?: (ctx: ServiceContext, id: Id, values: Row, existing: Row) => Promise<Row>;
+  /** Extra properties of the create answer besides `<singular>Id` (a secret shown once); see createdShape. */
   created?: (ctx: ServiceContext, row: Row, values: Row) => Record<string, unknown>;
   /** After any successful write (cache invalidation, generation bumps, events through ctx.waitUntil). */
   written?: (ctx: ServiceContext, operation: Exclude<Operation, "list">, row: Row, previous?: Row) => Promise<void> | void;
@@ -56,6 +60,12 @@ export interface CrudDefinition {
   references?: Readonly<Record<string, Entity>>;
   hooks?: CrudHooks;
   list?: Pick<ListOptions, "includes" | "decorate">;
+  /** Schema of the create answer's properties beside `<singular>Id` (or replacing it), valued by hooks.created. */
+  createdShape?: z.ZodRawShape;
+  /** Operation ids replacing the generated ones (when two routes list the same entity). */
+  operationIds?: Partial<Record<Operation, string>>;
+  /** OpenAPI descriptions of operations (what else a delete removes). */
+  descriptions?: Partial<Record<Operation, string>>;
   /** Summary words for the OpenAPI document, e.g. "stored resource". */
   label?: string;
 }
@@ -100,6 +110,9 @@ export function intIdParam(name: string) {
 
 /** The path parameter schema of an entity's id: int32 for integer keys, a string otherwise. */
 export function idParamSchema(entity: Entity, name: string) {
+  if (entity.publicIdColumn) {
+    return z.string().min(1).max(64).openapi({ param: { name, in: "path" }, description: `The ${entity.name}'s public identifier or its integer id.` });
+  }
   if (entity.fields["id"]?.filter === "integer") return intIdParam(name);
   return z.string().min(1).max(64).openapi({ param: { name, in: "path" } });
 }
@@ -123,13 +136,18 @@ export function crud(app: Router, def: CrudDefinition): void {
   // Operation ids stay unique across nested collections: listCustomerContacts beside listContacts.
   const prefix = scope && !entity.name.startsWith(scope.parent.name) ? scope.parent.name : "";
   const opName = (verb: string, noun: string) => `${verb}${prefix}${upperFirst(noun)}`;
+  const named = (op: Operation, generated: string) => ({
+    operationId: def.operationIds?.[op] ?? generated,
+    ...(def.descriptions?.[op] ? { description: def.descriptions[op] } : {}),
+  });
 
   /** The parent id from the path, checked to exist (within its own parent), and the scope condition it implies. */
   async function scopeOf(ctx: ServiceContext, params: Record<string, unknown>) {
     if (!scope) return { values: {}, where: undefined };
-    const parentId = params[scope.param] as Id;
+    const parentId = await resolveId(ctx.db, scope.parent, params[scope.param] as Id);
     const outer = scope.parentScope;
-    await requireById(ctx.db, scope.parent, parentId, outer ? eq(outer.column, params[outer.param] as Id) : undefined);
+    const withinOuter = outer ? eq(outer.column, await resolveId(ctx.db, outer.parent, params[outer.param] as Id)) : undefined;
+    await requireById(ctx.db, scope.parent, parentId, withinOuter);
     const where = scope.where ? scope.where(parentId) : scope.column ? eq(scope.column, parentId) : undefined;
     const key = scope.column ? Object.entries(entity.table).find(([, col]) => col === scope.column)?.[0] : undefined;
     return { values: key ? { [key]: parentId } : {}, where };
@@ -147,7 +165,7 @@ export function crud(app: Router, def: CrudDefinition): void {
       method: "get",
       path: def.path,
       tags: [def.tag],
-      operationId: opName("list", entity.plural),
+      ...named("list", opName("list", entity.plural)),
       summary: `List ${entity.plural}`,
       ...access.key(def.roles.list),
       request: { query, ...(scopeParams ? { params: scopeParams } : {}) },
@@ -169,11 +187,14 @@ export function crud(app: Router, def: CrudDefinition): void {
       method: "post",
       path: def.path,
       tags: [def.tag],
-      operationId: opName("create", entity.name),
+      ...named("create", opName("create", entity.name)),
       summary: `Create a ${label}`,
       ...access.key(def.roles.create),
       request: { body: jsonBody(z.object({ [entity.singular]: entity.createInput })), ...(scopeParams ? { params: scopeParams } : {}) },
-      responses: { 200: json(enveloped({ [entity.idName]: entity.fields["id"]?.output ?? z.int() }), `The ${label} was created`), ...errorResponses },
+      responses: {
+        200: json(enveloped({ [entity.idName]: entity.fields["id"]?.output ?? z.int(), ...def.createdShape }), `The ${label} was created`),
+        ...errorResponses,
+      },
     });
     register(app, route, async (c) => {
       const ctx = serviceContext(c);
@@ -182,7 +203,7 @@ export function crud(app: Router, def: CrudDefinition): void {
       await checkReferences(ctx.db, references(input));
       let values: Row = { ...entity.toRow(input), ...scoped };
       if (def.hooks?.create) values = await def.hooks.create(ctx, values, input);
-      const row = await insertRow(ctx.db, entity, values);
+      const row = def.hooks?.insert ? await def.hooks.insert(ctx, values) : await insertRow(ctx.db, entity, values);
       await def.hooks?.written?.(ctx, "create", row);
       return ok(c, { [entity.idName]: row["id"], ...def.hooks?.created?.(ctx, row, values) });
     });
@@ -193,7 +214,7 @@ export function crud(app: Router, def: CrudDefinition): void {
       method: "put",
       path: def.path,
       tags: [def.tag],
-      operationId: opName("update", entity.name),
+      ...named("update", opName("update", entity.name)),
       summary: `Update a ${label} (only the properties sent)`,
       ...access.key(def.roles.update),
       request: { body: jsonBody(z.object({ [entity.singular]: entity.updateInput })), ...(scopeParams ? { params: scopeParams } : {}) },
@@ -208,7 +229,8 @@ export function crud(app: Router, def: CrudDefinition): void {
       await checkReferences(ctx.db, references(input));
       let values = entity.toRow(input);
       if (def.hooks?.update) values = await def.hooks.update(ctx, values, existing, input);
-      const row = Object.keys(values).length > 0 ? await updateRow(ctx.db, entity, id, values, where) : existing;
+      const save = def.hooks?.save ?? ((_ctx: ServiceContext, rowId: Id, changes: Row) => updateRow(ctx.db, entity, rowId, changes, where));
+      const row = Object.keys(values).length > 0 ? await save(ctx, id, values, existing) : existing;
       await def.hooks?.written?.(ctx, "update", row, existing);
       return ok(c, {});
     });
@@ -220,7 +242,7 @@ export function crud(app: Router, def: CrudDefinition): void {
       method: "delete",
       path: `${def.path}/{${idParam}}`,
       tags: [def.tag],
-      operationId: opName("delete", entity.name),
+      ...named("delete", opName("delete", entity.name)),
       summary: `Delete a ${label}`,
       ...access.key(def.roles.delete),
       request: { params },
@@ -230,7 +252,7 @@ export function crud(app: Router, def: CrudDefinition): void {
       const ctx = serviceContext(c);
       const path = c.req.valid("param");
       const { where } = await scopeOf(ctx, path);
-      const id = path[idParam] as Id;
+      const id = await resolveId(ctx.db, entity, path[idParam] as Id);
       const existing = await requireById(ctx.db, entity, id, where);
       await def.hooks?.delete?.(ctx, existing);
       await deleteRow(ctx.db, entity, id, where);

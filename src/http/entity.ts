@@ -5,6 +5,7 @@
  * row <-> wire mapping (enumerations as numbers or names, write-only fields never returned).
  */
 import { z } from "@hono/zod-openapi";
+import type { SQL } from "drizzle-orm";
 import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 import type { Config } from "../config";
 import type { FieldType, QuerySchema } from "./filter";
@@ -24,6 +25,11 @@ export interface Field<Out extends z.ZodType = z.ZodType, In extends z.ZodType =
   enumNames?: readonly string[];
   /** Dates are normalized to ISO 8601 UTC with milliseconds on the way in. */
   isDate?: boolean;
+  /**
+   * Filter and sort on this expression instead of the same-named column: for a property whose wire value lives in
+   * another table (the `lic…` id of the license a token points at by its integer key).
+   */
+  sql?: SQL;
 }
 
 interface Options {
@@ -131,6 +137,11 @@ export interface EntityDefinition<F extends Fields, R extends keyof F & string> 
   fields: F;
   /** Required on create (CONTRACT section 3, bold fields). */
   required?: readonly R[];
+  /**
+   * A generated public identifier (a unique string column) that paths accept beside the integer id: a license's
+   * `lic…` (CONTRACT section 7). See `resolveId` in db/repository.ts.
+   */
+  publicId?: keyof F & string;
 }
 
 /** What the shared machinery (CRUD builder, lists, repository) needs of any entity. */
@@ -147,6 +158,8 @@ export interface Entity {
   updateInput: z.ZodObject;
   query: QuerySchema;
   idColumn: SQLiteColumn;
+  /** The column of the public identifier paths accept beside the id (EntityDefinition.publicId). */
+  publicIdColumn?: SQLiteColumn;
   /** A stored row as the API returns it (write-only fields dropped, enums by setting). */
   toWire(row: Record<string, unknown>, config: Config): Record<string, unknown>;
   /** Validated body values as column values (enum names to numbers, dates normalized); absent keys stay absent. */
@@ -169,7 +182,7 @@ export function defineEntity<const F extends Fields, const R extends keyof F & s
   const recordShape: Record<string, z.ZodType> = {};
   const createShape: Record<string, z.ZodType> = {};
   const updateShape: Record<string, z.ZodType> = { id: def.fields["id"]?.input ?? z.int() };
-  const queryFields: Record<string, { column: SQLiteColumn; type: FieldType }> = {};
+  const queryFields: Record<string, { column: SQLiteColumn | SQL; type: FieldType }> = {};
 
   for (const [key, field] of Object.entries(def.fields)) {
     if (!field.writeOnly) recordShape[key] = field.output.optional();
@@ -177,11 +190,13 @@ export function defineEntity<const F extends Fields, const R extends keyof F & s
       createShape[key] = required.has(key) ? field.input : field.input.nullable().optional();
       updateShape[key] = required.has(key) ? field.input.optional() : field.input.nullable().optional();
     }
-    const column = columns[key];
+    const column = field.sql ?? columns[key];
     if (field.filter !== undefined && column && !field.writeOnly) queryFields[key] = { column, type: field.filter };
   }
   const idColumn = columns["id"];
   if (!idColumn) throw new Error(`Entity ${def.name}: table has no id column`);
+  const publicIdColumn = def.publicId ? columns[def.publicId] : undefined;
+  if (def.publicId && !publicIdColumn) throw new Error(`Entity ${def.name}: table has no ${def.publicId} column`);
 
   const upper = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
   const fieldEntries = Object.entries(def.fields);
@@ -195,6 +210,7 @@ export function defineEntity<const F extends Fields, const R extends keyof F & s
     updateInput: z.object(updateShape).openapi(`${def.name}Update`) as unknown as z.ZodObject<UpdateShape<F, R>>,
     query: { entity: def.name, fields: queryFields },
     idColumn,
+    ...(publicIdColumn ? { publicIdColumn } : {}),
     toWire(row, config) {
       const out: Record<string, unknown> = {};
       for (const [key, field] of fieldEntries) {

@@ -26,7 +26,8 @@ import { ApiError } from "./errors";
  * (arrays) can only be compared with null. */
 export type FieldType = "string" | "integer" | "number" | "boolean" | "date" | "json" | { enum: readonly string[] };
 export interface QueryField {
-  column: SQLiteColumn;
+  /** A column, or an SQL expression for a property stored elsewhere (see Field.sql in entity.ts). */
+  column: SQLiteColumn | SQL;
   type: FieldType;
 }
 /** `entity` is the type name used in messages ("Resource"); `fields` keys are camelCase property names. */

@@ -55,8 +55,8 @@ export interface ListOptions {
   /** Route scope ANDed with the filter (e.g. `customerId = ?` for `/customers/{id}/orders`). */
   scope?: SQL;
   includes?: Record<string, IncludeLoader>;
-  /** Extra mapping after toWire (computed properties). */
-  decorate?: (items: Record<string, unknown>[], rows: Record<string, unknown>[]) => Promise<void> | void;
+  /** Extra mapping after toWire (computed properties), given the page's rows; one batched query at most. */
+  decorate?: (items: Record<string, unknown>[], rows: Record<string, unknown>[], context: { db: Db; config: Config }) => Promise<void> | void;
 }
 
 function splitNames(raw: string | undefined): string[] {
@@ -141,7 +141,7 @@ export async function listBody(
     .offset(params.skip ?? 0);
   const [rows, counted] = await db.batch([pageQuery, countQuery]);
   const items = (rows as Record<string, unknown>[]).map((row) => entity.toWire(row, config) as Record<string, unknown>);
-  await options.decorate?.(items, rows as Record<string, unknown>[]);
+  await options.decorate?.(items, rows as Record<string, unknown>[], { db, config });
   for (const [, load] of includes) await load(db, items, config);
   return {
     [entity.plural]: keys ? items.map((item) => pick(item, keys)) : items,

@@ -9,7 +9,8 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { ZodError } from "zod";
 import type { AppEnv } from "../app-env";
 import { ConfigError } from "../config";
-import { ApiError, ValidationProblem } from "./errors";
+import { ApiError, LicensingError, ValidationProblem } from "./errors";
+import { logFailure } from "./request-log";
 
 export const TOON_TYPE = "application/toon";
 
@@ -98,8 +99,23 @@ export function validationHook(result: { success: boolean; error?: ZodError; tar
   if (!result.success && result.error) throw zodProblem(result.error);
 }
 
-/** `app.onError`: the one place where thrown errors become responses. */
+/**
+ * `app.onError`: the one place where thrown errors become responses. A 5xx answer is also written to the service
+ * log (after the response); licensing errors (520 + gRPC code) are answers about a license, not failures.
+ */
 export function renderError(err: Error, c: Context<AppEnv>): Response {
+  const res = errorAnswer(err, c);
+  if (res.status >= 500 && !(err instanceof LicensingError)) logFailure(c, err, res.status, logMessage(err));
+  return res;
+}
+
+/** The log message of a failure: the client's message for ApiError, the error's own otherwise. */
+function logMessage(err: Error): string {
+  if (err instanceof ApiError || err instanceof ConfigError) return err.message;
+  return `Unhandled error: ${err.message || err.name}`;
+}
+
+function errorAnswer(err: Error, c: Context<AppEnv>): Response {
   if (err instanceof ApiError) return errorResponse(c, err);
   if (err instanceof ValidationProblem) return problemResponse(c, err);
   if (err instanceof HTTPException) {

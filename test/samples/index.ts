@@ -2,5 +2,8 @@
 import { accountSamples } from "./accounts";
 import { commerceSamples } from "./commerce";
 import type { Samples } from "./kit";
+import { updateSamples } from "./updates";
+import { licenseSamples } from "./licenses";
+import { operationSamples } from "./operations";
 
-export const SAMPLES: Samples = { ...accountSamples, ...commerceSamples };
+export const SAMPLES: Samples = { ...accountSamples, ...commerceSamples, ...operationSamples, ...licenseSamples, ...updateSamples };

@@ -1,0 +1,331 @@
+/**
+ * Licenses as the licensing core sees them, free of HTTP so the Management API and the licensing runtime share it:
+ * generated identifiers (`lic…`, user keys), the integrity HMAC over the core fields, template defaults, the
+ * computed status (CONTRACT section 4) and the one way a license is stored.
+ */
+import { type SQL, and, count, eq, gt, isNull, or, sql } from "drizzle-orm";
+import { CROCKFORD32, randomString, timingSafeEqualText, toHex } from "../auth/crypto";
+import { ConfigError } from "../config";
+import type { Db } from "../db/client";
+import { licenseTokens, licenses } from "../db/schema";
+
+/** `status` of a license record, in CONTRACT section 4's order of precedence. */
+export const LICENSE_STATUSES = ["Activated", "NotActivated", "Expired", "Revoked", "Tampered"] as const;
+export type LicenseStatus = (typeof LICENSE_STATUSES)[number];
+
+/** Stored numbers of `licensingMode` (CONTRACT section 3: File 0, Activation 1, Floating 2). */
+export const Mode = { File: 0, Activation: 1, Floating: 2 } as const;
+
+/** A stored license row, as drizzle reads it. */
+export type LicenseRow = typeof licenses.$inferSelect;
+
+/** The fields the integrity HMAC covers: what a client would gain by changing them in the database. */
+export interface LicenseCore {
+  licenseId: string;
+  userKey: string;
+  productId: number;
+  licenseType: number;
+  edition: string | null;
+  licensingMode: number;
+  maxClients: number;
+  issueDate: string;
+  expireDate: string | null;
+  supportExpireDate: string | null;
+  revoked: boolean;
+  features: string[] | null;
+}
+
+const HEX_UPPER = "0123456789ABCDEF";
+/** How often a colliding generated identifier is drawn again before the insert gives up. */
+const KEY_ATTEMPTS = 5;
+const DAY_MS = 86_400_000;
+
+// ---------------------------------------------------------------------------------------------------------------
+// Generated identifiers
+
+/** A public license id: `lic` + 8 upper-case hex characters from the CSPRNG. */
+export function generateLicenseId(): string {
+  return `lic${randomString(8, HEX_UPPER)}`;
+}
+
+/** A user key shaped by Licensing:UserKeyFormat: each `X` a Crockford base32 character from the CSPRNG. */
+export function generateUserKey(format: string): string {
+  const characters = randomString([...format].filter((ch) => ch === "X").length, CROCKFORD32);
+  let next = 0;
+  return [...format].map((ch) => (ch === "X" ? characters[next++] : ch)).join("");
+}
+
+/** The identifiers a new license gets; injectable so tests can force a collision. */
+export type LicenseKeyGenerator = (userKeyFormat: string) => { licenseId: string; userKey: string };
+export const generateLicenseKeys: LicenseKeyGenerator = (format) => ({ licenseId: generateLicenseId(), userKey: generateUserKey(format) });
+
+// ---------------------------------------------------------------------------------------------------------------
+// Integrity
+
+/**
+ * The text the HMAC signs: the core fields in a fixed order, JSON-encoded so no value can be confused with a
+ * separator, and normalized so a row reads back to the same text however the driver types it (0/1 vs booleans).
+ */
+export function canonicalLicense(license: LicenseCore): string {
+  return JSON.stringify([
+    "license/v1",
+    license.licenseId,
+    license.userKey,
+    Number(license.productId),
+    Number(license.licenseType),
+    license.edition ?? null,
+    Number(license.licensingMode),
+    Number(license.maxClients),
+    license.issueDate,
+    license.expireDate ?? null,
+    license.supportExpireDate ?? null,
+    Boolean(license.revoked),
+    license.features ?? null,
+  ]);
+}
+
+let cachedKey: { secret: string; key: Promise<CryptoKey> } | undefined;
+
+/**
+ * The HMAC key, imported once per isolate (DESIGN "Performance"). It is derived from Application:EncryptionKey with
+ * HKDF rather than used as is, because the same setting also keys AES-GCM encryption of secrets at rest.
+ */
+function integrityKey(secret: string): Promise<CryptoKey> {
+  if (cachedKey?.secret !== secret) {
+    const encoder = new TextEncoder();
+    const key = crypto.subtle
+      .importKey("raw", encoder.encode(secret), "HKDF", false, ["deriveKey"])
+      .then((base) =>
+        crypto.subtle.deriveKey(
+          { name: "HKDF", hash: "SHA-256", salt: new Uint8Array(0), info: encoder.encode("licensing/license-integrity/v1") },
+          base,
+          { name: "HMAC", hash: "SHA-256", length: 256 },
+          false,
+          ["sign"],
+        ),
+      );
+    cachedKey = { secret, key };
+  }
+  return cachedKey.key;
+}
+
+/** Application:EncryptionKey, or a 500 naming it: integrity cannot be computed or checked without it. */
+export function requireEncryptionKey(secret: string | undefined): string {
+  if (!secret) throw new ConfigError("Application:EncryptionKey", "it is not set, and license integrity needs it");
+  return secret;
+}
+
+/** The integrity HMAC of a license (lowercase hex), as stored in its `integrity` column. */
+export async function signLicense(secret: string | undefined, license: LicenseCore): Promise<string> {
+  const key = await integrityKey(requireEncryptionKey(secret));
+  return toHex(await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(canonicalLicense(license))));
+}
+
+/** Whether a stored row still carries the HMAC of its core fields; false means it was changed outside the API. */
+export async function isLicenseIntact(secret: string | undefined, license: LicenseCore & { integrity: string | null }): Promise<boolean> {
+  const expected = await signLicense(secret, license);
+  return license.integrity !== null && timingSafeEqualText(expected, license.integrity);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Status
+
+/** A token is live while it has no expiry or its expiry is still ahead. */
+export function tokenIsLive(now: Date): SQL | undefined {
+  return or(isNull(licenseTokens.expireDate), gt(licenseTokens.expireDate, now.toISOString()));
+}
+
+/**
+ * Clients using each license now: distinct machines with a live token in Activation mode (what `maxClients`
+ * limits there), live tokens (seats) otherwise. One query for any number of licenses: the ids travel as one JSON
+ * parameter, so a page of a thousand stays under D1's limit of bound values.
+ */
+export async function activeClientCounts(db: Db, licenseIds: readonly number[], now: Date): Promise<Map<number, { tokens: number; machines: number }>> {
+  if (licenseIds.length === 0) return new Map();
+  const rows = await db
+    .select({ licenseId: licenseTokens.licenseId, tokens: count(), machines: sql<number>`count(DISTINCT ${licenseTokens.machineId})` })
+    .from(licenseTokens)
+    .where(and(sql`${licenseTokens.licenseId} IN (SELECT value FROM json_each(${JSON.stringify(licenseIds)}))`, tokenIsLive(now)))
+    .groupBy(licenseTokens.licenseId);
+  return new Map(rows.map((r) => [r.licenseId, { tokens: r.tokens, machines: r.machines }]));
+}
+
+/** What a license's clients count as: machines in Activation mode, seats otherwise. */
+export function clientCount(licensingMode: number, counts: { tokens: number; machines: number } | undefined): number {
+  if (!counts) return 0;
+  return licensingMode === Mode.Activation ? counts.machines : counts.tokens;
+}
+
+/** CONTRACT section 4, first match wins: tampered, revoked, expired, then activation state by mode. */
+export function licenseStatus(
+  license: Pick<LicenseCore, "revoked" | "expireDate" | "licensingMode">,
+  facts: { intact: boolean; activeClients: number },
+  now: Date,
+): LicenseStatus {
+  if (!facts.intact) return "Tampered";
+  if (license.revoked) return "Revoked";
+  if (license.expireDate !== null && license.expireDate <= now.toISOString()) return "Expired";
+  if (license.licensingMode === Mode.File) return "NotActivated";
+  return facts.activeClients > 0 ? "Activated" : "NotActivated";
+}
+
+/** Status and active client count of many licenses: one query for their tokens, HMACs checked in memory. */
+export async function describeLicenses(
+  db: Db,
+  secret: string | undefined,
+  rows: readonly LicenseRow[],
+  now: Date,
+): Promise<{ status: LicenseStatus; activeClientCount: number }[]> {
+  const counts = await activeClientCounts(
+    db,
+    rows.map((r) => r.id),
+    now,
+  );
+  return Promise.all(
+    rows.map(async (row) => {
+      const activeClients = clientCount(row.licensingMode, counts.get(row.id));
+      const intact = await isLicenseIntact(secret, row);
+      return { status: licenseStatus(row, { intact, activeClients }, now), activeClientCount: activeClients };
+    }),
+  );
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Templates and creation
+
+/** The defaults a license template holds (CONTRACT section 3). */
+export interface TemplateDefaults {
+  licenseType: number | null;
+  edition: string | null;
+  licensingMode: number | null;
+  maxClients: number | null;
+  features: string[] | null;
+  expireDays: number | null;
+  supportDays: number | null;
+}
+
+/** The date `days` days after an ISO date, as an ISO date. */
+export function addDays(iso: string, days: number): string {
+  return new Date(Date.parse(iso) + days * DAY_MS).toISOString();
+}
+
+/**
+ * A new license's values with its template's defaults for every property the caller left out (undefined);
+ * `expireDays` and `supportDays` count from `issueDate`, which must already be set.
+ */
+export function applyTemplate(values: Record<string, unknown>, template: TemplateDefaults): Record<string, unknown> {
+  const out = { ...values };
+  for (const key of ["licenseType", "edition", "licensingMode", "maxClients", "features"] as const) {
+    if (out[key] === undefined && template[key] !== null) out[key] = template[key];
+  }
+  const issueDate = out["issueDate"] as string;
+  if (out["expireDate"] === undefined && template.expireDays !== null) out["expireDate"] = addDays(issueDate, template.expireDays);
+  if (out["supportExpireDate"] === undefined && template.supportDays !== null) out["supportExpireDate"] = addDays(issueDate, template.supportDays);
+  return out;
+}
+
+type NewLicenseRow = typeof licenses.$inferInsert;
+
+/** Whether an insert failed only because a generated identifier was already taken. */
+function isKeyCollision(error: unknown): boolean {
+  const text = [error instanceof Error ? error.message : "", error instanceof Error && error.cause instanceof Error ? error.cause.message : ""].join(" ");
+  return /UNIQUE constraint failed: licenses\.(license_id|user_key)/.test(text);
+}
+
+/**
+ * Stores a new license: the stored defaults made explicit (so the HMAC covers what the row will hold), fresh
+ * identifiers, the integrity HMAC, timestamps. A generated identifier that is already taken is drawn again, up to
+ * five times; other failures (and a fifth collision) are thrown as the driver reported them.
+ */
+export async function createLicense(
+  db: Db,
+  settings: { secret: string | undefined; userKeyFormat: string },
+  values: Omit<NewLicenseRow, "licenseId" | "userKey" | "issueDate" | "createdAt" | "updatedAt"> & { issueDate?: string | null },
+  now: Date,
+  generate: LicenseKeyGenerator = generateLicenseKeys,
+): Promise<LicenseRow> {
+  const stamp = now.toISOString();
+  const base = {
+    ...values,
+    licenseType: values.licenseType ?? 0,
+    licensingMode: values.licensingMode ?? Mode.File,
+    maxClients: values.maxClients ?? 0,
+    revoked: values.revoked ?? false,
+    trace: values.trace ?? true,
+    issueDate: values.issueDate ?? stamp,
+    edition: values.edition ?? null,
+    expireDate: values.expireDate ?? null,
+    supportExpireDate: values.supportExpireDate ?? null,
+    features: values.features ?? null,
+    createdAt: stamp,
+    updatedAt: stamp,
+  };
+  for (let attempt = 1; ; attempt++) {
+    const row = { ...base, ...generate(settings.userKeyFormat) };
+    const integrity = await signLicense(settings.secret, row);
+    try {
+      const [stored] = await db
+        .insert(licenses)
+        .values({ ...row, integrity })
+        .returning();
+      if (!stored) throw new Error("insert into licenses returned no row");
+      return stored;
+    } catch (e) {
+      if (attempt < KEY_ATTEMPTS && isKeyCollision(e)) continue;
+      throw e;
+    }
+  }
+}
+
+/**
+ * How often an update that raced another write is read, merged and signed again before it gives up: every round
+ * lets at least one of the racing writers through, and a short random pause keeps them from racing in lockstep.
+ */
+const UPDATE_ATTEMPTS = 10;
+const RETRY_PAUSE_MS = 10;
+
+/** An update that kept losing races with other writes to the same license. */
+export class LicenseConflictError extends Error {}
+
+/**
+ * Applies a partial update and signs the result again, unless the row was already tampered with: API writes never
+ * vouch for values changed outside the API, so a Tampered license stays Tampered. The HMAC covers the whole row
+ * while the update sets only some columns, so the UPDATE is conditional on the stored HMAC being the one that was
+ * read (optimistic concurrency): a concurrent change of core fields makes it miss, and it is merged and signed again
+ * over the fresh row. Undefined when the license does not exist.
+ */
+export async function updateLicense(
+  db: Db,
+  secret: string | undefined,
+  id: number,
+  changes: Partial<Omit<NewLicenseRow, "id" | "licenseId" | "userKey" | "integrity" | "createdAt">>,
+  now: Date,
+): Promise<LicenseRow | undefined> {
+  requireEncryptionKey(secret);
+  for (let attempt = 1; attempt <= UPDATE_ATTEMPTS; attempt++) {
+    const existing = await db.select().from(licenses).where(eq(licenses.id, id)).get();
+    if (!existing) return undefined;
+    const merged = { ...existing, ...changes } as LicenseRow;
+    const integrity = (await isLicenseIntact(secret, existing)) ? await signLicense(secret, merged) : existing.integrity;
+    const unchanged = existing.integrity === null ? isNull(licenses.integrity) : eq(licenses.integrity, existing.integrity);
+    const [row] = await db
+      .update(licenses)
+      .set({ ...changes, integrity, updatedAt: now.toISOString() })
+      .where(and(eq(licenses.id, id), unchanged))
+      .returning();
+    if (row) return row;
+    await new Promise((resolve) => setTimeout(resolve, Math.random() * RETRY_PAUSE_MS * attempt));
+  }
+  throw new LicenseConflictError(`License ${id} kept changing while it was being updated; send the change again`);
+}
+
+/** The public `lic…` ids of licenses by integer id (one query), for records that point at a license. */
+export async function publicLicenseIds(db: Db, ids: readonly (number | null | undefined)[]): Promise<Map<number, string>> {
+  const wanted = [...new Set(ids.filter((id): id is number => typeof id === "number"))];
+  if (wanted.length === 0) return new Map();
+  const rows = await db
+    .select({ id: licenses.id, licenseId: licenses.licenseId })
+    .from(licenses)
+    .where(sql`${licenses.id} IN (SELECT value FROM json_each(${JSON.stringify(wanted)}))`);
+  return new Map(rows.map((r) => [r.id, r.licenseId]));
+}

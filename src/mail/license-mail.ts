@@ -1,0 +1,97 @@
+/**
+ * The license email (CONTRACT section 3 "POST /v1/email/license"), free of HTTP: finds the license, its customer
+ * and product, picks the `EmailTemplate` resource (the one whose `code` is the product's code, else the oldest),
+ * and renders its `name` as the subject and its `data` as the body. The body is HTML when the resource's
+ * `dataFormat` says html; then every placeholder value is HTML-escaped.
+ */
+import { asc, desc, eq, sql } from "drizzle-orm";
+import { z } from "zod";
+import type { Db } from "../db/client";
+import { customers, licenses, products, resources } from "../db/schema";
+import { ApiError, notFound400 } from "../http/errors";
+import type { OutgoingMail } from "./send";
+
+/** The resource `type` of license email templates. */
+export const EMAIL_TEMPLATE_TYPE = "EmailTemplate";
+/** The placeholders a template may use, written `{Name}`. */
+export const PLACEHOLDERS = ["CustomerName", "ProductName", "LicenseId", "UserKey", "ProductDownload"] as const;
+type Placeholder = (typeof PLACEHOLDERS)[number];
+
+const address = z.email();
+
+type LicenseRow = typeof licenses.$inferSelect;
+type CustomerRow = typeof customers.$inferSelect;
+
+/** A license by its public `lic…` id or its integer id (CONTRACT section 7). */
+export async function findLicense(db: Db, licenseId: string | number): Promise<LicenseRow> {
+  const byNumber = typeof licenseId === "number" || /^\d+$/.test(licenseId);
+  const condition = byNumber ? eq(licenses.id, Number(licenseId)) : eq(licenses.licenseId, licenseId);
+  const row = await db.select().from(licenses).where(condition).get();
+  if (!row) throw notFound400("License", licenseId);
+  return row;
+}
+
+const HTML_ESCAPES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
+const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (ch) => HTML_ESCAPES[ch] ?? ch);
+
+/** Replaces each `{Placeholder}` with its value (HTML-escaped in HTML); unknown braces stay as written. */
+export function renderTemplate(template: string, values: Readonly<Record<Placeholder, string>>, html: boolean): string {
+  const pattern = new RegExp(`\\{(${PLACEHOLDERS.join("|")})\\}`, "g");
+  return template.replace(pattern, (_, name: Placeholder) => (html ? escapeHtml(values[name]) : values[name]));
+}
+
+function customerName(license: LicenseRow, customer: CustomerRow | undefined): string {
+  if (license.licenseeName) return license.licenseeName;
+  const person = [customer?.firstName, customer?.lastName].filter(Boolean).join(" ");
+  return person || customer?.company || "";
+}
+
+/** The recipient: the one asked for, else the licensee's email, else the customer's; 400 when there is none. */
+function recipient(license: LicenseRow, customer: CustomerRow | undefined, to: string | undefined): string {
+  const chosen = to ?? license.licenseeEmail ?? customer?.email ?? undefined;
+  if (!chosen) throw new ApiError(400, `License ${license.licenseId} has no licensee or customer email address; send "to"`);
+  if (!address.safeParse(chosen).success) throw new ApiError(400, `The stored email address of license ${license.licenseId} is not valid: ${chosen}`);
+  return chosen;
+}
+
+/** The EmailTemplate resource for the license's product: one whose code is the product's code first, else the oldest. */
+function templateQuery(db: Db, productId: number) {
+  const productCode = sql`(SELECT ${products.code} FROM ${products} WHERE ${products.id} = ${productId})`;
+  return db
+    .select()
+    .from(resources)
+    .where(eq(resources.type, EMAIL_TEMPLATE_TYPE))
+    .orderBy(desc(sql`coalesce(${resources.code} = ${productCode}, 0)`), asc(resources.id))
+    .limit(1);
+}
+
+/** The rendered license email for `licenseId`, addressed to `to` or the license's own address. */
+export async function licenseMail(db: Db, licenseId: string | number, to?: string): Promise<OutgoingMail> {
+  const license = await findLicense(db, licenseId);
+  const [product, customer, templates] = await db.batch([
+    db.select().from(products).where(eq(products.id, license.productId)),
+    db.select().from(customers).where(eq(customers.id, license.customerId ?? -1)),
+    templateQuery(db, license.productId),
+  ]);
+  const productRow = product[0];
+  if (!productRow) throw notFound400("Product", license.productId);
+  const customerRow = customer[0];
+  const mailTo = recipient(license, customerRow, to);
+  const resource = templates[0];
+  if (!resource) throw new ApiError(400, `No email template: store a resource of type ${EMAIL_TEMPLATE_TYPE} (name = subject, data = body)`);
+  if (!resource.data) throw new ApiError(400, `Email template ${resource.id} has no data`);
+  const isHtml = /html/i.test(resource.dataFormat ?? "");
+  const values: Record<Placeholder, string> = {
+    CustomerName: customerName(license, customerRow),
+    ProductName: productRow.name,
+    LicenseId: license.licenseId,
+    UserKey: license.userKey,
+    ProductDownload: productRow.url ?? "",
+  };
+  return {
+    to: mailTo,
+    subject: renderTemplate(resource.name, values, false),
+    body: renderTemplate(resource.data ?? "", values, isHtml),
+    isHtml,
+  };
+}

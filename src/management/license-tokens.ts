@@ -1,0 +1,140 @@
+/**
+ * License tokens: every token (`/v1/license-tokens`) and a license's own (`/v1/licenses/{licenseId}/tokens`).
+ * POST issues an activation token by hand (offline activation) within the license's `maxClients`; the full token
+ * is returned only then, lists show its prefix. Issuing lives in licensing/tokens.ts.
+ */
+import { z } from "@hono/zod-openapi";
+import { eq } from "drizzle-orm";
+import { Roles } from "../auth/guard";
+import { clock } from "../clock";
+import type { Config } from "../config";
+import type { Db } from "../db/client";
+import type { Row } from "../db/repository";
+import { licenseTokens, licenses } from "../db/schema";
+import type { ServiceContext } from "../http/context";
+import { crud } from "../http/crud";
+import { defineEntity, f } from "../http/entity";
+import { ApiError, notFound400 } from "../http/errors";
+import type { ListParam } from "../http/list";
+import type { Router } from "../http/router";
+import { Mode, isLicenseIntact, licenseStatus } from "../licensing/licenses";
+import { TOKEN_KINDS, issueActivationToken } from "../licensing/tokens";
+import { License, licenseReference, showPublicLicenseIds } from "./licenses";
+
+export const LicenseToken = defineEntity({
+  name: "LicenseToken",
+  singular: "licenseToken",
+  plural: "licenseTokens",
+  table: licenseTokens,
+  fields: {
+    id: f.id(),
+    token: f.string({ readOnly: true, description: "Masked (actk_AbCd…): the full token is returned only by the POST that issues it." }),
+    kind: f.enumOf(TOKEN_KINDS, { readOnly: true }),
+    licenseId: licenseReference(licenseTokens.licenseId),
+    machineId: f.string({ max: 256 }),
+    clientId: f.string({ max: 256 }),
+    clientName: f.string({ max: 256 }),
+    address: f.string({ readOnly: true, description: "IP address of the client that obtained the token." }),
+    issueDate: f.date({ readOnly: true }),
+    expireDate: f.date({ description: "None = valid until deleted." }),
+    lastHeartbeat: f.date({ readOnly: true }),
+    createdAt: f.date({ readOnly: true }),
+    updatedAt: f.date({ readOnly: true }),
+  },
+  required: ["machineId"],
+});
+
+const TOKEN_LIST_PARAMS: readonly ListParam[] = ["select", "filter", "sort", "take", "skip", "countOnly"];
+
+/** List `decorate`: the masked token and the license's lic… id. */
+async function showTokens(items: Row[], rows: Row[], context: { db: Db; config: Config }): Promise<void> {
+  items.forEach((item, i) => (item["token"] = rows[i]?.["tokenPrefix"]));
+  await showPublicLicenseIds(items, rows, context);
+}
+
+/**
+ * Only a usable Activation-mode license gets a token by hand: not tampered, revoked or expired; File licenses need
+ * no activation and Floating clients hold seats instead. The license's lic… id and limit ride along for messages.
+ */
+async function checkTokenRequest(ctx: ServiceContext, values: Row): Promise<Row> {
+  const now = clock.now();
+  const license = await ctx.db
+    .select()
+    .from(licenses)
+    .where(eq(licenses.id, values["licenseId"] as number))
+    .get();
+  if (!license) throw notFound400(License.name, values["licenseId"] as number);
+  const intact = await isLicenseIntact(ctx.config["Application:EncryptionKey"], license);
+  const status = licenseStatus(license, { intact, activeClients: 0 }, now);
+  if (status === "Tampered") throw new ApiError(400, `License ${license.licenseId} has been tampered with: its core fields were changed outside the API`);
+  if (status === "Revoked") throw new ApiError(400, `License ${license.licenseId} is revoked`);
+  if (status === "Expired") throw new ApiError(400, `License ${license.licenseId} has expired`);
+  if (license.licensingMode === Mode.File) throw new ApiError(400, `License ${license.licenseId} is a File license: it needs no activation`);
+  if (license.licensingMode === Mode.Floating) {
+    throw new ApiError(400, `License ${license.licenseId} is a Floating license: its clients hold seats (/v1/license/request), not activation tokens`);
+  }
+  if (typeof values["expireDate"] === "string" && values["expireDate"] <= now.toISOString()) throw new ApiError(400, "expireDate must be in the future");
+  return { ...values, licensePublicId: license.licenseId, licenseMaxClients: license.maxClients };
+}
+
+/** The conditional insert; 400 when the license's clients are at its limit. */
+async function issueToken(ctx: ServiceContext, values: Row): Promise<Row> {
+  const issued = await issueActivationToken(
+    ctx.db,
+    {
+      licenseId: values["licenseId"] as number,
+      machineId: values["machineId"] as string,
+      clientId: values["clientId"] as string | null | undefined,
+      clientName: values["clientName"] as string | null | undefined,
+      expireDate: values["expireDate"] as string | null | undefined,
+    },
+    clock.now(),
+  );
+  if (!issued) {
+    throw new ApiError(
+      400,
+      `License ${String(values["licensePublicId"])} has reached its limit of ${String(values["licenseMaxClients"])} clients (machines holding a live token)`,
+    );
+  }
+  return { ...issued.row, token: issued.token };
+}
+
+export function registerLicenseTokens(app: Router): void {
+  const all = Roles.management;
+  const roles = { list: all, create: all, update: all, delete: all };
+  const list = { decorate: showTokens };
+  crud(app, {
+    entity: LicenseToken,
+    path: "/v1/license-tokens",
+    tag: "License tokens",
+    label: "license token",
+    operations: ["list"],
+    roles,
+    listParams: TOKEN_LIST_PARAMS,
+    list,
+  });
+  crud(app, {
+    entity: LicenseToken,
+    path: "/v1/licenses/{licenseId}/tokens",
+    tag: "Licenses",
+    label: "license token",
+    operations: ["list", "create", "delete"],
+    roles,
+    idParam: "tokenId",
+    scope: { param: "licenseId", parent: License, column: licenseTokens.licenseId },
+    listParams: TOKEN_LIST_PARAMS,
+    list,
+    operationIds: { list: "listTokensOfLicense", create: "issueLicenseToken", delete: "deleteLicenseToken" },
+    descriptions: {
+      create:
+        "Issues an activation token by hand (offline activation) for an Activation-mode license, counted against maxClients " +
+        "(distinct machines holding a live token; 0 = unlimited). The full token is in this answer only.",
+    },
+    createdShape: { token: z.string().openapi({ description: "The full token (actk_…), shown only here." }) },
+    hooks: {
+      create: checkTokenRequest,
+      insert: issueToken,
+      created: (_ctx, row) => ({ token: row["token"] }),
+    },
+  });
+}
