@@ -5,7 +5,7 @@
  */
 import { type SQL, and, count, eq, gt, isNull, or, sql } from "drizzle-orm";
 import { CROCKFORD32, randomString, timingSafeEqualText, toHex } from "../auth/crypto";
-import { ConfigError } from "../config";
+import { deriveKey, requireEncryptionKey } from "../auth/secrets";
 import type { Db } from "../db/client";
 import { licenseTokens, licenses } from "../db/schema";
 
@@ -84,40 +84,18 @@ export function canonicalLicense(license: LicenseCore): string {
   ]);
 }
 
-let cachedKey: { secret: string; key: Promise<CryptoKey> } | undefined;
-
 /**
- * The HMAC key, imported once per isolate (DESIGN "Performance"). It is derived from Application:EncryptionKey with
- * HKDF rather than used as is, because the same setting also keys AES-GCM encryption of secrets at rest.
+ * The HMAC key, derived from Application:EncryptionKey for this one purpose and imported once per isolate (the same
+ * setting also keys AES-GCM encryption of secrets at rest: auth/secrets.ts).
  */
 function integrityKey(secret: string): Promise<CryptoKey> {
-  if (cachedKey?.secret !== secret) {
-    const encoder = new TextEncoder();
-    const key = crypto.subtle
-      .importKey("raw", encoder.encode(secret), "HKDF", false, ["deriveKey"])
-      .then((base) =>
-        crypto.subtle.deriveKey(
-          { name: "HKDF", hash: "SHA-256", salt: new Uint8Array(0), info: encoder.encode("licensing/license-integrity/v1") },
-          base,
-          { name: "HMAC", hash: "SHA-256", length: 256 },
-          false,
-          ["sign"],
-        ),
-      );
-    cachedKey = { secret, key };
-  }
-  return cachedKey.key;
+  return deriveKey(secret, "licensing/license-integrity/v1", { name: "HMAC", hash: "SHA-256", length: 256 }, ["sign"]);
 }
 
-/** Application:EncryptionKey, or a 500 naming it: integrity cannot be computed or checked without it. */
-export function requireEncryptionKey(secret: string | undefined): string {
-  if (!secret) throw new ConfigError("Application:EncryptionKey", "it is not set, and license integrity needs it");
-  return secret;
-}
 
 /** The integrity HMAC of a license (lowercase hex), as stored in its `integrity` column. */
 export async function signLicense(secret: string | undefined, license: LicenseCore): Promise<string> {
-  const key = await integrityKey(requireEncryptionKey(secret));
+  const key = await integrityKey(requireEncryptionKey(secret, "license integrity"));
   return toHex(await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(canonicalLicense(license))));
 }
 
@@ -301,7 +279,7 @@ export async function updateLicense(
   changes: Partial<Omit<NewLicenseRow, "id" | "licenseId" | "userKey" | "integrity" | "createdAt">>,
   now: Date,
 ): Promise<LicenseRow | undefined> {
-  requireEncryptionKey(secret);
+  requireEncryptionKey(secret, "license integrity");
   for (let attempt = 1; attempt <= UPDATE_ATTEMPTS; attempt++) {
     const existing = await db.select().from(licenses).where(eq(licenses.id, id)).get();
     if (!existing) return undefined;

@@ -51,6 +51,10 @@ export function registerApiKeys(app: Router): void {
     roles: { list: admin, create: admin, update: admin, delete: admin },
     references: { ownerId: User },
     list: { decorate: maskKeys },
+    createdShape: {
+      key: z.string().openapi({ description: "The API key: shown only in this answer, stored as a digest." }),
+      clientSecret: z.string().openapi({ description: "The client secret: shown only in this answer, stored as a digest." }),
+    },
     hooks: {
       create: async (_ctx, values) => {
         const key = generateApiKey();

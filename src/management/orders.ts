@@ -6,6 +6,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { and, eq, sql } from "drizzle-orm";
 import { Roles, access } from "../auth/guard";
+import type { Db } from "../db/client";
 import { deleteRow, generateCode, insertRow, refuseIfReferenced, requireById, updateRow } from "../db/repository";
 import { licenses, orderProducts, orders } from "../db/schema";
 import { serviceContext } from "../http/context";
@@ -121,6 +122,14 @@ export function registerOrders(app: Router): void {
 const lineParams = z.object({ orderId: intIdParam("orderId"), productId: intIdParam("productId") });
 const LineBody = z.object({ orderProduct: OrderProduct.createInput });
 
+/** The order's line for the product, or 400 saying the order (or its line) does not exist. */
+async function requireLine(db: Db, { orderId, productId }: { orderId: number; productId: number }) {
+  await requireById(db, Order, orderId);
+  const line = await db.select().from(orderProducts).where(and(eq(orderProducts.orderId, orderId), eq(orderProducts.productId, productId))).get();
+  if (!line) throw new ApiError(400, `Order ${orderId} has no line for product ${productId}`);
+  return line;
+}
+
 /** `POST/PUT/DELETE /v1/orders/{orderId}/products/{productId}`: an order's line for one product. */
 function registerOrderLines(app: Router): void {
   const all = Roles.management;
@@ -132,7 +141,6 @@ function registerOrderLines(app: Router): void {
     ...access.key(all),
   });
   const withBody = { params: lineParams, body: jsonBody(LineBody) };
-  const lineOf = (orderId: number, productId: number) => and(eq(orderProducts.orderId, orderId), eq(orderProducts.productId, productId));
 
   app.openapi(
     createRoute({
@@ -160,14 +168,11 @@ function registerOrderLines(app: Router): void {
       responses: { 200: json(enveloped({}), "The line was changed"), ...errorResponses },
     }),
     async (c) => {
-    const ctx = serviceContext(c);
-    const { orderId, productId } = c.req.valid("param");
-    await requireById(ctx.db, Order, orderId);
-    const line = await ctx.db.select().from(orderProducts).where(lineOf(orderId, productId)).get();
-    if (!line) throw new ApiError(400, `Order ${orderId} has no line for product ${productId}`);
-    const values = OrderProduct.toRow(c.req.valid("json").orderProduct);
-    if (Object.keys(values).length > 0) await updateRow(ctx.db, OrderProduct, line.id, values);
-    return ok(c, {});
+      const ctx = serviceContext(c);
+      const line = await requireLine(ctx.db, c.req.valid("param"));
+      const values = OrderProduct.toRow(c.req.valid("json").orderProduct);
+      if (Object.keys(values).length > 0) await updateRow(ctx.db, OrderProduct, line.id, values);
+      return ok(c, {});
     },
   );
 
@@ -179,13 +184,10 @@ function registerOrderLines(app: Router): void {
       responses: { 200: json(enveloped({}), "The line was removed"), ...errorResponses },
     }),
     async (c) => {
-    const ctx = serviceContext(c);
-    const { orderId, productId } = c.req.valid("param");
-    await requireById(ctx.db, Order, orderId);
-    const line = await ctx.db.select().from(orderProducts).where(lineOf(orderId, productId)).get();
-    if (!line) throw new ApiError(400, `Order ${orderId} has no line for product ${productId}`);
-    await deleteRow(ctx.db, OrderProduct, line.id);
-    return ok(c, {});
+      const ctx = serviceContext(c);
+      const line = await requireLine(ctx.db, c.req.valid("param"));
+      await deleteRow(ctx.db, OrderProduct, line.id);
+      return ok(c, {});
     },
   );
 }
