@@ -31,6 +31,7 @@ import { registerReleases } from "./management/releases";
 import { registerReports } from "./management/reports";
 import { registerResources } from "./management/resources";
 import { registerSigningKeys } from "./updates/keys";
+import { registerLicensingRoutes } from "./licensing/routes";
 import { registerSettings } from "./management/settings";
 import { registerUsers } from "./management/users";
 import { SERVICE_VERSION } from "./version";
@@ -134,6 +135,7 @@ export function createApp(): Router {
   registerAuth(app);
   registerResources(app);
   registerSigningKeys(app);
+  registerLicensingRoutes(app);
   registerUsers(app);
   registerApiKeys(app);
   registerCustomers(app);

@@ -153,6 +153,7 @@ export const settingDefinitions = {
   "Extensions:DownloadRoot": def(optionalText, undefined, "Key prefix of uploaded artifacts in the ARTIFACTS R2 bucket."),
   "Extensions:MaxResourceArtifactBytes": def(int(0), 64 * MiB, "Largest artifact stored in the database (sourceKind=resource)."),
   "Licensing:HeartbeatInterval": def(duration, 300_000, "Interval floating clients heartbeat at; a seat lives 2x this + 30 s."),
+  "Licensing:LicenseKeyLifetime": def(duration, 30 * 86_400_000, "How long a license key (the signed JWS in licensing answers) stays valid offline; never past the license's expiry."),
   "Licensing:UserKeyFormat": def(text(/^[X-]*X[X-]*$/), "XXXXX-XXXXX-XXXXX-XXXXX-XXXXX", "Shape of generated user keys (X = a Crockford base32 character)."),
   "Webhooks:Enabled": def(bool, true, "Deliver webhooks."),
   "Webhooks:AllowInsecureUrls": def(bool, false, "Allow http:// and private-address webhook URLs (local development)."),

@@ -17,11 +17,13 @@ import type { Config } from "../config";
 import { access } from "./guard";
 import { issueToken, revokeToken } from "./bearer";
 import { verifyPassword } from "./passwords";
+import { signInWithUserKey } from "../licensing/runtime";
 
 const LoginRequest = z
   .object({
     username: z.string().max(256).optional(),
     password: z.string().max(256).optional(),
+    userKey: z.string().max(256).optional().openapi({ description: "An application signs in with its license's user key instead (role Application)." }),
   })
   .openapi("LoginRequest");
 
@@ -84,13 +86,17 @@ export function registerAuth(app: Router): void {
       request: { body: { required: false, content: { "application/json": { schema: LoginRequest } } } },
       responses: {
         200: json(LoginResponse, "Signed in"),
-        401: json(Envelope, `Wrong credentials: \`${INVALID_LOGIN}\``),
+        401: json(Envelope, `Wrong credentials: \`${INVALID_LOGIN}\` or \`Invalid user key.\``),
         ...anonymousErrorResponses,
       },
     }),
     async (c) => {
       const ctx = serviceContext(c);
-      const { username, password } = c.req.valid("json");
+      const { username, password, userKey } = c.req.valid("json");
+      if (userKey !== undefined && username === undefined) {
+        const { token, expiresIn } = await signInWithUserKey(ctx, userKey);
+        return ok(c, { token, expiresIn });
+      }
       const user = username && password !== undefined ? await checkPassword(ctx.db, username, password) : undefined;
       if (!user) throw new ApiError(401, INVALID_LOGIN);
       const roles = (user.roles ?? []) as Role[];

@@ -1,4 +1,156 @@
+/**
+ * Floating seats of one license (CONTRACT section 4): one Durable Object per license, addressed by the license's
+ * integer id, holds its seats in SQLite storage, so an eviction or restart loses nothing. Every decision is made
+ * synchronously on that storage (no await between reading and writing the seats), so concurrent requests can never
+ * grant more seats than `maxClients`. A seat lives until `expiresAt`; heartbeats move it; an alarm reclaims dead
+ * seats and writes that through to D1 (the token rows go, a TokenExpired trace is written when the license traces).
+ */
 import { DurableObject } from "cloudflare:workers";
+import { clock } from "../clock";
+import type { Bindings } from "../env";
 
-/** One object per floating license: its seats (CONTRACT section 4). */
-export class LicenseSeats extends DurableObject {}
+export interface SeatRequest {
+  tokenDigest: string;
+  tokenPrefix: string;
+  machineId: string;
+  clientId: string;
+  clientName?: string | null;
+  address?: string | null;
+  /** 0 = unlimited. */
+  maxClients: number;
+  leaseMs: number;
+  now: number;
+}
+
+export type SeatGrant = { granted: true; renewed: boolean; expiresAt: number; active: number } | { granted: false; active: number };
+export type SeatBeat = { found: false } | { found: true; expired: true } | { found: true; expired: false; expiresAt: number; active: number };
+
+interface SeatRow extends Record<string, SqlStorageValue> {
+  token_digest: string;
+  machine_id: string;
+  client_id: string;
+  expires_at: number;
+}
+
+export class LicenseSeats extends DurableObject<Bindings> {
+  private readonly sql: SqlStorage;
+
+  constructor(ctx: DurableObjectState, env: Bindings) {
+    super(ctx, env);
+    this.sql = ctx.storage.sql;
+    this.sql.exec(`CREATE TABLE IF NOT EXISTS seats (
+      token_digest TEXT PRIMARY KEY,
+      token_prefix TEXT NOT NULL,
+      license_id INTEGER NOT NULL,
+      machine_id TEXT NOT NULL,
+      client_id TEXT NOT NULL,
+      client_name TEXT,
+      address TEXT,
+      granted_at INTEGER NOT NULL,
+      expires_at INTEGER NOT NULL
+    )`);
+  }
+
+  /** This object's license: the name it was addressed by. */
+  private licenseId(): number {
+    return Number(this.ctx.id.name);
+  }
+
+  private live(now: number): number {
+    return this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM seats WHERE expires_at > ?", now).one().n;
+  }
+
+  /** Grants a seat, or renews the one this machine and client already hold; refuses when the license is full. */
+  async request(input: SeatRequest): Promise<SeatGrant> {
+    const expiresAt = input.now + input.leaseMs;
+    const held = this.sql.exec<SeatRow>("SELECT * FROM seats WHERE token_digest = ?", input.tokenDigest).toArray()[0];
+    if (held && held.expires_at > input.now) {
+      this.sql.exec("UPDATE seats SET expires_at = ?, client_name = coalesce(?, client_name), address = coalesce(?, address) WHERE token_digest = ?", expiresAt, input.clientName ?? null, input.address ?? null, input.tokenDigest);
+      await this.scheduleAlarm();
+      return { granted: true, renewed: true, expiresAt, active: this.live(input.now) };
+    }
+    const active = this.live(input.now);
+    if (input.maxClients > 0 && active >= input.maxClients) return { granted: false, active };
+    this.sql.exec(
+      `INSERT INTO seats (token_digest, token_prefix, license_id, machine_id, client_id, client_name, address, granted_at, expires_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (token_digest) DO UPDATE SET granted_at = excluded.granted_at, expires_at = excluded.expires_at`,
+      input.tokenDigest,
+      input.tokenPrefix,
+      this.licenseId(),
+      input.machineId,
+      input.clientId,
+      input.clientName ?? null,
+      input.address ?? null,
+      input.now,
+      expiresAt,
+    );
+    await this.scheduleAlarm();
+    return { granted: true, renewed: false, expiresAt, active: active + 1 };
+  }
+
+  /** Moves a live seat's expiry forward. */
+  async heartbeat(tokenDigest: string, leaseMs: number, now: number): Promise<SeatBeat> {
+    const seat = this.sql.exec<SeatRow>("SELECT * FROM seats WHERE token_digest = ?", tokenDigest).toArray()[0];
+    if (!seat) return { found: false };
+    if (seat.expires_at <= now) return { found: true, expired: true };
+    const expiresAt = now + leaseMs;
+    this.sql.exec("UPDATE seats SET expires_at = ? WHERE token_digest = ?", expiresAt, tokenDigest);
+    await this.scheduleAlarm();
+    return { found: true, expired: false, expiresAt, active: this.live(now) };
+  }
+
+  /** Whether the seat of this token is live, and until when. */
+  async seat(tokenDigest: string, now: number): Promise<{ live: boolean; expiresAt?: number; active: number }> {
+    const seat = this.sql.exec<SeatRow>("SELECT * FROM seats WHERE token_digest = ?", tokenDigest).toArray()[0];
+    const live = seat !== undefined && seat.expires_at > now;
+    return { live, ...(live ? { expiresAt: seat.expires_at } : {}), active: this.live(now) };
+  }
+
+  /** Frees a seat; false when the token holds none. */
+  async release(tokenDigest: string, now: number): Promise<{ released: boolean; active: number }> {
+    const released = this.sql.exec("DELETE FROM seats WHERE token_digest = ?", tokenDigest).rowsWritten > 0;
+    return { released, active: this.live(now) };
+  }
+
+  /** Frees the seats of these tokens, or every seat (the license or its tokens were deleted by an administrator). */
+  async drop(tokenDigests?: string[]): Promise<number> {
+    if (!tokenDigests) return this.sql.exec("DELETE FROM seats").rowsWritten;
+    let dropped = 0;
+    for (const digest of tokenDigests) dropped += this.sql.exec("DELETE FROM seats WHERE token_digest = ?", digest).rowsWritten;
+    return dropped;
+  }
+
+  /** Live seats now. */
+  async count(now: number): Promise<number> {
+    return this.live(now);
+  }
+
+  private async scheduleAlarm(): Promise<void> {
+    const next = this.sql.exec<{ at: number | null }>("SELECT min(expires_at) AS at FROM seats").one().at;
+    if (next === null) return;
+    const current = await this.ctx.storage.getAlarm();
+    if (current === null || current > next) await this.ctx.storage.setAlarm(next);
+  }
+
+  /** Reclaims dead seats and writes them through to D1: their token rows go, a TokenExpired trace is written. */
+  override async alarm(): Promise<void> {
+    const now = clock.now().getTime();
+    const dead = this.sql.exec<SeatRow>("SELECT * FROM seats WHERE expires_at <= ?", now).toArray();
+    if (dead.length > 0) {
+      const licenseId = this.licenseId();
+      const stamp = new Date(now).toISOString();
+      const statements = dead.flatMap((seat) => [
+        this.env.DB.prepare("DELETE FROM license_tokens WHERE token_digest = ?").bind(seat.token_digest),
+        this.env.DB.prepare(
+          `INSERT INTO license_traces (license_id, action, client_id, machine_id, created_at)
+           SELECT id, 9, ?, ?, ? FROM licenses WHERE id = ? AND trace = 1`,
+        ).bind(seat.client_id, seat.machine_id, stamp, licenseId),
+      ]);
+      // D1 first: if it fails, the alarm is retried and the seats are still here to be reclaimed.
+      await this.env.DB.batch(statements);
+      for (const seat of dead) this.sql.exec("DELETE FROM seats WHERE token_digest = ? AND expires_at <= ?", seat.token_digest, now);
+    }
+    await this.scheduleAlarm();
+  }
+}

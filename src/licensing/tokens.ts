@@ -6,6 +6,7 @@
 import { eq, sql } from "drizzle-orm";
 import { BASE62, randomString, sha256Hex } from "../auth/crypto";
 import type { Db } from "../db/client";
+import type { Bindings } from "../env";
 import { licenseTokens } from "../db/schema";
 
 /** `kind` of a token, index = stored number. */
@@ -68,9 +69,10 @@ export async function issueActivationToken(db: Db, request: ActivationRequest, n
 }
 
 /**
- * Ends every client of a license by deleting its token rows (activations and floating seats). License deletion
- * calls it before the license row goes, so whatever else comes to hold a license's clients is released here too.
+ * Ends every client of a license: its floating seats in the license's Durable Object, then its token rows
+ * (activations and seats). License deletion calls it before the license row goes.
  */
-export async function releaseLicenseClients(db: Db, licenseId: number): Promise<void> {
+export async function releaseLicenseClients(db: Db, env: Bindings, licenseId: number): Promise<void> {
+  await env.LICENSE_SEATS.getByName(String(licenseId)).drop();
   await db.delete(licenseTokens).where(eq(licenseTokens.licenseId, licenseId));
 }

@@ -13,12 +13,13 @@ import type { Row } from "../db/repository";
 import { licenseTokens, licenses } from "../db/schema";
 import type { ServiceContext } from "../http/context";
 import { crud } from "../http/crud";
+import { dropSeats } from "../licensing/runtime";
 import { defineEntity, f } from "../http/entity";
 import { ApiError, notFound400 } from "../http/errors";
 import type { ListParam } from "../http/list";
 import type { Router } from "../http/router";
 import { Mode, isLicenseIntact, licenseStatus } from "../licensing/licenses";
-import { TOKEN_KINDS, issueActivationToken } from "../licensing/tokens";
+import { TOKEN_KINDS, TokenKind, issueActivationToken } from "../licensing/tokens";
 import { License, licenseReference, showPublicLicenseIds } from "./licenses";
 
 export const LicenseToken = defineEntity({
@@ -135,6 +136,10 @@ export function registerLicenseTokens(app: Router): void {
       create: checkTokenRequest,
       insert: issueToken,
       created: (_ctx, row) => ({ token: row["token"] }),
+      // A floating token holds a seat in the license's Durable Object: free it with the row.
+      delete: async (ctx, existing) => {
+        if (existing["kind"] === TokenKind.Floating) await dropSeats(ctx.env, existing["licenseId"] as number, [existing["tokenDigest"] as string]);
+      },
     },
   });
 }

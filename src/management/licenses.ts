@@ -161,7 +161,7 @@ export function registerLicenses(app: Router): void {
       created: (_ctx, row) => ({ licenseId: row["licenseId"], id: row["id"] }),
       update: checkLicenseUpdate,
       save: saveLicenseUpdate,
-      delete: (ctx, existing) => releaseLicenseClients(ctx.db, existing["id"] as number),
+      delete: (ctx, existing) => releaseLicenseClients(ctx.db, ctx.env, existing["id"] as number),
     },
   });
   const nested = { tag: "Licenses", operations: ["list"] as const, roles: { list: all, create: all, update: all, delete: all }, list };

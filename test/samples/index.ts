@@ -3,7 +3,8 @@ import { accountSamples } from "./accounts";
 import { commerceSamples } from "./commerce";
 import type { Samples } from "./kit";
 import { updateSamples } from "./updates";
+import { licensingSamples } from "./licensing";
 import { licenseSamples } from "./licenses";
 import { operationSamples } from "./operations";
 
-export const SAMPLES: Samples = { ...accountSamples, ...commerceSamples, ...operationSamples, ...licenseSamples, ...updateSamples };
+export const SAMPLES: Samples = { ...accountSamples, ...commerceSamples, ...operationSamples, ...licenseSamples, ...updateSamples, ...licensingSamples };

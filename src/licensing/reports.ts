@@ -1,0 +1,74 @@
+/**
+ * Reports sent by applications (`POST /v1/report`, gRPC ReportServer/SendReport): stored with their properties and
+ * the sender's address and geodata. Content over 256 KiB goes to R2 (the ARTIFACTS bucket, under `reports/`), so a
+ * D1 row stays small; a body over 4 MiB is refused (413) before it is read. An unknown user key does not refuse the
+ * report: it is kept without a license (a crash report from an unlicensed copy is still worth having).
+ */
+import { eq } from "drizzle-orm";
+import { nowIso } from "../clock";
+import { licenses, reports } from "../db/schema";
+import type { ServiceContext } from "../http/context";
+import { ApiError } from "../http/errors";
+import type { ClientInfo } from "./runtime";
+import { TraceAction } from "./runtime";
+import { recordTrace } from "./traces";
+
+export const MAX_REPORT_BYTES = 4 * 1024 * 1024;
+export const MAX_INLINE_CONTENT_BYTES = 256 * 1024;
+
+export interface ReportInput {
+  name: string;
+  uid?: string | undefined;
+  version?: string | undefined;
+  date?: string | undefined;
+  userKey?: string | undefined;
+  machineId?: string | undefined;
+  clientId?: string | undefined;
+  clientName?: string | undefined;
+  contentType?: string | undefined;
+  content: string;
+  properties?: { name: string; value: string | null }[] | undefined;
+}
+
+/** Stores a report; returns its id. */
+export async function storeReport(ctx: ServiceContext, input: ReportInput, client: ClientInfo): Promise<number> {
+  const license = input.userKey
+    ? await ctx.db.select({ id: licenses.id, trace: licenses.trace }).from(licenses).where(eq(licenses.userKey, input.userKey.trim())).get()
+    : undefined;
+  const bytes = new TextEncoder().encode(input.content);
+  let content: string | null = input.content;
+  let contentKey: string | null = null;
+  if (bytes.byteLength > MAX_INLINE_CONTENT_BYTES) {
+    if (!ctx.env.ARTIFACTS) throw new ApiError(413, "The report content is over 256 KiB and no ARTIFACTS bucket is bound to keep it");
+    contentKey = `reports/${crypto.randomUUID()}`;
+    await ctx.env.ARTIFACTS.put(contentKey, bytes, { httpMetadata: { contentType: input.contentType ?? "text/plain; charset=utf-8" } });
+    content = null;
+  }
+  const now = nowIso();
+  const [row] = await ctx.db
+    .insert(reports)
+    .values({
+      uid: input.uid ?? null,
+      name: input.name,
+      version: input.version ?? null,
+      date: input.date ? new Date(input.date).toISOString() : now,
+      licenseId: license?.id ?? null,
+      machineId: input.machineId ?? null,
+      clientId: input.clientId ?? null,
+      clientName: input.clientName ?? null,
+      contentType: input.contentType ?? null,
+      content,
+      contentKey,
+      address: client.address,
+      geoLocation: client.geoLocation ?? null,
+      properties: input.properties ?? null,
+      createdAt: now,
+      updatedAt: now,
+    })
+    .returning({ id: reports.id });
+  if (!row) throw new Error("report insert returned no row");
+  if (license?.trace) {
+    recordTrace(ctx, { licenseId: license.id, action: TraceAction.Report, address: client.address, geoLocation: client.geoLocation, ...input }, now);
+  }
+  return row.id;
+}

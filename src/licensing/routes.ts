@@ -1,0 +1,185 @@
+/**
+ * REST licensing operations (CONTRACT section 4): `/v1/license/{activate,deactivate,validate,request,heartbeat,
+ * release}` and `POST /v1/report`. Credential: API key or bearer token (a user's, or a license's own from user-key
+ * sign-in), no role and no permission bit. Thin: each route validates its body and calls the licensing service that
+ * gRPC calls too.
+ */
+import { createRoute, z } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import type { AppEnv } from "../app-env";
+import { access } from "../auth/guard";
+import { serviceContext } from "../http/context";
+import { ApiError } from "../http/errors";
+import { Envelope, enveloped, errorResponses, json, jsonBody } from "../http/openapi";
+import { ok } from "../http/respond";
+import type { Router } from "../http/router";
+import { MAX_REPORT_BYTES, storeReport } from "./reports";
+import { type ClientInfo, activate, deactivate, heartbeat, releaseSeat, requestSeat, validate } from "./runtime";
+
+/** The client's address and `request.cf` geodata, as traces and reports keep them. */
+export function clientInfo(c: Context<AppEnv>): ClientInfo {
+  const cf = (c.req.raw as Request & { cf?: Record<string, unknown> }).cf;
+  const geo = cf
+    ? Object.fromEntries(["country", "region", "city", "latitude", "longitude", "timezone"].filter((k) => cf[k] !== undefined).map((k) => [k, cf[k]]))
+    : {};
+  return { address: c.get("clientIp"), ...(Object.keys(geo).length > 0 ? { geoLocation: JSON.stringify(geo) } : {}) };
+}
+
+const text = (max = 256) => z.string().max(max).optional();
+const licensingErrors = {
+  ...errorResponses,
+  523: { description: "InvalidArgument: `Invalid license key`, a required machine or client id missing.", content: { "application/json": { schema: Envelope } } },
+  525: { description: "NotFound: `License key not found`, `License token not found`.", content: { "application/json": { schema: Envelope } } },
+  526: { description: "AlreadyExists: `The license has already been activated` (limit reached on other machines).", content: { "application/json": { schema: Envelope } } },
+  527: { description: "PermissionDenied: revoked, expired, token expired, or not valid for this product.", content: { "application/json": { schema: Envelope } } },
+  528: { description: "ResourceExhausted: every floating seat is taken.", content: { "application/json": { schema: Envelope } } },
+  529: { description: "FailedPrecondition: not activated, not a floating license, or no activation needed.", content: { "application/json": { schema: Envelope } } },
+  535: { description: "DataLoss: the license or its token has been tampered.", content: { "application/json": { schema: Envelope } } },
+} as const;
+
+const LicenseView = z
+  .object({
+    licenseId: z.string(),
+    licensingMode: z.union([z.int(), z.string()]).openapi({ description: "0 = File, 1 = Activation, 2 = Floating" }),
+    licenseType: z.union([z.int(), z.string()]).openapi({ description: "0 = Standard, 1 = Demo, 2 = Trial" }),
+    edition: z.string().optional(),
+    issueDate: z.string(),
+    expireAt: z.string().optional(),
+    supportExpireAt: z.string().optional(),
+    features: z.array(z.string()),
+    licensee: z.object({ name: z.string().optional(), email: z.string().optional(), company: z.string().optional() }),
+    licenseKey: z.string().openapi({ description: "Compact JWS (ES256, header kid) over the license; verify offline with GET /v1/extensions/keys." }),
+  })
+  .openapi("LicenseInfo");
+
+const counts = { activeClientCount: z.int(), maxClientCount: z.int().openapi({ description: "0 = unlimited" }) };
+
+function route<B extends z.ZodType, R extends z.ZodRawShape>(path: string, operationId: string, summary: string, body: B, answer: R) {
+  return createRoute({
+    method: "post",
+    path,
+    tags: ["Licensing"],
+    operationId,
+    summary,
+    ...access.either(),
+    request: { body: jsonBody(body) },
+    responses: { 200: json(enveloped(answer), summary), ...licensingErrors },
+  });
+}
+
+export function registerLicensingRoutes(app: Router): void {
+  app.openapi(
+    route(
+      "/v1/license/activate",
+      "activateLicense",
+      "Activate a machine (idempotent per machine and client)",
+      z.object({ userKey: text(), machineId: text(), clientId: text(), clientName: text(), productCode: text(), version: text(64), nonce: text() }).openapi("ActivateRequest"),
+      { licenseToken: z.string(), tokenExpireAt: z.string().optional(), ...counts, license: LicenseView },
+    ),
+    async (c) => {
+      const { newMachine: _new, ...result } = await activate(serviceContext(c), c.req.valid("json"), clientInfo(c));
+      return ok(c, result);
+    },
+  );
+  app.openapi(
+    route(
+      "/v1/license/deactivate",
+      "deactivateLicense",
+      "Free a machine's activation",
+      z.object({ userKey: text(), machineId: text(), clientId: text(), licenseToken: text() }).openapi("DeactivateRequest"),
+      { licenseId: z.string(), ...counts },
+    ),
+    async (c) => ok(c, await deactivate(serviceContext(c), c.req.valid("json"), clientInfo(c))),
+  );
+  app.openapi(
+    route(
+      "/v1/license/validate",
+      "validateLicense",
+      "Validate a license (for a machine, client or token when given)",
+      z.object({ userKey: text(), machineId: text(), clientId: text(), licenseToken: text(), productCode: text(), version: text(64), nonce: text() }).openapi("ValidateRequest"),
+      {
+        licenseId: z.string(),
+        status: z.enum(["Activated", "NotActivated", "Expired", "Revoked", "Tampered"]),
+        license: LicenseView,
+        licenseToken: z.string().optional(),
+        tokenExpireAt: z.string().optional(),
+        serverTime: z.string(),
+        nonce: z.string().optional(),
+      },
+    ),
+    async (c) => ok(c, await validate(serviceContext(c), c.req.valid("json"), clientInfo(c))),
+  );
+  app.openapi(
+    route(
+      "/v1/license/request",
+      "requestFloatingLicense",
+      "Take a floating seat (or the seat this machine and client already hold)",
+      z.object({ userKey: text(), machineId: text(), clientId: text(), clientName: text() }).openapi("FloatingRequest"),
+      { licenseToken: z.string(), tokenExpireAt: z.string(), heartbeatInterval: z.int().openapi({ description: "Seconds between heartbeats." }), ...counts, license: LicenseView },
+    ),
+    async (c) => {
+      const { newSeat: _new, ...result } = await requestSeat(serviceContext(c), c.req.valid("json"), clientInfo(c));
+      return ok(c, result);
+    },
+  );
+  app.openapi(
+    route("/v1/license/heartbeat", "heartbeat", "Keep a floating seat alive", z.object({ licenseToken: text() }).openapi("HeartbeatRequest"), {
+      tokenExpireAt: z.string(),
+      heartbeatInterval: z.int(),
+      ...counts,
+    }),
+    async (c) => ok(c, await heartbeat(serviceContext(c), c.req.valid("json"))),
+  );
+  app.openapi(
+    route("/v1/license/release", "releaseFloatingLicense", "Free a floating seat", z.object({ licenseToken: text(), userKey: text() }).openapi("ReleaseRequest"), {
+      licenseId: z.string(),
+      ...counts,
+    }),
+    async (c) => ok(c, await releaseSeat(serviceContext(c), c.req.valid("json"), clientInfo(c))),
+  );
+
+  const Property = z.object({ name: z.string().max(256), value: z.string().max(4096).nullable() });
+  const reportRoute = createRoute({
+    method: "post",
+    path: "/v1/report",
+    tags: ["Licensing"],
+    operationId: "sendReport",
+    summary: "Send a report (exception, license or custom) from an application",
+    ...access.either(),
+    middleware: [
+      bodyLimit({
+        maxSize: MAX_REPORT_BYTES,
+        onError: () => {
+          throw new ApiError(413, `The report is larger than ${MAX_REPORT_BYTES / 1024 / 1024} MiB`);
+        },
+      }),
+      ...access.either().middleware,
+    ],
+    request: {
+      body: jsonBody(
+        z
+          .object({
+            name: z.string().min(1).max(256),
+            uid: text(),
+            version: text(64),
+            date: z.string().refine((s) => !Number.isNaN(Date.parse(s)), { message: "Not a valid ISO 8601 date" }).optional(),
+            userKey: text(),
+            machineId: text(),
+            clientId: text(),
+            clientName: text(),
+            contentType: text(),
+            content: z.string(),
+            properties: z.array(Property).max(1000).optional(),
+          })
+          .openapi("SendReportRequest"),
+      ),
+    },
+    responses: {
+      200: json(enveloped({ reportId: z.int() }), "The report was stored"),
+      413: { description: "The request body is over 4 MiB.", content: { "application/json": { schema: Envelope } } },
+      ...errorResponses,
+    },
+  });
+  app.openapi(reportRoute, async (c) => ok(c, { reportId: await storeReport(serviceContext(c), c.req.valid("json"), clientInfo(c)) }));
+}

@@ -1,0 +1,525 @@
+/**
+ * The licensing operations of protected applications (CONTRACT section 4), free of HTTP: REST (/v1/license/...) and
+ * gRPC (LicenseServer) both call these. Every operation finds the license by its user key and refuses it in one
+ * order: not found (525) -> tampered (535) -> revoked (527) -> expired (527) -> wrong product (527); then the
+ * mode-specific rules. Errors are LicensingError (HTTP 520 + gRPC code, SPEC's messages).
+ *
+ * Client tokens are derived, not stored: an HMAC (keyed from Application:EncryptionKey) of the kind, license,
+ * machine and client. So a repeated activation or seat request returns the same token while D1 keeps only its
+ * digest, and the unique digest index makes activation idempotent under concurrency.
+ */
+import { and, eq, gt, isNull, or } from "drizzle-orm";
+import type { Role } from "../app-env";
+import { issueToken } from "../auth/bearer";
+import { BASE62, sha256Hex } from "../auth/crypto";
+import { deriveKey, requireEncryptionKey } from "../auth/secrets";
+import { clock } from "../clock";
+import type { Config } from "../config";
+import type { Db } from "../db/client";
+import { licenseTokens, licenses, products } from "../db/schema";
+import type { SeatGrant } from "../durable/license-seats";
+import type { ServiceContext } from "../http/context";
+import { ApiError, GrpcCode, LicensingError } from "../http/errors";
+import { LicenseType, LicensingMode } from "../management/license-templates";
+import { signJws } from "../updates/signing-keys";
+import { type LicenseRow, type LicenseStatus, Mode, activeClientCounts, clientCount, isLicenseIntact } from "./licenses";
+import { TokenKind, tokenPrefix } from "./tokens";
+import { recordTrace } from "./traces";
+
+/** Who is asking, as the transport saw it. */
+export interface ClientInfo {
+  address: string;
+  /** `request.cf` geodata as JSON (country, region, city, latitude, longitude, timezone), when known. */
+  geoLocation?: string | undefined;
+}
+
+/** What an application knows of its license (CONTRACT section 4 `license`). */
+export interface LicenseView {
+  licenseId: string;
+  licensingMode: number | string;
+  licenseType: number | string;
+  edition?: string | undefined;
+  issueDate: string;
+  expireAt?: string | undefined;
+  supportExpireAt?: string | undefined;
+  features: string[];
+  licensee: { name?: string | undefined; email?: string | undefined; company?: string | undefined };
+  /** A compact JWS (ES256) that verifies offline against GET /v1/extensions/keys. */
+  licenseKey: string;
+}
+
+export const Messages = {
+  invalidKey: "Invalid license key",
+  machineRequired: "The machine code is required for license activation",
+  clientRequired: "The client id is required for a floating license",
+  keyNotFound: "License key not found",
+  tokenNotFound: "License token not found",
+  alreadyActivated: "The license has already been activated",
+  revoked: "The license has been revoked",
+  expired: "The license has expired",
+  tokenExpired: "The license token has expired",
+  wrongProduct: "The license is not valid for this product",
+  exhausted: "The maximum number of concurrent users for the license has been reached",
+  notActivated: "The license has not been activated",
+  notFloating: "The license is not a floating license",
+  noActivation: "The license does not require activation",
+  tampered: "The license has been tampered",
+  tokenTampered: "The license token has been tampered",
+} as const;
+
+const fail = (code: GrpcCode, message: string) => new LicensingError(code, message);
+
+/** Trace actions (CONTRACT section 3). */
+export const TraceAction = { Activate: 0, Deactivate: 1, Validate: 2, Request: 3, Release: 4, Heartbeat: 5, Report: 6 } as const;
+
+type LicenseWithProduct = LicenseRow & { productCode: string };
+
+// ---------------------------------------------------------------------------------------------------------------
+// Finding and checking a license
+
+/** The license a user key names, with its product's code; 523 for a malformed key, 525 for an unknown one. */
+export async function findByUserKey(db: Db, userKey: string | undefined): Promise<LicenseWithProduct> {
+  const key = userKey?.trim() ?? "";
+  if (key === "" || key.length > 128) throw fail(GrpcCode.InvalidArgument, Messages.invalidKey);
+  const row = await db
+    .select({ license: licenses, productCode: products.code })
+    .from(licenses)
+    .innerJoin(products, eq(products.id, licenses.productId))
+    .where(eq(licenses.userKey, key))
+    .get();
+  if (!row) throw fail(GrpcCode.NotFound, Messages.keyNotFound);
+  return { ...row.license, productCode: row.productCode };
+}
+
+/** Refuses a license that is tampered, revoked, expired or for another product (CONTRACT section 4 order). */
+export async function requireUsable(config: Config, license: LicenseWithProduct, now: Date, productCode?: string): Promise<void> {
+  if (!(await isLicenseIntact(config["Application:EncryptionKey"], license))) throw fail(GrpcCode.DataLoss, Messages.tampered);
+  if (license.revoked) throw fail(GrpcCode.PermissionDenied, Messages.revoked);
+  if (license.expireDate !== null && license.expireDate <= now.toISOString()) throw fail(GrpcCode.PermissionDenied, Messages.expired);
+  if (productCode !== undefined && productCode !== "" && productCode !== license.productCode) throw fail(GrpcCode.PermissionDenied, Messages.wrongProduct);
+}
+
+/** A license-bound bearer token may act only for its own license. */
+function requireOwnLicense(ctx: ServiceContext, license: LicenseRow): void {
+  const bound = ctx.principal?.licenseId;
+  if (bound !== undefined && bound !== license.licenseId) throw fail(GrpcCode.PermissionDenied, Messages.wrongProduct);
+}
+
+async function openLicense(ctx: ServiceContext, userKey: string | undefined, productCode?: string): Promise<LicenseWithProduct> {
+  const license = await findByUserKey(ctx.db, userKey);
+  requireOwnLicense(ctx, license);
+  await requireUsable(ctx.config, license, now(), productCode);
+  return license;
+}
+
+const now = (): Date => clock.now();
+
+function required(value: string | undefined | null, message: string): string {
+  const v = value?.trim() ?? "";
+  if (v === "") throw fail(GrpcCode.InvalidArgument, message);
+  return v;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Tokens, license view, traces
+
+/** The token of a (license, machine, client) for a kind: derived, so a repeat request gets the same token. */
+export async function clientToken(config: Config, kind: TokenKind, licenseRowId: number, machineId: string, clientId: string): Promise<string> {
+  const key = await deriveKey(
+    requireEncryptionKey(config["Application:EncryptionKey"], "client tokens"),
+    "licensing/client-token/v1",
+    { name: "HMAC", hash: "SHA-256", length: 256 },
+    ["sign"],
+  );
+  const mac = new Uint8Array(await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(`${kind}\n${licenseRowId}\n${machineId}\n${clientId}`)));
+  const body = [...mac.slice(0, 24)].map((b) => BASE62[b % 62]).join("");
+  return `${kind === TokenKind.Floating ? "fltk_" : "actk_"}${body}`;
+}
+
+function enumOut(names: readonly string[], value: number, config: Config): number | string {
+  return config["Application:SerializeJSonEnumAsString"] ? (names[value] ?? value) : value;
+}
+
+/** The `license` object of licensing answers, with its signed license key. */
+export async function licenseView(ctx: ServiceContext, license: LicenseWithProduct, client: { machineId?: string; clientId?: string }): Promise<LicenseView> {
+  const issuedAt = Math.floor(now().getTime() / 1000);
+  const lifetime = Math.floor(ctx.config["Licensing:LicenseKeyLifetime"] / 1000);
+  const expiry = license.expireDate ? Math.floor(Date.parse(license.expireDate) / 1000) : Number.POSITIVE_INFINITY;
+  const payload = {
+    licenseId: license.licenseId,
+    productCode: license.productCode,
+    licenseType: LicenseType[license.licenseType] ?? String(license.licenseType),
+    edition: license.edition,
+    features: license.features ?? [],
+    expireAt: license.expireDate,
+    supportExpireAt: license.supportExpireDate,
+    machineId: client.machineId ?? null,
+    clientId: client.clientId ?? null,
+    iat: issuedAt,
+    exp: Math.min(issuedAt + lifetime, expiry),
+  };
+  return {
+    licenseId: license.licenseId,
+    licensingMode: enumOut(LicensingMode, license.licensingMode, ctx.config),
+    licenseType: enumOut(LicenseType, license.licenseType, ctx.config),
+    edition: license.edition ?? undefined,
+    issueDate: license.issueDate,
+    expireAt: license.expireDate ?? undefined,
+    supportExpireAt: license.supportExpireDate ?? undefined,
+    features: license.features ?? [],
+    licensee: { name: license.licenseeName ?? undefined, email: license.licenseeEmail ?? undefined, company: license.licenseeCompany ?? undefined },
+    licenseKey: await signJws(ctx.db, ctx.config, payload),
+  };
+}
+
+/** Writes a trace when the license traces (CONTRACT section 3). */
+function trace(ctx: ServiceContext, license: LicenseRow, action: number, client: ClientInfo, who: { machineId?: string | null; clientId?: string | null; clientName?: string | null }): void {
+  if (license.trace) recordTrace(ctx, { licenseId: license.id, action, address: client.address, geoLocation: client.geoLocation, ...who }, now().toISOString());
+}
+
+async function activeClients(db: Db, license: LicenseRow): Promise<number> {
+  const counts = await activeClientCounts(db, [license.id], now());
+  return clientCount(license.licensingMode, counts.get(license.id));
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Activation mode
+
+export interface ActivateInput {
+  userKey?: string;
+  machineId?: string;
+  clientId?: string;
+  clientName?: string;
+  productCode?: string;
+  version?: string;
+  nonce?: string;
+}
+
+export interface ActivateResult {
+  licenseToken: string;
+  tokenExpireAt?: string | undefined;
+  activeClientCount: number;
+  maxClientCount: number;
+  license: LicenseView;
+  /** A machine that was not activated before (for the license.activated event). */
+  newMachine: boolean;
+}
+
+/**
+ * Activates a machine: idempotent per (license, machine, client), counting distinct machines against maxClients.
+ * The limit check, the insert and the refresh of an existing activation are one statement, so two concurrent
+ * activations can never exceed the limit.
+ */
+export async function activate(ctx: ServiceContext, input: ActivateInput, client: ClientInfo): Promise<ActivateResult> {
+  const license = await openLicense(ctx, input.userKey, input.productCode);
+  if (license.licensingMode !== Mode.Activation) throw fail(GrpcCode.FailedPrecondition, Messages.noActivation);
+  const machineId = required(input.machineId, Messages.machineRequired);
+  const clientId = input.clientId?.trim() ?? "";
+  const token = await clientToken(ctx.config, TokenKind.Activation, license.id, machineId, clientId);
+  const stamp = now().toISOString();
+  const row = await ctx.db.$client
+    .prepare(
+      `INSERT INTO license_tokens
+         (token_digest, token_prefix, kind, license_id, machine_id, client_id, client_name, address, issue_date, expire_date, created_at, updated_at)
+       SELECT ?1, ?2, ?3, l.id, ?4, ?5, ?6, ?7, ?8, l.expire_date, ?8, ?8
+       FROM licenses AS l
+       WHERE l.id = ?9
+         AND (l.max_clients = 0
+           OR EXISTS (SELECT 1 FROM license_tokens AS t WHERE t.license_id = l.id AND t.machine_id = ?4 AND (t.expire_date IS NULL OR t.expire_date > ?8))
+           OR (SELECT count(DISTINCT t.machine_id) FROM license_tokens AS t
+               WHERE t.license_id = l.id AND (t.expire_date IS NULL OR t.expire_date > ?8)) < l.max_clients)
+       ON CONFLICT (token_digest) DO UPDATE SET
+         client_name = coalesce(excluded.client_name, client_name), address = excluded.address,
+         expire_date = excluded.expire_date, updated_at = excluded.updated_at
+       RETURNING created_at, updated_at, expire_date`,
+    )
+    .bind(await sha256Hex(token), tokenPrefix(token), TokenKind.Activation, machineId, clientId, input.clientName ?? null, client.address, stamp, license.id)
+    .first<{ created_at: string; updated_at: string; expire_date: string | null }>();
+  if (!row) throw fail(GrpcCode.AlreadyExists, Messages.alreadyActivated);
+  const newMachine = row.created_at === row.updated_at;
+  trace(ctx, license, TraceAction.Activate, client, { machineId, clientId, clientName: input.clientName ?? null });
+  const [active, view] = await Promise.all([activeClients(ctx.db, license), licenseView(ctx, license, { machineId, clientId })]);
+  return {
+    licenseToken: token,
+    ...(row.expire_date ? { tokenExpireAt: row.expire_date } : {}),
+    activeClientCount: active,
+    maxClientCount: license.maxClients,
+    license: view,
+    newMachine,
+  };
+}
+
+export interface DeactivateInput {
+  userKey?: string;
+  machineId?: string;
+  clientId?: string;
+  licenseToken?: string;
+}
+
+export interface CountResult {
+  licenseId: string;
+  activeClientCount: number;
+  maxClientCount: number;
+}
+
+/** Frees a machine's activation (by its token, or by machine and client). */
+export async function deactivate(ctx: ServiceContext, input: DeactivateInput, client: ClientInfo): Promise<CountResult> {
+  const license = await findByUserKey(ctx.db, input.userKey);
+  requireOwnLicense(ctx, license);
+  if (!(await isLicenseIntact(ctx.config["Application:EncryptionKey"], license))) throw fail(GrpcCode.DataLoss, Messages.tampered);
+  const machineId = required(input.machineId, Messages.machineRequired);
+  const byToken = input.licenseToken?.trim();
+  const where = byToken
+    ? and(eq(licenseTokens.licenseId, license.id), eq(licenseTokens.tokenDigest, await sha256Hex(byToken)))
+    : and(
+        eq(licenseTokens.licenseId, license.id),
+        eq(licenseTokens.kind, TokenKind.Activation),
+        eq(licenseTokens.machineId, machineId),
+        input.clientId !== undefined ? eq(licenseTokens.clientId, input.clientId) : undefined,
+      );
+  const removed = await ctx.db.delete(licenseTokens).where(where).returning({ id: licenseTokens.id });
+  if (removed.length === 0) throw byToken ? fail(GrpcCode.NotFound, Messages.tokenNotFound) : fail(GrpcCode.FailedPrecondition, Messages.notActivated);
+  trace(ctx, license, TraceAction.Deactivate, client, { machineId, clientId: input.clientId ?? null });
+  return { licenseId: license.licenseId, activeClientCount: await activeClients(ctx.db, license), maxClientCount: license.maxClients };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Validation
+
+export interface ValidateInput {
+  userKey?: string;
+  machineId?: string;
+  clientId?: string;
+  licenseToken?: string;
+  productCode?: string;
+  version?: string;
+  nonce?: string;
+}
+
+export interface ValidateResult {
+  licenseId: string;
+  status: LicenseStatus;
+  license: LicenseView;
+  licenseToken?: string;
+  tokenExpireAt?: string;
+  serverTime: string;
+  nonce?: string;
+}
+
+/**
+ * Validates a license for a client. Answers only for a usable license: Activated, or NotActivated when no machine
+ * was named or the license is File mode; a named machine without an activation is 529.
+ */
+export async function validate(ctx: ServiceContext, input: ValidateInput, client: ClientInfo): Promise<ValidateResult> {
+  const license = await openLicense(ctx, input.userKey, input.productCode);
+  const machineId = input.machineId?.trim() || undefined;
+  const clientId = input.clientId?.trim() ?? "";
+  const at = now();
+  let token: { value: string; expireAt?: string } | undefined;
+  if (license.licensingMode === Mode.Activation && (machineId || input.licenseToken)) {
+    token = await liveActivation(ctx, license, machineId, clientId, input.licenseToken, at);
+  } else if (license.licensingMode === Mode.Floating && (input.licenseToken || (machineId && clientId))) {
+    const value = input.licenseToken?.trim() || (await clientToken(ctx.config, TokenKind.Floating, license.id, machineId ?? "", clientId));
+    const seat = await seats(ctx, license.id).seat(await sha256Hex(value), at.getTime());
+    if (seat.live) token = { value, expireAt: new Date(seat.expiresAt!).toISOString() };
+  }
+  const named = machineId !== undefined || (input.licenseToken ?? "") !== "";
+  if (license.licensingMode !== Mode.File && named && !token) throw fail(GrpcCode.FailedPrecondition, Messages.notActivated);
+  trace(ctx, license, TraceAction.Validate, client, { machineId: machineId ?? null, clientId: clientId || null });
+  return {
+    licenseId: license.licenseId,
+    status: token ? "Activated" : "NotActivated",
+    license: await licenseView(ctx, license, { ...(machineId ? { machineId } : {}), ...(clientId ? { clientId } : {}) }),
+    ...(token ? { licenseToken: token.value, ...(token.expireAt ? { tokenExpireAt: token.expireAt } : {}) } : {}),
+    serverTime: at.toISOString(),
+    ...(input.nonce !== undefined ? { nonce: input.nonce } : {}),
+  };
+}
+
+async function liveActivation(
+  ctx: ServiceContext,
+  license: LicenseRow,
+  machineId: string | undefined,
+  clientId: string,
+  licenseToken: string | undefined,
+  at: Date,
+): Promise<{ value: string; expireAt?: string } | undefined> {
+  const value = licenseToken?.trim() || (await clientToken(ctx.config, TokenKind.Activation, license.id, machineId ?? "", clientId));
+  const row = await ctx.db
+    .select({ expireDate: licenseTokens.expireDate, machineId: licenseTokens.machineId })
+    .from(licenseTokens)
+    .where(
+      and(
+        eq(licenseTokens.licenseId, license.id),
+        eq(licenseTokens.tokenDigest, await sha256Hex(value)),
+        or(isNull(licenseTokens.expireDate), gt(licenseTokens.expireDate, at.toISOString())),
+      ),
+    )
+    .get();
+  if (!row || (machineId !== undefined && row.machineId !== machineId)) return undefined;
+  return { value, ...(row.expireDate ? { expireAt: row.expireDate } : {}) };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Floating mode
+
+function seats(ctx: ServiceContext, licenseRowId: number) {
+  return ctx.env.LICENSE_SEATS.getByName(String(licenseRowId));
+}
+
+/** A seat lives twice the heartbeat interval plus 30 s after its last heartbeat (CONTRACT section 4). */
+export function leaseMs(config: Config): number {
+  return 2 * config["Licensing:HeartbeatInterval"] + 30_000;
+}
+
+export interface RequestInput {
+  userKey?: string;
+  machineId?: string;
+  clientId?: string;
+  clientName?: string;
+}
+
+export interface RequestResult extends Omit<ActivateResult, "newMachine"> {
+  heartbeatInterval: number;
+  tokenExpireAt: string;
+  /** A seat the client did not already hold (for the license.seat.requested event). */
+  newSeat: boolean;
+}
+
+/** Grants a floating seat, or returns the seat this machine and client already hold; 528 when all are taken. */
+export async function requestSeat(ctx: ServiceContext, input: RequestInput, client: ClientInfo): Promise<RequestResult> {
+  const license = await openLicense(ctx, input.userKey);
+  if (license.licensingMode !== Mode.Floating) throw fail(GrpcCode.FailedPrecondition, Messages.notFloating);
+  const machineId = required(input.machineId, Messages.machineRequired);
+  const clientId = required(input.clientId, Messages.clientRequired);
+  const token = await clientToken(ctx.config, TokenKind.Floating, license.id, machineId, clientId);
+  const digest = await sha256Hex(token);
+  const at = now();
+  const grant: SeatGrant = await seats(ctx, license.id).request({
+    tokenDigest: digest,
+    tokenPrefix: tokenPrefix(token),
+    machineId,
+    clientId,
+    clientName: input.clientName ?? null,
+    address: client.address,
+    maxClients: license.maxClients,
+    leaseMs: leaseMs(ctx.config),
+    now: at.getTime(),
+  });
+  if (!grant.granted) throw fail(GrpcCode.ResourceExhausted, Messages.exhausted);
+  const expireAt = new Date(grant.expiresAt).toISOString();
+  await ctx.db.$client
+    .prepare(
+      `INSERT INTO license_tokens
+         (token_digest, token_prefix, kind, license_id, machine_id, client_id, client_name, address, issue_date, expire_date, last_heartbeat, created_at, updated_at)
+       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?9, ?9, ?9)
+       ON CONFLICT (token_digest) DO UPDATE SET expire_date = excluded.expire_date, last_heartbeat = excluded.last_heartbeat,
+         client_name = coalesce(excluded.client_name, client_name), address = excluded.address, updated_at = excluded.updated_at`,
+    )
+    .bind(digest, tokenPrefix(token), TokenKind.Floating, license.id, machineId, clientId, input.clientName ?? null, client.address, at.toISOString(), expireAt)
+    .run();
+  trace(ctx, license, TraceAction.Request, client, { machineId, clientId, clientName: input.clientName ?? null });
+  return {
+    licenseToken: token,
+    tokenExpireAt: expireAt,
+    heartbeatInterval: Math.round(ctx.config["Licensing:HeartbeatInterval"] / 1000),
+    activeClientCount: grant.active,
+    maxClientCount: license.maxClients,
+    license: await licenseView(ctx, license, { machineId, clientId }),
+    newSeat: !grant.renewed,
+  };
+}
+
+/** The floating token's row and its license, by the token alone (heartbeat and release carry no user key). */
+async function findSeatToken(ctx: ServiceContext, licenseToken: string | undefined) {
+  const token = required(licenseToken, Messages.tokenNotFound);
+  const digest = await sha256Hex(token);
+  const row = await ctx.db
+    .select({ token: licenseTokens, license: licenses, productCode: products.code })
+    .from(licenseTokens)
+    .innerJoin(licenses, eq(licenses.id, licenseTokens.licenseId))
+    .innerJoin(products, eq(products.id, licenses.productId))
+    .where(and(eq(licenseTokens.tokenDigest, digest), eq(licenseTokens.kind, TokenKind.Floating)))
+    .get();
+  if (!row) throw fail(GrpcCode.NotFound, Messages.tokenNotFound);
+  const license = { ...row.license, productCode: row.productCode };
+  requireOwnLicense(ctx, license);
+  return { digest, token: row.token, license };
+}
+
+export interface HeartbeatResult {
+  tokenExpireAt: string;
+  heartbeatInterval: number;
+  activeClientCount: number;
+  maxClientCount: number;
+}
+
+/**
+ * Keeps a seat alive. The hot path: one D1 read (token and license) and one Durable Object call; the token row's
+ * expiry in D1 is written behind, only when it would lapse within half a lease.
+ */
+export async function heartbeat(ctx: ServiceContext, input: { licenseToken?: string }): Promise<HeartbeatResult> {
+  const { digest, token, license } = await findSeatToken(ctx, input.licenseToken);
+  const at = now();
+  await requireUsable(ctx.config, license, at);
+  const lease = leaseMs(ctx.config);
+  const beat = await seats(ctx, license.id).heartbeat(digest, lease, at.getTime());
+  if (!beat.found) throw fail(GrpcCode.NotFound, Messages.tokenNotFound);
+  if (beat.expired) throw fail(GrpcCode.PermissionDenied, Messages.tokenExpired);
+  const expireAt = new Date(beat.expiresAt).toISOString();
+  if (!token.expireDate || Date.parse(token.expireDate) - at.getTime() < lease / 2) {
+    ctx.waitUntil(
+      ctx.db
+        .update(licenseTokens)
+        .set({ expireDate: expireAt, lastHeartbeat: at.toISOString(), updatedAt: at.toISOString() })
+        .where(eq(licenseTokens.tokenDigest, digest))
+        .run(),
+    );
+  }
+  return {
+    tokenExpireAt: expireAt,
+    heartbeatInterval: Math.round(ctx.config["Licensing:HeartbeatInterval"] / 1000),
+    activeClientCount: beat.active,
+    maxClientCount: license.maxClients,
+  };
+}
+
+/** Frees a floating seat; 525 for a token that holds none. */
+export async function releaseSeat(ctx: ServiceContext, input: { licenseToken?: string; userKey?: string }, client: ClientInfo): Promise<CountResult> {
+  const { digest, token, license } = await findSeatToken(ctx, input.licenseToken);
+  if (input.userKey && input.userKey.trim() !== license.userKey) throw fail(GrpcCode.NotFound, Messages.tokenNotFound);
+  const at = now();
+  const released = await seats(ctx, license.id).release(digest, at.getTime());
+  await ctx.db.delete(licenseTokens).where(eq(licenseTokens.tokenDigest, digest));
+  if (!released.released) throw fail(GrpcCode.NotFound, Messages.tokenNotFound);
+  trace(ctx, license, TraceAction.Release, client, { machineId: token.machineId, clientId: token.clientId });
+  return { licenseId: license.licenseId, activeClientCount: released.active, maxClientCount: license.maxClients };
+}
+
+/** Frees the seats of a license's floating tokens (administrator deleted the tokens or the license). */
+export async function dropSeats(env: ServiceContext["env"], licenseRowId: number, tokenDigests?: string[]): Promise<void> {
+  await env.LICENSE_SEATS.getByName(String(licenseRowId)).drop(tokenDigests);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Sign-in with a user key
+
+export const INVALID_USER_KEY = "Invalid user key.";
+
+/**
+ * Signs an application in with its user key (CONTRACT section 4): a bearer token whose subject is the license
+ * (role Application, claim `lic`). A key that names no usable license answers 401 `Invalid user key.`
+ */
+export async function signInWithUserKey(ctx: ServiceContext, userKey: string): Promise<{ token: string; expiresIn: number; roles: Role[] }> {
+  let license: LicenseWithProduct;
+  try {
+    license = await findByUserKey(ctx.db, userKey);
+    await requireUsable(ctx.config, license, now());
+  } catch (e) {
+    if (e instanceof LicensingError) throw new ApiError(401, INVALID_USER_KEY);
+    throw e;
+  }
+  const roles: Role[] = ["Application"];
+  const issued = await issueToken(ctx.config, { subject: license.licenseId, name: license.licenseId, roles, licenseId: license.licenseId });
+  return { ...issued, roles };
+}
