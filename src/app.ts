@@ -32,6 +32,7 @@ import { registerReports } from "./management/reports";
 import { registerResources } from "./management/resources";
 import { registerSigningKeys } from "./updates/keys";
 import { registerLicensingRoutes } from "./licensing/routes";
+import { registerRpc } from "./rpc/server";
 import { registerSettings } from "./management/settings";
 import { registerUsers } from "./management/users";
 import { SERVICE_VERSION } from "./version";
@@ -64,11 +65,12 @@ const health: MiddlewareHandler<AppEnv> = async (c, next) => {
   }
 };
 
-/** Application:EnableWebApi and Application:EnableSwagger switch whole areas off (404, as if absent). */
+/** Application:EnableWebApi, EnableSwagger and EnableGrpcWeb switch whole areas off (404, as if absent). */
 const gates: MiddlewareHandler<AppEnv> = async (c, next) => {
   const config = c.get("config");
   const path = c.req.path;
   if (path.startsWith("/v1/") && !config["Application:EnableWebApi"]) throw new ApiError(404, "The REST API is disabled");
+  if (path.startsWith("/licensing.v1.") && !config["Application:EnableGrpcWeb"]) throw new ApiError(404, "gRPC-Web is disabled");
   if ((path === "/swagger" || path.startsWith("/swagger/")) && !(config["Application:EnableSwagger"] && config["Application:EnableWebApi"])) {
     throw new ApiError(404, "Swagger is disabled");
   }
@@ -136,6 +138,7 @@ export function createApp(): Router {
   registerResources(app);
   registerSigningKeys(app);
   registerLicensingRoutes(app);
+  registerRpc(app);
   registerUsers(app);
   registerApiKeys(app);
   registerCustomers(app);

@@ -6,7 +6,7 @@
  *   ...access.anonymous()             no credential
  * Each returns the route's `middleware` and its OpenAPI `security`, so the document always says what is enforced.
  */
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import type { AppEnv, Principal, Role } from "../app-env";
 import { forbidden, unauthorized } from "../http/errors";
 import { authenticateApiKey, permissionFor } from "./api-keys";
@@ -24,27 +24,36 @@ function hasRole(principal: Principal, roles: readonly Role[] | undefined): bool
   return roles === undefined || principal.roles.some((r) => roles.includes(r));
 }
 
-type Credential = "key" | "bearer" | "either";
+export type Credential = "key" | "bearer" | "either";
+
+/**
+ * Checks the request's credential: an API key (header Application:ApiKeyHeaderName) or a bearer token, as the
+ * route accepts; the roles, and the permission bit of the method where roles are checked. Returns the principal or
+ * throws the 401/403 ApiError. gRPC calls it with the call's metadata (the same headers).
+ */
+export async function authenticate(c: Context<AppEnv>, accepts: Credential, roles?: readonly Role[]): Promise<Principal> {
+  const config = c.get("config");
+  const db = c.get("db");
+  const key = c.req.header(config["Application:ApiKeyHeaderName"]);
+  let principal: Principal | undefined;
+  if (key !== undefined && accepts !== "bearer") {
+    principal = await authenticateApiKey(db, config, key);
+    if (!principal) throw unauthorized(API_KEY_SCHEME);
+    // The permission bits apply where roles are checked: Management, release download and webhook routes.
+    if (roles !== undefined && ((principal.permissions ?? 0) & permissionFor(c.req.method)) === 0) throw forbidden();
+  } else {
+    const token = accepts === "key" ? undefined : bearerToken(c.req.header("authorization"));
+    if (token === undefined) throw unauthorized(accepts === "key" ? API_KEY_SCHEME : BEARER_SCHEME);
+    principal = await verifyToken(config, db, token);
+    if (!principal) throw unauthorized(BEARER_SCHEME);
+  }
+  if (!hasRole(principal, roles)) throw forbidden();
+  return principal;
+}
 
 function guard(accepts: Credential, roles?: readonly Role[]): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
-    const config = c.get("config");
-    const db = c.get("db");
-    const key = c.req.header(config["Application:ApiKeyHeaderName"]);
-    let principal: Principal | undefined;
-    if (key !== undefined && accepts !== "bearer") {
-      principal = await authenticateApiKey(db, config, key);
-      if (!principal) throw unauthorized(API_KEY_SCHEME);
-      // The permission bits apply where roles are checked: Management, release download and webhook routes.
-      if (roles !== undefined && ((principal.permissions ?? 0) & permissionFor(c.req.method)) === 0) throw forbidden();
-    } else {
-      const token = accepts === "key" ? undefined : bearerToken(c.req.header("authorization"));
-      if (token === undefined) throw unauthorized(accepts === "key" ? API_KEY_SCHEME : BEARER_SCHEME);
-      principal = await verifyToken(config, db, token);
-      if (!principal) throw unauthorized(BEARER_SCHEME);
-    }
-    if (!hasRole(principal, roles)) throw forbidden();
-    c.set("principal", principal);
+    c.set("principal", await authenticate(c, accepts, roles));
     await next();
   };
 }

@@ -1,0 +1,259 @@
+/**
+ * The gRPC services (CONTRACT section 4, proto/licensing/v1) on the main endpoint at
+ * `/licensing.v1.<Service>/<Method>`, with gRPC-Web (binary and text) and the Connect protocol, while
+ * Application:EnableGrpcWeb is on. Workers cannot send HTTP/2 trailers, so plain gRPC is the optional Node gateway's
+ * job (tools/grpc-gateway). The services call the same licensing services as REST: no logic twice.
+ *
+ * connect-es serves gRPC-Web binary and Connect; gRPC-Web text (base64, `application/grpc-web-text`) is adapted
+ * here: the request body is decoded and served as binary, the answer encoded back.
+ */
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { Code, ConnectError, type ConnectRouter, createConnectRouter, createContextKey, createContextValues } from "@connectrpc/connect";
+import { type UniversalHandler, universalServerRequestFromFetch, universalServerResponseToFetch } from "@connectrpc/connect/protocol";
+import type { Context } from "hono";
+import type { AppEnv, Principal } from "../app-env";
+import { authenticate } from "../auth/guard";
+import { checkPassword, INVALID_LOGIN } from "../auth/routes";
+import { issueToken } from "../auth/bearer";
+import { fromBase64, toBase64 } from "../auth/crypto";
+import { ConfigError } from "../config";
+import { Authentication } from "../gen/licensing/v1/authentication_pb";
+import { LicenseServer, LicenseStatus } from "../gen/licensing/v1/license_server_pb";
+import { ReportServer } from "../gen/licensing/v1/report_server_pb";
+import { type ServiceContext, serviceContext } from "../http/context";
+import { ApiError, LicensingError } from "../http/errors";
+import type { Router } from "../http/router";
+import { LicenseType, LicensingMode } from "../management/license-templates";
+import { clientInfo } from "../licensing/routes";
+import { storeReport } from "../licensing/reports";
+import { type ClientInfo, type LicenseView, activate, deactivate, heartbeat, releaseSeat, requestSeat, signInWithUserKey, validate } from "../licensing/runtime";
+import type { Role } from "../app-env";
+
+/** What a call carries into the service implementations. */
+interface CallState {
+  ctx: ServiceContext;
+  client: ClientInfo;
+  /** The credential check's outcome: the principal, or the refusal to answer with Unauthenticated. */
+  principal: Principal | ApiError;
+}
+const callKey = createContextKey<CallState | undefined>(undefined);
+
+function state(values: { get<T>(key: { id: symbol; defaultValue: T }): T }): CallState {
+  const s = values.get(callKey);
+  if (!s) throw new ConnectError("no request context", Code.Internal);
+  return s;
+}
+
+/** The service context of an authenticated call; Unauthenticated when the credential was missing or bad. */
+function authenticated(values: Parameters<typeof state>[0]): CallState {
+  const s = state(values);
+  if (s.principal instanceof ApiError) throw new ConnectError(s.principal.status === 403 ? "Permission denied" : "Missing or invalid credential", s.principal.status === 403 ? Code.PermissionDenied : Code.Unauthenticated);
+  s.ctx.principal = s.principal;
+  return s;
+}
+
+/** Service errors as gRPC statuses with the same message (CONTRACT section 4). */
+function toConnectError(e: unknown): unknown {
+  if (e instanceof ConnectError) return e;
+  if (e instanceof LicensingError) return new ConnectError(e.message, e.grpcCode as number as Code);
+  if (e instanceof ApiError) {
+    const code = e.status === 401 ? Code.Unauthenticated : e.status === 403 ? Code.PermissionDenied : e.status === 413 ? Code.ResourceExhausted : e.status < 500 ? Code.InvalidArgument : Code.Internal;
+    return new ConnectError(e.message || "Request refused", code);
+  }
+  if (e instanceof ConfigError) return new ConnectError(e.message, Code.Internal);
+  console.error("gRPC call failed", e);
+  return new ConnectError("An unexpected error occurred", Code.Internal);
+}
+
+async function call<T>(run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (e) {
+    throw toConnectError(e);
+  }
+}
+
+const timestamp = (iso: string | undefined) => (iso ? timestampFromDate(new Date(iso)) : undefined);
+const name = (names: readonly string[], value: number | string) => (typeof value === "string" ? value : (names[value] ?? String(value)));
+const opt = (s: string | undefined) => (s === undefined || s === "" ? undefined : s);
+
+function licenseMessage(view: LicenseView) {
+  return {
+    licenseId: view.licenseId,
+    licensingMode: name(LicensingMode, view.licensingMode),
+    licenseType: name(LicenseType, view.licenseType),
+    edition: view.edition ?? "",
+    issueDate: timestamp(view.issueDate),
+    expireAt: timestamp(view.expireAt),
+    supportExpireAt: timestamp(view.supportExpireAt),
+    features: view.features,
+    licensee: { name: view.licensee.name ?? "", email: view.licensee.email ?? "", company: view.licensee.company ?? "" },
+    licenseKey: view.licenseKey,
+  };
+}
+
+const STATUS: Record<string, LicenseStatus> = {
+  Activated: LicenseStatus.ACTIVATED,
+  NotActivated: LicenseStatus.NOT_ACTIVATED,
+  Expired: LicenseStatus.EXPIRED,
+  Revoked: LicenseStatus.REVOKED,
+  Tampered: LicenseStatus.TAMPERED,
+};
+
+function routes(router: ConnectRouter): void {
+  router.service(Authentication, {
+    authenticate: (req, context) =>
+      call(async () => {
+        const { ctx } = state(context.values);
+        if (req.userKey !== "" && req.username === "") {
+          const signedIn = await signInWithUserKey(ctx, req.userKey);
+          return { token: signedIn.token, expiresIn: signedIn.expiresIn, roles: signedIn.roles };
+        }
+        const user = req.username !== "" ? await checkPassword(ctx.db, req.username, req.password) : undefined;
+        if (!user) throw new ConnectError(INVALID_LOGIN, Code.Unauthenticated);
+        const roles = (user.roles ?? []) as Role[];
+        const issued = await issueToken(ctx.config, { subject: user.id, name: user.userName, roles });
+        return { token: issued.token, expiresIn: issued.expiresIn, roles };
+      }),
+  });
+
+  router.service(LicenseServer, {
+    activateLicense: (req, context) =>
+      call(async () => {
+        const { ctx, client } = authenticated(context.values);
+        const r = await activate(ctx, { userKey: req.userKey, machineId: req.machineId, clientId: opt(req.clientId), clientName: opt(req.clientName), productCode: opt(req.productCode), version: opt(req.version), nonce: opt(req.nonce) }, client);
+        return { licenseToken: r.licenseToken, tokenExpireAt: timestamp(r.tokenExpireAt), activeClientCount: r.activeClientCount, maxClientCount: r.maxClientCount, license: licenseMessage(r.license) };
+      }),
+    deactivateLicense: (req, context) =>
+      call(async () => {
+        const { ctx, client } = authenticated(context.values);
+        return deactivate(ctx, { userKey: req.userKey, machineId: req.machineId, clientId: opt(req.clientId), licenseToken: opt(req.licenseToken) }, client);
+      }),
+    validateLicense: (req, context) =>
+      call(async () => {
+        const { ctx, client } = authenticated(context.values);
+        const r = await validate(ctx, { userKey: req.userKey, machineId: opt(req.machineId), clientId: opt(req.clientId), licenseToken: opt(req.licenseToken), productCode: opt(req.productCode), version: opt(req.version), nonce: req.nonce }, client);
+        return {
+          licenseId: r.licenseId,
+          status: STATUS[r.status] ?? LicenseStatus.UNSPECIFIED,
+          license: licenseMessage(r.license),
+          licenseToken: r.licenseToken,
+          tokenExpireAt: timestamp(r.tokenExpireAt),
+          serverTime: timestamp(r.serverTime),
+          nonce: r.nonce,
+        };
+      }),
+    requestFloatingLicense: (req, context) =>
+      call(async () => {
+        const { ctx, client } = authenticated(context.values);
+        const r = await requestSeat(ctx, { userKey: req.userKey, machineId: req.machineId, clientId: req.clientId, clientName: opt(req.clientName) }, client);
+        return {
+          licenseToken: r.licenseToken,
+          tokenExpireAt: timestamp(r.tokenExpireAt),
+          activeClientCount: r.activeClientCount,
+          maxClientCount: r.maxClientCount,
+          license: licenseMessage(r.license),
+          heartbeatInterval: r.heartbeatInterval,
+        };
+      }),
+    releaseFloatingLicense: (req, context) =>
+      call(async () => {
+        const { ctx, client } = authenticated(context.values);
+        return releaseSeat(ctx, { licenseToken: req.licenseToken, userKey: opt(req.userKey) }, client);
+      }),
+    heartbeat: (req, context) =>
+      call(async () => {
+        const { ctx } = authenticated(context.values);
+        const r = await heartbeat(ctx, { licenseToken: req.licenseToken });
+        return { tokenExpireAt: timestamp(r.tokenExpireAt), heartbeatInterval: r.heartbeatInterval, activeClientCount: r.activeClientCount, maxClientCount: r.maxClientCount };
+      }),
+  });
+
+  router.service(ReportServer, {
+    sendReport: (req, context) =>
+      call(async () => {
+        const { ctx, client } = authenticated(context.values);
+        if (req.name === "") throw new ConnectError("name is required", Code.InvalidArgument);
+        const reportId = await storeReport(
+          ctx,
+          {
+            name: req.name,
+            uid: opt(req.uid),
+            version: opt(req.version),
+            date: req.date ? new Date(Number(req.date.seconds) * 1000 + Math.floor(req.date.nanos / 1e6)).toISOString() : undefined,
+            userKey: opt(req.userKey),
+            machineId: opt(req.machineId),
+            clientId: opt(req.clientId),
+            clientName: opt(req.clientName),
+            contentType: opt(req.contentType),
+            content: req.content,
+            properties: req.properties.map((p) => ({ name: p.name, value: p.value })),
+          },
+          client,
+        );
+        return { reportId };
+      }),
+  });
+}
+
+let handlers: Map<string, UniversalHandler> | undefined;
+
+/** The connect handlers by path, built once per isolate (DESIGN: no router built per request). */
+function rpcHandlers(): Map<string, UniversalHandler> {
+  if (!handlers) {
+    const router = createConnectRouter({ grpc: false, grpcWeb: true, connect: true });
+    routes(router);
+    handlers = new Map(router.handlers.map((h) => [h.requestPath, h]));
+  }
+  return handlers;
+}
+
+const ANONYMOUS = "/licensing.v1.Authentication/Authenticate";
+const TEXT = /^application\/grpc-web-text(\+proto)?/i;
+
+/** gRPC-Web text -> binary request (the base64 body decoded), remembering to encode the answer back. */
+async function binaryRequest(request: Request): Promise<{ request: Request; text: boolean }> {
+  const type = request.headers.get("content-type") ?? "";
+  if (!TEXT.test(type)) return { request, text: false };
+  const body = (await request.text()).replace(/\s+/g, "");
+  // A unary request is one base64 string, possibly several padded chunks back to back.
+  const chunks = body.match(/[^=]+=*/g) ?? [];
+  const bytes = chunks.map((chunk) => fromBase64(chunk));
+  const joined = new Uint8Array(bytes.reduce((n, b) => n + b.byteLength, 0));
+  let at = 0;
+  for (const b of bytes) {
+    joined.set(b, at);
+    at += b.byteLength;
+  }
+  const headers = new Headers(request.headers);
+  headers.set("content-type", "application/grpc-web+proto");
+  return { request: new Request(request.url, { method: request.method, headers, body: joined }), text: true };
+}
+
+async function textResponse(response: Response): Promise<Response> {
+  const headers = new Headers(response.headers);
+  headers.set("content-type", "application/grpc-web-text+proto");
+  headers.delete("content-length");
+  return new Response(toBase64(await response.arrayBuffer()), { status: response.status, headers });
+}
+
+async function serve(c: Context<AppEnv>, handler: UniversalHandler): Promise<Response> {
+  const ctx = serviceContext(c);
+  let principal: Principal | ApiError;
+  try {
+    principal = handler.requestPath === ANONYMOUS ? { kind: "bearer", roles: [] } : await authenticate(c, "either");
+  } catch (e) {
+    if (!(e instanceof ApiError)) throw e;
+    principal = e;
+  }
+  const { request, text } = await binaryRequest(c.req.raw);
+  const universal = universalServerRequestFromFetch(request, {});
+  universal.contextValues = createContextValues().set(callKey, { ctx, client: clientInfo(c), principal });
+  const response = universalServerResponseToFetch(await handler(universal));
+  return text ? textResponse(response) : response;
+}
+
+/** Mounts every gRPC method at its path (outside the OpenAPI document). */
+export function registerRpc(app: Router): void {
+  for (const [path, handler] of rpcHandlers()) app.post(path, (c) => serve(c, handler));
+}
