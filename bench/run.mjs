@@ -7,8 +7,8 @@
 //
 // Options (environment): BENCH_CONNECTIONS (50), BENCH_SECONDS (10), BENCH_WARMUP_SECONDS (2), BENCH_ONLY (a
 // comma-separated list of scenario names). Results: printed, and written to bench/results/<date>.md.
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { gzipSync } from "node:zlib";
 import autocannon from "autocannon";
 import { Miniflare, convertV4MiniflareOptions } from "miniflare";
@@ -115,6 +115,7 @@ for (const scenario of scenarios) {
 
 await service.dispose();
 await baseline.dispose();
+rmSync(dirname(script), { recursive: true, force: true });
 
 // 6. Report.
 const kib = (n) => `${(n / 1024).toFixed(1)} KiB`;

@@ -3,7 +3,8 @@
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { randomUUID } from "node:crypto";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Miniflare, convertV4MiniflareOptions } from "miniflare";
 import { unstable_getMiniflareWorkerOptions } from "wrangler";
@@ -18,8 +19,11 @@ export function configuredWorkerOptions() {
   return options;
 }
 
-/** Bundles the Worker as `wrangler deploy` would, into `outdir` (inside the project: workerd refuses paths outside it). */
-export function bundleWorker(outdir = join(root, "bench/.out")) {
+/**
+ * Bundles the Worker as `wrangler deploy` would, into `outdir` (inside the project: workerd refuses paths outside
+ * it); a directory of its own by default, so parallel runs do not overwrite each other's bundle.
+ */
+export function bundleWorker(outdir = join(root, "bench/.out", randomUUID())) {
   rmSync(outdir, { recursive: true, force: true });
   execFileSync(process.execPath, [join(root, "node_modules/wrangler/bin/wrangler.js"), "deploy", "--dry-run", "--outdir", outdir], {
     cwd: root,
@@ -36,6 +40,7 @@ export function bundleWorker(outdir = join(root, "bench/.out")) {
  */
 export async function startLocalWorker({ script, bindings = {} } = {}) {
   const scriptPath = script ?? bundleWorker();
+  const ownBundle = script === undefined ? dirname(scriptPath) : undefined;
   const state = mkdtempSync(join(tmpdir(), "licensing-state-"));
   const workerOptions = configuredWorkerOptions();
   const mf = new Miniflare(
@@ -60,6 +65,7 @@ export async function startLocalWorker({ script, bindings = {} } = {}) {
     async dispose() {
       await mf.dispose();
       rmSync(state, { recursive: true, force: true });
+      if (ownBundle) rmSync(ownBundle, { recursive: true, force: true });
     },
   };
 }
