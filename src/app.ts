@@ -31,6 +31,7 @@ import { registerReleases } from "./management/releases";
 import { registerReports } from "./management/reports";
 import { registerResources } from "./management/resources";
 import { registerSigningKeys } from "./updates/keys";
+import { registerUpdateRoutes } from "./updates/routes";
 import { registerLicensingRoutes } from "./licensing/routes";
 import { registerRpc } from "./rpc/server";
 import { registerSettings } from "./management/settings";
@@ -137,6 +138,7 @@ export function createApp(): Router {
   registerAuth(app);
   registerResources(app);
   registerSigningKeys(app);
+  registerUpdateRoutes(app);
   registerLicensingRoutes(app);
   registerRpc(app);
   registerUsers(app);

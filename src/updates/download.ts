@@ -1,0 +1,97 @@
+/**
+ * Serving one artifact (SPEC "Download", CONTRACT section 5): the platform rule first, then the maintenance gate
+ * (single-use download tokens), a 302 for hosted artifacts, and the bytes of uploaded ones: whole (200), one range
+ * (206 with Content-Range), several ranges (206 multipart/byteranges, parts in request order, neighbouring ranges
+ * read as one span), or 416. Bodies stream from storage; nothing is buffered whole.
+ */
+import type { Bindings } from "../env";
+import type { Db } from "../db/client";
+import { randomString } from "../auth/crypto";
+import { type Span, coalesce } from "./ranges";
+import { readArtifact } from "./storage";
+import type { DownloadRow } from "./catalog";
+
+/** Headers every answer about an uploaded artifact carries. */
+export function artifactHeaders(file: DownloadRow): Record<string, string> {
+  return {
+    "Accept-Ranges": "bytes",
+    ETag: `"${file.sha256}"`,
+    "X-Service-Sha256": file.sha256,
+    "X-Service-Sha512": file.sha512,
+    "Cache-Control": "private, no-store",
+  };
+}
+
+/** `Content-Disposition` with the file name, ASCII-safe and RFC 5987 encoded. */
+export function contentDisposition(fileName: string): string {
+  const ascii = fileName.replace(/[^\x20-\x7e]|["\\]/g, "_");
+  return `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(fileName)}`;
+}
+
+/**
+ * Copies the bytes [from, to] (absolute offsets) out of a forward-only stream positioned at `cursor.at`, into
+ * `write`. Bytes before `from` are skipped; the stream is left just after `to`.
+ */
+async function copySlice(
+  reader: ReadableStreamDefaultReader<Uint8Array>,
+  cursor: { at: number; pending: Uint8Array | undefined },
+  from: number,
+  to: number,
+  write: (bytes: Uint8Array) => Promise<void>,
+): Promise<void> {
+  while (cursor.at <= to) {
+    let chunk = cursor.pending;
+    cursor.pending = undefined;
+    if (!chunk) {
+      const next = await reader.read();
+      if (next.done) throw new Error(`artifact stream ended at byte ${cursor.at}, before ${to}`);
+      chunk = next.value;
+    }
+    const chunkStart = cursor.at;
+    const chunkEnd = chunkStart + chunk.byteLength - 1;
+    const sliceStart = Math.max(from, chunkStart);
+    const sliceEnd = Math.min(to, chunkEnd);
+    // Awaiting each write keeps backpressure: the client's pace decides how much is read from storage.
+    if (sliceStart <= sliceEnd) await write(chunk.subarray(sliceStart - chunkStart, sliceEnd - chunkStart + 1));
+    if (chunkEnd > to) {
+      // Keep the rest for the next range of the same span.
+      cursor.pending = chunk.subarray(to - chunkStart + 1);
+      cursor.at = to + 1;
+      return;
+    }
+    cursor.at = chunkEnd + 1;
+  }
+}
+
+/** A 206 multipart/byteranges body for several ranges, with its exact length. */
+export function multipartBody(env: Bindings, db: Db, file: DownloadRow, ranges: readonly Span[], contentType = "application/octet-stream"): { body: ReadableStream<Uint8Array>; boundary: string; length: number } {
+  const boundary = `licensing-${randomString(24)}`;
+  const encoder = new TextEncoder();
+  const head = (r: Span, first: boolean) =>
+    encoder.encode(`${first ? "" : "\r\n"}--${boundary}\r\nContent-Type: ${contentType}\r\nContent-Range: bytes ${r.start}-${r.end}/${file.size}\r\n\r\n`);
+  const tail = encoder.encode(`\r\n--${boundary}--\r\n`);
+  const length = ranges.reduce((n, r, i) => n + head(r, i === 0).byteLength + (r.end - r.start + 1), 0) + tail.byteLength;
+
+  const groups = coalesce(ranges);
+  const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
+  const writer = writable.getWriter();
+  (async () => {
+    let first = true;
+    for (const group of groups) {
+      const stream = await readArtifact(env, db, file, group.span);
+      if (!stream) throw new Error(`artifact ${file.id} has no stored bytes`);
+      const reader = stream.getReader();
+      const cursor = { at: group.span.start, pending: undefined as Uint8Array | undefined };
+      for (const index of group.members) {
+        const range = ranges[index]!;
+        await writer.write(head(range, first));
+        first = false;
+        await copySlice(reader, cursor, range.start, range.end, (bytes) => writer.write(bytes));
+      }
+      await reader.cancel().catch(() => undefined);
+    }
+    await writer.write(tail);
+    await writer.close();
+  })().catch((e: unknown) => writer.abort(e));
+  return { body: readable, boundary, length };
+}

@@ -1,0 +1,69 @@
+/**
+ * HTTP Range requests on artifacts (RFC 9110 section 14, CONTRACT section 5): parsing `Range: bytes=…` against the
+ * artifact's size, and coalescing neighbouring ranges into spans so a differential update's hundreds of ranges
+ * become a few storage reads (DESIGN: a subrequest cap per invocation).
+ */
+
+/** An inclusive byte span. */
+export interface Span {
+  start: number;
+  end: number;
+}
+
+export type RangeRequest = { kind: "all" } | { kind: "unsatisfiable" } | { kind: "ranges"; ranges: Span[] };
+
+/** The most ranges one request may ask for; electron-updater sends up to 500. */
+export const MAX_RANGES = 1000;
+
+/**
+ * Parses a Range header for a representation of `size` bytes. No header, another unit or a malformed header means
+ * the whole representation (RFC 9110: a server may ignore an invalid Range). Ranges that lie wholly past the end
+ * are dropped; when none is left, the request is unsatisfiable (416).
+ */
+export function parseRange(header: string | null | undefined, size: number): RangeRequest {
+  if (!header) return { kind: "all" };
+  const m = /^\s*bytes\s*=\s*(.+)$/i.exec(header);
+  if (!m?.[1]) return { kind: "all" };
+  const parts = m[1].split(",");
+  if (parts.length > MAX_RANGES) return { kind: "all" };
+  const ranges: Span[] = [];
+  for (const part of parts) {
+    const r = /^\s*(\d*)\s*-\s*(\d*)\s*$/.exec(part);
+    if (!r || (r[1] === "" && r[2] === "")) return { kind: "all" };
+    if (r[1] === "") {
+      // Suffix: the last N bytes.
+      const length = Number(r[2]);
+      if (length === 0) continue;
+      ranges.push({ start: Math.max(0, size - length), end: size - 1 });
+      continue;
+    }
+    const start = Number(r[1]);
+    const end = r[2] === "" ? size - 1 : Math.min(Number(r[2]), size - 1);
+    if (r[2] !== "" && Number(r[2]) < start) return { kind: "all" };
+    if (start >= size) continue;
+    ranges.push({ start, end });
+  }
+  if (ranges.length === 0 || size === 0) return { kind: "unsatisfiable" };
+  return { kind: "ranges", ranges };
+}
+
+/**
+ * Groups ranges into spans to read: consecutive ranges in ascending order, not overlapping, with gaps of at most
+ * `maxGap` bytes share a span. Returns the spans with, for each, the indexes of the ranges it serves (in request
+ * order). A range that goes backwards or overlaps the one before starts a new span, so each span is read once,
+ * front to back, and its parts are cut from the stream without holding bytes back.
+ */
+export function coalesce(ranges: readonly Span[], maxGap = 64 * 1024): { span: Span; members: number[] }[] {
+  const groups: { span: Span; members: number[] }[] = [];
+  ranges.forEach((range, index) => {
+    const last = groups[groups.length - 1];
+    const lastRange = last ? ranges[last.members[last.members.length - 1]!]! : undefined;
+    if (last && lastRange && range.start > lastRange.end && range.start <= last.span.end + maxGap + 1) {
+      last.span.end = Math.max(last.span.end, range.end);
+      last.members.push(index);
+    } else {
+      groups.push({ span: { ...range }, members: [index] });
+    }
+  });
+  return groups;
+}

@@ -1,0 +1,328 @@
+/**
+ * The anonymous update routes (SPEC "Update routes"): the signed update check, the feed manifests (canonical route
+ * and the latest*.yml aliases) and artifact downloads. A caller with a license names it with the
+ * `X-Service-User-Key` header (or `userKey`). Errors use the service envelope with ordinary statuses, never 52x.
+ * Anonymous answers go through the Workers Cache API under a key normalised to (product, release generation,
+ * route, channel, platform, file or version): query noise such as electron-updater's `noCache` is dropped, and
+ * any change to the product's releases bumps the generation, so a stale answer is never served.
+ */
+import { createRoute, z } from "@hono/zod-openapi";
+import { and, eq } from "drizzle-orm";
+import type { Context } from "hono";
+import type { AppEnv } from "../app-env";
+import { access } from "../auth/guard";
+import { productReleases, releaseDownloads } from "../db/schema";
+import { type ServiceContext, serviceContext } from "../http/context";
+import { ApiError } from "../http/errors";
+import { Envelope, json } from "../http/openapi";
+import { send } from "../http/respond";
+import { type Router, documented } from "../http/router";
+import { clientInfo } from "../licensing/routes";
+import { recordTrace } from "../licensing/traces";
+import { type Caller, checkDownloadToken, licenseOf, requireTokenLicense, resolveCaller } from "./caller";
+import { CHANNELS, type DownloadRow, PLATFORMS, type Platform, type ProductRow, type ReleaseWithFiles, feedFiles, offeredReleases, platformVerdict, productByCode } from "./catalog";
+import { artifactHeaders, contentDisposition, multipartBody } from "./download";
+import { emptyFeedYaml, feedRelease, feedYaml } from "./feed";
+import { parseRange } from "./ranges";
+import { readArtifact } from "./storage";
+import { checkForUpdate, signUpdateCheck } from "./update-check";
+import { isReleaseVersion } from "./versions";
+
+const USER_KEY_HEADER = "X-Service-User-Key";
+const TRACE_UPDATE_CHECK = 7;
+const TRACE_DOWNLOAD = 8;
+
+const problems = {
+  400: { description: "Unknown platform, channel or version.", content: { "application/json": { schema: Envelope } } },
+  403: { description: "`License revoked or expired`, a refused platform, or `Download token invalid, expired or already used`.", content: { "application/json": { schema: Envelope } } },
+  404: { description: "Unknown product, feed file or artifact.", content: { "application/json": { schema: Envelope } } },
+} as const;
+
+const productCodeParam = z.string().min(1).max(64).openapi({ param: { name: "productCode", in: "path" } });
+const userKeyQuery = z.string().max(128).optional().openapi({ description: `The caller's user key; prefer the ${USER_KEY_HEADER} header.` });
+
+function requirePlatform(value: string | undefined, fallback?: Platform): Platform {
+  const platform = value ?? fallback;
+  if (!platform || !(PLATFORMS as readonly string[]).includes(platform)) throw new ApiError(400, `Unknown platform '${value}': one of ${PLATFORMS.join(", ")}`);
+  return platform as Platform;
+}
+
+function requireChannel(value: string | undefined): string {
+  const channel = value ?? "stable";
+  if (!(CHANNELS as readonly string[]).includes(channel)) throw new ApiError(400, `Unknown channel '${value}': stable or insider`);
+  return channel;
+}
+
+async function requireProduct(ctx: ServiceContext, code: string): Promise<ProductRow> {
+  const product = await productByCode(ctx.db, code);
+  if (!product) throw new ApiError(404, `Unknown product '${code}'`);
+  return product;
+}
+
+function userKeyOf(c: Context<AppEnv>): string | undefined {
+  return c.req.header(USER_KEY_HEADER) ?? c.req.query("userKey") ?? undefined;
+}
+
+/** Absolute download URLs on this service (CONTRACT section 5), tokenised when a token is given. */
+function downloadUrlBuilder(c: Context<AppEnv>, product: ProductRow, platform: Platform) {
+  const origin = new URL(c.req.url).origin;
+  return (entry: ReleaseWithFiles, file: DownloadRow, token?: string) =>
+    `${origin}/v1/updates/${encodeURIComponent(product.code)}/download/${platform}/${encodeURIComponent(entry.release.version)}/${encodeURIComponent(file.fileName)}${token ? `?token=${token}` : ""}`;
+}
+
+/** Answers through the edge cache when anonymous; private and uncached when the answer depends on a user key. */
+async function throughCache(c: Context<AppEnv>, key: string[], anonymous: boolean, produce: () => Promise<Response>): Promise<Response> {
+  const seconds = c.get("config")["Updates:FeedCacheSeconds"];
+  if (!anonymous || seconds === 0) {
+    const res = await produce();
+    res.headers.set("Cache-Control", "private, no-store");
+    return res;
+  }
+  const cache = (caches as unknown as { default: Cache }).default;
+  const request = new Request(`https://update-cache.invalid/${key.map(encodeURIComponent).join("/")}`);
+  const hit = await cache.match(request);
+  if (hit) return hit;
+  const res = await produce();
+  res.headers.set("Cache-Control", `public, max-age=${seconds}`);
+  if (res.status === 200 || res.status === 204) serviceContext(c).waitUntil(cache.put(request, res.clone()));
+  return res;
+}
+
+function traceFor(c: Context<AppEnv>, caller: Caller, action: number): void {
+  const license = licenseOf(caller);
+  if (!license?.trace) return;
+  const client = clientInfo(c);
+  recordTrace(serviceContext(c), { licenseId: license.id, action, address: client.address, geoLocation: client.geoLocation }, new Date().toISOString());
+}
+
+async function feedResponse(c: Context<AppEnv>, codeParam: string, channelParam: string | undefined, platformParam: string | undefined, file: string, fallback?: Platform): Promise<Response> {
+  const ctx = serviceContext(c);
+  const channel = requireChannel(channelParam);
+  const platform = requirePlatform(platformParam, fallback);
+  if (!feedFiles(platform).includes(file)) throw new ApiError(404, `No feed file '${file}' for ${platform}: ${feedFiles(platform).join(" or ")}`);
+  const product = await requireProduct(ctx, codeParam);
+  const userKey = userKeyOf(c);
+  return throughCache(c, [product.code, String(product.releaseGeneration), "feed", channel, platform, file], !userKey, async () => {
+    const caller = await resolveCaller(ctx, product.id, userKey);
+    const releases = await offeredReleases(ctx.db, product.id, platform, channel);
+    const input = { platform, caller, releases, downloadUrl: downloadUrlBuilder(c, product, platform) };
+    const entry = feedRelease(ctx, input);
+    traceFor(c, caller, TRACE_UPDATE_CHECK);
+    const yaml = entry ? await feedYaml(ctx, input, entry) : ctx.config["Updates:EmptyFeedAsYaml"] ? await emptyFeedYaml(ctx, input) : undefined;
+    if (yaml === undefined) return new Response(null, { status: 204 });
+    return new Response(yaml, { status: 200, headers: { "Content-Type": "text/yaml; charset=utf-8" } });
+  });
+}
+
+const feedResponses = {
+  200: { description: "electron-builder UpdateInfo: the highest release the caller may install", content: { "text/yaml": { schema: z.string() } } },
+  204: { description: "Nothing installable for the caller (or the platform is not open to the caller's edition)." },
+  ...problems,
+} as const;
+
+export function registerUpdateRoutes(app: Router): void {
+  documented(
+    app,
+    createRoute({
+      method: "get",
+      path: "/v1/updates/{productCode}",
+      tags: ["Updates"],
+      operationId: "checkForUpdate",
+      summary: "Signed update check: the newest release, whether the caller may install it, and the caller's maintenance",
+      ...access.anonymous(),
+      request: {
+        params: z.object({ productCode: productCodeParam }),
+        query: z.object({
+          platform: z.string().openapi({ description: PLATFORMS.join(", ") }),
+          version: z.string().openapi({ description: "The caller's current major.minor.patch." }),
+          channel: z.string().optional().openapi({ description: "stable (default) or insider" }),
+          userKey: userKeyQuery,
+        }),
+      },
+      responses: {
+        200: json(
+          z
+            .object({
+              success: z.boolean(),
+              data: z.record(z.string(), z.unknown()).openapi({ description: "The update check data (format 2); see SPEC." }),
+              signature: z.string().openapi({ description: "Base64 of the 64-byte ES256 (P1363) signature over the RFC 8785 canonical JSON of data." }),
+              keyId: z.string().openapi({ description: "The key's kid in GET /v1/extensions/keys." }),
+            })
+            .openapi("SignedUpdateCheck"),
+          "The signed update check",
+        ),
+        ...problems,
+      },
+    }),
+    async (c) => {
+      const ctx = serviceContext(c);
+      const platform = requirePlatform(c.req.query("platform"));
+      const channel = requireChannel(c.req.query("channel"));
+      const version = c.req.query("version") ?? "";
+      if (!isReleaseVersion(version)) throw new ApiError(400, `Unknown version '${version}': major.minor.patch`);
+      const product = await requireProduct(ctx, c.req.param("productCode") ?? "");
+      const userKey = userKeyOf(c);
+      return throughCache(c, [product.code, String(product.releaseGeneration), "check", channel, platform, version], !userKey, async () => {
+        const caller = await resolveCaller(ctx, product.id, userKey);
+        const releases = await offeredReleases(ctx.db, product.id, platform, channel);
+        const data = await checkForUpdate(ctx, { product, platform, version, channel, caller, releases, downloadUrl: downloadUrlBuilder(c, product, platform) });
+        traceFor(c, caller, TRACE_UPDATE_CHECK);
+        return send(c, await signUpdateCheck(ctx, data));
+      });
+    },
+  );
+
+  documented(
+    app,
+    createRoute({
+      method: "get",
+      path: "/v1/updates/{productCode}/feed/{channel}/{platform}/{file}",
+      tags: ["Updates"],
+      operationId: "getFeed",
+      summary: "Feed manifest (the feed directory of an electron-updater generic provider)",
+      ...access.anonymous(),
+      request: {
+        params: z.object({
+          productCode: productCodeParam,
+          channel: z.string().openapi({ param: { name: "channel", in: "path" } }),
+          platform: z.string().openapi({ param: { name: "platform", in: "path" } }),
+          file: z.string().openapi({ param: { name: "file", in: "path" }, description: "latest.yml (Windows), latest-mac.yml (macOS), latest-linux.yml or latest-linux-arm64.yml (Linux)" }),
+        }),
+        query: z.object({ userKey: userKeyQuery }),
+      },
+      responses: feedResponses,
+    }),
+    (c) => feedResponse(c, c.req.param("productCode") ?? "", c.req.param("channel"), c.req.param("platform"), c.req.param("file") ?? ""),
+  );
+
+  const aliases: [string, Platform][] = [
+    ["latest.yml", "win-x64"],
+    ["latest-mac.yml", "darwin-arm64"],
+    ["latest-linux.yml", "linux-x64"],
+    ["latest-linux-arm64.yml", "linux-arm64"],
+  ];
+  for (const [file, fallback] of aliases) {
+    documented(
+      app,
+      createRoute({
+        method: "get",
+        path: `/v1/updates/{productCode}/${file}`,
+        tags: ["Updates"],
+        operationId: `getFeedAlias${file.replace(/[^A-Za-z0-9]+(.)?/g, (_, ch: string | undefined) => (ch ?? "").toUpperCase())}`,
+        summary: `Feed manifest ${file} (platform defaults to ${fallback})`,
+        ...access.anonymous(),
+        request: {
+          params: z.object({ productCode: productCodeParam }),
+          query: z.object({ channel: z.string().optional(), platform: z.string().optional(), userKey: userKeyQuery }),
+        },
+        responses: feedResponses,
+      }),
+      (c) => feedResponse(c, c.req.param("productCode") ?? "", c.req.query("channel"), c.req.query("platform"), file, fallback),
+    );
+  }
+
+  documented(
+    app,
+    createRoute({
+      method: "get",
+      path: "/v1/updates/{productCode}/download/{platform}/{version}/{fileName}",
+      tags: ["Updates"],
+      operationId: "downloadArtifact",
+      summary: "One artifact (GET or HEAD): whole, one byte range, or several as multipart/byteranges",
+      ...access.anonymous(),
+      request: {
+        params: z.object({
+          productCode: productCodeParam,
+          platform: z.string().openapi({ param: { name: "platform", in: "path" } }),
+          version: z.string().openapi({ param: { name: "version", in: "path" } }),
+          fileName: z.string().openapi({ param: { name: "fileName", in: "path" } }),
+        }),
+        query: z.object({
+          token: z.string().max(128).optional().openapi({ description: "Single-use download token (gated releases)." }),
+          kind: z.enum(["installer", "zip", "delta", "blockmap"]).optional(),
+          userKey: userKeyQuery,
+          channel: z.string().optional(),
+        }),
+      },
+      responses: {
+        200: { description: "The artifact", content: { "application/octet-stream": { schema: z.string().openapi({ format: "binary" }) } } },
+        206: { description: "Byte range(s)", content: { "multipart/byteranges": { schema: z.string().openapi({ format: "binary" }) } } },
+        302: { description: "A hosted artifact: its URL" },
+        416: { description: "Range not satisfiable" },
+        ...problems,
+      },
+    }),
+    downloadResponse,
+  );
+}
+
+async function downloadResponse(c: Context<AppEnv>): Promise<Response> {
+  const ctx = serviceContext(c);
+  const params = c.req.param();
+  const query = c.req.query();
+  const platform = requirePlatform(params["platform"]);
+  const version = params["version"] ?? "";
+  if (!isReleaseVersion(version)) throw new ApiError(400, `Unknown version '${version}': major.minor.patch`);
+  const channel = query["channel"] !== undefined ? requireChannel(query["channel"]) : undefined;
+  const product = await requireProduct(ctx, params["productCode"] ?? "");
+  const rows = await ctx.db
+    .select({ release: productReleases, file: releaseDownloads })
+    .from(releaseDownloads)
+    .innerJoin(productReleases, eq(productReleases.id, releaseDownloads.releaseId))
+    .where(
+      and(
+        eq(productReleases.productId, product.id),
+        eq(productReleases.version, version),
+        eq(productReleases.public, true),
+        eq(releaseDownloads.platform, platform),
+        eq(releaseDownloads.fileName, params["fileName"] ?? ""),
+        query["kind"] ? eq(releaseDownloads.kind, query["kind"]) : undefined,
+        channel ? eq(productReleases.channel, channel) : undefined,
+      ),
+    );
+  if (rows.length === 0) throw new ApiError(404, "Unknown artifact");
+  if (rows.length > 1) throw new ApiError(400, "Several artifacts have this file name: say which with `kind`");
+  const { release, file } = rows[0]!;
+
+  const head = c.req.method === "HEAD";
+  const range = parseRange(c.req.header("range"), file.size);
+  const caller = await resolveCaller(ctx, product.id, userKeyOf(c));
+  const token = query["token"];
+  // Blockmaps describe, they do not install: auto-updaters fetch them beside the installer without its token.
+  const gated = release.requiresMaintenance && file.kind !== "blockmap";
+  let tokenLicense = undefined;
+  if (gated || token) {
+    const consume = gated && !head && range.kind === "all";
+    tokenLicense = await requireTokenLicense(ctx, await checkDownloadToken(ctx, token, file.id, consume));
+  }
+  const license = licenseOf(caller) ?? tokenLicense;
+  const verdict = platformVerdict(ctx.config, platform, license);
+  if (!verdict.allowed) {
+    throw new ApiError(403, verdict.reason === "platformRequiresEdition" ? `${platform} needs a license of the ${verdict.requiredEdition} edition` : `${platform} needs a license`);
+  }
+  if (range.kind === "all" && !head) traceFor(c, license ? { kind: "licensed", license } : caller, TRACE_DOWNLOAD);
+
+  if (file.sourceKind === "url" && file.url) return new Response(null, { status: 302, headers: { Location: file.url, "Cache-Control": "private, no-store" } });
+
+  const headers = { ...artifactHeaders(file), "Content-Disposition": contentDisposition(file.fileName) };
+  if (range.kind === "unsatisfiable") return new Response(null, { status: 416, headers: { ...headers, "Content-Range": `bytes */${file.size}` } });
+  if (range.kind === "all") {
+    const body = head ? null : await readArtifact(ctx.env, ctx.db, file);
+    if (!head && !body) throw new ApiError(404, "The artifact's bytes are missing");
+    return new Response(body, { status: 200, headers: { ...headers, "Content-Type": "application/octet-stream", "Content-Length": String(file.size) } });
+  }
+  if (range.ranges.length === 1) {
+    const r = range.ranges[0]!;
+    const body = head ? null : await readArtifact(ctx.env, ctx.db, file, r);
+    if (!head && !body) throw new ApiError(404, "The artifact's bytes are missing");
+    return new Response(body, {
+      status: 206,
+      headers: { ...headers, "Content-Type": "application/octet-stream", "Content-Range": `bytes ${r.start}-${r.end}/${file.size}`, "Content-Length": String(r.end - r.start + 1) },
+    });
+  }
+  const multipart = multipartBody(ctx.env, ctx.db, file, range.ranges);
+  return new Response(head ? null : multipart.body, {
+    status: 206,
+    headers: { ...headers, "Content-Type": `multipart/byteranges; boundary=${multipart.boundary}`, "Content-Length": String(multipart.length) },
+  });
+}
