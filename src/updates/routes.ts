@@ -84,7 +84,8 @@ async function throughCache(c: Context<AppEnv>, key: string[], anonymous: boolea
   if (hit) return hit;
   const res = await produce();
   res.headers.set("Cache-Control", `public, max-age=${seconds}`);
-  if (res.status === 200 || res.status === 204) serviceContext(c).waitUntil(cache.put(request, res.clone()));
+  // A 204 is not stored: the Cache API cannot hand back a null-body status it stored with headers.
+  if (res.status === 200) serviceContext(c).waitUntil(cache.put(request, res.clone()));
   return res;
 }
 
