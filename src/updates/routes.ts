@@ -291,9 +291,11 @@ async function downloadResponse(c: Context<AppEnv>): Promise<Response> {
   const token = query["token"];
   // Blockmaps describe, they do not install: auto-updaters fetch them beside the installer without its token.
   const gated = release.requiresMaintenance && file.kind !== "blockmap";
+  // Only a gated artifact looks at the token: auto-updaters carry the installer's query (and so its token) over to
+  // the blockmap URLs they derive from it, where the token names another artifact.
   let tokenLicense = undefined;
-  if (gated || token) {
-    const consume = gated && !head && range.kind === "all";
+  if (gated) {
+    const consume = !head && range.kind === "all";
     tokenLicense = await requireTokenLicense(ctx, await checkDownloadToken(ctx, token, file.id, consume));
   }
   const license = licenseOf(caller) ?? tokenLicense;

@@ -1,0 +1,172 @@
+/**
+ * The real electron-updater (6.8.10) updating an application from the service, in plain Node: an NsisUpdater with
+ * a Node HttpExecutor and an app adapter (no Electron). It reads the feed of a gated release with its user key,
+ * downloads the installer in full through the tokenised URL, and, with the previous version's installer and
+ * blockmap present, differentially through multipart range requests; electron-updater verifies sha512 each time.
+ */
+import { createHash } from "node:crypto";
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import http from "node:http";
+import https from "node:https";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { URL as NodeURL } from "node:url";
+import { gzipSync } from "node:zlib";
+import { type DownloadOptions, HttpExecutor, configureRequestOptions, configureRequestUrl } from "builder-util-runtime";
+import { NsisUpdater } from "electron-updater";
+import type { AppAdapter } from "electron-updater/out/AppAdapter";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+// @ts-expect-error: a plain JavaScript module shared with the benchmark
+import { startLocalWorker } from "../../scripts/local-worker.mjs";
+
+const KEY = "api_UpdaterAdminKey00000000000000000";
+const BLOCK = 64 * 1024;
+let worker: { url: URL; dispose(): Promise<void> };
+let base: string;
+let userKey: string;
+
+/** Every request electron-updater makes, with its Range header. */
+const requests: { path: string; range?: string }[] = [];
+
+/** electron-updater's executor, with Node's http instead of Electron's net (as its own ElectronHttpExecutor does). */
+class NodeHttpExecutor extends HttpExecutor<http.ClientRequest> {
+  download(url: NodeURL, destination: string, options: DownloadOptions): Promise<string> {
+    return new Promise((resolve, reject) => {
+      const requestOptions: http.RequestOptions = { headers: options.headers ?? undefined };
+      configureRequestUrl(url, requestOptions);
+      configureRequestOptions(requestOptions);
+      this.doDownload(requestOptions, { destination, options, onCancel: () => undefined, callback: (error: Error | null) => (error ? reject(error) : resolve(destination)), responseHandler: null }, 0);
+    });
+  }
+
+  createRequest(options: http.RequestOptions, callback: (response: http.IncomingMessage) => void): http.ClientRequest {
+    const headers = (options.headers ?? {}) as http.OutgoingHttpHeaders;
+    const range = headers["Range"] ?? headers["range"];
+    requests.push({ path: String(options.path), ...(range ? { range: String(range) } : {}) });
+    return (options.protocol === "https:" ? https : http).request(options, callback);
+  }
+}
+
+/** A blockmap as electron-builder writes one (gzipped JSON, version 2), with fixed-size blocks. */
+function blockmap(bytes: Buffer): Buffer {
+  const sizes: number[] = [];
+  const checksums: string[] = [];
+  for (let at = 0; at < bytes.length; at += BLOCK) {
+    const block = bytes.subarray(at, at + BLOCK);
+    sizes.push(block.length);
+    checksums.push(createHash("sha256").update(block).digest("base64"));
+  }
+  return gzipSync(JSON.stringify({ version: "2", files: [{ name: "file", offset: 0, checksums, sizes }] }));
+}
+
+function updater(version: string, cache: string): NsisUpdater {
+  const config = join(cache, "app-update.yml");
+  writeFileSync(config, "provider: generic\nurl: http://unused.invalid/\nupdaterCacheDirName: studio-updater\n");
+  const app: AppAdapter = {
+    version,
+    name: "Studio",
+    isPackaged: true,
+    appUpdateConfigPath: config,
+    userDataPath: cache,
+    baseCachePath: cache,
+    whenReady: () => Promise.resolve(),
+    relaunch: () => undefined,
+    quit: () => undefined,
+    onQuit: () => undefined,
+  };
+  const u = new NsisUpdater(null, app);
+  // A Windows client, on whatever machine runs the test: electron-updater's own tests set the platform this way.
+  (u as unknown as { _testOnlyOptions: object })._testOnlyOptions = { platform: "win32", isUseDifferentialDownload: true };
+  (u as unknown as { httpExecutor: HttpExecutor<http.ClientRequest> }).httpExecutor = new NodeHttpExecutor();
+  u.setFeedURL({ provider: "generic", url: `${base}/v1/updates/studio/feed/stable/win-x64/` });
+  u.requestHeaders = { "X-Service-User-Key": userKey };
+  u.autoDownload = false;
+  u.autoInstallOnAppQuit = false;
+  u.logger = null;
+  return u;
+}
+
+async function api(method: string, path: string, body?: unknown): Promise<Record<string, any>> {
+  const res = await fetch(new URL(path, worker.url), { method, headers: { "x-api-key": KEY, "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) });
+  return (await res.json()) as Record<string, any>;
+}
+
+async function upload(productId: number, releaseId: number, kind: string, fileName: string, bytes: Buffer): Promise<void> {
+  const form = new FormData();
+  form.set("platform", "win-x64");
+  form.set("kind", kind);
+  form.set("file", new Blob([bytes]), fileName);
+  const res = await fetch(new URL(`/v1/products/${productId}/releases/${releaseId}/downloads`, worker.url), { method: "POST", headers: { "x-api-key": KEY }, body: form });
+  if (res.status !== 201) throw new Error(`upload ${fileName}: ${res.status} ${await res.text()}`);
+}
+
+// Version 1.0.0 and 2.0.0 installers share most 64 KiB blocks: 2.0.0 changes three of them and grows by one.
+const oldInstaller = Buffer.from(Uint8Array.from({ length: 40 * BLOCK + 1234 }, (_, i) => (i * 7 + (i >> 13)) % 256));
+const newInstaller = Buffer.concat([oldInstaller, Buffer.alloc(BLOCK, 9)]);
+for (const block of [3, 17, 30]) newInstaller.fill(block, block * BLOCK + 100, block * BLOCK + 200);
+
+beforeAll(async () => {
+  worker = await startLocalWorker({
+    bindings: {
+      Application__JwtSecret: "updater-test-jwt-secret-0123456789abcdef",
+      Application__EncryptionKey: "updater-test-encryption-key",
+      Application__AdminUsername: "admin",
+      Application__AdminPassword: "Updater-12345",
+      Application__AdminApiKey: KEY,
+    },
+  });
+  base = worker.url.toString().replace(/\/$/, "");
+  const productId = (await api("POST", "/v1/products", { product: { code: "studio", name: "Studio", isApplication: true } }))["productId"];
+  for (const [version, bytes, date] of [
+    ["1.0.0", oldInstaller, "2026-01-01T00:00:00Z"],
+    ["2.0.0", newInstaller, "2026-10-01T00:00:00Z"],
+  ] as const) {
+    const releaseId = (await api("POST", `/v1/products/${productId}/releases`, { productRelease: { version, public: true, releaseDate: date } }))["productReleaseId"];
+    await upload(productId, releaseId, "installer", `Studio Setup ${version}.exe`, bytes);
+    await upload(productId, releaseId, "blockmap", `Studio Setup ${version}.exe.blockmap`, blockmap(bytes));
+  }
+  const created = await api("POST", "/v1/licenses", { license: { productId, issueDate: "2026-06-01T00:00:00Z" } });
+  userKey = (await api("GET", `/v1/licenses?filter=${encodeURIComponent(`id == ${created["id"]}`)}&select=userKey`))["licenses"][0].userKey;
+}, 180_000);
+afterAll(() => worker?.dispose());
+
+const sha512 = (bytes: Buffer) => createHash("sha512").update(bytes).digest("base64");
+
+describe("electron-updater against the service", () => {
+  it("finds the update in the feed and downloads it in full through the tokenised URL", async () => {
+    const cache = mkdtempSync(join(tmpdir(), "updater-full-"));
+    const u = updater("1.0.0", cache);
+    u.disableDifferentialDownload = true;
+    const check = await u.checkForUpdates();
+    expect(check?.isUpdateAvailable).toBe(true);
+    expect(check?.updateInfo.version).toBe("2.0.0");
+    expect(check?.updateInfo.files[0]?.url).toContain("?token=");
+    requests.length = 0;
+    const [file] = await u.downloadUpdate();
+    expect(sha512(readFileSync(file!))).toBe(sha512(newInstaller));
+    const installerGets = requests.filter((r) => r.path.includes("Studio%20Setup%202.0.0.exe?token=") && !r.range);
+    expect(installerGets).toHaveLength(1);
+  });
+
+  it("downloads differentially, asking for the changed blocks in multipart range requests", async () => {
+    const cache = mkdtempSync(join(tmpdir(), "updater-diff-"));
+    const u = updater("1.0.0", cache);
+    // What electron-updater keeps after installing 1.0.0: the installer it ran.
+    const helperDir = join(cache, "studio-updater");
+    mkdirSync(helperDir, { recursive: true });
+    writeFileSync(join(helperDir, "installer.exe"), oldInstaller);
+    expect((await u.checkForUpdates())?.updateInfo.version).toBe("2.0.0");
+    requests.length = 0;
+    const [file] = await u.downloadUpdate();
+    expect(sha512(readFileSync(file!))).toBe(sha512(newInstaller));
+    const blockmaps = requests.filter((r) => r.path.includes(".blockmap"));
+    expect(blockmaps.map((r) => decodeURIComponent(r.path.split("?")[0]!.split("/").slice(-2).join("/"))).sort()).toEqual([
+      "1.0.0/Studio Setup 1.0.0.exe.blockmap",
+      "2.0.0/Studio Setup 2.0.0.exe.blockmap",
+    ]);
+    const ranged = requests.filter((r) => r.range);
+    expect(ranged.length).toBeGreaterThan(0);
+    expect(ranged.some((r) => r.range!.includes(","))).toBe(true);
+    expect(requests.some((r) => r.path.includes("2.0.0.exe?token=") && !r.range)).toBe(false);
+  });
+});
