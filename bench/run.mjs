@@ -35,6 +35,8 @@ const service = await startLocalWorker({
     Application__AdminApiKey: ADMIN_KEY,
     // The benchmark measures the service's own work: the load comes from one IP.
     IpFiltering__BruteForceProtection__Enabled: "false",
+    // The download scenarios use a release anyone may install (no single-use token per request).
+    Updates__AllowPublicApplicationReleases: "true",
   },
 });
 const serviceUrl = service.url;
@@ -49,6 +51,8 @@ const baseline = new Miniflare(
     compatibilityDate: configuredWorkerOptions().compatibilityDate,
     script: `export default { fetch(request) {
     const url = new URL(request.url);
+    const size = url.searchParams.get("size");
+    if (size) return new Response(new Uint8Array(Number(size)), { headers: { "content-type": "application/octet-stream" } });
     const body = url.searchParams.get("body") ?? "Healthy";
     return new Response(body, { headers: { "content-type": url.searchParams.get("type") ?? "text/plain" } });
   } }`,
@@ -70,6 +74,27 @@ async function api(method, path, body) {
 for (let i = 0; i < 200; i++) {
   await api("POST", "/v1/resources", { resource: { name: `Template ${i}`, type: i % 4 === 0 ? "EmailTemplate" : "File", code: `T-${i}` } });
 }
+// An application with a free release holding a 1 MiB installer, and a license for the update check.
+const MiB = 1024 * 1024;
+const productId = (await api("POST", "/v1/products", { product: { code: "bench", name: "Bench", isApplication: true } })).json.productId;
+const releaseId = (await api("POST", `/v1/products/${productId}/releases`, { productRelease: { version: "1.0.0", public: true, requiresMaintenance: false } })).json.productReleaseId;
+const form = new FormData();
+form.set("platform", "win-x64");
+form.set("kind", "installer");
+form.set("file", new Blob([Uint8Array.from({ length: MiB }, (_, i) => i % 251)]), "Bench Setup 1.0.0.exe");
+const uploaded = await fetch(new URL(`/v1/products/${productId}/releases/${releaseId}/downloads`, serviceUrl), { method: "POST", headers: { "x-api-key": ADMIN_KEY }, body: form });
+if (uploaded.status !== 201) throw new Error(`seeding the artifact: ${uploaded.status} ${await uploaded.text()}`);
+const licenseId = (await api("POST", "/v1/licenses", { license: { productId } })).json.id;
+const userKey = (await api("GET", `/v1/licenses?filter=${encodeURIComponent(`id == ${licenseId}`)}&select=userKey`)).json.licenses[0].userKey;
+const feedPath = "/v1/updates/bench/latest.yml";
+const feedBody = await (await fetch(new URL(feedPath, serviceUrl))).text();
+const checkPath = "/v1/updates/bench?platform=win-x64&version=0.9.0";
+const checkBody = await (await fetch(new URL(checkPath, serviceUrl), { headers: { "X-Service-User-Key": userKey } })).text();
+const downloadPath = "/v1/updates/bench/download/win-x64/1.0.0/Bench%20Setup%201.0.0.exe";
+// A differential update's request: 200 ranges of 2 KiB spread over the file, as electron-updater sends them.
+const differentialRange = `bytes=${Array.from({ length: 200 }, (_, i) => `${i * 5000}-${i * 5000 + 2047}`).join(", ")}`;
+const differentialBytes = (await (await fetch(new URL(downloadPath, serviceUrl), { headers: { range: differentialRange } })).arrayBuffer()).byteLength;
+
 const listPath = `/v1/resources?filter=${encodeURIComponent('type == "EmailTemplate" && name.StartsWith("Template 1")')}&sort=-id&take=20`;
 const listBody = (await api("GET", listPath)).text;
 const sessionBody = (await api("GET", "/v1/auth/session")).text;
@@ -81,6 +106,10 @@ const scenarios = [
   { name: "health", request: { path: "/health" }, baseline: sameBytes("Healthy", "text/plain") },
   { name: "session (API key)", request: { path: "/v1/auth/session", headers: { "x-api-key": ADMIN_KEY } }, baseline: sameBytes(sessionBody, "application/json") },
   { name: "list with filter (API key)", request: { path: listPath, headers: { "x-api-key": ADMIN_KEY } }, baseline: sameBytes(listBody, "application/json") },
+  { name: "feed (anonymous, cached)", request: { path: feedPath }, baseline: sameBytes(feedBody, "text/yaml") },
+  { name: "update check (user key, signed)", request: { path: checkPath, headers: { "X-Service-User-Key": userKey } }, baseline: sameBytes(checkBody, "application/json") },
+  { name: "download 1 MiB", request: { path: downloadPath }, baseline: `/?size=${MiB}` },
+  { name: "differential: 200 ranges", request: { path: downloadPath, headers: { range: differentialRange } }, baseline: `/?size=${differentialBytes}` },
   {
     name: "login (PBKDF2, 100k iterations)",
     request: { path: "/v1/auth/login", method: "POST", body: loginBody, headers: { "content-type": "application/json" } },

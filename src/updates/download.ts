@@ -73,7 +73,12 @@ export function multipartBody(env: Bindings, db: Db, file: DownloadRow, ranges: 
   const length = ranges.reduce((n, r, i) => n + head(r, i === 0).byteLength + (r.end - r.start + 1), 0) + tail.byteLength;
 
   const groups = coalesce(ranges);
-  const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
+  // A byte-counted buffer between storage and client: small part writes do not each wait for the client to read.
+  const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>(
+    undefined,
+    { highWaterMark: 256 * 1024, size: (chunk) => chunk.byteLength },
+    { highWaterMark: 256 * 1024, size: (chunk) => chunk.byteLength },
+  );
   const writer = writable.getWriter();
   (async () => {
     let first = true;
