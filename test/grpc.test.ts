@@ -54,8 +54,8 @@ describe("Authentication", () => {
   });
 
   it("refuses licensing calls without a credential", async () => {
-    await expectStatus(licenses.validateLicense({ userKey: "x" }), Code.Unauthenticated, "Missing or invalid credential");
-    await expectStatus(licenses.validateLicense({ userKey: "x" }, { headers: { authorization: "Bearer nonsense" } }), Code.Unauthenticated, "Missing or invalid credential");
+    await expectStatus(licenses.validateLicense({ userKey: "x" }), Code.Unauthenticated, "Invalid username or password.");
+    await expectStatus(licenses.validateLicense({ userKey: "x" }, { headers: { authorization: "Bearer nonsense" } }), Code.Unauthenticated, "Invalid username or password.");
   });
 });
 

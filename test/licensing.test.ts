@@ -204,7 +204,7 @@ describe("user-key sign-in", () => {
     expect((await call("GET", "/v1/licenses", { token })).status).toBe(401);
   });
 
-  it("answers 401 Invalid user key. to an unknown or revoked key", async () => {
+  it("answers 401 Invalid user key. to an unknown key, and lets a revoked license sign in to learn why", async () => {
     for (const userKey of ["WRONG-KEY", ""]) {
       const res = await call("POST", "/v1/auth/login", { body: { userKey } });
       expect(res.status).toBe(401);
@@ -212,7 +212,9 @@ describe("user-key sign-in", () => {
     }
     const revoked = await newLicense("File");
     await admin("PUT", "/v1/licenses", { license: { id: revoked.id, revoked: true } });
-    expect((await call("POST", "/v1/auth/login", { body: { userKey: revoked.userKey } })).body["message"]).toBe("Invalid user key.");
+    const login = await call("POST", "/v1/auth/login", { body: { userKey: revoked.userKey } });
+    expect(login.status).toBe(200);
+    expectLicensingError(await op("validate", { userKey: revoked.userKey }, login.body["token"]), 527, "The license has been revoked");
   });
 });
 

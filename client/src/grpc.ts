@@ -84,8 +84,11 @@ export class GrpcWebTransport implements LicensingTransport {
     // Connect wraps whatever fetch throws in a ConnectError; throwing our NetworkError here lets errorFromGrpc hand
     // the caller the same error REST gives for an unreachable service.
     const guardedFetch: FetchFunction = async (input, init) => {
+      // Connect asks for `redirect: "error"`, which Cloudflare Workers refuse; "manual" fails a redirect just the same
+      // (Connect turns the 3xx, or a browser's opaque redirect, into an error) and works on every platform.
+      const portableInit: RequestInit | undefined = init?.redirect === "error" ? { ...init, redirect: "manual" } : init;
       try {
-        return await fetchFn(input, init);
+        return await fetchFn(input, portableInit);
       } catch (error) {
         if (init?.signal?.aborted) throw error;
         throw new NetworkError(`Could not reach ${baseUrl}: ${error instanceof Error ? error.message : String(error)}`, error);

@@ -33,6 +33,13 @@ export interface SeatOperations {
   release(licenseToken: string): Promise<ReleaseResult>;
 }
 
+/** Refuses options a seat cannot run with; checked before a seat is requested, so a bad option never strands one. */
+export function checkSeatOptions(options: SeatOptions): void {
+  if (options.heartbeatInterval !== undefined && !(options.heartbeatInterval > 0)) {
+    throw new RangeError("heartbeatInterval must be a positive number of seconds");
+  }
+}
+
 function asClientError(error: unknown): LicensingClientError {
   return error instanceof LicensingClientError ? error : new ProtocolError(error instanceof Error ? error.message : String(error), { cause: error });
 }
@@ -62,9 +69,7 @@ export class FloatingSeat {
 
   /** Starts the heartbeat timer for a granted seat; applications get seats from `LicensingClient.requestFloating`. */
   constructor(grant: FloatingGrant, operations: SeatOperations, options: SeatOptions = {}) {
-    if (options.heartbeatInterval !== undefined && !(options.heartbeatInterval > 0)) {
-      throw new RangeError("heartbeatInterval must be a positive number of seconds");
-    }
+    checkSeatOptions(options);
     this.licenseToken = grant.licenseToken;
     this.license = grant.license;
     this.tokenExpireAt = grant.tokenExpireAt;

@@ -87,15 +87,13 @@ export function jwksFromJson(value: unknown): JwkSet {
   return {
     keys: keys.map((k, i): PublicJwk => {
       const key = object(k, `keys[${i}]`);
-      return {
-        kty: str(key, "kty", `keys[${i}]`),
-        crv: optStr(key, "crv", `keys[${i}]`),
-        x: optStr(key, "x", `keys[${i}]`),
-        y: optStr(key, "y", `keys[${i}]`),
-        kid: optStr(key, "kid", `keys[${i}]`),
-        alg: optStr(key, "alg", `keys[${i}]`),
-        use: optStr(key, "use", `keys[${i}]`),
-      };
+      const jwk: PublicJwk = { kty: str(key, "kty", `keys[${i}]`) };
+      // Only members the key has: JOSE libraries treat a present-but-undefined member differently from an absent one.
+      for (const member of ["crv", "x", "y", "kid", "alg", "use"] as const) {
+        const v = optStr(key, member, `keys[${i}]`);
+        if (v !== undefined) jwk[member] = v;
+      }
+      return jwk;
     }),
   };
 }

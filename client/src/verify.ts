@@ -42,7 +42,8 @@ export async function verifyDataSignature(data: unknown, signature: string, keyI
   if (!bytes || bytes.length !== 64) throw new VerificationError("signature", "The signature is not 64 bytes of base64");
   let message: Uint8Array<ArrayBuffer>;
   try {
-    message = new TextEncoder().encode(canonicalize(data));
+    // Copied into a fresh buffer: the platforms' TextEncoder typings differ on the buffer type WebCrypto accepts.
+    message = new Uint8Array(new TextEncoder().encode(canonicalize(data)));
   } catch (error) {
     throw new VerificationError("signature", "The signed data cannot be canonicalized", error);
   }

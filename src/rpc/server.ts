@@ -47,7 +47,8 @@ function state(values: { get<T>(key: { id: symbol; defaultValue: T }): T }): Cal
 /** The service context of an authenticated call; Unauthenticated when the credential was missing or bad. */
 function authenticated(values: Parameters<typeof state>[0]): CallState {
   const s = state(values);
-  if (s.principal instanceof ApiError) throw new ConnectError(s.principal.status === 403 ? "Permission denied" : "Missing or invalid credential", s.principal.status === 403 ? Code.PermissionDenied : Code.Unauthenticated);
+  // CONTRACT section 7: a missing or bad credential is Unauthenticated with SPEC's login message.
+  if (s.principal instanceof ApiError) throw new ConnectError(s.principal.status === 403 ? "Permission denied" : INVALID_LOGIN, s.principal.status === 403 ? Code.PermissionDenied : Code.Unauthenticated);
   s.ctx.principal = s.principal;
   return s;
 }

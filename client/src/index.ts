@@ -1,0 +1,25 @@
+/**
+ * `@licensing/client`: the client library protected applications embed to talk to the licensing service over REST or
+ * gRPC-Web. Start with {@link LicensingClient}; verify license keys offline with {@link verifyLicenseOffline}.
+ */
+export { LicensingClient, type LicensingClientOptions } from "./client.js";
+export { FloatingSeat, type SeatOptions, type SeatState } from "./seat.js";
+export {
+  AuthenticationError,
+  LicensingClientError,
+  LicensingCode,
+  LicensingError,
+  NetworkError,
+  ProtocolError,
+  ServiceError,
+  VerificationError,
+  type VerificationFailure,
+  errorFromGrpc,
+  errorFromRest,
+  isLicensingCode,
+} from "./errors.js";
+export { canonicalize, type JsonValue } from "./jcs.js";
+export { dateFromIso, dateFromTimestamp, timestampFromDateValue } from "./timestamps.js";
+export { type OfflineVerificationOptions, verifyDataSignature, verifyLicenseOffline } from "./verify.js";
+export type { FetchFunction } from "./transport.js";
+export type * from "./types.js";
