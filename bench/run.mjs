@@ -33,8 +33,9 @@ const service = await startLocalWorker({
     Application__AdminUsername: "admin",
     Application__AdminPassword: "Bench-12345",
     Application__AdminApiKey: ADMIN_KEY,
-    // The benchmark measures the service's own work: the load comes from one IP.
-    IpFiltering__BruteForceProtection__Enabled: "false",
+    // The load comes from one IP: protection stays on with a limit no scenario reaches, so "counted" scenarios
+    // (a client IP that is not whitelisted) pay the RateLimiter call and the others (127.0.0.1, whitelisted) do not.
+    IpFiltering__BruteForceProtection__MaxRequestsPerTimeFrame: "1000000000",
     // The download scenarios use a release anyone may install (no single-use token per request).
     Updates__AllowPublicApplicationReleases: "true",
   },
@@ -105,6 +106,11 @@ const sameBytes = (body, type) => `/?type=${encodeURIComponent(type)}&body=${enc
 const scenarios = [
   { name: "health", request: { path: "/health" }, baseline: sameBytes("Healthy", "text/plain") },
   { name: "session (API key)", request: { path: "/v1/auth/session", headers: { "x-api-key": ADMIN_KEY } }, baseline: sameBytes(sessionBody, "application/json") },
+  {
+    name: "session (API key) from a counted IP",
+    request: { path: "/v1/auth/session", headers: { "x-api-key": ADMIN_KEY, "cf-connecting-ip": "198.51.100.7" } },
+    baseline: sameBytes(sessionBody, "application/json"),
+  },
   { name: "list with filter (API key)", request: { path: listPath, headers: { "x-api-key": ADMIN_KEY } }, baseline: sameBytes(listBody, "application/json") },
   { name: "feed (anonymous, cached)", request: { path: feedPath }, baseline: sameBytes(feedBody, "text/yaml") },
   { name: "update check (user key, signed)", request: { path: checkPath, headers: { "X-Service-User-Key": userKey } }, baseline: sameBytes(checkBody, "application/json") },

@@ -7,6 +7,7 @@ import { swaggerUI } from "@hono/swagger-ui";
 import type { Context, MiddlewareHandler } from "hono";
 import type { AppEnv } from "./app-env";
 import { ensureAdmin } from "./auth/bootstrap";
+import { ipProtection } from "./protection/guard";
 import { API_KEY_SCHEME, BEARER_SCHEME } from "./auth/guard";
 import { registerAuth } from "./auth/routes";
 import { type Config, loadConfig } from "./config";
@@ -30,6 +31,7 @@ import { registerProducts } from "./management/products";
 import { registerReleases } from "./management/releases";
 import { registerReports } from "./management/reports";
 import { registerResources } from "./management/resources";
+import { registerDownloads } from "./updates/downloads";
 import { registerSigningKeys } from "./updates/keys";
 import { registerUpdateRoutes } from "./updates/routes";
 import { registerLicensingRoutes } from "./licensing/routes";
@@ -133,7 +135,7 @@ export function openApiDocument(app: Router, config: Config): unknown {
 /** Builds the app with every module's routes. */
 export function createApp(): Router {
   const app = createRouter();
-  app.use("*", requestLog, context, health, gates);
+  app.use("*", requestLog, context, ipProtection, health, gates);
 
   registerAuth(app);
   registerResources(app);
@@ -147,6 +149,7 @@ export function createApp(): Router {
   registerProducts(app);
   registerOrders(app);
   registerReleases(app);
+  registerDownloads(app);
   registerLicenseTemplates(app);
   registerLicenses(app);
   registerLicenseTokens(app);

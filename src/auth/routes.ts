@@ -6,7 +6,8 @@ import { clock, nowIso } from "../clock";
 import type { Db } from "../db/client";
 import { requireById, updateRow } from "../db/repository";
 import { apiKeys, userSettings, users } from "../db/schema";
-import { serviceContext } from "../http/context";
+import { type ServiceContext, serviceContext } from "../http/context";
+import { protectLogin } from "../protection/guard";
 import { ApiError } from "../http/errors";
 import { Envelope, anonymousErrorResponses, enveloped, errorResponses, json, jsonBody } from "../http/openapi";
 import { ok } from "../http/respond";
@@ -51,6 +52,16 @@ export async function checkPassword(db: Db, username: string, password: string) 
   return valid && user ? user : undefined;
 }
 
+/** A user name and password sign-in: a bearer token, or 401 `Invalid username or password.` */
+export async function signInWithPassword(ctx: ServiceContext, username: string | undefined, password: string | undefined): Promise<{ token: string; expiresIn: number; roles: Role[] }> {
+  const user = username && password !== undefined ? await checkPassword(ctx.db, username, password) : undefined;
+  if (!user) throw new ApiError(401, INVALID_LOGIN);
+  const roles = (user.roles ?? []) as Role[];
+  const issued = await issueToken(ctx.config, { subject: user.id, name: user.userName, roles });
+  ctx.waitUntil(ctx.db.update(users).set({ lastLogIn: nowIso() }).where(eq(users.id, user.id)).run());
+  return { ...issued, roles };
+}
+
 /** The signed-in user's record with settings and active API keys (SPEC `GET /v1/auth/user`). */
 async function profile(db: Db, config: Config, userId: string): Promise<Record<string, unknown>> {
   const user = await requireById(db, User, userId);
@@ -93,15 +104,13 @@ export function registerAuth(app: Router): void {
     async (c) => {
       const ctx = serviceContext(c);
       const { username, password, userKey } = c.req.valid("json");
-      if (userKey !== undefined && username === undefined) {
-        const { token, expiresIn } = await signInWithUserKey(ctx, userKey);
-        return ok(c, { token, expiresIn });
-      }
-      const user = username && password !== undefined ? await checkPassword(ctx.db, username, password) : undefined;
-      if (!user) throw new ApiError(401, INVALID_LOGIN);
-      const roles = (user.roles ?? []) as Role[];
-      const issued = await issueToken(ctx.config, { subject: user.id, name: user.userName, roles });
-      ctx.waitUntil(ctx.db.update(users).set({ lastLogIn: nowIso() }).where(eq(users.id, user.id)).run());
+      const issued = await protectLogin(ctx, async () => {
+        if (userKey !== undefined && username === undefined) {
+          const { token, expiresIn } = await signInWithUserKey(ctx, userKey);
+          return { token, expiresIn };
+        }
+        return signInWithPassword(ctx, username, password);
+      });
       return ok(c, issued);
     },
   );

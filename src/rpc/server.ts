@@ -13,8 +13,8 @@ import { type UniversalHandler, universalServerRequestFromFetch, universalServer
 import type { Context } from "hono";
 import type { AppEnv, Principal } from "../app-env";
 import { authenticate } from "../auth/guard";
-import { checkPassword, INVALID_LOGIN } from "../auth/routes";
-import { issueToken } from "../auth/bearer";
+import { INVALID_LOGIN, signInWithPassword } from "../auth/routes";
+import { protectLogin } from "../protection/guard";
 import { fromBase64, toBase64 } from "../auth/crypto";
 import { ConfigError } from "../config";
 import { Authentication } from "../gen/licensing/v1/authentication_pb";
@@ -27,7 +27,6 @@ import { LicenseType, LicensingMode } from "../management/license-templates";
 import { clientInfo } from "../licensing/routes";
 import { storeReport } from "../licensing/reports";
 import { type ClientInfo, type LicenseView, activate, deactivate, heartbeat, releaseSeat, requestSeat, signInWithUserKey, validate } from "../licensing/runtime";
-import type { Role } from "../app-env";
 
 /** What a call carries into the service implementations. */
 interface CallState {
@@ -106,15 +105,10 @@ function routes(router: ConnectRouter): void {
     authenticate: (req, context) =>
       call(async () => {
         const { ctx } = state(context.values);
-        if (req.userKey !== "" && req.username === "") {
-          const signedIn = await signInWithUserKey(ctx, req.userKey);
-          return { token: signedIn.token, expiresIn: signedIn.expiresIn, roles: signedIn.roles };
-        }
-        const user = req.username !== "" ? await checkPassword(ctx.db, req.username, req.password) : undefined;
-        if (!user) throw new ConnectError(INVALID_LOGIN, Code.Unauthenticated);
-        const roles = (user.roles ?? []) as Role[];
-        const issued = await issueToken(ctx.config, { subject: user.id, name: user.userName, roles });
-        return { token: issued.token, expiresIn: issued.expiresIn, roles };
+        const signedIn = await protectLogin(ctx, () =>
+          req.userKey !== "" && req.username === "" ? signInWithUserKey(ctx, req.userKey) : signInWithPassword(ctx, req.username || undefined, req.password),
+        );
+        return { token: signedIn.token, expiresIn: signedIn.expiresIn, roles: signedIn.roles };
       }),
   });
 

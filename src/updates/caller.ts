@@ -10,6 +10,7 @@ import { downloadTokens, licenses } from "../db/schema";
 import type { ServiceContext } from "../http/context";
 import { ApiError } from "../http/errors";
 import { type LicenseRow, isLicenseIntact } from "../licensing/licenses";
+import { countFailedLogin } from "../protection/guard";
 
 export type Caller = { kind: "anonymous" } | { kind: "unknown" } | { kind: "licensed"; license: LicenseRow };
 
@@ -21,10 +22,17 @@ export async function resolveCaller(ctx: ServiceContext, productId: number, user
   const key = userKey?.trim();
   if (!key) return { kind: "anonymous" };
   const license = await ctx.db.select().from(licenses).where(and(eq(licenses.userKey, key), eq(licenses.productId, productId))).get();
-  if (!license) return { kind: "unknown" };
+  // Guessing user keys on the update routes counts like failed logins (SPEC "Limits" rule 5).
+  if (!license) {
+    ctx.waitUntil(countFailedLogin(ctx));
+    return { kind: "unknown" };
+  }
   const now = clock.now().toISOString();
   const usable = !license.revoked && (license.expireDate === null || license.expireDate > now) && (await isLicenseIntact(ctx.config["Application:EncryptionKey"], license));
-  if (!usable) throw new ApiError(403, REVOKED_OR_EXPIRED);
+  if (!usable) {
+    ctx.waitUntil(countFailedLogin(ctx));
+    throw new ApiError(403, REVOKED_OR_EXPIRED);
+  }
   return { kind: "licensed", license };
 }
 

@@ -1,10 +1,11 @@
 /** Every area's sample requests, merged: one file per area so areas are added without touching each other. */
 import { accountSamples } from "./accounts";
 import { commerceSamples } from "./commerce";
+import { downloadSamples } from "./downloads";
 import type { Samples } from "./kit";
 import { updateSamples } from "./updates";
 import { licensingSamples } from "./licensing";
 import { licenseSamples } from "./licenses";
 import { operationSamples } from "./operations";
 
-export const SAMPLES: Samples = { ...accountSamples, ...commerceSamples, ...operationSamples, ...licenseSamples, ...updateSamples, ...licensingSamples };
+export const SAMPLES: Samples = { ...accountSamples, ...commerceSamples, ...operationSamples, ...licenseSamples, ...updateSamples, ...licensingSamples, ...downloadSamples };

@@ -1,0 +1,109 @@
+/**
+ * The release download record (SPEC "Release download (artifact)", CONTRACT section 7) and the rules of its values:
+ * platforms, kinds, file names that fit one URL path segment, hosted URLs, and hashes in the forms the feed serves.
+ */
+import { z } from "@hono/zod-openapi";
+import { releaseDownloads } from "../db/schema";
+import { defineEntity, f } from "../http/entity";
+import { PLATFORMS } from "./catalog";
+
+export { PLATFORMS };
+/** What an artifact is to an auto-updater: the installer, the zip (macOS updates), a delta, or a blockmap. */
+export const KINDS = ["installer", "zip", "delta", "blockmap"] as const;
+/** Where an artifact's bytes are: hosted elsewhere (url), in R2 (local) or in D1 chunks (resource). */
+export const SOURCE_KINDS = ["url", "local", "resource"] as const;
+/** The kinds that store their bytes with the service. */
+export const UPLOAD_SOURCE_KINDS = ["local", "resource"] as const;
+
+/**
+ * A file name is the last segment of the download URL and of the R2 key: no separators, control characters or
+ * dot segments.
+ */
+export const FILE_NAME = /^(?!\.\.?$)[^/\\\u0000-\u001f\u007f]{1,255}$/;
+const FILE_NAME_MESSAGE = "A file name of 1 to 255 characters without '/', '\\' or control characters";
+/** The hash forms the feed serves: SHA-256 lowercase hex, SHA-512 standard base64 (64 bytes = 88 characters). */
+export const SHA256_HEX = /^[0-9a-f]{64}$/;
+export const SHA512_BASE64 = /^[A-Za-z0-9+/]{86}==$/;
+
+/** Why `url` cannot be a hosted artifact's address, or undefined when it can. */
+export function hostedUrlProblem(url: string): string | undefined {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return "url must be an absolute https:// address";
+  }
+  if (parsed.protocol !== "https:") return "url must be an absolute https:// address";
+  if (parsed.username || parsed.password) return "url must not carry credentials";
+  return undefined;
+}
+
+/** Body schemas of a file name and of a hosted artifact's URL. */
+export const fileNameSchema = z.string().regex(FILE_NAME, FILE_NAME_MESSAGE).openapi({ description: "Last segment of the download URL." });
+export const hostedUrlSchema = z
+  .string()
+  .max(2048)
+  .superRefine((url, ctx) => {
+    const problem = hostedUrlProblem(url);
+    if (problem) ctx.addIssue({ code: "custom", message: problem });
+  })
+  .openapi({ description: "Absolute https:// address without credentials (sourceKind url only)." });
+
+/** The artifact record; `storageKey` stays internal (not a field, so never returned or filtered). */
+export const ReleaseDownload = defineEntity({
+  name: "ReleaseDownload",
+  singular: "releaseDownload",
+  plural: "releaseDownloads",
+  table: releaseDownloads,
+  fields: {
+    id: f.id(),
+    releaseId: f.int({ readOnly: true }),
+    platform: f.oneOf(PLATFORMS),
+    kind: f.oneOf(KINDS),
+    fileName: { ...f.string({ max: 255 }), input: fileNameSchema },
+    sourceKind: f.oneOf(SOURCE_KINDS, { readOnly: true, description: "url (hosted elsewhere), local (R2) or resource (the database)." }),
+    url: { ...f.string({ max: 2048 }), input: hostedUrlSchema },
+    size: { filter: "integer" as const, output: z.int().openapi({ description: "Bytes." }), input: z.int(), readOnly: true },
+    sha256: f.string({ readOnly: true, description: "Lowercase hex." }),
+    sha512: f.string({ readOnly: true, description: "Base64." }),
+    signature: f.string({ max: 16_384, description: "The file's signature, as the publisher made it." }),
+    createdAt: f.date({ readOnly: true }),
+    updatedAt: f.date({ readOnly: true }),
+  },
+  required: ["platform", "kind", "fileName"],
+});
+
+/** JSON create body: a hosted artifact, with the size and hashes its publisher computed. */
+export const HostedDownloadInput = z
+  .object({
+    platform: z.enum(PLATFORMS),
+    kind: z.enum(KINDS),
+    fileName: fileNameSchema,
+    sourceKind: z.enum(SOURCE_KINDS).optional().openapi({ description: "Must be url (the default) in the JSON form; upload bytes with multipart/form-data." }),
+    url: hostedUrlSchema,
+    size: z.int().min(1).openapi({ description: "Bytes, > 0." }),
+    sha256: z.string().regex(SHA256_HEX, "64 lowercase hex characters").openapi({ description: "Lowercase hex." }),
+    sha512: z.string().regex(SHA512_BASE64, "88 characters of standard base64").openapi({ description: "Standard base64 (88 characters)." }),
+    signature: z.string().max(16_384).nullable().optional(),
+  })
+  .openapi("ReleaseDownloadHosted");
+
+/** The plain fields of a multipart upload (CONTRACT section 7), checked before any byte is stored. */
+export const UploadFields = z.object({
+  platform: z.enum(PLATFORMS),
+  kind: z.enum(KINDS),
+  fileName: fileNameSchema,
+  sourceKind: z.enum(UPLOAD_SOURCE_KINDS).default("local"),
+  signature: z.string().max(16_384).optional(),
+});
+export type UploadFields = z.infer<typeof UploadFields>;
+
+/** The body creating a resumable upload. */
+export const UploadInput = z
+  .object({
+    platform: z.enum(PLATFORMS),
+    kind: z.enum(KINDS),
+    fileName: fileNameSchema,
+    signature: z.string().max(16_384).nullable().optional(),
+  })
+  .openapi("ReleaseDownloadUpload");

@@ -1,0 +1,147 @@
+/**
+ * tools/publish end to end: the CLI publishes a generated electron-builder folder to the bundled Worker (Windows,
+ * macOS arm64 and Linux artifacts, one of them large enough for the resumable upload), a second run skips
+ * everything, and a changed file is replaced.
+ */
+import { execFile } from "node:child_process";
+import { createHash, randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parseUpdateInfo } from "../../tools/publish/dist.ts";
+// @ts-expect-error: a plain JavaScript module shared with the benchmark
+import { root, startLocalWorker } from "../../scripts/local-worker.mjs";
+
+const KEY = "api_PublishAdminKey00000000000000000";
+const MiB = 1024 * 1024;
+const run = promisify(execFile);
+let worker: { url: URL; dispose(): Promise<void> };
+let dir: string;
+let productId: number;
+
+const sha512 = (bytes: Buffer) => createHash("sha512").update(bytes).digest("base64");
+
+/** Writes a file of random bytes into the folder and returns them. */
+function artifact(name: string, size: number): Buffer {
+  const bytes = randomBytes(size);
+  writeFileSync(join(dir, name), bytes);
+  return bytes;
+}
+
+function updateInfo(name: string, version: string, files: [string, Buffer][]): void {
+  const lines = [`version: ${version}`, "files:"];
+  for (const [file, bytes] of files) lines.push(`  - url: ${file}`, `    sha512: ${sha512(bytes)}`, `    size: ${bytes.byteLength}`);
+  lines.push(`path: ${files[0]![0]}`, `sha512: ${sha512(files[0]![1])}`, "releaseName: Studio 1.2.3", "releaseNotes: |-", "  Faster.", "  Smaller.", "releaseDate: '2026-11-20T10:00:00.000Z'");
+  writeFileSync(join(dir, name), `${lines.join("\n")}\n`);
+}
+
+async function rest(method: string, path: string, body?: unknown): Promise<Record<string, any>> {
+  const res = await fetch(new URL(path, worker.url), { method, headers: { "x-api-key": KEY, "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) });
+  return (await res.json()) as Record<string, any>;
+}
+
+/** Runs the CLI as a user would (`licensing-publish …`), returning its output. */
+async function publishCli(...extra: string[]): Promise<string> {
+  const args = ["tools/publish/main.ts", "--product", "studio", "--version", "1.2.3", "--channel", "stable", "--dir", dir, "--single-limit", String(8 * MiB), "--part-size", String(5 * MiB), ...extra];
+  const { stdout } = await run(process.execPath, args, { cwd: root, env: { ...process.env, LICENSING_API_KEY: KEY, LICENSING_URL: worker.url.toString() } });
+  return stdout;
+}
+
+const files: Record<string, Buffer> = {};
+beforeAll(async () => {
+  worker = await startLocalWorker({
+    bindings: {
+      Application__JwtSecret: "publish-test-jwt-secret-0123456789abcdef",
+      Application__EncryptionKey: "publish-test-encryption-key",
+      Application__AdminUsername: "admin",
+      Application__AdminPassword: "Publish-12345",
+      Application__AdminApiKey: KEY,
+    },
+  });
+  dir = mkdtempSync(join(tmpdir(), "publish-dist-"));
+  files["exe"] = artifact("Studio Setup 1.2.3.exe", 300_000);
+  files["exeMap"] = artifact("Studio Setup 1.2.3.exe.blockmap", 2_000);
+  files["zip"] = artifact("Studio-1.2.3-arm64-mac.zip", 11 * MiB + 123); // over --single-limit: resumable
+  files["zipMap"] = artifact("Studio-1.2.3-arm64-mac.zip.blockmap", 3_000);
+  files["dmg"] = artifact("Studio-1.2.3-arm64.dmg", 200_000);
+  artifact("Studio-1.2.3-arm64.dmg.blockmap", 1_000);
+  files["appImage"] = artifact("Studio-1.2.3.AppImage", 250_000);
+  artifact("studio_1.2.3_amd64.deb", 10_000);
+  writeFileSync(join(dir, "builder-debug.yml"), "x: 1\n");
+  updateInfo("latest.yml", "1.2.3", [["Studio Setup 1.2.3.exe", files["exe"]]]);
+  updateInfo("latest-mac.yml", "1.2.3", [
+    ["Studio-1.2.3-arm64-mac.zip", files["zip"]],
+    ["Studio-1.2.3-arm64.dmg", files["dmg"]],
+  ]);
+  updateInfo("latest-linux.yml", "1.2.3", [["Studio-1.2.3.AppImage", files["appImage"]]]);
+  productId = (await rest("POST", "/v1/products", { product: { code: "studio", name: "Studio", isApplication: true } }))["productId"];
+}, 180_000);
+afterAll(async () => {
+  await worker?.dispose();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+describe("licensing-publish", () => {
+  it("creates the release and uploads each artifact of the folder, then skips them all on a second run", async () => {
+    const first = await publishCli();
+    expect(first).toContain("release 1 created");
+    expect(first).toMatch(/skip studio_1\.2\.3_amd64\.deb: one installer per platform/);
+    expect(first).toMatch(/skip Studio-1\.2\.3-arm64\.dmg\.blockmap: one blockmap per platform/);
+    expect(first).toContain("part 3/3");
+    expect(first).toContain("done: 6 uploaded, 0 replaced, 0 unchanged");
+
+    const { productReleases } = await rest("GET", `/v1/products/${productId}/releases`);
+    expect(productReleases).toMatchObject([{ version: "1.2.3", channel: "stable", name: "Studio 1.2.3", releaseNotes: "Faster.\nSmaller.", releaseDate: "2026-11-20T10:00:00.000Z" }]);
+    const { releaseDownloads } = await rest("GET", `/v1/products/${productId}/releases/${productReleases[0].id}/downloads?sort=id`);
+    const summary = releaseDownloads.map((d: Record<string, any>) => [d.platform, d.kind, d.fileName, d.size, d.sha512]);
+    expect(summary).toEqual(
+      expect.arrayContaining([
+        ["win-x64", "installer", "Studio Setup 1.2.3.exe", files["exe"]!.byteLength, sha512(files["exe"]!)],
+        ["win-x64", "blockmap", "Studio Setup 1.2.3.exe.blockmap", files["exeMap"]!.byteLength, sha512(files["exeMap"]!)],
+        ["darwin-arm64", "installer", "Studio-1.2.3-arm64.dmg", files["dmg"]!.byteLength, sha512(files["dmg"]!)],
+        ["darwin-arm64", "zip", "Studio-1.2.3-arm64-mac.zip", files["zip"]!.byteLength, sha512(files["zip"]!)],
+        ["darwin-arm64", "blockmap", "Studio-1.2.3-arm64-mac.zip.blockmap", files["zipMap"]!.byteLength, sha512(files["zipMap"]!)],
+        ["linux-x64", "installer", "Studio-1.2.3.AppImage", files["appImage"]!.byteLength, sha512(files["appImage"]!)],
+      ]),
+    );
+    expect(summary).toHaveLength(6);
+
+    const second = await publishCli();
+    expect(second).toContain("release 1 exists");
+    expect(second).toContain("done: 0 uploaded, 0 replaced, 6 unchanged");
+  });
+
+  it("replaces an artifact whose bytes changed, and publishes the release when asked", async () => {
+    files["exe"] = artifact("Studio Setup 1.2.3.exe", 310_000);
+    updateInfo("latest.yml", "1.2.3", [["Studio Setup 1.2.3.exe", files["exe"]]]);
+    const out = await publishCli("--public");
+    expect(out).toContain("Studio Setup 1.2.3.exe (0.3 MiB): differs from download");
+    expect(out).toContain("done: 0 uploaded, 1 replaced, 5 unchanged");
+    const { productReleases } = await rest("GET", `/v1/products/${productId}/releases`);
+    expect(productReleases[0].public).toBe(true);
+    const verify = await rest("POST", `/v1/products/${productId}/releases/${productReleases[0].id}/downloads/verify`);
+    expect(verify).toMatchObject({ drifted: [], checked: 6 });
+  });
+
+  it("refuses a version the folder's update info contradicts, and an unknown product", async () => {
+    await expect(publishCli("--version", "9.9.9")).rejects.toThrow(/does not match/);
+    await expect(
+      run(process.execPath, ["tools/publish/main.ts", "--product", "nope", "--dir", dir], { cwd: root, env: { ...process.env, LICENSING_API_KEY: KEY, LICENSING_URL: worker.url.toString() } }),
+    ).rejects.toThrow(/Product nope not found/);
+  });
+});
+
+describe("parseUpdateInfo", () => {
+  it("reads electron-builder's update info: scalars, quoted values, block scalars and the files list", () => {
+    const info = parseUpdateInfo(
+      "version: 1.0.0\nfiles:\n  - url: A%20B.exe\n    sha512: abc==\n    size: 5\n  - url: 'C.zip'\n    size: 7\npath: A B.exe\nreleaseNotes: |\n  line 1\n\n  line 2\nreleaseDate: \"2026-01-01T00:00:00.000Z\"\n",
+    );
+    expect(info.scalars).toMatchObject({ version: "1.0.0", path: "A B.exe", releaseNotes: "line 1\n\nline 2\n", releaseDate: "2026-01-01T00:00:00.000Z" });
+    expect(info.files).toEqual([
+      { url: "A%20B.exe", sha512: "abc==", size: "5" },
+      { url: "C.zip", size: "7" },
+    ]);
+  });
+});

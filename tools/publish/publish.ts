@@ -1,0 +1,156 @@
+/**
+ * Publishes an electron-builder output folder as a release of a product: finds the product by code, creates the
+ * release when it is missing, and uploads each artifact (one multipart POST up to `singleLimit` bytes, the
+ * resumable upload beyond). Safe to run again: an artifact whose size and sha512 already match is skipped (renamed
+ * when only its file name changed), a different one is deleted and uploaded again.
+ */
+import { createHash } from "node:crypto";
+import { createReadStream } from "node:fs";
+import { type Added, ManagementApi, type RemoteDownload } from "./api.ts";
+import { type Artifact, type Platform, readDist } from "./dist.ts";
+
+export interface PublishOptions {
+  /** The product's code. */
+  product: string;
+  /** The release version; default the update info's. */
+  version?: string;
+  channel: "stable" | "insider";
+  dir: string;
+  url: string;
+  apiKey: string;
+  /** Put every artifact on this platform. */
+  platform?: Platform;
+  /** Make the release public once every artifact is uploaded. */
+  makePublic?: boolean;
+  /** Largest file sent in one request (the Worker takes up to 100 MB per request). */
+  singleLimit?: number;
+  /** Part size of resumable uploads: every part but the last has it (R2: at least 5 MiB). */
+  partSize?: number;
+  log?: (line: string) => void;
+}
+
+export interface PublishResult {
+  releaseId: number;
+  created: boolean;
+  uploaded: string[];
+  replaced: string[];
+  unchanged: string[];
+}
+
+const MiB = 1024 * 1024;
+export const DEFAULT_SINGLE_LIMIT = 90 * 1000 * 1000;
+export const DEFAULT_PART_SIZE = 64 * MiB;
+
+/** size and sha512 (base64) of a file, read as a stream. */
+export async function fileDigest(path: string): Promise<{ size: number; sha512: string }> {
+  const hash = createHash("sha512");
+  let size = 0;
+  for await (const chunk of createReadStream(path)) {
+    hash.update(chunk as Buffer);
+    size += (chunk as Buffer).byteLength;
+  }
+  return { size, sha512: hash.digest("base64") };
+}
+
+const megabytes = (n: number) => `${(n / MiB).toFixed(1)} MiB`;
+
+async function productId(api: ManagementApi, code: string): Promise<number> {
+  const filter = encodeURIComponent(`code == ${JSON.stringify(code)}`);
+  const { products } = await api.call<{ products: { id: number }[] }>("GET", `/v1/products?filter=${filter}&select=id`);
+  if (!products[0]) throw new Error(`Product ${code} not found: create it first (POST /v1/products with isApplication true)`);
+  return products[0].id;
+}
+
+/** The release's id, created with the update info's name, date and notes when it does not exist. */
+async function ensureRelease(api: ManagementApi, product: number, options: PublishOptions & { version: string }, notes: { releaseName?: string; releaseNotes?: string; releaseDate?: string }, log: (s: string) => void) {
+  const filter = encodeURIComponent(`version == ${JSON.stringify(options.version)}`);
+  const { productReleases } = await api.call<{ productReleases: { id: number; channel: string }[] }>("GET", `/v1/products/${product}/releases?filter=${filter}`);
+  const existing = productReleases[0];
+  if (existing) {
+    if (existing.channel !== options.channel) log(`  note: release ${options.version} exists on channel ${existing.channel}; leaving its channel as it is`);
+    return { id: existing.id, created: false };
+  }
+  const { productReleaseId } = await api.call<{ productReleaseId: number }>("POST", `/v1/products/${product}/releases`, {
+    productRelease: {
+      version: options.version,
+      channel: options.channel,
+      ...(notes.releaseName ? { name: notes.releaseName } : {}),
+      ...(notes.releaseNotes ? { releaseNotes: notes.releaseNotes } : {}),
+      ...(notes.releaseDate ? { releaseDate: notes.releaseDate } : {}),
+    },
+  });
+  return { id: productReleaseId, created: true };
+}
+
+/** Uploads one artifact, in one request or resumably by parts. */
+async function upload(api: ManagementApi, path: string, artifact: Artifact, options: PublishOptions, log: (s: string) => void): Promise<Added> {
+  const singleLimit = options.singleLimit ?? DEFAULT_SINGLE_LIMIT;
+  if (artifact.size <= singleLimit) {
+    return api.uploadForm(path, artifact.path, { platform: artifact.platform, kind: artifact.kind, fileName: artifact.fileName, sourceKind: "local" });
+  }
+  const partSize = options.partSize ?? DEFAULT_PART_SIZE;
+  const { uploadId } = await api.call<{ uploadId: string }>("POST", `${path}/uploads`, { upload: { platform: artifact.platform, kind: artifact.kind, fileName: artifact.fileName } });
+  const parts = Math.ceil(artifact.size / partSize);
+  try {
+    for (let n = 1; n <= parts; n++) {
+      await api.uploadPart(`${path}/uploads/${uploadId}/parts/${n}`, artifact.path, (n - 1) * partSize, Math.min(n * partSize, artifact.size));
+      log(`    part ${n}/${parts} (${megabytes(Math.min(n * partSize, artifact.size))} of ${megabytes(artifact.size)})`);
+    }
+    return await api.call<Added>("POST", `${path}/uploads/${uploadId}/complete`);
+  } catch (e) {
+    // Leave nothing half-uploaded behind; a re-run starts this file again.
+    await api.call("DELETE", `${path}/uploads/${uploadId}`).catch(() => undefined);
+    throw e;
+  }
+}
+
+/** Publishes the folder; see the file comment. */
+export async function publish(options: PublishOptions): Promise<PublishResult> {
+  const log = options.log ?? ((line: string) => console.log(line));
+  const api = new ManagementApi(options.url, options.apiKey);
+  const dist = await readDist(options.dir, options.platform);
+  const version = options.version ?? dist.version;
+  if (!version) throw new Error(`No version: pass --version (${options.dir} has no update-info file naming one)`);
+  if (options.version && dist.version && dist.version !== options.version) {
+    throw new Error(`--version ${options.version} does not match the folder's update info (version ${dist.version})`);
+  }
+  if (dist.artifacts.length === 0) throw new Error(`${options.dir} holds no installer, zip or blockmap to publish`);
+
+  const product = await productId(api, options.product);
+  const release = await ensureRelease(api, product, { ...options, version }, dist, log);
+  log(`${options.product} ${version}: release ${release.id} ${release.created ? "created" : "exists"} (${options.channel})`);
+  for (const s of dist.skipped) log(`  skip ${s.fileName}: ${s.reason}`);
+
+  const path = `/v1/products/${product}/releases/${release.id}/downloads`;
+  const { releaseDownloads } = await api.call<{ releaseDownloads: RemoteDownload[] }>("GET", `${path}?take=1000`);
+  const result: PublishResult = { releaseId: release.id, created: release.created, uploaded: [], replaced: [], unchanged: [] };
+  for (const artifact of dist.artifacts) {
+    const label = `${artifact.platform} ${artifact.kind} ${artifact.fileName} (${megabytes(artifact.size)})`;
+    const local = await fileDigest(artifact.path);
+    const listed = dist.listedSha512.get(artifact.fileName);
+    if (listed && listed !== local.sha512) throw new Error(`${artifact.fileName}: its sha512 differs from the update info's; rebuild the folder`);
+    const remote = releaseDownloads.find((d) => d.platform === artifact.platform && d.kind === artifact.kind);
+    if (remote && remote.size === local.size && remote.sha512 === local.sha512) {
+      if (remote.fileName !== artifact.fileName) await api.call("PUT", path, { releaseDownload: { id: remote.id, fileName: artifact.fileName } });
+      log(`  = ${label}: already uploaded`);
+      result.unchanged.push(artifact.fileName);
+      continue;
+    }
+    if (remote) {
+      log(`  ~ ${label}: differs from download ${remote.id}; replacing it`);
+      await api.call("DELETE", `${path}/${remote.id}`);
+    } else log(`  + ${label}: uploading`);
+    const added = await upload(api, path, artifact, options, log);
+    if (added.size !== local.size || added.sha512 !== local.sha512) {
+      throw new Error(`${artifact.fileName}: the service stored ${added.size} bytes with another sha512; upload it again`);
+    }
+    log(`    stored as download ${added.releaseDownloadId}, sha512 ${added.sha512.slice(0, 16)}…`);
+    (remote ? result.replaced : result.uploaded).push(artifact.fileName);
+  }
+  if (options.makePublic) {
+    await api.call("PUT", `/v1/products/${product}/releases`, { productRelease: { id: release.id, public: true } });
+    log(`release ${version} is public`);
+  }
+  log(`done: ${result.uploaded.length} uploaded, ${result.replaced.length} replaced, ${result.unchanged.length} unchanged`);
+  return result;
+}
