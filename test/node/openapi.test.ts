@@ -57,6 +57,8 @@ describe("the OpenAPI document", () => {
         const success = Object.entries(op.responses).filter(([status]) => status.startsWith("2"));
         expect(success.length, `${method} ${path} documents no success response`).toBeGreaterThan(0);
         for (const [status, response] of success) {
+          // 204 No Content has no body to type.
+          if (status === "204") continue;
           const content = Object.entries(response.content ?? {});
           expect(content.length, `${method} ${path} ${status} has no content`).toBeGreaterThan(0);
           for (const [type, media] of content) walk(media.schema, `${method} ${path} ${status} ${type}`);

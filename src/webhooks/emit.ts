@@ -1,0 +1,150 @@
+/**
+ * Emission (CONTRACT section 6): every change a subscriber can hear of calls `emit` after the change is stored. It
+ * never blocks or fails the call that caused it: the work runs under `waitUntil`, and any failure is logged, never
+ * thrown. When `Webhooks:Enabled` and at least one active subscription names the type (or `*`), the event is built
+ * (`{ id: "evt_…", type, createdAt, data, previous? }`), one delivery event row per subscription records it, and one
+ * `webhook.delivery` message per subscription goes to the WEBHOOKS queue for the consumer (deliver.ts).
+ */
+import { sql } from "drizzle-orm";
+import { BASE62, randomString } from "../auth/crypto";
+import { nowIso } from "../clock";
+import { type Config, loadConfig } from "../config";
+import { type Db, getDb } from "../db/client";
+import { webhookEvents, webhookSubscriptions } from "../db/schema";
+import type { Bindings } from "../env";
+import { omitNulls } from "../http/respond";
+import { ALL_EVENTS, type EventType } from "./events";
+
+/** The queue message kind the delivery consumer handles (jobs.ts). */
+export const DELIVERY_JOB = "webhook.delivery";
+
+/** What a `webhook.delivery` message carries: the delivery event row it delivers, by its unique key. */
+export interface DeliveryJob {
+  kind: typeof DELIVERY_JOB;
+  eventId: string;
+  subscriptionId: number;
+}
+
+/** What emission needs: the same shape as a request's ServiceContext, so routes and services pass theirs. */
+export interface EmitContext {
+  db: Db;
+  config: Config;
+  env: Bindings;
+  waitUntil(promise: Promise<unknown>): void;
+}
+
+/** An event's content: the record as the API returns it, and for changes the changed fields' former values. */
+export interface EventBody {
+  data: Record<string, unknown>;
+  previous?: Record<string, unknown>;
+}
+
+/** The JSON body every subscriber of one event receives. */
+export interface EventPayload extends EventBody {
+  id: string;
+  type: EventType;
+  createdAt: string;
+}
+
+/** A new event id: `evt_` + 24 base62 characters from the CSPRNG. */
+export function newEventId(): string {
+  return `evt_${randomString(24, BASE62)}`;
+}
+
+/**
+ * The payload of an event. `data` follows the API's null rule (Application:IgnoreJSonDefaultValues); `previous`
+ * keeps its nulls, because "this field was empty" is the information it carries.
+ */
+export function buildPayload(config: Config, type: EventType, body: EventBody): EventPayload {
+  const data = config["Application:IgnoreJSonDefaultValues"] ? (omitNulls(body.data) as Record<string, unknown>) : body.data;
+  return { id: newEventId(), type, createdAt: nowIso(), data, ...(body.previous ? { previous: body.previous } : {}) };
+}
+
+/** Ids of the active subscriptions that name this type or `*` (one query; eventTypes is a JSON array). */
+async function subscribersOf(db: Db, type: EventType): Promise<number[]> {
+  const rows = await db
+    .select({ id: webhookSubscriptions.id })
+    .from(webhookSubscriptions)
+    .where(
+      sql`${webhookSubscriptions.isActive} = 1 AND EXISTS (SELECT 1 FROM json_each(${webhookSubscriptions.eventTypes}) WHERE value IN (${type}, ${ALL_EVENTS}))`,
+    );
+  return rows.map((r) => r.id);
+}
+
+/** Rows per INSERT: each binds 8 values, and D1 binds at most 100 per statement. */
+const ROWS_PER_INSERT = 10;
+/** Messages per sendBatch (the Queues limit). */
+const MESSAGES_PER_BATCH = 100;
+
+/**
+ * Records one delivery event row per subscription for a payload (due now: `nextRetryAt` = its creation), in one D1
+ * batch; a row that already exists for the (event, subscription) pair is kept.
+ */
+export async function recordDeliveries(db: Db, payload: EventPayload, subscriptionIds: readonly number[]): Promise<void> {
+  const stamp = nowIso();
+  const text = JSON.stringify(payload);
+  const rows = subscriptionIds.map((webhookSubscriptionId) => ({
+    webhookSubscriptionId,
+    eventId: payload.id,
+    eventType: payload.type,
+    payload: text,
+    nextRetryAt: stamp,
+    createdAt: stamp,
+    updatedAt: stamp,
+  }));
+  const inserts = [];
+  for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) {
+    inserts.push(db.insert(webhookEvents).values(rows.slice(i, i + ROWS_PER_INSERT)).onConflictDoNothing());
+  }
+  const [first, ...rest] = inserts;
+  if (first) await db.batch([first, ...rest]);
+}
+
+/** Sends one delivery message per subscription; when the queue refuses, the rows say so instead of waiting forever. */
+async function enqueueDeliveries(db: Db, env: Bindings, eventId: string, subscriptionIds: readonly number[]): Promise<void> {
+  const messages = subscriptionIds.map((subscriptionId) => ({ body: { kind: DELIVERY_JOB, eventId, subscriptionId } satisfies DeliveryJob }));
+  try {
+    for (let i = 0; i < messages.length; i += MESSAGES_PER_BATCH) await env.WEBHOOKS.sendBatch(messages.slice(i, i + MESSAGES_PER_BATCH));
+  } catch (e) {
+    const reason = `The delivery could not be queued: ${e instanceof Error ? e.message : String(e)}`;
+    await db.update(webhookEvents).set({ errorMessage: reason, nextRetryAt: null, updatedAt: nowIso() }).where(sql`${webhookEvents.eventId} = ${eventId}`);
+    throw e;
+  }
+}
+
+async function publish(ctx: EmitContext, type: EventType, build: () => EventBody | Promise<EventBody>): Promise<void> {
+  if (!ctx.config["Webhooks:Enabled"]) return;
+  const subscriptionIds = await subscribersOf(ctx.db, type);
+  // Nobody listens: the record is never built, so a change costs one small query.
+  if (subscriptionIds.length === 0) return;
+  const payload = buildPayload(ctx.config, type, await build());
+  await recordDeliveries(ctx.db, payload, subscriptionIds);
+  await enqueueDeliveries(ctx.db, ctx.env, payload.id, subscriptionIds);
+}
+
+/**
+ * Emits an event after a change was stored. `build` makes the event's data (and `previous`) only when someone
+ * subscribes. Returns at once; the work runs under `ctx.waitUntil`. The returned promise settles when the event is
+ * queued and never rejects: request paths ignore it, background callers (a Durable Object's alarm) may await it.
+ */
+export function emit(ctx: EmitContext, type: EventType, build: () => EventBody | Promise<EventBody>): Promise<void> {
+  const work = publish(ctx, type, build).catch((e: unknown) => console.error(`webhooks: emitting ${type} failed`, e));
+  ctx.waitUntil(work);
+  return work;
+}
+
+/** An EmitContext outside a request (a Durable Object, the queue consumer): settings read as requests read them. */
+export async function backgroundContext(env: Bindings, waitUntil: (promise: Promise<unknown>) => void): Promise<EmitContext> {
+  const { config } = await loadConfig(env, env.DB);
+  return { db: getDb(env.DB), config, env, waitUntil };
+}
+
+/** The changed wire properties of a record: their values before the change (updatedAt is bookkeeping, not news). */
+export function changedFields(before: Record<string, unknown>, after: Record<string, unknown>): Record<string, unknown> {
+  const previous: Record<string, unknown> = {};
+  for (const key of new Set([...Object.keys(before), ...Object.keys(after)])) {
+    if (key === "updatedAt") continue;
+    if (JSON.stringify(before[key] ?? null) !== JSON.stringify(after[key] ?? null)) previous[key] = before[key] ?? null;
+  }
+  return previous;
+}
