@@ -4,21 +4,13 @@
  */
 import { env } from "cloudflare:workers";
 import { SignJWT, UnsecuredJWT } from "jose";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { ensureAdmin } from "../src/auth/bootstrap";
-import { clock } from "../src/clock";
 import { buildConfig } from "../src/config";
-import { ADMIN, admin, call, keyFor, login, setSetting } from "./helpers";
+import { ADMIN, admin, call, keyFor, login, movableClock, setSetting } from "./helpers";
 
 const SECRET = new TextEncoder().encode("test-jwt-secret-at-least-32-bytes-long!!");
-const realNow = clock.now;
-afterEach(() => {
-  clock.now = realNow;
-});
-function moveClock(ms: number): void {
-  const at = Date.now() + ms;
-  clock.now = () => new Date(at);
-}
+const moveClock = (await movableClock()).move;
 
 describe("login", () => {
   it("issues a bearer token that carries the user's roles and lasts Application:TokenExpiration", async () => {

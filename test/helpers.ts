@@ -82,3 +82,26 @@ export async function countRows(table: string): Promise<number> {
   const row = await env.DB.prepare(`SELECT count(*) AS n FROM ${table}`).first<{ n: number }>();
   return row?.n ?? 0;
 }
+
+/**
+ * The service's clock for a test file: `move(ms)` stops it that far ahead of real time (moves add up within a test;
+ * a stopped clock lets tests compare exact instants), and it runs in real time again after each test. The Worker
+ * shares the test's isolate, so it sees the moved clock.
+ */
+export async function movableClock(): Promise<{ move(ms: number): void }> {
+  const { clock } = await import("../src/clock");
+  const { afterEach } = await import("vitest");
+  const real = clock.now;
+  let ahead = 0;
+  afterEach(() => {
+    clock.now = real;
+    ahead = 0;
+  });
+  return {
+    move(ms: number) {
+      ahead += ms;
+      const at = real().getTime() + ahead;
+      clock.now = () => new Date(at);
+    },
+  };
+}

@@ -6,19 +6,12 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { compactVerify, createLocalJWKSet, type JSONWebKeySet } from "jose";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { clock } from "../src/clock";
-import { admin, call, countRows } from "./helpers";
+import { admin, call, countRows, movableClock } from "./helpers";
 import { newLicense } from "./samples/licensing";
 
-const realNow = clock.now;
-afterEach(() => {
-  clock.now = realNow;
-});
-function moveClock(ms: number): void {
-  const at = Date.now() + ms;
-  clock.now = () => new Date(at);
-}
+const moveClock = (await movableClock()).move;
 
 const op = (name: string, body: Record<string, unknown>, token?: string) =>
   call("POST", `/v1/license/${name}`, { body, ...(token ? { token } : { key: "api_TestAdminKey00000000000000000000" }) });

@@ -6,23 +6,12 @@
 import { exports } from "cloudflare:workers";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcWebTransport } from "@connectrpc/connect-web";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { Authentication } from "../src/gen/licensing/v1/authentication_pb";
-import { clock } from "../src/clock";
 import { ipInList, parseIp } from "../src/protection/ip";
-import { ADMIN, BASE, call, setSetting } from "./helpers";
+import { ADMIN, BASE, call, movableClock, setSetting } from "./helpers";
 
-const realNow = clock.now;
-let offset = 0;
-afterEach(() => {
-  clock.now = realNow;
-  offset = 0;
-});
-function advance(ms: number): void {
-  offset += ms;
-  const at = offset;
-  clock.now = () => new Date(Date.now() + at);
-}
+const advance = (await movableClock()).move;
 
 const from = (ip: string) => ({ "cf-connecting-ip": ip });
 const keys = (ip: string) => call("GET", "/v1/extensions/keys", { headers: from(ip) });

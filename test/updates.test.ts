@@ -6,15 +6,11 @@
 import { env, exports } from "cloudflare:workers";
 import canonicalize from "canonicalize";
 import { importJWK } from "jose";
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { parse as parseYaml } from "yaml";
-import { clock } from "../src/clock";
-import { ADMIN, BASE, admin, call, setSetting } from "./helpers";
+import { ADMIN, BASE, admin, call, movableClock, setSetting } from "./helpers";
 
-const realNow = clock.now;
-afterEach(() => {
-  clock.now = realNow;
-});
+const clockAhead = (await movableClock()).move;
 
 const bytesOf = (n: number, seed: number) => Uint8Array.from({ length: n }, (_, i) => (i * 31 + seed) % 251);
 
@@ -260,7 +256,7 @@ describe("downloads", () => {
     expect(resumed.status).toBe(206);
     expect(new Uint8Array(await resumed.arrayBuffer())).toEqual(files["win2"]!.slice(100, 200));
 
-    clock.now = () => new Date(Date.now() + 11 * 60_000);
+    clockAhead(11 * 60_000);
     expect((await get(url, { range: "bytes=0-9" })).status).toBe(403);
   });
 
