@@ -33,6 +33,8 @@ export default defineConfig(async () => {
       include: ["test/**/*.test.ts"],
       // test/node/ runs in Node with its own config (vitest.node.config.ts), not inside workerd.
       exclude: ["test/node/**", "**/node_modules/**"],
+      // Uploads of several MiB and 100-request concurrency tests share 2 cores with the other test files.
+      testTimeout: 30_000,
     },
   };
 });

@@ -1,35 +1,67 @@
 #!/usr/bin/env node
-// `npm run bench`: a repeatable load benchmark (DESIGN.md, Performance).
-// The bundled Worker (`wrangler deploy --dry-run`) runs under workerd through Miniflare with local D1/R2/DO/Queues
-// and fresh state; a baseline Worker that answers the same bytes with no logic runs the same way, so each
-// scenario's throughput is read as a ratio to what the runtime can do at all on this machine. wrangler dev's proxy
-// is never in the path. The load comes from autocannon (same process, separate event loop work per connection).
+// `npm run bench`: a repeatable load benchmark (DESIGN.md, Performance; docs/performance.md reads its results).
 //
-// Options (environment): BENCH_CONNECTIONS (50), BENCH_SECONDS (10), BENCH_WARMUP_SECONDS (2), BENCH_ONLY (a
-// comma-separated list of scenario names). Results: printed, and written to bench/results/<date>.md.
+// The bundled Worker (`wrangler deploy --dry-run`) runs under workerd through Miniflare with local D1/R2/DO/Queues
+// and fresh state (scripts/local-worker.mjs), seeded through its API; a baseline Worker that answers the same bytes
+// with no logic runs on the same runtime the same way, so each scenario's throughput is read as a ratio to what the
+// runtime can do at all on this machine. wrangler dev's local proxy is never in the path: it alone caps a no-logic
+// Worker at ~650 req/s here (TOOLCHAIN.md), which would hide every difference the benchmark exists to show. For the
+// artifact download, nginx serving the same file is the static baseline (bench/nginx.mjs). Load comes from
+// autocannon in a separate process per run (bench/load.mjs): warm-up, then the measured run, service then baseline.
+// Then the scale runs: the license-bound scenarios again with 10, 1,000 and 100,000 licenses in D1 (filler
+// inserted in batches, bench/seed.mjs). workerd's RSS is sampled throughout (bench/memory.mjs).
+//
+// Options (environment):
+//   BENCH_CONNECTIONS (50), BENCH_SECONDS (10), BENCH_WARMUP_SECONDS (2): the main table
+//   BENCH_LATENCY_SECONDS (3): the hot paths again with one connection, for their latency without queueing
+//   BENCH_SCALES ("10,1000,100000"; empty for none), BENCH_SCALE_SECONDS (3), BENCH_SCALE_WARMUP_SECONDS (1)
+//   BENCH_ONLY: comma-separated beginnings of scenario names, e.g. "feed,update check" (main table and scale runs)
+//   BENCH_NGINX=0: skip the nginx baseline
+//   BENCH_BUNDLE: a bundle built beforehand (inside the project) instead of bundling the working tree, to compare
+//   builds side by side
+// Results: printed, and written to bench/results/<date>.md (BENCH_RESULTS_FILE overrides the path).
+import { execFile } from "node:child_process";
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpus, loadavg, totalmem, release as osRelease } from "node:os";
 import { dirname, join } from "node:path";
+import { promisify } from "node:util";
 import { gzipSync } from "node:zlib";
-import autocannon from "autocannon";
 import { Miniflare, convertV4MiniflareOptions } from "miniflare";
 import { bundleWorker, configuredWorkerOptions, root, startLocalWorker } from "../scripts/local-worker.mjs";
-const connections = Number(process.env.BENCH_CONNECTIONS ?? 50);
-const seconds = Number(process.env.BENCH_SECONDS ?? 10);
-const warmup = Number(process.env.BENCH_WARMUP_SECONDS ?? 2);
-const only = process.env.BENCH_ONLY?.split(",").map((s) => s.trim());
+import { MemorySampler, workerdChildren } from "./memory.mjs";
+import { startNginx } from "./nginx.mjs";
+import { fillLicenses, verifyIntegrity } from "./seed.mjs";
+
+const run = promisify(execFile);
+const env = process.env;
+const connections = Number(env.BENCH_CONNECTIONS ?? 50);
+const seconds = Number(env.BENCH_SECONDS ?? 10);
+const warmup = Number(env.BENCH_WARMUP_SECONDS ?? 2);
+const scales = (env.BENCH_SCALES ?? "10,1000,100000").split(",").filter((s) => s.trim() !== "").map(Number);
+const latencySeconds = Number(env.BENCH_LATENCY_SECONDS ?? 3);
+const scaleSeconds = Number(env.BENCH_SCALE_SECONDS ?? 3);
+const scaleWarmup = Number(env.BENCH_SCALE_WARMUP_SECONDS ?? 1);
+const only = env.BENCH_ONLY?.split(",").map((s) => s.trim().toLowerCase()).filter(Boolean);
+const wanted = (name) => !only || only.some((prefix) => name.toLowerCase().startsWith(prefix));
 const ADMIN_KEY = "api_BenchAdminKey0000000000000000000";
+const ENCRYPTION_KEY = "bench-encryption-key";
+const MiB = 1024 * 1024;
+const started = Date.now();
+const notes = [];
 
 // 1. Bundle as for deployment, and measure it.
-const script = bundleWorker();
+const script = env.BENCH_BUNDLE ? join(root, env.BENCH_BUNDLE) : bundleWorker();
 const bundle = readFileSync(script);
-const bundleSize = { raw: bundle.length, gzip: gzipSync(bundle).length };
+const bundleSize = { raw: bundle.length, gzip: gzipSync(bundle, { level: 9 }).length };
 
-// 2. The service under workerd, configured from wrangler.toml, with fresh local state and migrations applied.
+// 2. The service under workerd, configured from wrangler.toml, with fresh local state and migrations applied; its
+// workerd process is the one whose memory is reported.
+const before = new Set(workerdChildren());
 const service = await startLocalWorker({
   script,
   bindings: {
     Application__JwtSecret: "bench-jwt-secret-0123456789abcdef0123456789",
-    Application__EncryptionKey: "bench-encryption-key",
+    Application__EncryptionKey: ENCRYPTION_KEY,
     Application__AdminUsername: "admin",
     Application__AdminPassword: "Bench-12345",
     Application__AdminApiKey: ADMIN_KEY,
@@ -41,6 +73,8 @@ const service = await startLocalWorker({
   },
 });
 const serviceUrl = service.url;
+const servicePids = workerdChildren().filter((pid) => !before.has(pid));
+const memory = new MemorySampler(servicePids);
 
 // 3. The baseline: no logic, the same bytes.
 const baseline = new Miniflare(
@@ -60,116 +94,285 @@ const baseline = new Miniflare(
   }),
 );
 const baselineUrl = await baseline.ready;
+const baselineMemory = new MemorySampler(workerdChildren().filter((pid) => !before.has(pid) && !servicePids.includes(pid)));
 
 // 4. Seed through the API.
-async function api(method, path, body) {
+async function call(method, path, { body, headers = { "x-api-key": ADMIN_KEY } } = {}) {
   const res = await fetch(new URL(path, serviceUrl), {
     method,
-    headers: { "x-api-key": ADMIN_KEY, "content-type": "application/json" },
+    headers: { ...headers, ...(body === undefined ? {} : { "content-type": "application/json" }) },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await res.text();
   if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-  return { text, json: text ? JSON.parse(text) : undefined };
+  return { text, json: text && (res.headers.get("content-type") ?? "").includes("json") ? JSON.parse(text) : undefined };
 }
+const api = (method, path, body) => call(method, path, { body });
+
 for (let i = 0; i < 200; i++) {
   await api("POST", "/v1/resources", { resource: { name: `Template ${i}`, type: i % 4 === 0 ? "EmailTemplate" : "File", code: `T-${i}` } });
 }
-// An application with a free release holding a 1 MiB installer, and a license for the update check.
-const MiB = 1024 * 1024;
+// An application with a free release holding a 1 MiB installer.
+const fileName = "Bench Setup 1.0.0.exe";
+const fileBytes = Uint8Array.from({ length: MiB }, (_, i) => i % 251);
 const productId = (await api("POST", "/v1/products", { product: { code: "bench", name: "Bench", isApplication: true } })).json.productId;
 const releaseId = (await api("POST", `/v1/products/${productId}/releases`, { productRelease: { version: "1.0.0", public: true, requiresMaintenance: false } })).json.productReleaseId;
 const form = new FormData();
 form.set("platform", "win-x64");
 form.set("kind", "installer");
-form.set("file", new Blob([Uint8Array.from({ length: MiB }, (_, i) => i % 251)]), "Bench Setup 1.0.0.exe");
+form.set("file", new Blob([fileBytes]), fileName);
 const uploaded = await fetch(new URL(`/v1/products/${productId}/releases/${releaseId}/downloads`, serviceUrl), { method: "POST", headers: { "x-api-key": ADMIN_KEY }, body: form });
 if (uploaded.status !== 201) throw new Error(`seeding the artifact: ${uploaded.status} ${await uploaded.text()}`);
-const licenseId = (await api("POST", "/v1/licenses", { license: { productId } })).json.id;
-const userKey = (await api("GET", `/v1/licenses?filter=${encodeURIComponent(`id == ${licenseId}`)}&select=userKey`)).json.licenses[0].userKey;
+
+/** A license through the API, with its user key and its own bearer token (user-key sign-in, as applications do). */
+async function newLicense(fields = {}) {
+  const id = (await api("POST", "/v1/licenses", { license: { productId, ...fields } })).json.id;
+  const userKey = (await api("GET", `/v1/licenses?filter=${encodeURIComponent(`id == ${id}`)}&select=userKey`)).json.licenses[0].userKey;
+  const token = (await call("POST", "/v1/auth/login", { body: { userKey }, headers: {} })).json.token;
+  return { id, userKey, bearer: { authorization: `Bearer ${token}` } };
+}
+// The update routes' caller (File mode); a machine activated for validate; a floating seat for heartbeats; and one
+// fresh Activation license per activate run, so earlier runs' activations do not weigh on later ones.
+const updater = await newLicense();
+const validating = await newLicense({ licensingMode: 1, maxClients: 0 });
+await call("POST", "/v1/license/activate", { body: { userKey: validating.userKey, machineId: "bench-validate" }, headers: validating.bearer });
+const floating = await newLicense({ licensingMode: 2, maxClients: 0 });
+const seat = (await call("POST", "/v1/license/request", { body: { userKey: floating.userKey, machineId: "bench-floating", clientId: "bench" }, headers: floating.bearer })).json;
+const activating = [];
+for (let i = 0; i < 1 + scales.length; i++) activating.push(await newLicense({ licensingMode: 1, maxClients: 0 }));
+const d1 = await service.mf.getD1Database("DB");
+await verifyIntegrity(d1, ENCRYPTION_KEY, updater.id);
+
 const feedPath = "/v1/updates/bench/latest.yml";
-const feedBody = await (await fetch(new URL(feedPath, serviceUrl))).text();
 const checkPath = "/v1/updates/bench?platform=win-x64&version=0.9.0";
-const checkBody = await (await fetch(new URL(checkPath, serviceUrl), { headers: { "X-Service-User-Key": userKey } })).text();
-const downloadPath = "/v1/updates/bench/download/win-x64/1.0.0/Bench%20Setup%201.0.0.exe";
+const downloadPath = `/v1/updates/bench/download/win-x64/1.0.0/${encodeURIComponent(fileName)}`;
 // A differential update's request: 200 ranges of 2 KiB spread over the file, as electron-updater sends them.
 const differentialRange = `bytes=${Array.from({ length: 200 }, (_, i) => `${i * 5000}-${i * 5000 + 2047}`).join(", ")}`;
-const differentialBytes = (await (await fetch(new URL(downloadPath, serviceUrl), { headers: { range: differentialRange } })).arrayBuffer()).byteLength;
-
-const listPath = `/v1/resources?filter=${encodeURIComponent('type == "EmailTemplate" && name.StartsWith("Template 1")')}&sort=-id&take=20`;
-const listBody = (await api("GET", listPath)).text;
-const sessionBody = (await api("GET", "/v1/auth/session")).text;
+const resourceListPath = `/v1/resources?filter=${encodeURIComponent('type == "EmailTemplate" && name.StartsWith("Template 1")')}&sort=-id&take=20`;
+const licenseListPath = `/v1/licenses?filter=${encodeURIComponent(`productId == ${productId} && licensingMode == 1 && revoked == false`)}&sort=-id&take=20`;
+const json = { "content-type": "application/json" };
+const validateBody = JSON.stringify({ userKey: validating.userKey, machineId: "bench-validate" });
+const heartbeatBody = JSON.stringify({ licenseToken: seat.licenseToken });
 const loginBody = JSON.stringify({ username: "admin", password: "Bench-12345" });
+let activateRuns = 0;
 
-// 5. Scenarios: each against the baseline answering the same bytes.
-const sameBytes = (body, type) => `/?type=${encodeURIComponent(type)}&body=${encodeURIComponent(body)}`;
+// 5. Scenarios. `request` is what the service is sent; the baseline answers a sample of the same answer's bytes.
+// `scale` marks the scenarios whose work depends on the licenses in D1: they run again at each scale. `latency`
+// marks the hot paths, measured again with one connection: at 50 connections every answer waits for the 49 others
+// (latency = connections / throughput), so a per-request latency target is read from the one-connection run.
 const scenarios = [
-  { name: "health", request: { path: "/health" }, baseline: sameBytes("Healthy", "text/plain") },
-  { name: "session (API key)", request: { path: "/v1/auth/session", headers: { "x-api-key": ADMIN_KEY } }, baseline: sameBytes(sessionBody, "application/json") },
+  { name: "health", request: { path: "/health" } },
+  { name: "session (API key)", request: { path: "/v1/auth/session", headers: { "x-api-key": ADMIN_KEY } } },
+  { name: "session (API key) from a counted IP", request: { path: "/v1/auth/session", headers: { "x-api-key": ADMIN_KEY, "cf-connecting-ip": "198.51.100.7" } } },
+  { name: "list with filter (API key)", request: { path: resourceListPath, headers: { "x-api-key": ADMIN_KEY } } },
+  { name: "license list with filter (API key)", scale: true, request: { path: licenseListPath, headers: { "x-api-key": ADMIN_KEY } } },
+  { name: "feed (anonymous, cached)", scale: true, latency: true, request: { path: feedPath } },
+  { name: "feed (user key)", scale: true, latency: true, request: { path: feedPath, headers: { "X-Service-User-Key": updater.userKey } } },
+  { name: "update check (user key, signed)", scale: true, latency: true, request: { path: checkPath, headers: { "X-Service-User-Key": updater.userKey } } },
+  { name: "license validate (bearer)", scale: true, latency: true, request: { path: "/v1/license/validate", method: "POST", body: validateBody, headers: { ...json, ...validating.bearer } } },
+  { name: "floating heartbeat (bearer)", scale: true, latency: true, request: { path: "/v1/license/heartbeat", method: "POST", body: heartbeatBody, headers: { ...json, ...floating.bearer } } },
   {
-    name: "session (API key) from a counted IP",
-    request: { path: "/v1/auth/session", headers: { "x-api-key": ADMIN_KEY, "cf-connecting-ip": "198.51.100.7" } },
-    baseline: sameBytes(sessionBody, "application/json"),
+    name: "activate, a new machine each (bearer)",
+    scale: true,
+    request: () => {
+      const license = activating[activateRuns++ % activating.length];
+      return { path: "/v1/license/activate", method: "POST", body: JSON.stringify({ userKey: license.userKey, machineId: "bench-[<id>]" }), headers: { ...json, ...license.bearer } };
+    },
   },
-  { name: "list with filter (API key)", request: { path: listPath, headers: { "x-api-key": ADMIN_KEY } }, baseline: sameBytes(listBody, "application/json") },
-  { name: "feed (anonymous, cached)", request: { path: feedPath }, baseline: sameBytes(feedBody, "text/yaml") },
-  { name: "update check (user key, signed)", request: { path: checkPath, headers: { "X-Service-User-Key": userKey } }, baseline: sameBytes(checkBody, "application/json") },
-  { name: "download 1 MiB", request: { path: downloadPath }, baseline: `/?size=${MiB}` },
-  { name: "differential: 200 ranges", request: { path: downloadPath, headers: { range: differentialRange } }, baseline: `/?size=${differentialBytes}` },
-  {
-    name: "login (PBKDF2, 100k iterations)",
-    request: { path: "/v1/auth/login", method: "POST", body: loginBody, headers: { "content-type": "application/json" } },
-    baseline: sameBytes("{}", "application/json"),
-  },
-].filter((s) => !only || only.includes(s.name));
+  { name: "download 1 MiB", request: { path: downloadPath }, nginx: true },
+  { name: "differential: 200 ranges", request: { path: downloadPath, headers: { range: differentialRange } } },
+  { name: "login (PBKDF2, 100k iterations)", request: { path: "/v1/auth/login", method: "POST", body: loginBody, headers: json } },
+].filter((s) => wanted(s.name));
 
-function load(url, request, duration) {
-  return new Promise((resolve, reject) => {
-    autocannon(
-      { url: new URL(request.path, url).toString(), method: request.method ?? "GET", headers: request.headers, body: request.body, connections, duration },
-      (err, result) => (err ? reject(err) : resolve(result)),
-    );
+const requestOf = (scenario) => (typeof scenario.request === "function" ? scenario.request() : scenario.request);
+
+/** The baseline's path answering the same bytes (and content type) as one answer of the service. */
+async function baselinePathFor(request) {
+  const res = await fetch(new URL(request.path.replace("[<id>]", "sample"), serviceUrl), {
+    method: request.method ?? "GET",
+    headers: request.headers,
+    body: request.body?.replace("[<id>]", "sample"),
   });
+  const bytes = new Uint8Array(await res.arrayBuffer());
+  if (!res.ok) throw new Error(`sample answer of ${request.path}: ${res.status} ${new TextDecoder().decode(bytes)}`);
+  const type = res.headers.get("content-type") ?? "application/octet-stream";
+  if (!type.startsWith("text/") && !type.includes("json") && !type.includes("yaml")) return `/?size=${bytes.length}`;
+  return `/?type=${encodeURIComponent(type)}&body=${encodeURIComponent(new TextDecoder().decode(bytes))}`;
 }
 
-async function measure(url, request) {
-  if (warmup > 0) await load(url, request, warmup);
-  const r = await load(url, request, seconds);
-  if (r.non2xx > 0 || r.errors > 0) console.warn(`  warning: ${r.non2xx} non-2xx answers, ${r.errors} errors`);
-  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99 };
+/** One autocannon run from its own process. */
+async function load(url, request, duration, conns = connections) {
+  const spec = { url: new URL(request.path, url).toString(), method: request.method, headers: request.headers, body: request.body, connections: conns, duration };
+  const { stdout } = await run(process.execPath, [join(root, "bench/load.mjs"), JSON.stringify(spec)], { maxBuffer: 1 << 20 });
+  return JSON.parse(stdout);
 }
 
+async function measure(url, request, duration, warm, conns = connections) {
+  if (warm > 0) await load(url, request, warm, conns);
+  const r = await load(url, request, duration, conns);
+  if (r.non2xx > 0 || r.errors > 0 || r.timeouts > 0) console.warn(`  warning: ${r.non2xx} non-2xx answers, ${r.errors} errors, ${r.timeouts} timeouts`);
+  return r;
+}
+
+const fmt = (r) => `${r.rps.toFixed(0)} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms`;
+
+async function fillTo(target) {
+  const filled = await fillLicenses(d1, { secret: ENCRYPTION_KEY, productId, target });
+  if (filled.added > 0) console.log(`  ${filled.added} filler licenses inserted in ${filled.seconds.toFixed(1)} s (${filled.total} in D1)`);
+  return filled.total;
+}
+
+// 6. The main table: every scenario against its baseline, with 10 licenses in D1 (or the first scale).
+const mainLicenses = await fillTo(scales[0] ?? 10);
+let nginx;
+if (env.BENCH_NGINX !== "0" && scenarios.some((s) => s.nginx)) {
+  nginx = await startNginx(fileName, fileBytes, (m) => console.log(m));
+  if (nginx.skipped) {
+    notes.push(`nginx baseline skipped: ${nginx.skipped}.`);
+    console.warn(`nginx baseline skipped: ${nginx.skipped}`);
+    nginx = undefined;
+  }
+} else if (env.BENCH_NGINX === "0") notes.push("nginx baseline skipped: BENCH_NGINX=0.");
+
+console.log(`\nMain table: ${connections} connections, ${seconds} s after ${warmup} s warm-up, ${mainLicenses} licenses in D1`);
+memory.phase("main");
 const rows = [];
 for (const scenario of scenarios) {
   process.stdout.write(`${scenario.name} ... `);
-  const svc = await measure(serviceUrl, scenario.request);
-  const base = await measure(baselineUrl, { path: scenario.baseline });
-  rows.push({ scenario: scenario.name, svc, base, ratio: svc.rps / base.rps });
-  console.log(`${svc.rps.toFixed(0)} req/s (baseline ${base.rps.toFixed(0)})`);
+  // Other work on the machine moves every number: the load average is kept beside each row to read them by.
+  const load1 = loadavg()[0];
+  const request = requestOf(scenario);
+  const baselinePath = await baselinePathFor(request);
+  const svc = await measure(serviceUrl, request, seconds, warmup);
+  const base = await measure(baselineUrl, { ...request, path: baselinePath }, seconds, warmup);
+  const row = { scenario: scenario.name, svc, base, ratio: svc.rps / base.rps, load1 };
+  if (scenario.nginx && nginx) {
+    row.nginx = await measure(nginx.url, { path: `/${encodeURIComponent(fileName)}` }, seconds, warmup);
+    row.nginxRatio = svc.rps / row.nginx.rps;
+  }
+  rows.push(row);
+  console.log(`${fmt(svc)} | baseline ${fmt(base)} | ratio ${row.ratio.toFixed(2)}${row.nginx ? ` | nginx ${fmt(row.nginx)} | ratio ${row.nginxRatio.toFixed(2)}` : ""}`);
+}
+await nginx?.stop();
+
+// The hot paths with one connection: what one request costs when nothing queues before it.
+const latencyRows = [];
+if (latencySeconds > 0) {
+  console.log(`\nLatency: 1 connection, ${latencySeconds} s after 1 s warm-up`);
+  for (const scenario of scenarios.filter((s) => s.latency)) {
+    const svc = await measure(serviceUrl, requestOf(scenario), latencySeconds, 1, 1);
+    latencyRows.push({ scenario: scenario.name, svc });
+    console.log(`  ${scenario.name}: ${fmt(svc)}`);
+  }
 }
 
+// 7. Scale: the license-bound scenarios with more licenses in D1, service only (the baseline does not change).
+const scaleScenarios = scenarios.filter((s) => s.scale);
+const scaleRows = new Map(scaleScenarios.map((s) => [s.name, []]));
+const scaleMemory = [];
+for (const target of scaleScenarios.length > 0 ? scales : []) {
+  const total = await fillTo(target);
+  console.log(`\nScale: ${total} licenses, ${scaleSeconds} s after ${scaleWarmup} s warm-up`);
+  memory.phase(`scale ${target}`);
+  const load1 = loadavg()[0];
+  for (const scenario of scaleScenarios) {
+    const request = requestOf(scenario);
+    const r = await measure(serviceUrl, request, scaleSeconds, scaleWarmup);
+    // The one-connection run shows what data does to a request's own cost, without the queueing of the loaded run.
+    const one = latencySeconds > 0 ? await measure(serviceUrl, request, latencySeconds, 1, 1) : undefined;
+    scaleRows.get(scenario.name).push({ ...r, one });
+    console.log(`  ${scenario.name}: ${fmt(r)}${one ? ` | 1 connection: p50 ${one.p50} ms, p99 ${one.p99} ms` : ""}`);
+  }
+  scaleMemory.push({ licenses: total, peak: memory.peak(`scale ${target}`), load1 });
+}
+
+memory.stop();
+baselineMemory.stop();
+const highWater = memory.highWater();
+const counts = await d1.prepare("SELECT (SELECT count(*) FROM licenses) AS licenses, (SELECT count(*) FROM license_tokens) AS tokens, (SELECT count(*) FROM license_traces) AS traces").first();
 await service.dispose();
 await baseline.dispose();
-rmSync(dirname(script), { recursive: true, force: true });
+if (!env.BENCH_BUNDLE) rmSync(dirname(script), { recursive: true, force: true });
 
-// 6. Report.
+// 8. Report.
 const kib = (n) => `${(n / 1024).toFixed(1)} KiB`;
+const mib = (n) => `${(n / MiB).toFixed(1)} MiB`;
+const cpu = cpus();
+const growth = (list) => (list.length > 1 && list[0]?.p50 > 0 ? `${(((list.at(-1).p50 - list[0].p50) / list[0].p50) * 100).toFixed(0)} %` : "");
 const lines = [
   `# Benchmark ${new Date().toISOString()}`,
   "",
-  `Machine: ${process.platform} ${process.arch}, Node ${process.version}; ${connections} connections, ${seconds} s per run after ${warmup} s warm-up.`,
-  `Bundle: ${kib(bundleSize.raw)} raw, ${kib(bundleSize.gzip)} gzip.`,
+  `Machine: ${cpu.length} × ${cpu[0]?.model ?? "cpu"}, ${mib(totalmem())} RAM, ${process.platform} ${osRelease()} ${process.arch}; Node ${process.version}.`,
+  `Load: autocannon in its own process, ${connections} connections; main table ${seconds} s per run after ${warmup} s warm-up, scale runs ${scaleSeconds} s after ${scaleWarmup} s; one-connection runs ${latencySeconds} s after 1 s.`,
+  `Service and baseline: the bundled Worker and a no-logic Worker, each under workerd through Miniflare (no wrangler dev proxy).`,
+  `Bundle (wrangler deploy --dry-run): ${kib(bundleSize.raw)} raw, ${kib(bundleSize.gzip)} gzip (limit 1 MiB).`,
+  `workerd peak RSS (service): ${mib(memory.peak("main"))} during the main table; ${mib(highWater)} high-water mark (VmHWM) over the whole run, seeding included. The baseline Worker's workerd, for comparison: ${mib(baselineMemory.peak("startup"))} peak.`,
+  `Total time: ${((Date.now() - started) / 1000).toFixed(0)} s. Rows at the end: ${counts.licenses} licenses, ${counts.tokens} tokens, ${counts.traces} traces.`,
+  ...notes.map((n) => `Note: ${n}`),
   "",
-  "| scenario | req/s | p50 ms | p99 ms | baseline req/s | baseline p50 | baseline p99 | ratio |",
-  "|---|---|---|---|---|---|---|---|",
+  `## Main table (${mainLicenses} licenses in D1)`,
+  "",
+  "| scenario | req/s | p50 ms | p99 ms | baseline req/s | baseline p50 | baseline p99 | ratio | load avg |",
+  "|---|---|---|---|---|---|---|---|---|",
   ...rows.map(
     (r) =>
-      `| ${r.scenario} | ${r.svc.rps.toFixed(0)} | ${r.svc.p50} | ${r.svc.p99} | ${r.base.rps.toFixed(0)} | ${r.base.p50} | ${r.base.p99} | ${r.ratio.toFixed(2)} |`,
+      `| ${r.scenario} | ${r.svc.rps.toFixed(0)} | ${r.svc.p50} | ${r.svc.p99} | ${r.base.rps.toFixed(0)} | ${r.base.p50} | ${r.base.p99} | ${r.ratio.toFixed(2)} | ${r.load1.toFixed(1)} |`,
   ),
   "",
 ];
+if (latencyRows.length > 0) {
+  lines.push(
+    "## Latency with one connection (the hot paths, nothing queued)",
+    "",
+    "| scenario | req/s | p50 ms | p99 ms |",
+    "|---|---|---|---|",
+    ...latencyRows.map((r) => `| ${r.scenario} | ${r.svc.rps.toFixed(0)} | ${r.svc.p50} | ${r.svc.p99} |`),
+    "",
+  );
+}
+const withNginx = rows.filter((r) => r.nginx);
+if (withNginx.length > 0) {
+  lines.push(
+    `## Static baseline (${nginx?.version ?? "nginx"}, same file, same connections)`,
+    "",
+    "| scenario | service req/s | service MiB/s | nginx req/s | nginx MiB/s | nginx p50 | nginx p99 | ratio to nginx |",
+    "|---|---|---|---|---|---|---|---|",
+    ...withNginx.map(
+      (r) =>
+        `| ${r.scenario} | ${r.svc.rps.toFixed(0)} | ${(r.svc.bytesPerSecond / MiB).toFixed(0)} | ${r.nginx.rps.toFixed(0)} | ${(r.nginx.bytesPerSecond / MiB).toFixed(0)} | ${r.nginx.p50} | ${r.nginx.p99} | ${r.nginxRatio.toFixed(2)} |`,
+    ),
+    "",
+  );
+}
+if (scaleMemory.length > 0) {
+  const heads = scaleMemory.map((s) => s.licenses.toLocaleString("en-US"));
+  lines.push(
+    `## Scale, ${connections} connections (licenses in D1; req/s, p50 and p99 ms)`,
+    "",
+    `| scenario | ${heads.map((h) => `${h}: req/s | p50 | p99`).join(" | ")} | p50 growth |`,
+    `|---|${heads.map(() => "---|---|---|").join("")}---|`,
+    ...[...scaleRows].map(([name, list]) => `| ${name} | ${list.map((r) => `${r.rps.toFixed(0)} | ${r.p50} | ${r.p99}`).join(" | ")} | ${growth(list)} |`),
+    "",
+  );
+  if (latencySeconds > 0) {
+    lines.push(
+      "## Scale, one connection (p50 and p99 ms)",
+      "",
+      `| scenario | ${heads.map((h) => `${h}: p50 | p99`).join(" | ")} | p50 growth |`,
+      `|---|${heads.map(() => "---|---|").join("")}---|`,
+      ...[...scaleRows].map(([name, list]) => `| ${name} | ${list.map((r) => `${r.one.p50} | ${r.one.p99}`).join(" | ")} | ${growth(list.map((r) => r.one))} |`),
+      "",
+    );
+  }
+  lines.push(
+    "| licenses in D1 | workerd peak RSS during the scale runs | load average at the start |",
+    "|---|---|---|",
+    ...scaleMemory.map((s) => `| ${s.licenses.toLocaleString("en-US")} | ${mib(s.peak)} | ${s.load1.toFixed(1)} |`),
+    "",
+  );
+}
 console.log(`\n${lines.join("\n")}`);
-mkdirSync(join(root, "bench/results"), { recursive: true });
-const file = join(root, "bench/results", `${new Date().toISOString().slice(0, 10)}.md`);
+const file = env.BENCH_RESULTS_FILE ?? join(root, "bench/results", `${new Date().toISOString().slice(0, 10)}.md`);
+mkdirSync(dirname(file), { recursive: true });
 writeFileSync(file, lines.join("\n"));
 console.log(`written to ${file}`);

@@ -1,3 +1,4 @@
+import type { DeferredLogoutCheck } from "./auth/guard";
 import type { Config } from "./config";
 import type { Db } from "./db/client";
 import type { Bindings } from "./env";
@@ -36,5 +37,7 @@ export interface AppEnv {
     principal: Principal;
     /** The request's service log entries, written after the response (http/request-log.ts). */
     log: ServiceLog;
+    /** A bearer token's logout check the route runs in its first D1 batch (licensing routes; auth/guard.ts). */
+    logoutCheck: DeferredLogoutCheck;
   };
 }

@@ -8,10 +8,11 @@ import type { Context, MiddlewareHandler } from "hono";
 import type { AppEnv } from "./app-env";
 import { ensureAdmin } from "./auth/bootstrap";
 import { ipProtection } from "./protection/guard";
-import { API_KEY_SCHEME, BEARER_SCHEME } from "./auth/guard";
+import { API_KEY_SCHEME, BEARER_SCHEME, logoutFirst } from "./auth/guard";
 import { registerAuth } from "./auth/routes";
 import { type Config, loadConfig } from "./config";
 import { getDb } from "./db/client";
+import { jsonBodyLimit } from "./http/body-limit";
 import { ApiError } from "./http/errors";
 import { requestLog } from "./http/request-log";
 import { errorResponse, renderError } from "./http/respond";
@@ -38,6 +39,7 @@ import { registerLicensingRoutes } from "./licensing/routes";
 import { registerRpc } from "./rpc/server";
 import { registerSettings } from "./management/settings";
 import { registerUsers } from "./management/users";
+import { registerWebhooks } from "./webhooks/routes";
 import { SERVICE_VERSION } from "./version";
 
 export { SERVICE_VERSION } from "./version";
@@ -115,7 +117,13 @@ export function openApiDocument(app: Router, config: Config): unknown {
   const header = config["Application:ApiKeyHeaderName"];
   if (documents?.header !== header) {
     app.openAPIRegistry.registerComponent("securitySchemes", API_KEY_SCHEME, { type: "apiKey", in: "header", name: header });
-    app.openAPIRegistry.registerComponent("securitySchemes", BEARER_SCHEME, { type: "http", scheme: "bearer", bearerFormat: "JWT" });
+    app.openAPIRegistry.registerComponent("securitySchemes", BEARER_SCHEME, {
+      type: "http",
+      scheme: "bearer",
+      bearerFormat: "JWT",
+      description:
+        "A JWT from POST /v1/auth/login, verified as RFC8725 advises: the algorithm is pinned to HS256 (none and every other algorithm are refused), and exp, jti, sub and the issuer are required; logout revokes the jti.",
+    });
     const document = app.getOpenAPIDocument({
       openapi: "3.0.3",
       info: {
@@ -124,7 +132,8 @@ export function openApiDocument(app: Router, config: Config): unknown {
         description: "Manage products, customers, orders and licenses; run licensing operations; serve updates.",
         contact: { name: "Licensing service operators" },
       },
-      servers: [{ url: "/" }],
+      // The service's own origin, whether local (wrangler dev) or production: every route here is public.
+      servers: [{ url: "/", description: "This service (production, or local under wrangler dev)", "x-internal": false }],
     });
     complete(document as unknown as Parameters<typeof complete>[0]);
     documents = { header, document };
@@ -135,7 +144,7 @@ export function openApiDocument(app: Router, config: Config): unknown {
 /** Builds the app with every module's routes. */
 export function createApp(): Router {
   const app = createRouter();
-  app.use("*", requestLog, context, ipProtection, health, gates);
+  app.use("*", requestLog, context, ipProtection, health, gates, jsonBodyLimit);
 
   registerAuth(app);
   registerResources(app);
@@ -160,11 +169,13 @@ export function createApp(): Router {
   registerLog(app);
   registerInfo(app);
   registerEmail(app);
+  registerWebhooks(app);
 
   app.get(OPENAPI_PATH, (c) => c.json(openApiDocument(app, c.get("config")) as object));
   app.get("/swagger", swaggerUI({ url: OPENAPI_PATH, title: "Licensing Service API" }));
 
   app.notFound((c: Context<AppEnv>) => errorResponse(c, new ApiError(404, `No route for ${c.req.method} ${c.req.path}`)));
-  app.onError(renderError);
+  // A bearer token's deferred logout check is settled before any error is answered: a logged-out token gets 401 first.
+  app.onError(async (err, c) => renderError(await logoutFirst(c, err), c));
   return app;
 }

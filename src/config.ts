@@ -60,11 +60,21 @@ const optionalEmail: Parser<string | undefined> = (raw) => {
   return v;
 };
 
+// Schemas are built once per isolate, not each time the settings are read again (every SettingsCacheSeconds).
+const StringList = z.array(z.string());
+const PlatformEditionsSchema = z
+  .object({
+    windows: z.array(z.string()).default([]),
+    mac: z.array(z.string()).default([]),
+    linux: z.array(z.string()).default([]),
+  })
+  .strict();
+
 /** A JSON array of strings, or a comma-separated string. */
 export const list: Parser<string[]> = (raw) => {
   const v = raw.trim();
   if (v.startsWith("[")) {
-    const parsed = z.array(z.string()).safeParse(safeJson(v));
+    const parsed = StringList.safeParse(safeJson(v));
     if (!parsed.success) throw new Error(`expected a JSON array of strings, got ${raw}`);
     return parsed.data.map((s) => s.trim()).filter(Boolean);
   }
@@ -85,12 +95,7 @@ function safeJson(raw: string): unknown {
 /** Platform family -> license editions allowed on it; a family that is absent or empty is open to every edition. */
 export type PlatformEditions = Record<"windows" | "mac" | "linux", string[]>;
 const platformEditions: Parser<PlatformEditions> = (raw) => {
-  const schema = z.object({
-    windows: z.array(z.string()).default([]),
-    mac: z.array(z.string()).default([]),
-    linux: z.array(z.string()).default([]),
-  });
-  const parsed = schema.strict().safeParse(safeJson(raw));
+  const parsed = PlatformEditionsSchema.safeParse(safeJson(raw));
   if (!parsed.success) throw new Error(`expected a JSON object {"windows":[…],"mac":[…],"linux":[…]}, got ${raw}`);
   return parsed.data;
 };
@@ -157,6 +162,7 @@ export const settingDefinitions = {
   "Licensing:UserKeyFormat": def(text(/^[X-]*X[X-]*$/), "XXXXX-XXXXX-XXXXX-XXXXX-XXXXX", "Shape of generated user keys (X = a Crockford base32 character)."),
   "Webhooks:Enabled": def(bool, true, "Deliver webhooks."),
   "Webhooks:AllowInsecureUrls": def(bool, false, "Allow http:// and private-address webhook URLs (local development)."),
+  "Webhooks:EventRetentionDays": def(int(1, 36_500), 30, "Days webhook delivery history (delivery events) is kept; the cron trigger prunes older ones."),
   "Updates:FeedCacheSeconds": def(int(0, 86_400), 60, "max-age of cached anonymous feed and update-check answers."),
   "Updates:PlatformEditions": def(
     platformEditions,
@@ -237,6 +243,8 @@ interface Cached {
   loadedAt: number;
 }
 let cached: Cached | undefined;
+/** The read in flight, shared by the requests that find the cache expired at the same time (one query, not one each). */
+let loading: Promise<Cached> | undefined;
 
 /**
  * The effective configuration for a request. Cached per isolate and re-read from the settings table after
@@ -244,14 +252,27 @@ let cached: Cached | undefined;
  */
 export async function loadConfig(vars: Record<string, unknown>, db: D1Database): Promise<Cached> {
   const now = clock.now().getTime();
-  if (cached && now - cached.loadedAt < cached.config["Application:SettingsCacheSeconds"] * 1000) return cached;
+  if (cached && now >= cached.loadedAt && now - cached.loadedAt < cached.config["Application:SettingsCacheSeconds"] * 1000) return cached;
+  if (loading) return loading;
+  const load = readConfig(vars, db, now);
+  loading = load;
+  try {
+    const fresh = await load;
+    // A write (invalidateConfig) while the read was in flight: the read may predate it, so it is not kept.
+    if (loading === load) cached = fresh;
+    return fresh;
+  } finally {
+    if (loading === load) loading = undefined;
+  }
+}
+
+async function readConfig(vars: Record<string, unknown>, db: D1Database, now: number): Promise<Cached> {
   const { results } = await db.prepare("SELECT name, value FROM settings").all<SettingRow>();
-  const built = buildConfig(vars, results);
-  cached = { ...built, loadedAt: now };
-  return cached;
+  return { ...buildConfig(vars, results), loadedAt: now };
 }
 
 /** Drops the cached configuration (after `PUT /v1/settings`). */
 export function invalidateConfig(): void {
   cached = undefined;
+  loading = undefined;
 }

@@ -12,6 +12,8 @@ export interface Bindings {
   RATE_LIMITER: DurableObjectNamespace<RateLimiter>;
   LICENSE_SEATS: DurableObjectNamespace<LicenseSeats>;
   WEBHOOKS: Queue<unknown>;
+  /** Producer of the webhook dead-letter queue: deliveries that exhausted their retries (webhooks/deliver.ts). */
+  WEBHOOKS_DLQ?: Queue<unknown>;
   EMAIL?: SendEmail;
   /** The deployed version's id, tag and upload time (wrangler `[version_metadata]`); `GET /v1/info` reports it. */
   CF_VERSION_METADATA?: WorkerVersionMetadata;

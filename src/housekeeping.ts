@@ -5,6 +5,7 @@
 import { loadConfig } from "./config";
 import type { Bindings } from "./env";
 import { pruneLogsStatement } from "./logging";
+import { pruneDeliveriesStatement } from "./webhooks/history";
 
 export async function housekeeping(env: Bindings, now: Date): Promise<Record<string, number>> {
   const iso = now.toISOString();
@@ -14,6 +15,8 @@ export async function housekeeping(env: Bindings, now: Date): Promise<Record<str
     downloadTokens: env.DB.prepare("DELETE FROM download_tokens WHERE expires_at < ?").bind(iso),
     // Service log entries older than Application:LogRetentionDays.
     logs: pruneLogsStatement(env.DB, config, now),
+    // Webhook delivery events older than Webhooks:EventRetentionDays.
+    webhookEvents: pruneDeliveriesStatement(env.DB, config, now),
   };
   const results = await env.DB.batch(Object.values(steps));
   return Object.fromEntries(Object.keys(steps).map((name, i) => [name, results[i]?.meta.changes ?? 0]));

@@ -9,15 +9,20 @@
  *   GET /text/{ip}    200 with a body that is not JSON
  *   GET /fail/{ip}    503
  *   GET /lookups      the IPs looked up so far (JSON array), to count requests
+ *
+ * And the webhook receiver of test/webhook-receiver.ts (`inject("webhookReceiverUrl")`).
  */
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { TestProject } from "vitest/node";
+import { type WebhookReceiver, startWebhookReceiver } from "./webhook-receiver";
 
 declare module "vitest" {
   export interface ProvidedContext {
     /** Base URL of the fake geolocation service, e.g. `http://127.0.0.1:41234`. */
     geoServiceUrl: string;
+    /** Base URL of the webhook receiver (test/webhook-receiver.ts): behaviour by path, deliveries read back over HTTP. */
+    webhookReceiverUrl: string;
   }
 }
 
@@ -61,13 +66,17 @@ function handle(req: IncomingMessage, res: ServerResponse): void {
 }
 
 let server: Server | undefined;
+let receiver: WebhookReceiver | undefined;
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   server = createServer(handle);
   await new Promise<void>((resolve) => server!.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
   project.provide("geoServiceUrl", `http://127.0.0.1:${port}`);
+  receiver = await startWebhookReceiver();
+  project.provide("webhookReceiverUrl", receiver.url);
   return async () => {
+    await receiver?.close();
     server?.closeAllConnections();
     await new Promise<void>((resolve) => server?.close(() => resolve()));
   };

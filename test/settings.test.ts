@@ -102,7 +102,7 @@ describe("through the service", () => {
     expect(doc.body["openapi"]).toMatch(/^3\./);
     expect(doc.body["components"]["securitySchemes"]).toEqual({
       ApiKey: { type: "apiKey", in: "header", name: "x-api-key" },
-      Bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT" },
+      Bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT", description: expect.stringContaining("RFC8725") },
     });
     expect(doc.body["paths"]["/v1/resources"]["get"]["parameters"].map((p: { name: string }) => p.name).sort()).toEqual(["filter", "select", "skip", "sort", "take"]);
     const ui = await call("GET", "/swagger");

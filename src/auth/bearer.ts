@@ -13,14 +13,18 @@ import { revokedTokens } from "../db/schema";
 import { randomString } from "./crypto";
 
 const ISSUER = "licensing-service";
-const keys = new Map<string, Uint8Array>();
+const keys = new Map<string, Promise<CryptoKey>>();
 
-function signingKey(config: Config): Uint8Array {
+/**
+ * The HS256 key, imported once per isolate and secret: handed raw bytes, jose would import them again on every
+ * sign and verify (DESIGN: no per-request key import).
+ */
+function signingKey(config: Config): Promise<CryptoKey> {
   const secret = config["Application:JwtSecret"];
   if (!secret) throw new ConfigError("Application:JwtSecret", "a secret is required to issue and verify bearer tokens");
   let key = keys.get(secret);
   if (!key) {
-    key = new TextEncoder().encode(secret);
+    key = crypto.subtle.importKey("raw", new TextEncoder().encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign", "verify"]);
     keys.set(secret, key);
   }
   return key;
@@ -45,15 +49,31 @@ export async function issueToken(config: Config, who: TokenSubject): Promise<{ t
     .setJti(randomString(22))
     .setIssuedAt(now)
     .setExpirationTime(now + expiresIn)
-    .sign(signingKey(config));
+    .sign(await signingKey(config));
   return { token, expiresIn };
 }
 
 /** Verifies a bearer token; undefined when it is invalid, expired or logged out. */
 export async function verifyToken(config: Config, db: Db, token: string): Promise<Principal | undefined> {
+  const principal = await verifyTokenClaims(config, token);
+  if (!principal?.jti) return undefined;
+  const [revoked] = await loggedOutQuery(db, principal.jti);
+  return revoked ? undefined : principal;
+}
+
+/** The logout record of a token id, unexecuted (a route may send it in one D1 batch with its first read). */
+export function loggedOutQuery(db: Db, jti: string) {
+  return db.select({ jti: revokedTokens.jti }).from(revokedTokens).where(eq(revokedTokens.jti, jti)).limit(1);
+}
+
+/**
+ * Verifies a bearer token's signature and claims, without the logout check (verifyToken adds it; a route that
+ * defers it must run loggedOutQuery before it acts: auth/guard.ts DeferredLogoutCheck).
+ */
+export async function verifyTokenClaims(config: Config, token: string): Promise<Principal | undefined> {
   let payload;
   try {
-    ({ payload } = await jwtVerify(token, signingKey(config), {
+    ({ payload } = await jwtVerify(token, await signingKey(config), {
       algorithms: ["HS256"],
       issuer: ISSUER,
       requiredClaims: ["exp", "jti", "sub"],
@@ -64,8 +84,6 @@ export async function verifyToken(config: Config, db: Db, token: string): Promis
     return undefined;
   }
   const jti = String(payload.jti);
-  const revoked = await db.select({ jti: revokedTokens.jti }).from(revokedTokens).where(eq(revokedTokens.jti, jti)).get();
-  if (revoked) return undefined;
   const roles = (Array.isArray(payload["roles"]) ? payload["roles"] : []).filter((r): r is Role => ROLES.includes(r as Role));
   const lic = typeof payload["lic"] === "string" ? payload["lic"] : undefined;
   return {

@@ -8,9 +8,10 @@
  */
 import type { Context, MiddlewareHandler } from "hono";
 import type { AppEnv, Principal, Role } from "../app-env";
+import type { Db } from "../db/client";
 import { forbidden, unauthorized } from "../http/errors";
 import { authenticateApiKey, permissionFor } from "./api-keys";
-import { verifyToken } from "./bearer";
+import { loggedOutQuery, verifyToken, verifyTokenClaims } from "./bearer";
 
 export const API_KEY_SCHEME = "ApiKey";
 export const BEARER_SCHEME = "Bearer";
@@ -27,11 +28,60 @@ function hasRole(principal: Principal, roles: readonly Role[] | undefined): bool
 export type Credential = "key" | "bearer" | "either";
 
 /**
+ * A bearer token's logout check, deferred from the guard to the route's first D1 round trip, so that a licensing
+ * call (validate, heartbeat, ...) costs one round trip instead of two. The route sends `query` in its batch and
+ * hands the rows to `settle` before it acts on anything it read; an error answered before that (a bad body, a
+ * malformed key) settles it first (`logoutFirst`), and the guard settles it alone if the route never did, so a
+ * logged-out token is always answered 401, as when the guard checks it up front.
+ */
+export class DeferredLogoutCheck {
+  settled = false;
+
+  constructor(readonly jti: string) {}
+
+  /** The token's logout record (no rows: not logged out). */
+  query(db: Db) {
+    return loggedOutQuery(db, this.jti);
+  }
+
+  /** Takes the rows of `query`; throws the 401 of a logged-out token. */
+  settle(rows: readonly unknown[]): void {
+    this.settled = true;
+    if (rows.length > 0) throw unauthorized(BEARER_SCHEME);
+  }
+
+  /** Runs the check on its own when no batch did. */
+  async run(db: Db): Promise<void> {
+    if (!this.settled) this.settle(await this.query(db));
+  }
+}
+
+/**
+ * The error to answer for `error` raised before a deferred logout check was settled: the 401 of a logged-out token
+ * comes first, as it would have from the guard. Called by the app's error handler.
+ */
+export async function logoutFirst(c: Context<AppEnv>, error: Error): Promise<Error> {
+  const check = c.get("logoutCheck") as DeferredLogoutCheck | undefined;
+  if (!check || check.settled) return error;
+  try {
+    await check.run(c.get("db"));
+    return error;
+  } catch (refusal) {
+    return refusal instanceof Error ? refusal : error;
+  }
+}
+
+export interface AuthenticateOptions {
+  /** Leave a bearer token's logout check to the route's first D1 batch (DeferredLogoutCheck). */
+  deferLogoutCheck?: boolean;
+}
+
+/**
  * Checks the request's credential: an API key (header Application:ApiKeyHeaderName) or a bearer token, as the
  * route accepts; the roles, and the permission bit of the method where roles are checked. Returns the principal or
  * throws the 401/403 ApiError. gRPC calls it with the call's metadata (the same headers).
  */
-export async function authenticate(c: Context<AppEnv>, accepts: Credential, roles?: readonly Role[]): Promise<Principal> {
+export async function authenticate(c: Context<AppEnv>, accepts: Credential, roles?: readonly Role[], options: AuthenticateOptions = {}): Promise<Principal> {
   const config = c.get("config");
   const db = c.get("db");
   const key = c.req.header(config["Application:ApiKeyHeaderName"]);
@@ -44,17 +94,31 @@ export async function authenticate(c: Context<AppEnv>, accepts: Credential, role
   } else {
     const token = accepts === "key" ? undefined : bearerToken(c.req.header("authorization"));
     if (token === undefined) throw unauthorized(accepts === "key" ? API_KEY_SCHEME : BEARER_SCHEME);
-    principal = await verifyToken(config, db, token);
+    if (options.deferLogoutCheck) {
+      principal = await verifyTokenClaims(config, token);
+      if (principal?.jti) c.set("logoutCheck", new DeferredLogoutCheck(principal.jti));
+    } else {
+      principal = await verifyToken(config, db, token);
+    }
     if (!principal) throw unauthorized(BEARER_SCHEME);
   }
   if (!hasRole(principal, roles)) throw forbidden();
   return principal;
 }
 
-function guard(accepts: Credential, roles?: readonly Role[]): MiddlewareHandler<AppEnv> {
+function guard(accepts: Credential, roles?: readonly Role[], options: AuthenticateOptions = {}): MiddlewareHandler<AppEnv> {
+  if (!options.deferLogoutCheck) {
+    return async (c, next) => {
+      c.set("principal", await authenticate(c, accepts, roles));
+      await next();
+    };
+  }
   return async (c, next) => {
-    c.set("principal", await authenticate(c, accepts, roles));
+    c.set("principal", await authenticate(c, accepts, roles, options));
     await next();
+    // A route that never batched the check still answers a logged-out token 401 (after the fact, but never 200).
+    const check = c.get("logoutCheck") as DeferredLogoutCheck | undefined;
+    if (check && !check.settled) await check.run(c.get("db"));
   };
 }
 
@@ -70,8 +134,8 @@ export const access = {
     ...rolesNote(roles),
   }),
   bearer: () => ({ middleware: [guard("bearer")], security: requirement(BEARER_SCHEME) }),
-  either: (roles?: readonly Role[]) => ({
-    middleware: [guard("either", roles)],
+  either: (roles?: readonly Role[], options?: AuthenticateOptions) => ({
+    middleware: [guard("either", roles, options)],
     security: requirement(API_KEY_SCHEME, BEARER_SCHEME),
     ...rolesNote(roles),
   }),

@@ -9,7 +9,7 @@ import { apiKeys, userSettings, users } from "../db/schema";
 import { type ServiceContext, serviceContext } from "../http/context";
 import { protectLogin } from "../protection/guard";
 import { ApiError } from "../http/errors";
-import { Envelope, anonymousErrorResponses, enveloped, errorResponses, json, jsonBody } from "../http/openapi";
+import { Envelope, anonymousErrorResponses, enveloped, errorResponses, int32, json, jsonBody } from "../http/openapi";
 import { ok } from "../http/respond";
 import type { Router } from "../http/router";
 import { ApiKey, maskKeys } from "../management/api-keys";
@@ -30,7 +30,7 @@ const LoginRequest = z
 
 const LoginResponse = enveloped({
   token: z.string().openapi({ description: "A bearer token (JWT) for the Authorization header." }),
-  expiresIn: z.int().openapi({ description: "Lifetime of the token in seconds." }),
+  expiresIn: int32(1).openapi({ description: "Lifetime of the token in seconds." }),
 }).openapi("LoginResponse");
 
 const UserProfile = User.record
@@ -123,7 +123,7 @@ export function registerAuth(app: Router): void {
       operationId: "getSignedInUser",
       summary: "The signed-in user with roles, settings and active API keys",
       ...access.bearer(),
-      request: { query: z.object({ request: z.string().optional().openapi({ description: "Accepted for compatibility; ignored." }) }) },
+      request: { query: z.object({ request: z.string().max(2048).optional().openapi({ description: "Accepted for compatibility; ignored." }) }) },
       responses: { 200: json(enveloped({ user: UserProfile }), "The signed-in user"), ...errorResponses },
     }),
     async (c) => {
@@ -165,7 +165,7 @@ export function registerAuth(app: Router): void {
           enveloped({
             user: z.string().optional(),
             roles: z.array(z.string()),
-            permissions: z.int().optional().openapi({ description: "API key permission bits; absent for bearer tokens." }),
+            permissions: int32(0, 15).optional().openapi({ description: "API key permission bits; absent for bearer tokens." }),
             keyName: z.string().optional(),
           }),
           "The session",

@@ -3,11 +3,13 @@
  * integer id, holds its seats in SQLite storage, so an eviction or restart loses nothing. Every decision is made
  * synchronously on that storage (no await between reading and writing the seats), so concurrent requests can never
  * grant more seats than `maxClients`. A seat lives until `expiresAt`; heartbeats move it; an alarm reclaims dead
- * seats and writes that through to D1 (the token rows go, a TokenExpired trace is written when the license traces).
+ * seats and writes that through to D1 (the token rows go, a TokenExpired trace is written when the license traces)
+ * and emits license.seat.expired for each.
  */
 import { DurableObject } from "cloudflare:workers";
 import { clock } from "../clock";
 import type { Bindings } from "../env";
+import { emitSeatsExpired } from "../webhooks/license-events";
 
 export interface SeatRequest {
   tokenDigest: string;
@@ -150,6 +152,8 @@ export class LicenseSeats extends DurableObject<Bindings> {
       // D1 first: if it fails, the alarm is retried and the seats are still here to be reclaimed.
       await this.env.DB.batch(statements);
       for (const seat of dead) this.sql.exec("DELETE FROM seats WHERE token_digest = ? AND expires_at <= ?", seat.token_digest, now);
+      // After the write-through, so a subscriber hears of a seat only once it is gone; never throws.
+      await emitSeatsExpired(this.env, (p) => this.ctx.waitUntil(p), licenseId, dead.map((seat) => ({ machineId: seat.machine_id, clientId: seat.client_id })));
     }
     await this.scheduleAlarm();
   }

@@ -1,5 +1,6 @@
 import type { Context } from "hono";
 import type { AppEnv, Principal } from "../app-env";
+import type { DeferredLogoutCheck } from "../auth/guard";
 import type { Config } from "../config";
 import type { Db } from "../db/client";
 import type { Bindings } from "../env";
@@ -17,6 +18,8 @@ export interface ServiceContext {
   waitUntil(promise: Promise<unknown>): void;
   /** The service log of the request: warnings and errors written after the response (logging.ts). */
   log?: ServiceLog;
+  /** The caller's bearer-token logout check, when the route deferred it to its first D1 batch (auth/guard.ts). */
+  logoutCheck?: DeferredLogoutCheck | undefined;
 }
 
 export function serviceContext(c: Context<AppEnv>): ServiceContext {
@@ -28,6 +31,7 @@ export function serviceContext(c: Context<AppEnv>): ServiceContext {
     requestId: c.get("requestId"),
     clientIp: c.get("clientIp"),
     log: c.get("log"),
+    logoutCheck: c.get("logoutCheck") as DeferredLogoutCheck | undefined,
     waitUntil: (p) => {
       try {
         c.executionCtx.waitUntil(p);

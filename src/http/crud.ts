@@ -19,7 +19,7 @@ import { type Id, type Row, checkReferences, deleteRow, insertRow, requireById, 
 import { type ServiceContext, serviceContext } from "./context";
 import type { Entity } from "./entity";
 import { type ListOptions, type ListParam, type ListParams, listBody, listQuery } from "./list";
-import { enveloped, errorResponses, json, jsonBody } from "./openapi";
+import { enveloped, errorResponses, int32, int32PathParam, int64, json, jsonBody } from "./openapi";
 import { ok } from "./respond";
 import type { Router } from "./router";
 
@@ -105,7 +105,7 @@ const DEFAULT_LIST_PARAMS = ["select", "filter", "sort", "take", "skip"] as cons
 
 /** An int32 id in the path. */
 export function intIdParam(name: string) {
-  return z.coerce.number().int().min(1).max(2147483647).openapi({ param: { name, in: "path" }, type: "integer" });
+  return int32PathParam(name);
 }
 
 /** The path parameter schema of an entity's id: int32 for integer keys, a string otherwise. */
@@ -170,7 +170,7 @@ export function crud(app: Router, def: CrudDefinition): void {
       ...access.key(def.roles.list),
       request: { query, ...(scopeParams ? { params: scopeParams } : {}) },
       responses: {
-        200: json(enveloped({ [entity.plural]: z.array(entity.record), [entity.totalName]: z.int() }), `A page of ${label} records and the count of all that match the filter`),
+        200: json(enveloped({ [entity.plural]: z.array(entity.record), [entity.totalName]: int64() }), `A page of ${label} records and the count of all that match the filter`),
         ...errorResponses,
       },
     });
@@ -192,7 +192,7 @@ export function crud(app: Router, def: CrudDefinition): void {
       ...access.key(def.roles.create),
       request: { body: jsonBody(z.object({ [entity.singular]: entity.createInput })), ...(scopeParams ? { params: scopeParams } : {}) },
       responses: {
-        200: json(enveloped({ [entity.idName]: entity.fields["id"]?.output ?? z.int(), ...def.createdShape }), `The ${label} was created`),
+        200: json(enveloped({ [entity.idName]: entity.fields["id"]?.output ?? int32(1), ...def.createdShape }), `The ${label} was created`),
         ...errorResponses,
       },
     });

@@ -9,6 +9,7 @@ import type { SQL } from "drizzle-orm";
 import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 import type { Config } from "../config";
 import type { FieldType, QuerySchema } from "./filter";
+import { INT32_MAX, INT32_MIN, int32 } from "./openapi";
 
 export interface Field<Out extends z.ZodType = z.ZodType, In extends z.ZodType = z.ZodType> {
   /** How the property is compared by filters; undefined = not filterable or sortable. */
@@ -38,15 +39,26 @@ interface Options {
   writeOnly?: boolean;
 }
 
+/**
+ * Characters that make a name display as something it is not: C0 and C1 controls, and the bidirectional marks,
+ * embeddings, overrides and isolates (`Setup\u202Eexe.pdf` shows as `Setupfdp.exe`). As the body of a regex
+ * character class; names that identify (user names, artifact file names) refuse them, free text keeps them.
+ */
+export const DECEPTIVE_CHARACTERS = "\\u0000-\\u001f\\u007f-\\u009f\\u061c\\u200e\\u200f\\u202a-\\u202e\\u2066-\\u2069";
+
 function describe<T extends z.ZodType>(schema: T, description?: string): T {
   return description ? (schema.openapi({ description }) as T) : schema;
 }
 
-const isoDate = z.string().refine((s) => !Number.isNaN(Date.parse(s)), { message: "Not a valid ISO 8601 date" });
+// 64 characters hold any ISO 8601 date-time with fractions and an offset; longer text is no date.
+const isoDate = z
+  .string()
+  .max(64)
+  .refine((s) => !Number.isNaN(Date.parse(s)), { message: "Not a valid ISO 8601 date" });
 
 /** Field builders: one per kind of stored value. */
 export const f = {
-  id: (o: Options = {}) => ({ filter: "integer" as const, output: describe(z.int(), o.description), input: z.int(), readOnly: true }),
+  id: (o: Options = {}) => ({ filter: "integer" as const, output: describe(int32(1), o.description), input: int32(1), readOnly: true }),
   /** A server-generated string key (user ids are strings in SPEC). */
   stringId: (o: Options = {}) => ({ filter: "string" as const, output: describe(z.string(), o.description), input: z.string().max(64), readOnly: true }),
   string: (o: Options & { max?: number; pattern?: RegExp } = {}) => {
@@ -56,14 +68,8 @@ export const f = {
   },
   int: (o: Options & { min?: number; max?: number } = {}) => ({
     filter: "integer" as const,
-    output: describe(z.int(), o.description),
-    input: describe(
-      z
-        .int()
-        .min(o.min ?? -2147483648)
-        .max(o.max ?? 2147483647),
-      o.description,
-    ),
+    output: describe(int32(o.min ?? INT32_MIN, o.max ?? INT32_MAX), o.description),
+    input: describe(int32(o.min ?? INT32_MIN, o.max ?? INT32_MAX), o.description),
     ...flags(o),
   }),
   /** One of fixed strings, stored as text (a release's channel). */
@@ -93,8 +99,8 @@ export const f = {
     const description = `${o.description ? o.description + " " : ""}${names.map((n, i) => `${i} = ${n}`).join(", ")}`;
     return {
       filter: { enum: names } as FieldType,
-      output: z.union([z.int().min(0).max(names.length - 1), z.enum(names)]).openapi({ description }),
-      input: z.union([z.int().min(0).max(names.length - 1), z.enum(names)]).openapi({ description }),
+      output: z.union([int32(0, names.length - 1), z.enum(names)]).openapi({ description }),
+      input: z.union([int32(0, names.length - 1), z.enum(names)]).openapi({ description }),
       enumNames: names,
       ...flags(o),
     };
@@ -181,7 +187,7 @@ export function defineEntity<const F extends Fields, const R extends keyof F & s
   const required = new Set<string>(def.required ?? []);
   const recordShape: Record<string, z.ZodType> = {};
   const createShape: Record<string, z.ZodType> = {};
-  const updateShape: Record<string, z.ZodType> = { id: def.fields["id"]?.input ?? z.int() };
+  const updateShape: Record<string, z.ZodType> = { id: def.fields["id"]?.input ?? int32(1) };
   const queryFields: Record<string, { column: SQLiteColumn | SQL; type: FieldType }> = {};
 
   for (const [key, field] of Object.entries(def.fields)) {

@@ -10,18 +10,25 @@ import type { Config } from "../config";
 import type { Db } from "../db/client";
 import type { Entity } from "./entity";
 import { ApiError } from "./errors";
-import { compileFilter, resolveProperty } from "./filter";
+import { MAX_FILTER_LENGTH, compileFilter, resolveProperty } from "./filter";
+import { INT32_MAX } from "./openapi";
 
 export type ListParam = "select" | "filter" | "sort" | "take" | "skip" | "include" | "countOnly";
 
-const int32 = z.coerce.number().int().min(0).max(2147483647);
+// Coerced from the query's text, so the document's type, format and bounds are stated by hand.
+const int32 = z.coerce.number().int().min(0).max(INT32_MAX);
+const int32Doc = { type: "integer", format: "int32", minimum: 0, maximum: INT32_MAX } as const;
+/** Longest `sort`, `select` or `include`: far more than every property name of an entity. */
+const MAX_NAMES_LENGTH = 2000;
+const names = () => z.string().max(MAX_NAMES_LENGTH).optional();
 const paramSchemas = {
-  filter: z.string().optional().openapi({ description: 'Expression on the properties, e.g. `name.StartsWith("A") && id > 3`.' }),
-  sort: z.string().optional().openapi({ description: "Comma-separated properties; prefix `-` descending, `+` or none ascending." }),
-  skip: int32.optional().openapi({ type: "integer", description: "Items to skip." }),
-  take: int32.optional().openapi({ type: "integer", description: "Maximum items returned (default Application:DefaultPageSize, at most Application:MaxPageSize)." }),
-  select: z.string().optional().openapi({ description: "Comma-separated properties to return." }),
-  include: z.string().optional().openapi({ description: "Comma-separated related entities to load." }),
+  // The length is checked by compileFilter (400 with the envelope, CONTRACT's limit), not by the schema.
+  filter: z.string().optional().openapi({ maxLength: MAX_FILTER_LENGTH, description: 'Expression on the properties, e.g. `name.StartsWith("A") && id > 3`.' }),
+  sort: names().openapi({ description: "Comma-separated properties; prefix `-` descending, `+` or none ascending." }),
+  skip: int32.optional().openapi({ ...int32Doc, description: "Items to skip." }),
+  take: int32.optional().openapi({ ...int32Doc, description: "Maximum items returned (default Application:DefaultPageSize, at most Application:MaxPageSize)." }),
+  select: names().openapi({ description: "Comma-separated properties to return." }),
+  include: names().openapi({ description: "Comma-separated related entities to load." }),
   countOnly: z
     .enum(["true", "false"])
     .optional()

@@ -49,13 +49,29 @@ export function send<T extends object, S extends ContentfulStatusCode = 200>(
   }) as Response & TypedResponse<T, S, "json">;
 }
 
-/** The success envelope of SPEC ("code repeats the HTTP status; 0 in successful samples") plus the route's data. */
+/** How a success envelope is written. */
+export interface EnvelopeOptions {
+  /** false: no `code` (SPEC: webhook responses carry only success and message plus their data). */
+  code: false;
+}
+
+/**
+ * The success envelope of SPEC ("code repeats the HTTP status; 0 in successful samples") plus the route's data;
+ * with `{ code: false }` the webhook routes' envelope, `success` and `message` plus their data.
+ */
 export function ok<T extends object, S extends ContentfulStatusCode = 200>(
   c: Context<AppEnv>,
   data: T,
   status?: S,
-): Response & TypedResponse<{ success: true; code: 0; message?: string } & T, S, "json"> {
-  return send(c, { success: true as const, code: 0 as const, ...data }, status);
+): Response & TypedResponse<{ success: true; code: 0; message?: string } & T, S, "json">;
+export function ok<T extends object, S extends ContentfulStatusCode = 200>(
+  c: Context<AppEnv>,
+  data: T,
+  status: S | undefined,
+  options: EnvelopeOptions,
+): Response & TypedResponse<{ success: true; message?: string } & T, S, "json">;
+export function ok<T extends object, S extends ContentfulStatusCode = 200>(c: Context<AppEnv>, data: T, status?: S, options?: EnvelopeOptions) {
+  return send(c, { success: true as const, ...(options?.code === false ? {} : { code: 0 as const }), ...data }, status);
 }
 
 /** The error envelope `{success:false, code, message}`; an ApiError without message has an empty body. */
@@ -94,9 +110,31 @@ export function zodProblem(error: ZodError): ValidationProblem {
   return new ValidationProblem(errors);
 }
 
-/** The zod-openapi hook: schema violations in body, query or path become problem details. */
-export function validationHook(result: { success: boolean; error?: ZodError; target: string }): void {
+// A high surrogate without a low one after it, or a low one without a high one before it.
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** Paths (problem-details form) of the strings and property names in a JSON value that hold a lone surrogate. */
+export function loneSurrogatePaths(value: unknown, path = ""): string[] {
+  if (typeof value === "string") return LONE_SURROGATE.test(value) ? [path] : [];
+  if (Array.isArray(value)) return value.flatMap((item, i) => loneSurrogatePaths(item, `${path}[${i}]`));
+  if (value === null || typeof value !== "object") return [];
+  return Object.entries(value).flatMap(([key, item]) => {
+    const at = path ? `${path}.${key}` : key;
+    return LONE_SURROGATE.test(key) ? [at] : loneSurrogatePaths(item, at);
+  });
+}
+
+/**
+ * The zod-openapi hook: schema violations in body, query or path become problem details. A JSON body is also
+ * refused when a string holds a lone surrogate (`"\ud800"` is valid JSON): D1 and the HMACs see UTF-8, where it
+ * becomes U+FFFD, so the service would store, compare and sign something other than what the client sent.
+ */
+export function validationHook(result: { success: boolean; error?: ZodError; data?: unknown; target: string }): void {
   if (!result.success && result.error) throw zodProblem(result.error);
+  if (result.success && result.target === "json") {
+    const paths = loneSurrogatePaths(result.data);
+    if (paths.length > 0) throw new ValidationProblem(Object.fromEntries(paths.map((p) => [p, ["The text holds a lone UTF-16 surrogate, which UTF-8 cannot carry"]])));
+  }
 }
 
 /**

@@ -9,6 +9,8 @@ import { nowIso } from "../clock";
 import { licenses, reports } from "../db/schema";
 import type { ServiceContext } from "../http/context";
 import { ApiError } from "../http/errors";
+import { reportRecord } from "../management/reports";
+import { emit } from "../webhooks/emit";
 import type { ClientInfo } from "./runtime";
 import { TraceAction } from "./runtime";
 import { recordTrace } from "./traces";
@@ -30,7 +32,7 @@ export interface ReportInput {
   properties?: { name: string; value: string | null }[] | undefined;
 }
 
-/** Stores a report; returns its id. */
+/** Stores a report (and emits report.received); returns its id. */
 export async function storeReport(ctx: ServiceContext, input: ReportInput, client: ClientInfo): Promise<number> {
   const license = input.userKey
     ? await ctx.db.select({ id: licenses.id, trace: licenses.trace }).from(licenses).where(eq(licenses.userKey, input.userKey.trim())).get()
@@ -65,8 +67,9 @@ export async function storeReport(ctx: ServiceContext, input: ReportInput, clien
       createdAt: now,
       updatedAt: now,
     })
-    .returning({ id: reports.id });
+    .returning();
   if (!row) throw new Error("report insert returned no row");
+  emit(ctx, "report.received", async () => ({ data: await reportRecord(ctx.db, ctx.config, row) }));
   if (license?.trace) {
     recordTrace(ctx, { licenseId: license.id, action: TraceAction.Report, address: client.address, geoLocation: client.geoLocation, ...input }, now);
   }

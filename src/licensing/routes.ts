@@ -11,7 +11,7 @@ import type { AppEnv } from "../app-env";
 import { access } from "../auth/guard";
 import { serviceContext } from "../http/context";
 import { ApiError } from "../http/errors";
-import { Envelope, enveloped, errorResponses, json, jsonBody } from "../http/openapi";
+import { Envelope, enveloped, errorResponses, int32, json, jsonBody } from "../http/openapi";
 import { ok } from "../http/respond";
 import type { Router } from "../http/router";
 import { MAX_REPORT_BYTES, storeReport } from "./reports";
@@ -41,8 +41,8 @@ const licensingErrors = {
 const LicenseView = z
   .object({
     licenseId: z.string(),
-    licensingMode: z.union([z.int(), z.string()]).openapi({ description: "0 = File, 1 = Activation, 2 = Floating" }),
-    licenseType: z.union([z.int(), z.string()]).openapi({ description: "0 = Standard, 1 = Demo, 2 = Trial" }),
+    licensingMode: z.union([int32(0, 2), z.string()]).openapi({ description: "0 = File, 1 = Activation, 2 = Floating" }),
+    licenseType: z.union([int32(0, 2), z.string()]).openapi({ description: "0 = Standard, 1 = Demo, 2 = Trial" }),
     edition: z.string().optional(),
     issueDate: z.string(),
     expireAt: z.string().optional(),
@@ -53,7 +53,7 @@ const LicenseView = z
   })
   .openapi("LicenseInfo");
 
-const counts = { activeClientCount: z.int(), maxClientCount: z.int().openapi({ description: "0 = unlimited" }) };
+const counts = { activeClientCount: int32(0), maxClientCount: int32(0).openapi({ description: "0 = unlimited" }) };
 
 function route<B extends z.ZodType, R extends z.ZodRawShape>(path: string, operationId: string, summary: string, body: B, answer: R) {
   return createRoute({
@@ -62,7 +62,8 @@ function route<B extends z.ZodType, R extends z.ZodRawShape>(path: string, opera
     tags: ["Licensing"],
     operationId,
     summary,
-    ...access.either(),
+    // A bearer token's logout check rides in the operation's first D1 batch (runtime.ts firstReads): one round trip.
+    ...access.either(undefined, { deferLogoutCheck: true }),
     request: { body: jsonBody(body) },
     responses: { 200: json(enveloped(answer), summary), ...licensingErrors },
   });
@@ -116,7 +117,7 @@ export function registerLicensingRoutes(app: Router): void {
       "requestFloatingLicense",
       "Take a floating seat (or the seat this machine and client already hold)",
       z.object({ userKey: text(), machineId: text(), clientId: text(), clientName: text() }).openapi("FloatingRequest"),
-      { licenseToken: z.string(), tokenExpireAt: z.string(), heartbeatInterval: z.int().openapi({ description: "Seconds between heartbeats." }), ...counts, license: LicenseView },
+      { licenseToken: z.string(), tokenExpireAt: z.string(), heartbeatInterval: int32(0).openapi({ description: "Seconds between heartbeats." }), ...counts, license: LicenseView },
     ),
     async (c) => {
       const { newSeat: _new, ...result } = await requestSeat(serviceContext(c), c.req.valid("json"), clientInfo(c));
@@ -126,7 +127,7 @@ export function registerLicensingRoutes(app: Router): void {
   app.openapi(
     route("/v1/license/heartbeat", "heartbeat", "Keep a floating seat alive", z.object({ licenseToken: text() }).openapi("HeartbeatRequest"), {
       tokenExpireAt: z.string(),
-      heartbeatInterval: z.int(),
+      heartbeatInterval: int32(0),
       ...counts,
     }),
     async (c) => ok(c, await heartbeat(serviceContext(c), c.req.valid("json"))),
@@ -163,22 +164,27 @@ export function registerLicensingRoutes(app: Router): void {
             name: z.string().min(1).max(256),
             uid: text(),
             version: text(64),
-            date: z.string().refine((s) => !Number.isNaN(Date.parse(s)), { message: "Not a valid ISO 8601 date" }).optional(),
+            date: z
+              .string()
+              .max(64)
+              .refine((s) => !Number.isNaN(Date.parse(s)), { message: "Not a valid ISO 8601 date" })
+              .optional(),
             userKey: text(),
             machineId: text(),
             clientId: text(),
             clientName: text(),
             contentType: text(),
-            content: z.string(),
+            // The body limit (4 MiB) bounds it; a string never has more UTF-16 units than its UTF-8 bytes.
+            content: z.string().max(MAX_REPORT_BYTES),
             properties: z.array(Property).max(1000).optional(),
           })
           .openapi("SendReportRequest"),
       ),
     },
     responses: {
-      200: json(enveloped({ reportId: z.int() }), "The report was stored"),
-      413: { description: "The request body is over 4 MiB.", content: { "application/json": { schema: Envelope } } },
+      200: json(enveloped({ reportId: int32(1) }), "The report was stored"),
       ...errorResponses,
+      413: { description: "The request body is over 4 MiB.", content: { "application/json": { schema: Envelope } } },
     },
   });
   app.openapi(reportRoute, async (c) => ok(c, { reportId: await storeReport(serviceContext(c), c.req.valid("json"), clientInfo(c)) }));

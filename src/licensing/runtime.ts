@@ -8,7 +8,8 @@
  * machine and client. So a repeated activation or seat request returns the same token while D1 keeps only its
  * digest, and the unique digest index makes activation idempotent under concurrency.
  */
-import { and, eq, gt, isNull, or } from "drizzle-orm";
+import { and, eq, gt, isNull, or, sql } from "drizzle-orm";
+import type { BatchItem, BatchResponse } from "drizzle-orm/batch";
 import type { Role } from "../app-env";
 import { issueToken } from "../auth/bearer";
 import { BASE62, sha256Hex } from "../auth/crypto";
@@ -22,6 +23,7 @@ import type { ServiceContext } from "../http/context";
 import { ApiError, GrpcCode, LicensingError } from "../http/errors";
 import { LicenseType, LicensingMode } from "../management/license-templates";
 import { signJws } from "../updates/signing-keys";
+import { emitClientEvent } from "../webhooks/license-events";
 import { type LicenseRow, type LicenseStatus, Mode, activeClientCounts, clientCount, isLicenseIntact } from "./licenses";
 import { TokenKind, tokenPrefix } from "./tokens";
 import { recordTrace } from "./traces";
@@ -77,18 +79,47 @@ type LicenseWithProduct = LicenseRow & { productCode: string };
 // ---------------------------------------------------------------------------------------------------------------
 // Finding and checking a license
 
-/** The license a user key names, with its product's code; 523 for a malformed key, 525 for an unknown one. */
-export async function findByUserKey(db: Db, userKey: string | undefined): Promise<LicenseWithProduct> {
+/** A user key as the operations take it: trimmed; 523 when it is empty or too long to be one. */
+function userKeyOf(userKey: string | undefined): string {
   const key = userKey?.trim() ?? "";
   if (key === "" || key.length > 128) throw fail(GrpcCode.InvalidArgument, Messages.invalidKey);
-  const row = await db
-    .select({ license: licenses, productCode: products.code })
-    .from(licenses)
-    .innerJoin(products, eq(products.id, licenses.productId))
-    .where(eq(licenses.userKey, key))
-    .get();
+  return key;
+}
+
+/** The license with this user key and its product's code, unexecuted (operations batch it with other reads). */
+function licenseByUserKey(db: Db, key: string) {
+  return db.select({ license: licenses, productCode: products.code }).from(licenses).innerJoin(products, eq(products.id, licenses.productId)).where(eq(licenses.userKey, key)).limit(1);
+}
+
+function foundLicense(row: { license: LicenseRow; productCode: string } | undefined): LicenseWithProduct {
   if (!row) throw fail(GrpcCode.NotFound, Messages.keyNotFound);
   return { ...row.license, productCode: row.productCode };
+}
+
+/** The license a user key names, with its product's code; 523 for a malformed key, 525 for an unknown one. */
+export async function findByUserKey(db: Db, userKey: string | undefined): Promise<LicenseWithProduct> {
+  const [row] = await licenseByUserKey(db, userKeyOf(userKey));
+  return foundLicense(row);
+}
+
+/**
+ * An operation's first D1 round trip: its reads in one batch, together with the caller's bearer-token logout check
+ * when the route deferred it (auth/guard.ts DeferredLogoutCheck), which is settled (401 for a logged-out token)
+ * before anything read is used. So validate and heartbeat cost one round trip with a bearer token as with a key.
+ */
+async function firstReads<const Q extends readonly [BatchItem<"sqlite">, ...BatchItem<"sqlite">[]]>(ctx: ServiceContext, queries: Q): Promise<BatchResponse<Q>> {
+  const check = ctx.logoutCheck && !ctx.logoutCheck.settled ? ctx.logoutCheck : undefined;
+  if (!check) return (queries.length === 1 ? [await queries[0]] : await ctx.db.batch(queries)) as BatchResponse<Q>;
+  const [loggedOut, ...rows] = await ctx.db.batch([check.query(ctx.db), ...queries]);
+  check.settle(loggedOut);
+  return rows as unknown as BatchResponse<Q>;
+}
+
+/** findByUserKey as an operation's first read (with the deferred logout check). */
+async function findLicense(ctx: ServiceContext, userKey: string | undefined): Promise<LicenseWithProduct> {
+  const key = userKeyOf(userKey);
+  const [rows] = await firstReads(ctx, [licenseByUserKey(ctx.db, key)]);
+  return foundLicense(rows[0]);
 }
 
 /** Refuses a license that is tampered, revoked, expired or for another product (CONTRACT section 4 order). */
@@ -106,7 +137,7 @@ function requireOwnLicense(ctx: ServiceContext, license: LicenseRow): void {
 }
 
 async function openLicense(ctx: ServiceContext, userKey: string | undefined, productCode?: string): Promise<LicenseWithProduct> {
-  const license = await findByUserKey(ctx.db, userKey);
+  const license = await findLicense(ctx, userKey);
   requireOwnLicense(ctx, license);
   await requireUsable(ctx.config, license, now(), productCode);
   return license;
@@ -123,6 +154,18 @@ function required(value: string | undefined | null, message: string): string {
 // ---------------------------------------------------------------------------------------------------------------
 // Tokens, license view, traces
 
+/**
+ * What a client token's HMAC covers, one text per (kind, license, machine, client). Ids without a line feed keep the
+ * original `kind\nlicense\nmachine\nclient` form (exactly three line feeds, so it reads back one way), which keeps
+ * the tokens of existing activations; an id holding a line feed would make that form ambiguous (machine `a\nb` with
+ * client `c` against machine `a` with client `b\nc`), so such ids are written as a JSON array, which never starts
+ * with a digit as the original form does.
+ */
+function clientTokenInput(kind: TokenKind, licenseRowId: number, machineId: string, clientId: string): string {
+  if (!machineId.includes("\n") && !clientId.includes("\n")) return `${kind}\n${licenseRowId}\n${machineId}\n${clientId}`;
+  return JSON.stringify([kind, licenseRowId, machineId, clientId]);
+}
+
 /** The token of a (license, machine, client) for a kind: derived, so a repeat request gets the same token. */
 export async function clientToken(config: Config, kind: TokenKind, licenseRowId: number, machineId: string, clientId: string): Promise<string> {
   const key = await deriveKey(
@@ -131,7 +174,7 @@ export async function clientToken(config: Config, kind: TokenKind, licenseRowId:
     { name: "HMAC", hash: "SHA-256", length: 256 },
     ["sign"],
   );
-  const mac = new Uint8Array(await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(`${kind}\n${licenseRowId}\n${machineId}\n${clientId}`)));
+  const mac = new Uint8Array(await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(clientTokenInput(kind, licenseRowId, machineId, clientId))));
   const body = [...mac.slice(0, 24)].map((b) => BASE62[b % 62]).join("");
   return `${kind === TokenKind.Floating ? "fltk_" : "actk_"}${body}`;
 }
@@ -177,6 +220,10 @@ function trace(ctx: ServiceContext, license: LicenseRow, action: number, client:
   if (license.trace) recordTrace(ctx, { licenseId: license.id, action, address: client.address, geoLocation: client.geoLocation, ...who }, now().toISOString());
 }
 
+/** activeClientCounts (licenses.ts) of one license as raw SQL, for a D1 batch with raw statements: `?1` id, `?2` now. */
+const ACTIVE_CLIENTS_SQL = `SELECT count(*) AS tokens, count(DISTINCT machine_id) AS machines FROM license_tokens
+  WHERE license_id = ?1 AND (expire_date IS NULL OR expire_date > ?2)`;
+
 async function activeClients(db: Db, license: LicenseRow): Promise<number> {
   const counts = await activeClientCounts(db, [license.id], now());
   return clientCount(license.licensingMode, counts.get(license.id));
@@ -217,7 +264,7 @@ export async function activate(ctx: ServiceContext, input: ActivateInput, client
   const clientId = input.clientId?.trim() ?? "";
   const token = await clientToken(ctx.config, TokenKind.Activation, license.id, machineId, clientId);
   const stamp = now().toISOString();
-  const row = await ctx.db.$client
+  const insert = ctx.db.$client
     .prepare(
       `INSERT INTO license_tokens
          (token_digest, token_prefix, kind, license_id, machine_id, client_id, client_name, address, issue_date, expire_date, created_at, updated_at)
@@ -233,12 +280,17 @@ export async function activate(ctx: ServiceContext, input: ActivateInput, client
          expire_date = excluded.expire_date, updated_at = excluded.updated_at
        RETURNING created_at, updated_at, expire_date`,
     )
-    .bind(await sha256Hex(token), tokenPrefix(token), TokenKind.Activation, machineId, clientId, input.clientName ?? null, client.address, stamp, license.id)
-    .first<{ created_at: string; updated_at: string; expire_date: string | null }>();
+    .bind(await sha256Hex(token), tokenPrefix(token), TokenKind.Activation, machineId, clientId, input.clientName ?? null, client.address, stamp, license.id);
+  // The count of machines after the insert, in the same round trip (a batch runs its statements in order).
+  const counted = ctx.db.$client.prepare(ACTIVE_CLIENTS_SQL).bind(license.id, stamp);
+  const [inserted, counts] = await ctx.db.$client.batch<Record<string, unknown>>([insert, counted]);
+  const row = inserted?.results[0] as { created_at: string; updated_at: string; expire_date: string | null } | undefined;
   if (!row) throw fail(GrpcCode.AlreadyExists, Messages.alreadyActivated);
   const newMachine = row.created_at === row.updated_at;
   trace(ctx, license, TraceAction.Activate, client, { machineId, clientId, clientName: input.clientName ?? null });
-  const [active, view] = await Promise.all([activeClients(ctx.db, license), licenseView(ctx, license, { machineId, clientId })]);
+  if (newMachine) void emitClientEvent(ctx, "license.activated", license, { machineId, clientId, clientName: input.clientName ?? null });
+  const active = clientCount(license.licensingMode, counts?.results[0] as { tokens: number; machines: number } | undefined);
+  const view = await licenseView(ctx, license, { machineId, clientId });
   return {
     licenseToken: token,
     ...(row.expire_date ? { tokenExpireAt: row.expire_date } : {}),
@@ -264,7 +316,7 @@ export interface CountResult {
 
 /** Frees a machine's activation (by its token, or by machine and client). */
 export async function deactivate(ctx: ServiceContext, input: DeactivateInput, client: ClientInfo): Promise<CountResult> {
-  const license = await findByUserKey(ctx.db, input.userKey);
+  const license = await findLicense(ctx, input.userKey);
   requireOwnLicense(ctx, license);
   if (!(await isLicenseIntact(ctx.config["Application:EncryptionKey"], license))) throw fail(GrpcCode.DataLoss, Messages.tampered);
   const machineId = required(input.machineId, Messages.machineRequired);
@@ -280,6 +332,7 @@ export async function deactivate(ctx: ServiceContext, input: DeactivateInput, cl
   const removed = await ctx.db.delete(licenseTokens).where(where).returning({ id: licenseTokens.id });
   if (removed.length === 0) throw byToken ? fail(GrpcCode.NotFound, Messages.tokenNotFound) : fail(GrpcCode.FailedPrecondition, Messages.notActivated);
   trace(ctx, license, TraceAction.Deactivate, client, { machineId, clientId: input.clientId ?? null });
+  void emitClientEvent(ctx, "license.deactivated", license, { machineId, clientId: input.clientId ?? null });
   return { licenseId: license.licenseId, activeClientCount: await activeClients(ctx.db, license), maxClientCount: license.maxClients };
 }
 
@@ -311,19 +364,29 @@ export interface ValidateResult {
  * was named or the license is File mode; a named machine without an activation is 529.
  */
 export async function validate(ctx: ServiceContext, input: ValidateInput, client: ClientInfo): Promise<ValidateResult> {
-  const license = await openLicense(ctx, input.userKey, input.productCode);
+  const key = userKeyOf(input.userKey);
   const machineId = input.machineId?.trim() || undefined;
   const clientId = input.clientId?.trim() ?? "";
+  const givenToken = input.licenseToken?.trim() || undefined;
+  const named = machineId !== undefined || (input.licenseToken ?? "") !== "";
   const at = now();
+  // One D1 round trip: the license and, when the client names a machine or a token, the live tokens that can be
+  // the activation it names (which one it is needs the license's id: liveActivation decides).
+  const candidatesQuery = named ? activationCandidates(ctx.db, key, givenToken ? await sha256Hex(givenToken) : undefined, machineId ?? "", clientId, at) : undefined;
+  const [licenseRows, candidates] = candidatesQuery
+    ? await firstReads(ctx, [licenseByUserKey(ctx.db, key), candidatesQuery])
+    : [(await firstReads(ctx, [licenseByUserKey(ctx.db, key)]))[0], []];
+  const license = foundLicense(licenseRows[0]);
+  requireOwnLicense(ctx, license);
+  await requireUsable(ctx.config, license, now(), input.productCode);
   let token: { value: string; expireAt?: string } | undefined;
-  if (license.licensingMode === Mode.Activation && (machineId || input.licenseToken)) {
-    token = await liveActivation(ctx, license, machineId, clientId, input.licenseToken, at);
+  if (license.licensingMode === Mode.Activation && named) {
+    token = await liveActivation(ctx, license, machineId, clientId, givenToken, candidates);
   } else if (license.licensingMode === Mode.Floating && (input.licenseToken || (machineId && clientId))) {
     const value = input.licenseToken?.trim() || (await clientToken(ctx.config, TokenKind.Floating, license.id, machineId ?? "", clientId));
     const seat = await seats(ctx, license.id).seat(await sha256Hex(value), at.getTime());
     if (seat.live) token = { value, expireAt: new Date(seat.expiresAt!).toISOString() };
   }
-  const named = machineId !== undefined || (input.licenseToken ?? "") !== "";
   if (license.licensingMode !== Mode.File && named && !token) throw fail(GrpcCode.FailedPrecondition, Messages.notActivated);
   trace(ctx, license, TraceAction.Validate, client, { machineId: machineId ?? null, clientId: clientId || null });
   return {
@@ -336,26 +399,38 @@ export async function validate(ctx: ServiceContext, input: ValidateInput, client
   };
 }
 
+/**
+ * The live tokens of the license with this user key that can be the activation a validate names, unexecuted: it is
+ * batched with the license's read, before the license's id is known. A given token is found by its digest. A
+ * derived token depends on the license's id, so the query takes the live tokens of the named machine and client,
+ * among which the derived token's row is when it exists (activate stores it with exactly these values), and
+ * liveActivation picks it by digest.
+ */
+function activationCandidates(db: Db, key: string, givenDigest: string | undefined, machineId: string, clientId: string, at: Date) {
+  return db
+    .select({ licenseId: licenseTokens.licenseId, tokenDigest: licenseTokens.tokenDigest, expireDate: licenseTokens.expireDate, machineId: licenseTokens.machineId })
+    .from(licenseTokens)
+    .where(
+      and(
+        sql`${licenseTokens.licenseId} = (SELECT ${licenses.id} FROM ${licenses} WHERE ${licenses.userKey} = ${key})`,
+        givenDigest !== undefined ? eq(licenseTokens.tokenDigest, givenDigest) : and(eq(licenseTokens.machineId, machineId), eq(licenseTokens.clientId, clientId)),
+        or(isNull(licenseTokens.expireDate), gt(licenseTokens.expireDate, at.toISOString())),
+      ),
+    );
+}
+
+/** The activation a validate names, among the candidates read with the license (activationCandidates). */
 async function liveActivation(
   ctx: ServiceContext,
   license: LicenseRow,
   machineId: string | undefined,
   clientId: string,
-  licenseToken: string | undefined,
-  at: Date,
+  givenToken: string | undefined,
+  candidates: readonly { licenseId: number; tokenDigest: string; expireDate: string | null; machineId: string | null }[],
 ): Promise<{ value: string; expireAt?: string } | undefined> {
-  const value = licenseToken?.trim() || (await clientToken(ctx.config, TokenKind.Activation, license.id, machineId ?? "", clientId));
-  const row = await ctx.db
-    .select({ expireDate: licenseTokens.expireDate, machineId: licenseTokens.machineId })
-    .from(licenseTokens)
-    .where(
-      and(
-        eq(licenseTokens.licenseId, license.id),
-        eq(licenseTokens.tokenDigest, await sha256Hex(value)),
-        or(isNull(licenseTokens.expireDate), gt(licenseTokens.expireDate, at.toISOString())),
-      ),
-    )
-    .get();
+  const value = givenToken ?? (await clientToken(ctx.config, TokenKind.Activation, license.id, machineId ?? "", clientId));
+  const digest = await sha256Hex(value);
+  const row = candidates.find((t) => t.licenseId === license.id && t.tokenDigest === digest);
   if (!row || (machineId !== undefined && row.machineId !== machineId)) return undefined;
   return { value, ...(row.expireDate ? { expireAt: row.expireDate } : {}) };
 }
@@ -419,6 +494,7 @@ export async function requestSeat(ctx: ServiceContext, input: RequestInput, clie
     .bind(digest, tokenPrefix(token), TokenKind.Floating, license.id, machineId, clientId, input.clientName ?? null, client.address, at.toISOString(), expireAt)
     .run();
   trace(ctx, license, TraceAction.Request, client, { machineId, clientId, clientName: input.clientName ?? null });
+  if (!grant.renewed) void emitClientEvent(ctx, "license.seat.requested", license, { machineId, clientId, clientName: input.clientName ?? null });
   return {
     licenseToken: token,
     tokenExpireAt: expireAt,
@@ -434,13 +510,27 @@ export async function requestSeat(ctx: ServiceContext, input: RequestInput, clie
 async function findSeatToken(ctx: ServiceContext, licenseToken: string | undefined) {
   const token = required(licenseToken, Messages.tokenNotFound);
   const digest = await sha256Hex(token);
-  const row = await ctx.db
-    .select({ token: licenseTokens, license: licenses, productCode: products.code })
-    .from(licenseTokens)
-    .innerJoin(licenses, eq(licenses.id, licenseTokens.licenseId))
-    .innerJoin(products, eq(products.id, licenses.productId))
-    .where(and(eq(licenseTokens.tokenDigest, digest), eq(licenseTokens.kind, TokenKind.Floating)))
-    .get();
+  // The token's columns are aliased: a D1 batch keys each row by column name, and the license's id, license_id,
+  // issue_date, expire_date and created_at would otherwise overwrite the token's.
+  const [rows] = await firstReads(ctx, [
+    ctx.db
+      .select({
+        token: {
+          expireDate: sql<string | null>`${licenseTokens.expireDate}`.as("token_expire_date"),
+          machineId: sql<string | null>`${licenseTokens.machineId}`.as("token_machine_id"),
+          clientId: sql<string | null>`${licenseTokens.clientId}`.as("token_client_id"),
+          clientName: sql<string | null>`${licenseTokens.clientName}`.as("token_client_name"),
+        },
+        license: licenses,
+        productCode: products.code,
+      })
+      .from(licenseTokens)
+      .innerJoin(licenses, eq(licenses.id, licenseTokens.licenseId))
+      .innerJoin(products, eq(products.id, licenses.productId))
+      .where(and(eq(licenseTokens.tokenDigest, digest), eq(licenseTokens.kind, TokenKind.Floating)))
+      .limit(1),
+  ]);
+  const row = rows[0];
   if (!row) throw fail(GrpcCode.NotFound, Messages.tokenNotFound);
   const license = { ...row.license, productCode: row.productCode };
   requireOwnLicense(ctx, license);
@@ -493,6 +583,7 @@ export async function releaseSeat(ctx: ServiceContext, input: { licenseToken?: s
   await ctx.db.delete(licenseTokens).where(eq(licenseTokens.tokenDigest, digest));
   if (!released.released) throw fail(GrpcCode.NotFound, Messages.tokenNotFound);
   trace(ctx, license, TraceAction.Release, client, { machineId: token.machineId, clientId: token.clientId });
+  void emitClientEvent(ctx, "license.seat.released", license, { machineId: token.machineId, clientId: token.clientId, clientName: token.clientName });
   return { licenseId: license.licenseId, activeClientCount: released.active, maxClientCount: license.maxClients };
 }
 

@@ -69,10 +69,11 @@ export async function issueActivationToken(db: Db, request: ActivationRequest, n
 }
 
 /**
- * Ends every client of a license: its floating seats in the license's Durable Object, then its token rows
- * (activations and seats). License deletion calls it before the license row goes.
+ * Frees the floating seats of a deleted license in its Durable Object. License deletion calls it after the license
+ * row is gone: the row's token rows (activations and seats) go with it in the same statement (foreign key cascade),
+ * so a delete that fails leaves every client in place, and a seat object that fails to drop afterwards holds only
+ * seats of a license that no longer exists, which the object's alarm reclaims.
  */
-export async function releaseLicenseClients(db: Db, env: Bindings, licenseId: number): Promise<void> {
+export async function releaseLicenseSeats(env: Bindings, licenseId: number): Promise<void> {
   await env.LICENSE_SEATS.getByName(String(licenseId)).drop();
-  await db.delete(licenseTokens).where(eq(licenseTokens.licenseId, licenseId));
 }

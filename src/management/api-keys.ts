@@ -11,6 +11,7 @@ import { nowIso } from "../clock";
 import { apiKeys } from "../db/schema";
 import { crud } from "../http/crud";
 import { defineEntity, f } from "../http/entity";
+import { int32 } from "../http/openapi";
 import type { Router } from "../http/router";
 import { User } from "./users";
 
@@ -30,7 +31,7 @@ export const ApiKey = defineEntity({
     revoked: f.bool(),
     permissions: {
       ...f.int({ min: 0, max: 15 }),
-      output: z.int().openapi({ description: "Bits: Read 1 (GET), Write 2 (PUT, PATCH), Delete 4, Create 8; All 15." }),
+      output: int32(0, 15).openapi({ description: "Bits: Read 1 (GET), Write 2 (PUT, PATCH), Delete 4, Create 8; All 15." }),
     },
   },
   required: ["ownerId"],

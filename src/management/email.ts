@@ -6,7 +6,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { Roles, access } from "../auth/guard";
 import { type ServiceContext, serviceContext } from "../http/context";
-import { enveloped, errorResponses, json, jsonBody } from "../http/openapi";
+import { enveloped, errorResponses, int32, json, jsonBody } from "../http/openapi";
 import { ok } from "../http/respond";
 import type { Router } from "../http/router";
 import { licenseMail } from "../mail/license-mail";
@@ -31,7 +31,7 @@ export const EmailSendBody = z
 /** The body of `POST /v1/email/license`. */
 export const EmailLicenseBody = z
   .object({
-    licenseId: z.union([z.string().min(1).max(64), z.int().min(1)]).openapi({ description: "The license's `lic…` id or its integer id." }),
+    licenseId: z.union([z.string().min(1).max(64), int32(1)]).openapi({ description: "The license's `lic…` id or its integer id." }),
     to: emailAddress.optional().openapi({ description: "Default: the licensee's email, else the customer's." }),
   })
   .openapi("EmailLicense");
@@ -39,7 +39,7 @@ export const EmailLicenseBody = z
 /** The answer of both email routes. */
 export const EmailOutcome = enveloped({
   status: z.enum(["sent", "queued"]).openapi({ description: "`sent` through the EMAIL binding, or `queued` in the outbox." }),
-  emailId: z.int().openapi({ description: "The message's row in the email outbox." }),
+  emailId: int32(1).openapi({ description: "The message's row in the email outbox." }),
   messageId: z.string().optional().openapi({ description: "Message-ID given by the mail transport (sent only)." }),
 }).openapi("EmailOutcome");
 

@@ -6,13 +6,13 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { Roles, access } from "../auth/guard";
 import { serviceContext } from "../http/context";
-import { enveloped, errorResponses, json } from "../http/openapi";
+import { enveloped, errorResponses, int32, int64, json } from "../http/openapi";
 import { ok } from "../http/respond";
 import type { Router } from "../http/router";
 import { GEO_SETTING, type GeoFillResult, type GeoTarget, MAX_ADDRESSES_PER_CALL, fillGeoLocations, geoLocationTemplate } from "../licensing/geolocation";
 
 const GeoRequest = z.object({
-  ids: z.array(z.int().min(1)).max(1000).optional().openapi({ description: "Only these records; default every record without a geolocation." }),
+  ids: z.array(int32(1)).max(1000).optional().openapi({ description: "Only these records; default every record without a geolocation." }),
 });
 
 function summary(result: GeoFillResult): string | undefined {
@@ -37,7 +37,7 @@ export function registerGeoLocationRoute(app: Router, options: { path: string; t
     request: { body: { required: false, content: { "application/json": { schema: GeoRequest } } } },
     responses: {
       200: json(
-        enveloped({ updated: z.int().openapi({ description: "Records that received a geolocation." }), failed: z.int().openapi({ description: "Addresses not located." }) }),
+        enveloped({ updated: int64().openapi({ description: "Records that received a geolocation." }), failed: int64().openapi({ description: "Addresses not located." }) }),
         "Geolocations filled",
       ),
       ...errorResponses,

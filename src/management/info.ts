@@ -13,7 +13,7 @@ import type { Config } from "../config";
 import type { Db } from "../db/client";
 import * as schema from "../db/schema";
 import type { Bindings } from "../env";
-import { enveloped, errorResponses, json } from "../http/openapi";
+import { enveloped, errorResponses, int64, json } from "../http/openapi";
 import { ok } from "../http/respond";
 import type { Router } from "../http/router";
 import { SERVICE_VERSION } from "../version";
@@ -69,7 +69,7 @@ export function featureSwitches(config: Config, env: Bindings) {
   };
 }
 
-const CountsSchema = z.object(Object.fromEntries(Object.keys(COUNTED).map((name) => [name, z.int()])) as Record<keyof typeof COUNTED, z.ZodInt>);
+const CountsSchema = z.object(Object.fromEntries(Object.keys(COUNTED).map((name) => [name, int64()])) as Record<keyof typeof COUNTED, z.ZodInt>);
 const FeaturesSchema = z.object({
   webApi: z.boolean(),
   swagger: z.boolean(),

@@ -9,7 +9,7 @@ import { licenseTraces } from "../db/schema";
 import { serviceContext } from "../http/context";
 import { crud } from "../http/crud";
 import { defineEntity, f } from "../http/entity";
-import { enveloped, errorResponses, json } from "../http/openapi";
+import { enveloped, errorResponses, int64, json } from "../http/openapi";
 import { ok } from "../http/respond";
 import type { Router } from "../http/router";
 import { TRACE_ACTIONS, deleteTraces } from "../licensing/traces";
@@ -37,7 +37,10 @@ export const LicenseTrace = defineEntity({
   },
 });
 
-const isoDate = z.string().refine((s) => !Number.isNaN(Date.parse(s)), { message: "Not a valid ISO 8601 date" });
+const isoDate = z
+  .string()
+  .max(64)
+  .refine((s) => !Number.isNaN(Date.parse(s)), { message: "Not a valid ISO 8601 date" });
 const DeleteQuery = z.object({
   before: isoDate.optional().openapi({ format: "date-time", description: "Only traces created before this date." }),
   licenseId: z.string().min(1).max(64).optional().openapi({ description: "Only traces of this license (lic… id or integer id)." }),
@@ -64,7 +67,7 @@ export function registerLicenseTraces(app: Router): void {
     description: "Deletes the traces created before `before` and/or of the license `licenseId`; with neither, every trace.",
     ...access.key(managers),
     request: { query: DeleteQuery },
-    responses: { 200: json(enveloped({ deleted: z.int().openapi({ description: "Traces deleted." }) }), "Traces deleted"), ...errorResponses },
+    responses: { 200: json(enveloped({ deleted: int64().openapi({ description: "Traces deleted." }) }), "Traces deleted"), ...errorResponses },
   });
   app.openapi(remove, async (c) => {
     const ctx = serviceContext(c);

@@ -16,6 +16,7 @@ import { licenseTemplates, licenses } from "../db/schema";
 import type { ServiceContext } from "../http/context";
 import { crud } from "../http/crud";
 import { type Field, defineEntity, f } from "../http/entity";
+import { int32 } from "../http/openapi";
 import { ApiError, notFound400 } from "../http/errors";
 import type { Router } from "../http/router";
 import {
@@ -29,7 +30,8 @@ import {
   publicLicenseIds,
   updateLicense,
 } from "../licensing/licenses";
-import { releaseLicenseClients } from "../licensing/tokens";
+import { releaseLicenseSeats } from "../licensing/tokens";
+import { changedFields, emit } from "../webhooks/emit";
 import { Customer } from "./customers";
 import { LicenseTemplate, LicenseType, LicensingMode } from "./license-templates";
 import { Order } from "./orders";
@@ -82,6 +84,29 @@ const DEFAULTED = ["licenseType", "licensingMode", "maxClients", "revoked", "tra
 async function showStatus(items: Row[], rows: Row[], context: { db: Db; config: Config }): Promise<void> {
   const facts = await describeLicenses(context.db, context.config["Application:EncryptionKey"], rows as LicenseRow[], clock.now());
   items.forEach((item, i) => Object.assign(item, facts[i]));
+}
+
+/** Licenses as the API returns them (wire form with status and activeClientCount): one token query for all. */
+export async function licenseRecords(db: Db, config: Config, rows: readonly Row[]): Promise<Record<string, unknown>[]> {
+  const items = rows.map((row) => License.toWire(row, config) as Record<string, unknown>);
+  await showStatus(items, [...rows], { db, config });
+  return items;
+}
+
+/** Management changes of licenses as events: created, updated (with previous) plus revoked, deleted. */
+function emitLicenseChange(ctx: ServiceContext, operation: "create" | "update" | "delete", row: Row, previous?: Row): void {
+  if (operation === "create") emit(ctx, "license.created", async () => ({ data: (await licenseRecords(ctx.db, ctx.config, [row]))[0]! }));
+  if (operation === "delete") emit(ctx, "license.deleted", async () => ({ data: (await licenseRecords(ctx.db, ctx.config, [row]))[0]! }));
+  if (operation !== "update" || !previous) return;
+  // A PUT that changed nothing stored is no news; both records are built once, and only for a subscriber.
+  if (Object.keys(changedFields(License.toWire(previous, ctx.config), License.toWire(row, ctx.config))).length === 0) return;
+  let records: Promise<Record<string, unknown>[]> | undefined;
+  const changed = async () => {
+    const [before, after] = await (records ??= licenseRecords(ctx.db, ctx.config, [previous, row]));
+    return { data: after!, previous: changedFields(before!, after!) };
+  };
+  emit(ctx, "license.updated", changed);
+  if (row["revoked"] && !previous["revoked"]) emit(ctx, "license.revoked", changed);
 }
 
 /** The license's template (when it names one), or 400 unless that template is for the license's product. */
@@ -147,7 +172,7 @@ export function registerLicenses(app: Router): void {
     list,
     createdShape: {
       licenseId: z.string().openapi({ description: "The new license's public identifier (lic…)." }),
-      id: z.int().openapi({ description: "The new license's integer id." }),
+      id: int32(1).openapi({ description: "The new license's integer id." }),
     },
     descriptions: {
       create:
@@ -161,7 +186,11 @@ export function registerLicenses(app: Router): void {
       created: (_ctx, row) => ({ licenseId: row["licenseId"], id: row["id"] }),
       update: checkLicenseUpdate,
       save: saveLicenseUpdate,
-      delete: (ctx, existing) => releaseLicenseClients(ctx.db, ctx.env, existing["id"] as number),
+      // The row goes first, its tokens with it (foreign key), then its seats: a delete that fails keeps every client.
+      written: async (ctx, operation, row, previous) => {
+        if (operation === "delete") await releaseLicenseSeats(ctx.env, row["id"] as number);
+        emitLicenseChange(ctx, operation, row, previous);
+      },
     },
   });
   const nested = { tag: "Licenses", operations: ["list"] as const, roles: { list: all, create: all, update: all, delete: all }, list };

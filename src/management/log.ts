@@ -9,7 +9,7 @@ import { logs } from "../db/schema";
 import { serviceContext } from "../http/context";
 import { crud } from "../http/crud";
 import { defineEntity, f } from "../http/entity";
-import { enveloped, errorResponses, json } from "../http/openapi";
+import { enveloped, errorResponses, int64, json } from "../http/openapi";
 import { ok } from "../http/respond";
 import type { Router } from "../http/router";
 import { LOG_LEVELS, deleteLogs, parseLogLevel } from "../logging";
@@ -33,18 +33,20 @@ export const LogEntry = defineEntity({
 
 const levelParam = z
   .string()
+  .max(32)
   .refine((v) => parseLogLevel(v) !== undefined, { message: `Expected a level name or number: ${LOG_LEVELS.map((l, i) => `${i} ${l}`).join(", ")}` })
   .transform((v) => parseLogLevel(v)!);
 
 const isoInstant = z
   .string()
+  .max(64)
   .refine((v) => !Number.isNaN(Date.parse(v)), { message: "Not a valid ISO 8601 date" })
   .transform((v) => new Date(v));
 
 /** The query of `DELETE /v1/log`. */
 export const LogDeletionQuery = z.object({
-  before: isoInstant.optional().openapi({ type: "string", format: "date-time", description: "Delete entries written before this instant." }),
-  level: levelParam.optional().openapi({ type: "string", description: "Delete only entries of this level (name or number)." }),
+  before: isoInstant.optional().openapi({ type: "string", format: "date-time", maxLength: 64, description: "Delete entries written before this instant." }),
+  level: levelParam.optional().openapi({ type: "string", maxLength: 32, description: "Delete only entries of this level (name or number)." }),
 });
 
 /** Registers `GET /v1/log`, `GET /v1/log/levels` and `DELETE /v1/log`. */
@@ -74,7 +76,7 @@ export function registerLog(app: Router): void {
       summary: "Delete log entries (all, or those before a date and/or of a level)",
       ...access.key(roles),
       request: { query: LogDeletionQuery },
-      responses: { 200: json(enveloped({ deleted: z.int() }), "How many entries were deleted"), ...errorResponses },
+      responses: { 200: json(enveloped({ deleted: int64() }), "How many entries were deleted"), ...errorResponses },
     }),
     async (c) => {
       const ctx = serviceContext(c);

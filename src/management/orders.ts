@@ -7,15 +7,17 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { and, eq, sql } from "drizzle-orm";
 import { Roles, access } from "../auth/guard";
 import type { Db } from "../db/client";
-import { deleteRow, generateCode, insertRow, refuseIfReferenced, requireById, updateRow } from "../db/repository";
+import { type Row, deleteRow, generateCode, insertRow, refuseIfReferenced, requireById, updateRow } from "../db/repository";
 import { licenses, orderProducts, orders } from "../db/schema";
-import { serviceContext } from "../http/context";
+import { type ServiceContext, serviceContext } from "../http/context";
 import { crud, intIdParam } from "../http/crud";
 import { defineEntity, f } from "../http/entity";
 import { ApiError } from "../http/errors";
-import { enveloped, errorResponses, json, jsonBody } from "../http/openapi";
+import { enveloped, errorResponses, int32, json, jsonBody } from "../http/openapi";
 import { ok } from "../http/respond";
 import type { Router } from "../http/router";
+import { changedFields, emit } from "../webhooks/emit";
+import type { EventType } from "../webhooks/events";
 import { Customer } from "./customers";
 import { Product } from "./products";
 
@@ -68,6 +70,21 @@ export const OrderProduct = defineEntity({
   },
 });
 
+const ORDER_EVENTS: Record<"create" | "update" | "delete", EventType> = { create: "order.created", update: "order.updated", delete: "order.deleted" };
+
+/** Order changes as events (the record as the API returns it; updates with the changed fields' former values). */
+function emitOrderChange(ctx: ServiceContext, operation: "create" | "update" | "delete", row: Row, previous?: Row): void {
+  const data = Order.toWire(row, ctx.config);
+  const changed = operation === "update" && previous ? changedFields(Order.toWire(previous, ctx.config), data) : undefined;
+  if (changed && Object.keys(changed).length === 0) return;
+  emit(ctx, ORDER_EVENTS[operation], () => ({ data, ...(changed ? { previous: changed } : {}) }));
+}
+
+/** A change of an order's lines is an order.updated of the order (read after the change, for a subscriber only). */
+function emitOrderLinesChanged(ctx: ServiceContext, orderId: number): void {
+  emit(ctx, "order.updated", async () => ({ data: Order.toWire(await requireById(ctx.db, Order, orderId), ctx.config) }));
+}
+
 export function registerOrders(app: Router): void {
   const all = Roles.management;
   const roles = { list: all, create: all, update: all, delete: all };
@@ -85,6 +102,7 @@ export function registerOrders(app: Router): void {
       },
       delete: (ctx, existing) =>
         refuseIfReferenced(ctx.db, Order, existing["id"] as number, [{ label: "licenses", table: licenses, column: licenses.orderId }]),
+      written: emitOrderChange,
     },
   });
   crud(app, {
@@ -147,7 +165,7 @@ function registerOrderLines(app: Router): void {
       method: "post",
       ...base("addOrderProduct", "Add a product to an order"),
       request: withBody,
-      responses: { 200: json(enveloped({ orderProductId: z.int() }), "The line was added"), ...errorResponses },
+      responses: { 200: json(enveloped({ orderProductId: int32(1) }), "The line was added"), ...errorResponses },
     }),
     async (c) => {
     const ctx = serviceContext(c);
@@ -156,6 +174,7 @@ function registerOrderLines(app: Router): void {
     await requireById(ctx.db, Product, productId);
     const values = OrderProduct.toRow(c.req.valid("json").orderProduct);
     const row = await insertRow(ctx.db, OrderProduct, { quantity: 1, ...values, orderId, productId });
+    emitOrderLinesChanged(ctx, orderId);
     return ok(c, { orderProductId: row["id"] as number });
     },
   );
@@ -171,7 +190,10 @@ function registerOrderLines(app: Router): void {
       const ctx = serviceContext(c);
       const line = await requireLine(ctx.db, c.req.valid("param"));
       const values = OrderProduct.toRow(c.req.valid("json").orderProduct);
-      if (Object.keys(values).length > 0) await updateRow(ctx.db, OrderProduct, line.id, values);
+      if (Object.keys(values).length > 0) {
+        await updateRow(ctx.db, OrderProduct, line.id, values);
+        emitOrderLinesChanged(ctx, line.orderId);
+      }
       return ok(c, {});
     },
   );
@@ -187,6 +209,7 @@ function registerOrderLines(app: Router): void {
       const ctx = serviceContext(c);
       const line = await requireLine(ctx.db, c.req.valid("param"));
       await deleteRow(ctx.db, OrderProduct, line.id);
+      emitOrderLinesChanged(ctx, line.orderId);
       return ok(c, {});
     },
   );

@@ -8,6 +8,7 @@ import { licenseTemplates, licenses, orderProducts, productReleases, products } 
 import { crud } from "../http/crud";
 import { defineEntity, f } from "../http/entity";
 import type { Router } from "../http/router";
+import { forgetProducts } from "../updates/product-memo";
 
 export const Product = defineEntity({
   name: "Product",
@@ -16,7 +17,8 @@ export const Product = defineEntity({
   table: products,
   fields: {
     id: f.id(),
-    code: f.string({ max: 64, pattern: /^[A-Za-z0-9._-]{1,64}$/, description: "Unique; letters, digits, '.', '_' and '-'." }),
+    // Not `.` or `..`: the code is a segment of update and download URLs, which URL parsers would remove.
+    code: f.string({ max: 64, pattern: /^(?!\.\.?$)[A-Za-z0-9._-]{1,64}$/, description: "Unique; letters, digits, '.', '_' and '-' (not '.' or '..')." }),
     name: f.string({ max: 256 }),
     description: f.string(),
     url: f.string({ max: 2048 }),
@@ -50,6 +52,8 @@ export function registerProducts(app: Router): void {
           { label: "licenses", table: licenses, column: licenses.productId },
           { label: "order lines", table: orderProducts, column: orderProducts.productId },
         ]),
+      // The update routes remember products by code: a renamed, changed or deleted product applies at once here.
+      written: () => forgetProducts(),
     },
   });
 }

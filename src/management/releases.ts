@@ -13,13 +13,19 @@ import type { ServiceContext } from "../http/context";
 import { crud } from "../http/crud";
 import { ApiError } from "../http/errors";
 import type { Router } from "../http/router";
+import { forgetProducts } from "../updates/product-memo";
 import { LicenseTemplate } from "./license-templates";
 import { Product } from "./products";
 import { ProductRelease } from "./release-entity";
 
-/** Cached update answers are keyed by this number: any change to releases or downloads makes them stale. */
+/**
+ * Cached update answers are keyed by this number: any change to releases or downloads makes them stale. This isolate's
+ * product memo forgets the old number once the new one is stored, so its next answer uses it (other isolates within
+ * PRODUCT_MEMO_MS).
+ */
 export async function bumpReleaseGeneration(db: Db, productId: number): Promise<void> {
   await db.update(products).set({ releaseGeneration: sql`${products.releaseGeneration} + 1` }).where(eq(products.id, productId));
+  forgetProducts();
 }
 
 async function checkMaintenanceRule(ctx: ServiceContext, productId: number, requiresMaintenance: unknown): Promise<void> {

@@ -4,10 +4,14 @@
  */
 import { z } from "@hono/zod-openapi";
 import { Roles } from "../auth/guard";
+import type { Config } from "../config";
+import type { Db } from "../db/client";
+import type { Row } from "../db/repository";
 import { reports } from "../db/schema";
 import { crud } from "../http/crud";
 import { type Field, defineEntity, f } from "../http/entity";
 import type { Router } from "../http/router";
+import { emit } from "../webhooks/emit";
 import { registerGeoLocationRoute } from "./geolocation";
 import { licenseReference, showPublicLicenseIds } from "./licenses";
 
@@ -42,6 +46,13 @@ export const Report = defineEntity({
   },
 });
 
+/** A received report as the API returns it (the license's lic… id), for events. */
+export async function reportRecord(db: Db, config: Config, row: Row): Promise<Record<string, unknown>> {
+  const item = Report.toWire(row, config) as Record<string, unknown>;
+  await showPublicLicenseIds([item], [row], { db });
+  return item;
+}
+
 export function registerReports(app: Router): void {
   const managers = Roles.managers;
   crud(app, {
@@ -53,6 +64,11 @@ export function registerReports(app: Router): void {
     idParam: "reportId",
     roles: { list: managers, create: managers, update: managers, delete: managers },
     list: { decorate: showPublicLicenseIds },
+    hooks: {
+      written: (ctx, operation, row) => {
+        if (operation === "delete") emit(ctx, "report.deleted", async () => ({ data: await reportRecord(ctx.db, ctx.config, row) }));
+      },
+    },
   });
   registerGeoLocationRoute(app, { path: "/v1/reports/geolocation", tag: "Reports", operationId: "locateReports", target: "reports", label: "received reports" });
 }

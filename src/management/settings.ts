@@ -7,7 +7,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { Roles, access } from "../auth/guard";
 import { invalidateConfig, loadConfig } from "../config";
 import { serviceContext } from "../http/context";
-import { enveloped, errorResponses, json, jsonBody } from "../http/openapi";
+import { enveloped, errorResponses, int64, json, jsonBody } from "../http/openapi";
 import { ok } from "../http/respond";
 import type { Router } from "../http/router";
 import { describeSetting, describeSettings, validateChanges, writeSettings } from "../settings";
@@ -54,7 +54,7 @@ export function registerSettings(app: Router): void {
       summary: "List every setting with its effective value and source",
       ...access.key(Roles.admin),
       responses: {
-        200: json(enveloped({ settings: z.array(SettingRecord), totalSettingsCount: z.int() }), "Every setting"),
+        200: json(enveloped({ settings: z.array(SettingRecord), totalSettingsCount: int64() }), "Every setting"),
         ...errorResponses,
       },
     }),

@@ -11,9 +11,9 @@ import { type Row, requireById, updateRow } from "../db/repository";
 import { userSettings, users } from "../db/schema";
 import { serviceContext } from "../http/context";
 import { crud, idParamSchema } from "../http/crud";
-import { defineEntity, f } from "../http/entity";
+import { DECEPTIVE_CHARACTERS, defineEntity, f } from "../http/entity";
 import { ApiError } from "../http/errors";
-import { enveloped, errorResponses, json, jsonBody } from "../http/openapi";
+import { enveloped, errorResponses, int32, int64, json, jsonBody } from "../http/openapi";
 import { ok } from "../http/respond";
 import type { Router } from "../http/router";
 
@@ -32,7 +32,8 @@ export const User = defineEntity({
   table: users,
   fields: {
     id: f.stringId(),
-    userName: f.string({ max: 256, pattern: /^\S+$/ }),
+    // No spaces, controls or bidirectional characters: a user name must read as what it is.
+    userName: f.string({ max: 256, pattern: new RegExp(`^[^\\s${DECEPTIVE_CHARACTERS}]+$`) }),
     password: f.string({ max: 256, writeOnly: true, description: "Write-only; stored as a PBKDF2-SHA256 hash." }),
     email: f.string({ max: 256 }),
     phoneNumber: f.string({ max: 64 }),
@@ -92,7 +93,7 @@ export async function userWriteValues(values: Row): Promise<Row> {
 }
 
 const RolesBody = z.object({ roles: z.array(z.enum(ROLES)).min(1).max(ROLES.length) }).openapi("RoleNames");
-const RoleRecord = z.object({ id: z.int(), name: z.enum(ROLES), description: z.string() }).openapi("Role");
+const RoleRecord = z.object({ id: int32(1), name: z.enum(ROLES), description: z.string() }).openapi("Role");
 
 export function registerUsers(app: Router): void {
   const admin = Roles.admin;
@@ -132,7 +133,7 @@ export function registerUsers(app: Router): void {
       operationId: "listRoles",
       summary: "List the roles",
       ...access.key(admin),
-      responses: { 200: json(enveloped({ roles: z.array(RoleRecord), totalRolesCount: z.int() }), "Every role"), ...errorResponses },
+      responses: { 200: json(enveloped({ roles: z.array(RoleRecord), totalRolesCount: int64() }), "Every role"), ...errorResponses },
     }),
     (c) => ok(c, { roles: ROLES.map((name, i) => ({ id: i + 1, name, description: ROLE_DESCRIPTIONS[name] })), totalRolesCount: ROLES.length }),
   );

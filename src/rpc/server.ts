@@ -8,7 +8,7 @@
  * here: the request body is decoded and served as binary, the answer encoded back.
  */
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError, type ConnectRouter, createConnectRouter, createContextKey, createContextValues } from "@connectrpc/connect";
+import { Code, ConnectError, type ConnectRouter, type Interceptor, createConnectRouter, createContextKey, createContextValues } from "@connectrpc/connect";
 import { type UniversalHandler, universalServerRequestFromFetch, universalServerResponseToFetch } from "@connectrpc/connect/protocol";
 import type { Context } from "hono";
 import type { AppEnv, Principal } from "../app-env";
@@ -25,7 +25,7 @@ import { ApiError, LicensingError } from "../http/errors";
 import type { Router } from "../http/router";
 import { LicenseType, LicensingMode } from "../management/license-templates";
 import { clientInfo } from "../licensing/routes";
-import { storeReport } from "../licensing/reports";
+import { MAX_REPORT_BYTES, storeReport } from "../licensing/reports";
 import { type ClientInfo, type LicenseView, activate, deactivate, heartbeat, releaseSeat, requestSeat, signInWithUserKey, validate } from "../licensing/runtime";
 
 /** What a call carries into the service implementations. */
@@ -191,12 +191,43 @@ function routes(router: ConnectRouter): void {
   });
 }
 
+/**
+ * REST validates every licensing field at its edge (licensing/routes.ts: 256 characters, `version` 64, a report's
+ * `content` 4 MiB, a property's `value` 4096, at most 1,000 properties); a protobuf message has no such limits, so
+ * the same ones are checked here before a call reaches the services, which share them with REST.
+ */
+const FIELD_LIMITS: Readonly<Record<string, number>> = { version: 64, content: MAX_REPORT_BYTES, value: 4096 };
+const DEFAULT_FIELD_LIMIT = 256;
+const MAX_REPEATED = 1000;
+/** Largest request message: a report's content and its other fields. */
+const MAX_MESSAGE_BYTES = MAX_REPORT_BYTES + 64 * 1024;
+
+function checkFieldLengths(message: object, path = ""): void {
+  for (const [key, value] of Object.entries(message)) {
+    const limit = FIELD_LIMITS[key] ?? DEFAULT_FIELD_LIMIT;
+    if (typeof value === "string" && value.length > limit) throw new ConnectError(`${path}${key} is longer than ${limit} characters`, Code.InvalidArgument);
+    if (Array.isArray(value)) {
+      if (value.length > MAX_REPEATED) throw new ConnectError(`${path}${key} has more than ${MAX_REPEATED} items`, Code.InvalidArgument);
+      value.forEach((item: unknown, i) => {
+        if (typeof item === "string" && item.length > limit) throw new ConnectError(`${path}${key}[${i}] is longer than ${limit} characters`, Code.InvalidArgument);
+        if (item !== null && typeof item === "object") checkFieldLengths(item, `${path}${key}[${i}].`);
+      });
+    } else if (value !== null && typeof value === "object") checkFieldLengths(value, `${path}${key}.`);
+  }
+}
+
+/** Applies the field limits to every unary request. */
+const fieldLimits: Interceptor = (next) => async (req) => {
+  if (!req.stream) checkFieldLengths(req.message);
+  return next(req);
+};
+
 let handlers: Map<string, UniversalHandler> | undefined;
 
 /** The connect handlers by path, built once per isolate (DESIGN: no router built per request). */
 function rpcHandlers(): Map<string, UniversalHandler> {
   if (!handlers) {
-    const router = createConnectRouter({ grpc: false, grpcWeb: true, connect: true });
+    const router = createConnectRouter({ grpc: false, grpcWeb: true, connect: true, readMaxBytes: MAX_MESSAGE_BYTES, interceptors: [fieldLimits] });
     routes(router);
     handlers = new Map(router.handlers.map((h) => [h.requestPath, h]));
   }
@@ -210,7 +241,7 @@ const TEXT = /^application\/grpc-web-text(\+proto)?/i;
 async function binaryRequest(request: Request): Promise<{ request: Request; text: boolean }> {
   const type = request.headers.get("content-type") ?? "";
   if (!TEXT.test(type)) return { request, text: false };
-  const body = (await request.text()).replace(/\s+/g, "");
+  const body = (await boundedText(request, Math.ceil((MAX_MESSAGE_BYTES * 4) / 3) + 1024)).replace(/\s+/g, "");
   // A unary request is one base64 string, possibly several padded chunks back to back.
   const chunks = body.match(/[^=]+=*/g) ?? [];
   const bytes = chunks.map((chunk) => fromBase64(chunk));
@@ -223,6 +254,20 @@ async function binaryRequest(request: Request): Promise<{ request: Request; text
   const headers = new Headers(request.headers);
   headers.set("content-type", "application/grpc-web+proto");
   return { request: new Request(request.url, { method: request.method, headers, body: joined }), text: true };
+}
+
+/** The body as text, refused with 413 once it passes `max` bytes (before it is all held in memory). */
+async function boundedText(request: Request, max: number): Promise<string> {
+  if (!request.body) return "";
+  const decoder = new TextDecoder();
+  let text = "";
+  let size = 0;
+  for await (const chunk of request.body as unknown as AsyncIterable<Uint8Array>) {
+    size += chunk.byteLength;
+    if (size > max) throw new ApiError(413, "The gRPC-Web request is too large");
+    text += decoder.decode(chunk, { stream: true });
+  }
+  return text + decoder.decode();
 }
 
 async function textResponse(response: Response): Promise<Response> {

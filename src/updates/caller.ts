@@ -6,22 +6,58 @@
 import { and, eq, gt, isNull } from "drizzle-orm";
 import { BASE62, randomString, sha256Hex } from "../auth/crypto";
 import { clock } from "../clock";
-import { downloadTokens, licenses } from "../db/schema";
+import type { Db } from "../db/client";
+import { customers, downloadTokens, licenses } from "../db/schema";
 import type { ServiceContext } from "../http/context";
 import { ApiError } from "../http/errors";
 import { type LicenseRow, isLicenseIntact } from "../licensing/licenses";
 import { countFailedLogin } from "../protection/guard";
 
-export type Caller = { kind: "anonymous" } | { kind: "unknown" } | { kind: "licensed"; license: LicenseRow };
+/** The name fields of a license's customer (the update check's `maintenance.licensee`). */
+export interface CustomerName {
+  company: string | null;
+  firstName: string | null;
+  lastName: string | null;
+}
+
+/**
+ * Who asks. A licensed caller found by resolveCaller also carries its customer's name, read in the same query
+ * (null: no customer); undefined where the license came another way (a download token).
+ */
+export type Caller = { kind: "anonymous" } | { kind: "unknown" } | { kind: "licensed"; license: LicenseRow; customer?: CustomerName | null };
 
 export const REVOKED_OR_EXPIRED = "License revoked or expired";
 export const BAD_DOWNLOAD_TOKEN = "Download token invalid, expired or already used";
 
+/** The user key of a request, trimmed; undefined for an anonymous caller. */
+export function callerKey(userKey: string | undefined): string | undefined {
+  return userKey?.trim() || undefined;
+}
+
+/**
+ * resolveCaller's query, unexecuted (a route sends it in one D1 batch with its other reads): the product's license
+ * with this user key, and its customer's name.
+ */
+export function callerLicenseQuery(db: Db, productId: number, key: string) {
+  return db
+    .select({ license: licenses, customer: { company: customers.company, firstName: customers.firstName, lastName: customers.lastName } })
+    .from(licenses)
+    .leftJoin(customers, eq(customers.id, licenses.customerId))
+    .where(and(eq(licenses.userKey, key), eq(licenses.productId, productId)))
+    .limit(1);
+}
+
 /** The caller behind a user key, for one product. */
 export async function resolveCaller(ctx: ServiceContext, productId: number, userKey: string | undefined): Promise<Caller> {
-  const key = userKey?.trim();
+  const key = callerKey(userKey);
   if (!key) return { kind: "anonymous" };
-  const license = await ctx.db.select().from(licenses).where(and(eq(licenses.userKey, key), eq(licenses.productId, productId))).get();
+  const [row] = await callerLicenseQuery(ctx.db, productId, key);
+  return judgeCaller(ctx, row);
+}
+
+/** The caller a row of callerLicenseQuery makes: unknown, licensed, or refused (403) when not usable. */
+export async function judgeCaller(ctx: ServiceContext, row: { license: LicenseRow; customer: CustomerName | null } | undefined): Promise<Caller> {
+  const license = row?.license;
   // Guessing user keys on the update routes counts like failed logins (SPEC "Limits" rule 5).
   if (!license) {
     ctx.waitUntil(countFailedLogin(ctx));
@@ -33,7 +69,7 @@ export async function resolveCaller(ctx: ServiceContext, productId: number, user
     ctx.waitUntil(countFailedLogin(ctx));
     throw new ApiError(403, REVOKED_OR_EXPIRED);
   }
-  return { kind: "licensed", license };
+  return { kind: "licensed", license, customer: row.customer };
 }
 
 export function licenseOf(caller: Caller): LicenseRow | undefined {

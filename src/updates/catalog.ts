@@ -1,9 +1,9 @@
 /**
  * What the update routes read: a product by code, and its releases with their artifacts for one platform, in one
- * query (DESIGN: one D1 round trip on a cache miss). Plus the platform families and the rules of SPEC "Update and
+ * D1 round trip (DESIGN: one round trip on a cache miss). Plus the platform families and the rules of SPEC "Update and
  * maintenance rules" as pure functions over a license and a release.
  */
-import { and, eq } from "drizzle-orm";
+import { and, eq, inArray } from "drizzle-orm";
 import type { PlatformEditions } from "../config";
 import type { Config } from "../config";
 import type { Db } from "../db/client";
@@ -42,21 +42,35 @@ export async function productByCode(db: Db, code: string): Promise<ProductRow | 
 }
 
 /**
+ * The reads of offeredReleases, unexecuted, so a route can send them in one D1 batch with its other reads: the
+ * releases in scope, and the platform's artifacts of those releases. Two single-table reads rather than a join,
+ * because a D1 batch hands rows back as objects keyed by column name, where a join's same-named columns (id,
+ * created_at) would overwrite each other.
+ */
+export function offeredReleaseReads(db: Db, productId: number, platform: Platform, channel: string | undefined) {
+  const inScope = and(eq(productReleases.productId, productId), eq(productReleases.public, true), channel ? eq(productReleases.channel, channel) : undefined);
+  return [
+    db.select().from(productReleases).where(inScope),
+    db
+      .select()
+      .from(releaseDownloads)
+      .where(and(eq(releaseDownloads.platform, platform), inArray(releaseDownloads.releaseId, db.select({ id: productReleases.id }).from(productReleases).where(inScope)))),
+  ] as const;
+}
+
+/**
  * The releases a feed may offer for a platform, newest version first: public, on the channel (any channel when
  * none is given), with a `major.minor.patch` version and at least one installer or zip for the platform (SPEC rule 6).
  */
 export async function offeredReleases(db: Db, productId: number, platform: Platform, channel: string | undefined): Promise<ReleaseWithFiles[]> {
-  const rows = await db
-    .select({ release: productReleases, file: releaseDownloads })
-    .from(productReleases)
-    .innerJoin(releaseDownloads, and(eq(releaseDownloads.releaseId, productReleases.id), eq(releaseDownloads.platform, platform)))
-    .where(and(eq(productReleases.productId, productId), eq(productReleases.public, true), channel ? eq(productReleases.channel, channel) : undefined));
-  const byRelease = new Map<number, ReleaseWithFiles>();
-  for (const { release, file } of rows) {
-    let entry = byRelease.get(release.id);
-    if (!entry) byRelease.set(release.id, (entry = { release, files: [] }));
-    entry.files.push(file);
-  }
+  const [releases, files] = await db.batch(offeredReleaseReads(db, productId, platform, channel));
+  return groupOfferedReleases(releases, files);
+}
+
+/** offeredReleases from the rows of offeredReleaseReads: releases without an artifact for the platform are left out. */
+export function groupOfferedReleases(releases: readonly ReleaseRow[], files: readonly DownloadRow[]): ReleaseWithFiles[] {
+  const byRelease = new Map<number, ReleaseWithFiles>(releases.map((release) => [release.id, { release, files: [] }]));
+  for (const file of files) byRelease.get(file.releaseId)?.files.push(file);
   return [...byRelease.values()]
     .filter((r) => isReleaseVersion(r.release.version) && r.files.some((f) => f.kind === "installer" || f.kind === "zip"))
     .sort((a, b) => compareVersions(b.release.version, a.release.version));

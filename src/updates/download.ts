@@ -63,8 +63,19 @@ async function copySlice(
   }
 }
 
-/** A 206 multipart/byteranges body for several ranges, with its exact length. */
-export function multipartBody(env: Bindings, db: Db, file: DownloadRow, ranges: readonly Span[], contentType = "application/octet-stream"): { body: ReadableStream<Uint8Array>; boundary: string; length: number } {
+/**
+ * A 206 multipart/byteranges body for several ranges, with its exact length; undefined when the artifact's bytes are
+ * missing. The first span is opened before the answer is made, so missing bytes are a 404 rather than a 206 whose body
+ * breaks off. `read` false (HEAD) makes only the boundary and length, reading nothing.
+ */
+export async function multipartBody(
+  env: Bindings,
+  db: Db,
+  file: DownloadRow,
+  ranges: readonly Span[],
+  contentType = "application/octet-stream",
+  read = true,
+): Promise<{ body: ReadableStream<Uint8Array> | null; boundary: string; length: number } | undefined> {
   const boundary = `licensing-${randomString(24)}`;
   const encoder = new TextEncoder();
   const head = (r: Span, first: boolean) =>
@@ -73,6 +84,9 @@ export function multipartBody(env: Bindings, db: Db, file: DownloadRow, ranges: 
   const length = ranges.reduce((n, r, i) => n + head(r, i === 0).byteLength + (r.end - r.start + 1), 0) + tail.byteLength;
 
   const groups = coalesce(ranges);
+  if (!read) return { body: null, boundary, length };
+  const opened = await readArtifact(env, db, file, groups[0]!.span);
+  if (!opened) return undefined;
   // A byte-counted buffer between storage and client: small part writes do not each wait for the client to read.
   const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>(
     undefined,
@@ -82,8 +96,8 @@ export function multipartBody(env: Bindings, db: Db, file: DownloadRow, ranges: 
   const writer = writable.getWriter();
   (async () => {
     let first = true;
-    for (const group of groups) {
-      const stream = await readArtifact(env, db, file, group.span);
+    for (const [index, group] of groups.entries()) {
+      const stream = index === 0 ? opened : await readArtifact(env, db, file, group.span);
       if (!stream) throw new Error(`artifact ${file.id} has no stored bytes`);
       const reader = stream.getReader();
       const cursor = { at: group.span.start, pending: undefined as Uint8Array | undefined };

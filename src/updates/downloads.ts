@@ -15,7 +15,7 @@ import { productReleases, releaseDownloads } from "../db/schema";
 import { type ServiceContext, serviceContext } from "../http/context";
 import { crud, intIdParam } from "../http/crud";
 import { ApiError } from "../http/errors";
-import { enveloped, errorResponses, json, jsonBody } from "../http/openapi";
+import { enveloped, errorResponses, int32, int64, json, jsonBody } from "../http/openapi";
 import { ok, zodProblem } from "../http/respond";
 import type { Router } from "../http/router";
 import { Product } from "../management/products";
@@ -58,12 +58,12 @@ const partParams = uploadParams.extend({
     .int()
     .min(1)
     .max(MAX_PART_NUMBER)
-    .openapi({ param: { name: "partNumber", in: "path" }, type: "integer", description: `1 to ${MAX_PART_NUMBER}, without gaps.` }),
+    .openapi({ param: { name: "partNumber", in: "path" }, type: "integer", format: "int32", minimum: 1, maximum: MAX_PART_NUMBER, description: `1 to ${MAX_PART_NUMBER}, without gaps.` }),
 });
 
 const Created = enveloped({
-  releaseDownloadId: z.int(),
-  size: z.int().openapi({ description: "Bytes." }),
+  releaseDownloadId: int32(1),
+  size: int64().openapi({ description: "Bytes." }),
   sha256: z.string().openapi({ description: "Lowercase hex." }),
   sha512: z.string().openapi({ description: "Base64." }),
 });
@@ -81,9 +81,9 @@ const multipartSchema = {
     file: { type: "string" as const, format: "binary", description: "The artifact's bytes. Send it after the other fields." },
     platform: { type: "string" as const, enum: [...ReleaseDownload.fields.platform.input.options] },
     kind: { type: "string" as const, enum: [...ReleaseDownload.fields.kind.input.options] },
-    fileName: { type: "string" as const, description: "Default: the file part's file name." },
+    fileName: { type: "string" as const, maxLength: 255, description: "Default: the file part's file name." },
     sourceKind: { type: "string" as const, enum: ["local", "resource"], description: "local (default): R2 under Extensions:DownloadRoot; resource: the database, up to Extensions:MaxResourceArtifactBytes." },
-    signature: { type: "string" as const },
+    signature: { type: "string" as const, maxLength: 16_384 },
   },
 };
 
@@ -143,7 +143,7 @@ export function registerDownloads(app: Router): void {
           },
         },
       },
-      responses: { 201: json(Created, "The artifact was added"), 413: json(enveloped({}), "The file is larger than Extensions:MaxResourceArtifactBytes (sourceKind resource)"), ...errorResponses },
+      responses: { 201: json(Created, "The artifact was added"), ...errorResponses, 413: json(enveloped({}), "The file is larger than Extensions:MaxResourceArtifactBytes (sourceKind resource)") },
     }),
     async (c) => {
       const ctx = serviceContext(c);
@@ -179,8 +179,8 @@ export function registerDownloads(app: Router): void {
       responses: {
         200: json(
           enveloped({
-            drifted: z.array(z.int()).openapi({ description: "Ids of artifacts whose bytes are missing or do not match their size and hashes." }),
-            checked: z.int().openapi({ description: "How many uploaded artifacts were checked." }),
+            drifted: z.array(int32(1)).openapi({ description: "Ids of artifacts whose bytes are missing or do not match their size and hashes." }),
+            checked: int64().openapi({ description: "How many uploaded artifacts were checked." }),
           }),
           "The result of the check",
         ),
@@ -284,7 +284,7 @@ function registerUploads(app: Router): void {
         params: partParams,
         body: { required: true, content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } } },
       },
-      responses: { 200: json(enveloped({ partNumber: z.int(), size: z.int() }), "The part was stored"), 411: json(enveloped({}), "No Content-Length"), ...errorResponses },
+      responses: { 200: json(enveloped({ partNumber: int32(1, MAX_PART_NUMBER), size: int64() }), "The part was stored"), 411: json(enveloped({}), "No Content-Length"), ...errorResponses },
     }),
     async (c) => {
       const ctx = serviceContext(c);

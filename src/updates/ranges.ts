@@ -16,9 +16,19 @@ export type RangeRequest = { kind: "all" } | { kind: "unsatisfiable" } | { kind:
 export const MAX_RANGES = 1000;
 
 /**
+ * The most ranges that may start at or before the end of the range before them (overlapping or going backwards).
+ * Each one is a storage read of its own (see coalesce), and clients that resume or patch send ascending, disjoint
+ * ranges; Apache's MaxRangeOverlaps and MaxRangeReversals default to 20 for the same reason.
+ */
+export const MAX_RANGE_BACKTRACKS = 20;
+
+/**
  * Parses a Range header for a representation of `size` bytes. No header, another unit or a malformed header means
  * the whole representation (RFC 9110: a server may ignore an invalid Range). Ranges that lie wholly past the end
- * are dropped; when none is left, the request is unsatisfiable (416).
+ * are dropped; when none is left, the request is unsatisfiable (416). Ranges that together ask for more bytes than
+ * the representation has, or go back more than MAX_RANGE_BACKTRACKS times, are ignored too (RFC 9110 section 14.2
+ * names both as signs of a broken client or a denial-of-service attack): otherwise a few hundred bytes of header
+ * could make the answer a thousand times the file.
  */
 export function parseRange(header: string | null | undefined, size: number): RangeRequest {
   if (!header) return { kind: "all" };
@@ -44,7 +54,20 @@ export function parseRange(header: string | null | undefined, size: number): Ran
     ranges.push({ start, end });
   }
   if (ranges.length === 0 || size === 0) return { kind: "unsatisfiable" };
+  if (!proportionate(ranges, size)) return { kind: "all" };
   return { kind: "ranges", ranges };
+}
+
+/** Whether ranges ask for at most the whole representation and backtrack at most MAX_RANGE_BACKTRACKS times. */
+function proportionate(ranges: readonly Span[], size: number): boolean {
+  let total = 0;
+  let backtracks = 0;
+  ranges.forEach((range, i) => {
+    total += range.end - range.start + 1;
+    const previous = ranges[i - 1];
+    if (previous && range.start <= previous.end) backtracks++;
+  });
+  return total <= size && backtracks <= MAX_RANGE_BACKTRACKS;
 }
 
 /**

@@ -14,19 +14,33 @@ import { access } from "../auth/guard";
 import { productReleases, releaseDownloads } from "../db/schema";
 import { type ServiceContext, serviceContext } from "../http/context";
 import { ApiError } from "../http/errors";
-import { Envelope, json } from "../http/openapi";
+import { Envelope, json, tooManyRequests } from "../http/openapi";
 import { send } from "../http/respond";
 import { type Router, documented } from "../http/router";
+import { clock } from "../clock";
 import { clientInfo } from "../licensing/routes";
 import { recordTrace } from "../licensing/traces";
-import { type Caller, checkDownloadToken, licenseOf, requireTokenLicense, resolveCaller } from "./caller";
-import { CHANNELS, type DownloadRow, PLATFORMS, type Platform, type ProductRow, type ReleaseWithFiles, feedFiles, offeredReleases, platformVerdict, productByCode } from "./catalog";
+import { type Caller, callerKey, callerLicenseQuery, checkDownloadToken, judgeCaller, licenseOf, requireTokenLicense, resolveCaller } from "./caller";
+import {
+  CHANNELS,
+  type DownloadRow,
+  PLATFORMS,
+  type Platform,
+  type ProductRow,
+  type ReleaseWithFiles,
+  feedFiles,
+  groupOfferedReleases,
+  offeredReleaseReads,
+  platformVerdict,
+} from "./catalog";
 import { artifactHeaders, contentDisposition, multipartBody } from "./download";
 import { emptyFeedYaml, feedRelease, feedYaml } from "./feed";
+import { keepAnswer, recallAnswer } from "./answer-memo";
+import { productByCodeMemo } from "./product-memo";
 import { parseRange } from "./ranges";
-import { readArtifact } from "./storage";
+import { artifactExists, readArtifact } from "./storage";
 import { checkForUpdate, signUpdateCheck } from "./update-check";
-import { isReleaseVersion } from "./versions";
+import { MAX_VERSION_LENGTH, isReleaseVersion } from "./versions";
 
 const USER_KEY_HEADER = "X-Service-User-Key";
 const TRACE_UPDATE_CHECK = 7;
@@ -36,7 +50,17 @@ const problems = {
   400: { description: "Unknown platform, channel or version.", content: { "application/json": { schema: Envelope } } },
   403: { description: "`License revoked or expired`, a refused platform, or `Download token invalid, expired or already used`.", content: { "application/json": { schema: Envelope } } },
   404: { description: "Unknown product, feed file or artifact.", content: { "application/json": { schema: Envelope } } },
+  429: tooManyRequests,
+  500: { description: "A failure of the service (the database did not answer).", content: { "application/json": { schema: Envelope } } },
 } as const;
+
+// The handlers validate these by hand (400 with the update routes' envelope, SPEC error shape 3); the schemas document
+// what they accept.
+const platformParam = z.enum(PLATFORMS);
+const channelParam = z.enum(CHANNELS);
+const versionParam = z.string().max(MAX_VERSION_LENGTH);
+// No artifact has a longer name (download-entity.ts), so a longer one is answered 404.
+const fileNameParam = z.string().max(255);
 
 const productCodeParam = z.string().min(1).max(64).openapi({ param: { name: "productCode", in: "path" } });
 const userKeyQuery = z.string().max(128).optional().openapi({ description: `The caller's user key; prefer the ${USER_KEY_HEADER} header.` });
@@ -54,7 +78,7 @@ function requireChannel(value: string | undefined): string {
 }
 
 async function requireProduct(ctx: ServiceContext, code: string): Promise<ProductRow> {
-  const product = await productByCode(ctx.db, code);
+  const product = await productByCodeMemo(ctx.db, code);
   if (!product) throw new ApiError(404, `Unknown product '${code}'`);
   return product;
 }
@@ -70,7 +94,10 @@ function downloadUrlBuilder(c: Context<AppEnv>, product: ProductRow, platform: P
     `${origin}/v1/updates/${encodeURIComponent(product.code)}/download/${platform}/${encodeURIComponent(entry.release.version)}/${encodeURIComponent(file.fileName)}${token ? `?token=${token}` : ""}`;
 }
 
-/** Answers through the edge cache when anonymous; private and uncached when the answer depends on a user key. */
+/**
+ * Answers through the edge cache when anonymous; private and uncached when the answer depends on a user key. The
+ * isolate's own copy (answer-memo.ts) comes first, so a repeated anonymous poll costs no lookup at all.
+ */
 async function throughCache(c: Context<AppEnv>, key: string[], anonymous: boolean, produce: () => Promise<Response>): Promise<Response> {
   const seconds = c.get("config")["Updates:FeedCacheSeconds"];
   if (!anonymous || seconds === 0) {
@@ -78,15 +105,43 @@ async function throughCache(c: Context<AppEnv>, key: string[], anonymous: boolea
     res.headers.set("Cache-Control", "private, no-store");
     return res;
   }
+  const url = `https://update-cache.invalid/${key.map(encodeURIComponent).join("/")}`;
+  const now = clock.now().getTime();
+  const recalled = recallAnswer(url, now);
+  if (recalled) return recalled;
+  const ctx = serviceContext(c);
   const cache = (caches as unknown as { default: Cache }).default;
-  const request = new Request(`https://update-cache.invalid/${key.map(encodeURIComponent).join("/")}`);
+  const request = new Request(url);
   const hit = await cache.match(request);
-  if (hit) return hit;
+  if (hit) {
+    ctx.waitUntil(keepAnswer(url, hit.clone(), now, seconds * 1000));
+    return hit;
+  }
   const res = await produce();
   res.headers.set("Cache-Control", `public, max-age=${seconds}`);
   // A 204 is not stored: the Cache API cannot hand back a null-body status it stored with headers.
-  if (res.status === 200) serviceContext(c).waitUntil(cache.put(request, res.clone()));
+  if (res.status === 200) {
+    ctx.waitUntil(cache.put(request, res.clone()));
+    ctx.waitUntil(keepAnswer(url, res.clone(), now, seconds * 1000));
+  }
   return res;
+}
+
+/**
+ * The caller behind a user key and the releases offered to the platform: one D1 round trip (a batch) when a key
+ * is given, the releases' query alone otherwise (DESIGN: at most one round trip on a cache miss).
+ */
+async function callerAndReleases(ctx: ServiceContext, productId: number, userKey: string | undefined, platform: Platform, channel: string): Promise<{ caller: Caller; releases: ReleaseWithFiles[] }> {
+  const key = callerKey(userKey);
+  const [releasesQuery, filesQuery] = offeredReleaseReads(ctx.db, productId, platform, channel);
+  if (!key) {
+    const [releases, files] = await ctx.db.batch([releasesQuery, filesQuery]);
+    return { caller: { kind: "anonymous" }, releases: groupOfferedReleases(releases, files) };
+  }
+  const [licenseRows, releases, files] = await ctx.db.batch([callerLicenseQuery(ctx.db, productId, key), releasesQuery, filesQuery]);
+  // The caller is judged first, as when the reads were sequential: a refused key answers 403 whatever the releases.
+  const caller = await judgeCaller(ctx, licenseRows[0]);
+  return { caller, releases: groupOfferedReleases(releases, files) };
 }
 
 function traceFor(c: Context<AppEnv>, caller: Caller, action: number): void {
@@ -104,8 +159,7 @@ async function feedResponse(c: Context<AppEnv>, codeParam: string, channelParam:
   const product = await requireProduct(ctx, codeParam);
   const userKey = userKeyOf(c);
   return throughCache(c, [product.code, String(product.releaseGeneration), "feed", channel, platform, file], !userKey, async () => {
-    const caller = await resolveCaller(ctx, product.id, userKey);
-    const releases = await offeredReleases(ctx.db, product.id, platform, channel);
+    const { caller, releases } = await callerAndReleases(ctx, product.id, userKey, platform, channel);
     const input = { platform, caller, releases, downloadUrl: downloadUrlBuilder(c, product, platform) };
     const entry = feedRelease(ctx, input);
     traceFor(c, caller, TRACE_UPDATE_CHECK);
@@ -134,9 +188,9 @@ export function registerUpdateRoutes(app: Router): void {
       request: {
         params: z.object({ productCode: productCodeParam }),
         query: z.object({
-          platform: z.string().openapi({ description: PLATFORMS.join(", ") }),
-          version: z.string().openapi({ description: "The caller's current major.minor.patch." }),
-          channel: z.string().optional().openapi({ description: "stable (default) or insider" }),
+          platform: platformParam,
+          version: versionParam.openapi({ description: "The caller's current major.minor.patch." }),
+          channel: channelParam.optional().openapi({ description: "stable (default) or insider" }),
           userKey: userKeyQuery,
         }),
       },
@@ -164,8 +218,7 @@ export function registerUpdateRoutes(app: Router): void {
       const product = await requireProduct(ctx, c.req.param("productCode") ?? "");
       const userKey = userKeyOf(c);
       return throughCache(c, [product.code, String(product.releaseGeneration), "check", channel, platform, version], !userKey, async () => {
-        const caller = await resolveCaller(ctx, product.id, userKey);
-        const releases = await offeredReleases(ctx.db, product.id, platform, channel);
+        const { caller, releases } = await callerAndReleases(ctx, product.id, userKey, platform, channel);
         const data = await checkForUpdate(ctx, { product, platform, version, channel, caller, releases, downloadUrl: downloadUrlBuilder(c, product, platform) });
         traceFor(c, caller, TRACE_UPDATE_CHECK);
         return send(c, await signUpdateCheck(ctx, data));
@@ -185,9 +238,9 @@ export function registerUpdateRoutes(app: Router): void {
       request: {
         params: z.object({
           productCode: productCodeParam,
-          channel: z.string().openapi({ param: { name: "channel", in: "path" } }),
-          platform: z.string().openapi({ param: { name: "platform", in: "path" } }),
-          file: z.string().openapi({ param: { name: "file", in: "path" }, description: "latest.yml (Windows), latest-mac.yml (macOS), latest-linux.yml or latest-linux-arm64.yml (Linux)" }),
+          channel: channelParam.openapi({ param: { name: "channel", in: "path" } }),
+          platform: platformParam.openapi({ param: { name: "platform", in: "path" } }),
+          file: z.enum(["latest.yml", "latest-mac.yml", "latest-linux.yml", "latest-linux-arm64.yml"]).openapi({ param: { name: "file", in: "path" }, description: "latest.yml (Windows), latest-mac.yml (macOS), latest-linux.yml or latest-linux-arm64.yml (Linux)" }),
         }),
         query: z.object({ userKey: userKeyQuery }),
       },
@@ -214,7 +267,7 @@ export function registerUpdateRoutes(app: Router): void {
         ...access.anonymous(),
         request: {
           params: z.object({ productCode: productCodeParam }),
-          query: z.object({ channel: z.string().optional(), platform: z.string().optional(), userKey: userKeyQuery }),
+          query: z.object({ channel: channelParam.optional(), platform: platformParam.optional(), userKey: userKeyQuery }),
         },
         responses: feedResponses,
       }),
@@ -234,15 +287,15 @@ export function registerUpdateRoutes(app: Router): void {
       request: {
         params: z.object({
           productCode: productCodeParam,
-          platform: z.string().openapi({ param: { name: "platform", in: "path" } }),
-          version: z.string().openapi({ param: { name: "version", in: "path" } }),
-          fileName: z.string().openapi({ param: { name: "fileName", in: "path" } }),
+          platform: platformParam.openapi({ param: { name: "platform", in: "path" } }),
+          version: versionParam.openapi({ param: { name: "version", in: "path" } }),
+          fileName: fileNameParam.openapi({ param: { name: "fileName", in: "path" } }),
         }),
         query: z.object({
           token: z.string().max(128).optional().openapi({ description: "Single-use download token (gated releases)." }),
           kind: z.enum(["installer", "zip", "delta", "blockmap"]).optional(),
           userKey: userKeyQuery,
-          channel: z.string().optional(),
+          channel: channelParam.optional(),
         }),
       },
       responses: {
@@ -308,6 +361,8 @@ async function downloadResponse(c: Context<AppEnv>): Promise<Response> {
   if (file.sourceKind === "url" && file.url) return new Response(null, { status: 302, headers: { Location: file.url, "Cache-Control": "private, no-store" } });
 
   const headers = { ...artifactHeaders(file), "Content-Disposition": contentDisposition(file.fileName) };
+  // HEAD reads no bytes, so it asks storage whether they are there: it must not promise what GET would answer 404.
+  if (head && !(await artifactExists(ctx.env, ctx.db, file))) throw new ApiError(404, "The artifact's bytes are missing");
   if (range.kind === "unsatisfiable") return new Response(null, { status: 416, headers: { ...headers, "Content-Range": `bytes */${file.size}` } });
   if (range.kind === "all") {
     const body = head ? null : await readArtifact(ctx.env, ctx.db, file);
@@ -323,8 +378,9 @@ async function downloadResponse(c: Context<AppEnv>): Promise<Response> {
       headers: { ...headers, "Content-Type": "application/octet-stream", "Content-Range": `bytes ${r.start}-${r.end}/${file.size}`, "Content-Length": String(r.end - r.start + 1) },
     });
   }
-  const multipart = multipartBody(ctx.env, ctx.db, file, range.ranges);
-  return new Response(head ? null : multipart.body, {
+  const multipart = await multipartBody(ctx.env, ctx.db, file, range.ranges, undefined, !head);
+  if (!multipart) throw new ApiError(404, "The artifact's bytes are missing");
+  return new Response(multipart.body, {
     status: 206,
     headers: { ...headers, "Content-Type": `multipart/byteranges; boundary=${multipart.boundary}`, "Content-Length": String(multipart.length) },
   });

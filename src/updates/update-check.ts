@@ -10,7 +10,7 @@ import { clock } from "../clock";
 import { customers } from "../db/schema";
 import type { ServiceContext } from "../http/context";
 import type { LicenseRow } from "../licensing/licenses";
-import { type Caller, issueDownloadToken, licenseOf } from "./caller";
+import { type Caller, type CustomerName, issueDownloadToken, licenseOf } from "./caller";
 import { type DownloadRow, type Platform, type ProductRow, type ReleaseWithFiles, coveredByMaintenance, mainFile, maintenanceEnd, platformVerdict, publishedAt } from "./catalog";
 import { signBytes } from "./signing-keys";
 import { compareVersions } from "./versions";
@@ -74,12 +74,13 @@ export async function downloadFor(ctx: ServiceContext, input: Pick<UpdateCheckIn
   return { fileName: file.fileName, kind: file.kind, size: file.size, sha256: file.sha256, sha512: file.sha512, url: input.downloadUrl(entry, file, token) };
 }
 
-async function maintenanceOf(ctx: ServiceContext, product: ProductRow, license: LicenseRow): Promise<MaintenanceInfo> {
+/** `customer` is the license's customer as the caller's query read it; undefined when not read (then it is read here). */
+async function maintenanceOf(ctx: ServiceContext, product: ProductRow, license: LicenseRow, customer?: CustomerName | null): Promise<MaintenanceInfo> {
   const until = maintenanceEnd(license);
   const left = Date.parse(until) - clock.now().getTime();
   let licensee = license.licenseeName ?? undefined;
   if (!licensee && license.customerId !== null) {
-    const customer = await ctx.db.select().from(customers).where(eq(customers.id, license.customerId)).get();
+    if (customer === undefined) customer = await ctx.db.select().from(customers).where(eq(customers.id, license.customerId)).get();
     licensee = customer?.company ?? ([customer?.firstName, customer?.lastName].filter(Boolean).join(" ") || undefined);
   }
   return {
@@ -109,7 +110,7 @@ export async function checkForUpdate(ctx: ServiceContext, input: UpdateCheckInpu
     updateAvailable: latest !== undefined && compareVersions(latest.release.version, version) > 0,
     installable: false,
   };
-  if (license) data.maintenance = await maintenanceOf(ctx, product, license);
+  if (license) data.maintenance = await maintenanceOf(ctx, product, license, caller.kind === "licensed" ? caller.customer : undefined);
   if (!latest) return data;
   data.release = { version: latest.release.version, publishedAt: publishedAt(latest.release), ...(latest.release.name ? { name: latest.release.name } : {}) };
 

@@ -45,7 +45,10 @@ const headers: Field = {
       z.string().max(2048).regex(/^[^\r\n\0]*$/, { message: "Header values may not contain line breaks" }),
     )
     .refine((h) => Object.keys(h).length <= MAX_HEADERS, { message: `At most ${MAX_HEADERS} headers` })
-    .openapi({ description: "Extra request headers sent with each delivery; they cannot replace Content-Type, X-Service-* or webhook-* headers." }),
+    .openapi({
+      description: "Extra request headers sent with each delivery; they cannot replace Content-Type, X-Service-* or webhook-* headers.",
+      maxProperties: MAX_HEADERS,
+    }),
 };
 
 export const WebhookSubscription = defineEntity({

@@ -4,7 +4,7 @@
  * Runs in Node (vitest.node.config.ts): Spectral is a Node program.
  */
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -39,6 +39,20 @@ describe("the OpenAPI document", () => {
     });
     const findings = JSON.parse(run.stdout || "[]") as { code: string; message: string; path: string[] }[];
     expect(findings.map((f) => `${f.code} ${f.path.join(".")}: ${f.message}`)).toEqual([]);
+  });
+
+  it("is linted with the OWASP API Security rules, and every rule switched off says why", () => {
+    const ruleset = readFileSync(join(root, ".spectral.yaml"), "utf8");
+    expect(ruleset).toMatch(/^extends:\n(\s+- .+\n)*\s+- "@stoplight\/spectral-owasp-ruleset"$/m);
+    const lines = ruleset.split("\n");
+    const unexplained = lines.filter((line, i) => {
+      if (!/^\s+\S+:\s*off\s*$/.test(line)) return false;
+      // The comment block above a rule (or a run of rules switched off together) gives the reason.
+      let j = i - 1;
+      while (j >= 0 && /^\s+\S+:\s*off\s*$/.test(lines[j]!)) j--;
+      return !/^\s*#/.test(lines[j] ?? "");
+    });
+    expect(unexplained).toEqual([]);
   });
 
   it("types every request and success response, with no untyped object", () => {

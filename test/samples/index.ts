@@ -7,5 +7,6 @@ import { updateSamples } from "./updates";
 import { licensingSamples } from "./licensing";
 import { licenseSamples } from "./licenses";
 import { operationSamples } from "./operations";
+import { webhookSamples } from "./webhooks";
 
-export const SAMPLES: Samples = { ...accountSamples, ...commerceSamples, ...operationSamples, ...licenseSamples, ...updateSamples, ...licensingSamples, ...downloadSamples };
+export const SAMPLES: Samples = { ...accountSamples, ...commerceSamples, ...operationSamples, ...licenseSamples, ...updateSamples, ...licensingSamples, ...downloadSamples, ...webhookSamples };

@@ -1,0 +1,36 @@
+/**
+ * The size limit of JSON request bodies. A JSON body is read whole before it is validated (`c.req.json()`), so
+ * without a limit one request could make the isolate hold and parse up to the platform's 100 MB; with it, a body over
+ * 4 MiB answers 413 before any of it is parsed and nothing is written. Uploads are not JSON: multipart and raw part
+ * bodies stream through their routes, which bound them as they read.
+ */
+import type { MiddlewareHandler } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import type { AppEnv } from "../app-env";
+import { ApiError } from "./errors";
+
+/**
+ * Largest JSON body: room for the largest field any route takes (a resource's `data`, 1,000,000 characters, or a
+ * report's content) with its envelope.
+ */
+export const MAX_JSON_BODY_BYTES = 4 * 1024 * 1024;
+
+// Every media type the service reads as JSON (application/json, application/*+json, text/json), in any case.
+const JSON_MEDIA_TYPE = /^\s*(application\/([\w.-]+\+)?json|text\/json)\s*(;|$)/i;
+
+const limit = bodyLimit({
+  maxSize: MAX_JSON_BODY_BYTES,
+  onError: () => {
+    throw new ApiError(413, `The request body is larger than ${MAX_JSON_BODY_BYTES / 1024 / 1024} MiB`);
+  },
+});
+
+/**
+ * Refuses JSON bodies over MAX_JSON_BODY_BYTES with 413: by Content-Length when it is sent, else by counting the
+ * stream. Requests without a JSON body pass untouched, at the cost of one header read.
+ */
+export const jsonBodyLimit: MiddlewareHandler<AppEnv> = (c, next) => {
+  const type = c.req.header("content-type");
+  if (type === undefined || !JSON_MEDIA_TYPE.test(type)) return next();
+  return limit(c, next);
+};

@@ -1,0 +1,45 @@
+/**
+ * Events about a license's clients (CONTRACT section 7): activations, deactivations and floating seats. Their data
+ * is the license as the API returns it (status and activeClientCount as they are after the change) with `client`
+ * naming the machine and client the event is about. Shared by the licensing runtime (REST and gRPC) and the
+ * LicenseSeats Durable Object, whose alarm reclaims lapsed seats.
+ */
+import { eq } from "drizzle-orm";
+import { licenses } from "../db/schema";
+import type { Bindings } from "../env";
+import { licenseRecords } from "../management/licenses";
+import { type EmitContext, backgroundContext, emit } from "./emit";
+import type { EventType } from "./events";
+
+/** The client an event is about. */
+export interface EventClient {
+  machineId: string | null;
+  clientId?: string | null;
+  clientName?: string | null;
+}
+
+type ClientEvent = Extract<EventType, "license.activated" | "license.deactivated" | `license.seat.${string}`>;
+
+/** Emits a client event of a stored license row (any row of the licenses table). */
+export function emitClientEvent(ctx: EmitContext, type: ClientEvent, license: typeof licenses.$inferSelect, client: EventClient): Promise<void> {
+  return emit(ctx, type, async () => {
+    const [record] = await licenseRecords(ctx.db, ctx.config, [license]);
+    return { data: { ...record, client: { machineId: client.machineId, clientId: client.clientId || null, clientName: client.clientName ?? null } } };
+  });
+}
+
+/**
+ * license.seat.expired for seats a LicenseSeats alarm reclaimed (after their token rows are gone). Awaited by the
+ * alarm, and never throws: a failure to emit must not make the alarm reclaim the seats again.
+ */
+export async function emitSeatsExpired(env: Bindings, waitUntil: (promise: Promise<unknown>) => void, licenseRowId: number, seats: readonly EventClient[]): Promise<void> {
+  try {
+    const ctx = await backgroundContext(env, waitUntil);
+    if (!ctx.config["Webhooks:Enabled"]) return;
+    const license = await ctx.db.select().from(licenses).where(eq(licenses.id, licenseRowId)).get();
+    if (!license) return;
+    await Promise.all(seats.map((seat) => emitClientEvent(ctx, "license.seat.expired", license, seat)));
+  } catch (e) {
+    console.error(`webhooks: license.seat.expired of license ${licenseRowId} failed`, e);
+  }
+}

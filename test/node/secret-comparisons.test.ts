@@ -1,0 +1,76 @@
+/**
+ * The review of every place a secret is compared (DESIGN: comparisons are constant-time), kept honest. The source of
+ * the service, the client library and the tools is scanned for `==`/`!=`/`===`/`!==` where an operand names a secret
+ * (token, secret, password, HMAC, signature, digest, integrity); comparisons with a literal, `undefined`, `null` or a
+ * type are not comparisons of secrets. What remains must be a reviewed comparison below, each with the reason it is
+ * safe; a new one fails this test until it is made constant-time (src/auth/crypto.ts `timingSafeEqual`) or
+ * digest-indexed, or reviewed here. Runs in Node: it reads the source files.
+ */
+import { readFileSync, readdirSync, statSync } from "node:fs";
+import { join, relative } from "node:path";
+import { describe, expect, it } from "vitest";
+// @ts-expect-error: a plain JavaScript module shared with the benchmark
+import { root } from "../../scripts/local-worker.mjs";
+
+/** Reviewed comparisons: file, the comparison as written, and why a timing difference reveals nothing secret. */
+const REVIEWED: { file: string; comparison: string; reason: string }[] = [
+  {
+    file: "src/auth/bootstrap.ts",
+    comparison: "done === signature",
+    reason: "a fingerprint of the configured administrator, compared with the one this isolate already bootstrapped; no client input",
+  },
+  {
+    file: "src/licensing/runtime.ts",
+    comparison: "t.tokenDigest === digest",
+    reason: "SHA-256 digests of the presented token, among rows found by the digest index: timing reveals bits of a digest, not of a token",
+  },
+  {
+    file: "src/updates/signing-keys.ts",
+    comparison: "cache.secret !== secret",
+    reason: "the configured Application:EncryptionKey against the one the key cache was built with; no client input",
+  },
+];
+
+const SECRET_WORD = /(token|secret|password|passwd|hmac|signature|digest|integrity)/i;
+const COMPARISON = /([\w$.[\]"'`]+)\s*(===|!==|==|!=)\s*([\w$.[\]"'`]+)/g;
+/** Operands that make a comparison harmless: literals, undefined/null, numbers, enumerations, parser tokens. */
+const HARMLESS = /^(undefined|null|true|false|-?\d+|["'`].*|typeof|TokenKind\.\w+|this\.token\.\w+|\w+\.kind)$/;
+
+function* sources(dir: string): Generator<string> {
+  for (const name of readdirSync(dir)) {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) {
+      if (name !== "gen" && name !== "node_modules" && name !== "dist") yield* sources(path);
+    } else if (/\.(ts|mjs)$/.test(name)) yield path;
+  }
+}
+
+/** Every comparison in the source where an operand names a secret, as `file: comparison`. */
+function secretComparisons(): string[] {
+  const found: string[] = [];
+  for (const dir of ["src", "client/src", "tools"]) {
+    for (const path of sources(join(root, dir))) {
+      const file = relative(root, path);
+      for (const line of readFileSync(path, "utf8").split("\n")) {
+        if (/^\s*(\/\/|\*|\/\*)/.test(line)) continue;
+        for (const [, left = "", op, right = ""] of line.matchAll(COMPARISON)) {
+          const sides = [left, right].map((s) => s.replace(/^[(!]+|[)]+$/g, ""));
+          if (!sides.some((s) => SECRET_WORD.test(s)) || sides.some((s) => HARMLESS.test(s))) continue;
+          if (/typeof\s+[\w$.[\]"']+\s*$/.test(line.slice(0, line.indexOf(`${left} ${op}`)))) continue;
+          found.push(`${file}: ${sides[0]} ${op} ${sides[1]}`);
+        }
+      }
+    }
+  }
+  return found;
+}
+
+describe("comparisons of secrets", () => {
+  it("are all constant-time, digest-indexed or reviewed", () => {
+    const reviewed = REVIEWED.map((r) => `${r.file}: ${r.comparison}`);
+    const found = secretComparisons();
+    expect(found.filter((c) => !reviewed.includes(c))).toEqual([]);
+    // The review stays current: each reviewed comparison still exists.
+    expect(reviewed.filter((r) => !found.includes(r))).toEqual([]);
+  });
+});

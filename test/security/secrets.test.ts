@@ -1,0 +1,85 @@
+/**
+ * Secrets at rest and their comparison (DESIGN "Reliability and security": secrets are stored as digests;
+ * comparisons are constant-time). Every secret the service hands out (API key and client secret, activation and
+ * floating tokens, tokens issued by hand, download tokens, bearer tokens, passwords) is looked for, in plain text,
+ * in every D1 table and in the license's seat object: none may be there. The comparison helpers are checked on the
+ * cases a naive version gets wrong. The review of every comparison in the source is test/node/secret-comparisons.test.ts.
+ */
+import { env, exports } from "cloudflare:workers";
+import { runInDurableObject } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { timingSafeEqual, timingSafeEqualText } from "../../src/auth/crypto";
+import { hashPassword, verifyPassword } from "../../src/auth/passwords";
+import { BASE, admin, call, login } from "../helpers";
+import { bytesOf, newRelease, upload } from "../artifacts-kit";
+import { newLicense } from "../samples/licensing";
+
+async function everyRow(): Promise<string> {
+  const tables = await env.DB.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%'").all<{ name: string }>();
+  const dumps: string[] = [];
+  for (const { name } of tables.results) dumps.push(JSON.stringify((await env.DB.prepare(`SELECT * FROM "${name}"`).all()).results));
+  return dumps.join("\n");
+}
+
+describe("secrets at rest", () => {
+  it("no secret the service hands out is stored in plain text, in D1 or in a seat object", async () => {
+    const secrets: string[] = [];
+    const password = "Plain#Text-Password-42";
+    const user = await admin("POST", "/v1/users", { user: { userName: "secretive", password, roles: ["Sales"] } });
+    const key = await admin("POST", "/v1/api-keys", { apiKey: { name: "k", ownerId: user.body["userId"] } });
+    secrets.push(password, key.body["key"], key.body["clientSecret"]);
+
+    const act = await newLicense("Activation");
+    secrets.push((await admin("POST", "/v1/license/activate", { userKey: act.userKey, machineId: "PC" })).body["licenseToken"]);
+    secrets.push((await admin("POST", `/v1/licenses/${act.licenseId}/tokens`, { licenseToken: { machineId: "OFFLINE" } })).body["token"]);
+    const floating = await newLicense("Floating", 2);
+    const seat = (await admin("POST", "/v1/license/request", { userKey: floating.userKey, machineId: "m", clientId: "c" })).body["licenseToken"] as string;
+    secrets.push(seat);
+
+    const bearer = await login("secretive", password);
+    secrets.push(bearer);
+    expect((await call("POST", "/v1/auth/logout", { token: bearer, body: {} })).status).toBe(200);
+
+    const r = await newRelease("1.0.0");
+    await admin("PUT", `/v1/products/${r.productId}/releases`, { productRelease: { id: r.releaseId, public: true, releaseDate: "2026-01-01T00:00:00Z" } });
+    await upload(r.path, bytesOf(100));
+    const lic = await admin("POST", "/v1/licenses", { license: { productId: r.productId } });
+    const userKey = (await admin("GET", `/v1/licenses?filter=${encodeURIComponent(`id == ${lic.body["id"]}`)}&select=userKey`)).body["licenses"][0].userKey;
+    const check = await (await exports.default.fetch(`${BASE}/v1/updates/${r.code}?platform=win-x64&version=0.0.1`, { headers: { "X-Service-User-Key": userKey } })).json<{ data: { download: { url: string } } }>();
+    secrets.push(new URL(check.data.download.url).searchParams.get("token")!);
+
+    expect(secrets.every((s) => typeof s === "string" && s.length >= 20)).toBe(true);
+    const stored = await everyRow();
+    for (const secret of secrets) expect(stored.includes(secret), `${secret.slice(0, 9)}… is stored in plain text`).toBe(false);
+
+    const seats = env.LICENSE_SEATS.getByName(String(floating.id));
+    const rows = await runInDurableObject(seats, (_instance, state) => JSON.stringify(state.storage.sql.exec("SELECT * FROM seats").toArray()));
+    expect(rows).toContain(seat.slice(0, 9));
+    expect(rows.includes(seat)).toBe(false);
+  });
+});
+
+describe("comparison helpers", () => {
+  it("compare in constant time and answer false for different lengths and for prefixes", () => {
+    const a = new Uint8Array([1, 2, 3, 4]);
+    expect(timingSafeEqual(a, new Uint8Array([1, 2, 3, 4]))).toBe(true);
+    expect(timingSafeEqual(a, new Uint8Array([1, 2, 3, 5]))).toBe(false);
+    expect(timingSafeEqual(a, new Uint8Array([1, 2, 3]))).toBe(false);
+    expect(timingSafeEqual(a, new Uint8Array([1, 2, 3, 4, 0]))).toBe(false);
+    expect(timingSafeEqual(new Uint8Array(0), new Uint8Array(0))).toBe(true);
+    expect(timingSafeEqualText("hmac", "hmac")).toBe(true);
+    expect(timingSafeEqualText("hmac", "hma")).toBe(false);
+    // Text is compared as UTF-8: visually equal but differently encoded text is not equal.
+    expect(timingSafeEqualText("é", "e\u0301")).toBe(false);
+  });
+
+  it("verify passwords against PBKDF2 hashes, and a missing hash never matches (even the dummy's own password)", async () => {
+    const stored = await hashPassword("right");
+    expect(await verifyPassword("right", stored)).toBe(true);
+    expect(await verifyPassword("wrong", stored)).toBe(false);
+    expect(await verifyPassword("", null)).toBe(false);
+    expect(await verifyPassword("right", undefined)).toBe(false);
+    expect(await verifyPassword("right", "plain-text")).toBe(false);
+    expect(await verifyPassword("right", stored.replace(/\$[^$]+$/, "$AAAA"))).toBe(false);
+  });
+});
