@@ -24,6 +24,9 @@ const BLOCKED_V4: readonly Range4[] = [
   [169, 254, 0, 0, 16], // link-local: cloud metadata at 169.254.169.254
   [172, 16, 0, 0, 12], // private
   [192, 0, 0, 0, 24], // IETF protocol assignments (Oracle's metadata at 192.0.0.192)
+  [192, 0, 2, 0, 24], // documentation (TEST-NET-1): never routed
+  [198, 51, 100, 0, 24], // documentation (TEST-NET-2)
+  [203, 0, 113, 0, 24], // documentation (TEST-NET-3)
   [192, 168, 0, 0, 16], // private
   [198, 18, 0, 0, 15], // benchmarking networks
   [224, 0, 0, 0, 4], // multicast
@@ -94,8 +97,10 @@ function isBlockedV6(g: readonly number[]): boolean {
   if (zeroTo(8)) return true; // ::
   if (zeroTo(7) && g[7] === 1) return true; // ::1
   if (zeroTo(5) && g5 === 0xffff) return isBlockedV4(embeddedV4(g)); // ::ffff:a.b.c.d
+  if (zeroTo(4) && g4 === 0xffff && g5 === 0) return isBlockedV4(embeddedV4(g)); // ::ffff:0:a.b.c.d (IPv4-translated)
   if (zeroTo(6)) return true; // ::a.b.c.d (deprecated IPv4-compatible): nothing public lives there
   if (g0 === 0x64 && g1 === 0xff9b && g2 === 0 && g3 === 0 && g4 === 0 && g5 === 0) return isBlockedV4(embeddedV4(g)); // NAT64
+  if (g0 === 0x64 && g1 === 0xff9b && g2 === 1) return true; // local-use NAT64 64:ff9b:1::/48: translates into private networks
   if (g0 === 0x2002) return isBlockedV4([g1 >> 8, g1 & 0xff, g2 >> 8, g2 & 0xff]); // 6to4
   if (g0 === 0x2001 && g1 === 0) return true; // Teredo: the IPv4 inside is obfuscated
   if (g0 === 0x100 && g1 === 0 && g2 === 0 && g3 === 0) return true; // discard-only 100::/64
@@ -118,6 +123,8 @@ export function blockedHostReason(host: string): string | undefined {
   const v4 = parseV4(name);
   if (v4) return isBlockedV4(v4) ? `${host} is a private, loopback, link-local or reserved address` : undefined;
   if (BLOCKED_NAME.test(name)) return `${host} names a local or internal host`;
+  // A single-label name (`metadata`, `intranet`) resolves through local search domains, never to a public host.
+  if (!name.includes(".")) return `${host} is not a fully qualified host name`;
   return undefined;
 }
 

@@ -12,6 +12,14 @@ import { admin, setSetting } from "../helpers";
 const SUBSCRIPTIONS = "/v1/webhooks/subscriptions";
 
 const SPELLINGS = [
+  // IPv4-translated (::ffff:0:0/96) and local-use NAT64 (64:ff9b:1::/48) forms of 127.0.0.1, a single-label host,
+  // and the documentation ranges.
+  "https://[::ffff:0:7f00:1]/hook",
+  "https://[64:ff9b:1::7f00:1]/hook",
+  "https://metadata/computeMetadata/v1/",
+  "https://192.0.2.10/hook",
+  "https://198.51.100.10/hook",
+  "https://203.0.113.10/hook",
   "https://127.0.0.1./hook",
   "HTTPS://LOCALHOST/hook",
   "https://localhost./hook",
