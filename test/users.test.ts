@@ -18,7 +18,7 @@ describe("users", () => {
     expect(JSON.stringify(res.body)).not.toMatch(/password|Jane#pass1/i);
     const stored = await env.DB.prepare("SELECT password_hash FROM users WHERE id = ?").bind(id).first<{ password_hash: string }>();
     expect(stored?.password_hash).toMatch(/^pbkdf2-sha256\$100000\$/);
-    expect(await login("JANE", "Jane#pass1")).toBeTruthy();
+    expect(await login("JANE", "Jane#pass1")).toMatch(/^eyJ[\w-]+\.[\w-]+\.[\w-]+$/);
   });
 
   it("keeps user names unique regardless of case", async () => {
@@ -39,7 +39,7 @@ describe("users", () => {
     const [pat] = (await admin("GET", `/v1/users?filter=${encodeURIComponent('userName == "pat"')}`)).body["users"];
     expect(pat).toMatchObject({ city: "Oslo", rank: 0 });
     expect((await call("POST", "/v1/auth/login", { body: { username: "pat", password: "Pat#pass1" } })).status).toBe(401);
-    expect(await login("pat", "Pat#pass2")).toBeTruthy();
+    expect(await login("pat", "Pat#pass2")).toMatch(/^eyJ[\w-]+\.[\w-]+\.[\w-]+$/);
   });
 
   it("refuses to delete the caller's own account, and deletes others with their settings", async () => {
