@@ -33,15 +33,20 @@ function statusBytes(pid, field) {
 /**
  * Samples the summed RSS of some processes every `intervalMs`, and keeps the peak of each phase the benchmark
  * names with `phase()` (the main table, each scale). `highWater()` is the kernel's own peak (VmHWM), which also
- * covers moments between samples, seeding included.
+ * covers moments between samples, seeding included. `pids` is a function, asked at every sample, so a process
+ * restarted under a new pid is still followed.
  */
 export class MemorySampler {
   constructor(pids, intervalMs = 200) {
-    this.pids = pids;
+    this.pidsNow = pids;
     this.peaks = new Map();
     this.current = "startup";
     this.timer = setInterval(() => this.sample(), intervalMs);
     this.timer.unref();
+  }
+
+  get pids() {
+    return this.pidsNow();
   }
 
   sample() {

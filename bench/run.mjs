@@ -26,7 +26,7 @@ import { cpus, loadavg, totalmem, release as osRelease } from "node:os";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
 import { gzipSync } from "node:zlib";
-import { Miniflare, convertV4MiniflareOptions } from "miniflare";
+import { Log, LogLevel, Miniflare, convertV4MiniflareOptions } from "miniflare";
 import { bundleWorker, configuredWorkerOptions, root, startLocalWorker } from "../scripts/local-worker.mjs";
 import { MemorySampler, workerdChildren } from "./memory.mjs";
 import { startNginx } from "./nginx.mjs";
@@ -51,14 +51,36 @@ const notes = [];
 
 // 1. Bundle as for deployment, and measure it.
 const script = env.BENCH_BUNDLE ? join(root, env.BENCH_BUNDLE) : bundleWorker();
+// The bundle this run made goes with it, also when the run fails.
+if (!env.BENCH_BUNDLE) process.on("exit", () => rmSync(dirname(script), { recursive: true, force: true }));
 const bundle = readFileSync(script);
 const bundleSize = { raw: bundle.length, gzip: gzipSync(bundle, { level: 9 }).length };
+
+/**
+ * Miniflare's warnings, printed and counted: Miniflare restarts a workerd that crashed, and a run with a restart
+ * in it is reported as such rather than read as a slow scenario.
+ */
+class RuntimeLog extends Log {
+  crashes = 0;
+
+  constructor(name) {
+    super(LogLevel.WARN, { prefix: name });
+  }
+
+  logWithLevel(level, message) {
+    if (level <= LogLevel.WARN && /crashed unexpectedly/.test(message)) this.crashes++;
+    super.logWithLevel(level, message);
+  }
+}
+const serviceLog = new RuntimeLog("service");
+const baselineLog = new RuntimeLog("baseline");
 
 // 2. The service under workerd, configured from wrangler.toml, with fresh local state and migrations applied; its
 // workerd process is the one whose memory is reported.
 const before = new Set(workerdChildren());
 const service = await startLocalWorker({
   script,
+  log: serviceLog,
   bindings: {
     Application__JwtSecret: "bench-jwt-secret-0123456789abcdef0123456789",
     Application__EncryptionKey: ENCRYPTION_KEY,
@@ -74,7 +96,6 @@ const service = await startLocalWorker({
 });
 const serviceUrl = service.url;
 const servicePids = workerdChildren().filter((pid) => !before.has(pid));
-const memory = new MemorySampler(servicePids);
 
 // 3. The baseline: no logic, the same bytes.
 const baseline = new Miniflare(
@@ -83,6 +104,7 @@ const baseline = new Miniflare(
     host: "127.0.0.1",
     port: 0,
     cf: false,
+    log: baselineLog,
     compatibilityDate: configuredWorkerOptions().compatibilityDate,
     script: `export default { fetch(request) {
     const url = new URL(request.url);
@@ -94,7 +116,10 @@ const baseline = new Miniflare(
   }),
 );
 const baselineUrl = await baseline.ready;
-const baselineMemory = new MemorySampler(workerdChildren().filter((pid) => !before.has(pid) && !servicePids.includes(pid)));
+// Found again at every sample: a workerd that Miniflare restarted after a crash has a new pid.
+const baselinePids = workerdChildren().filter((pid) => !before.has(pid) && !servicePids.includes(pid));
+const memory = new MemorySampler(() => workerdChildren().filter((pid) => !before.has(pid) && !baselinePids.includes(pid)));
+const baselineMemory = new MemorySampler(() => baselinePids);
 
 // 4. Seed through the API.
 async function call(method, path, { body, headers = { "x-api-key": ADMIN_KEY } } = {}) {
@@ -140,8 +165,9 @@ const floating = await newLicense({ licensingMode: 2, maxClients: 0 });
 const seat = (await call("POST", "/v1/license/request", { body: { userKey: floating.userKey, machineId: "bench-floating", clientId: "bench" }, headers: floating.bearer })).json;
 const activating = [];
 for (let i = 0; i < 1 + scales.length; i++) activating.push(await newLicense({ licensingMode: 1, maxClients: 0 }));
-const d1 = await service.mf.getD1Database("DB");
-await verifyIntegrity(d1, ENCRYPTION_KEY, updater.id);
+// A fresh stub at each use: stubs die with a workerd that Miniflare restarts.
+const d1 = () => service.mf.getD1Database("DB");
+await verifyIntegrity(await d1(), ENCRYPTION_KEY, updater.id);
 
 const feedPath = "/v1/updates/bench/latest.yml";
 const checkPath = "/v1/updates/bench?platform=win-x64&version=0.9.0";
@@ -217,7 +243,7 @@ async function measure(url, request, duration, warm, conns = connections) {
 const fmt = (r) => `${r.rps.toFixed(0)} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms`;
 
 async function fillTo(target) {
-  const filled = await fillLicenses(d1, { secret: ENCRYPTION_KEY, productId, target });
+  const filled = await fillLicenses(await d1(), { secret: ENCRYPTION_KEY, productId, target });
   if (filled.added > 0) console.log(`  ${filled.added} filler licenses inserted in ${filled.seconds.toFixed(1)} s (${filled.total} in D1)`);
   return filled.total;
 }
@@ -289,10 +315,15 @@ for (const target of scaleScenarios.length > 0 ? scales : []) {
 memory.stop();
 baselineMemory.stop();
 const highWater = memory.highWater();
-const counts = await d1.prepare("SELECT (SELECT count(*) FROM licenses) AS licenses, (SELECT count(*) FROM license_tokens) AS tokens, (SELECT count(*) FROM license_traces) AS traces").first();
+const counts = await (await d1()).prepare("SELECT (SELECT count(*) FROM licenses) AS licenses, (SELECT count(*) FROM license_tokens) AS tokens, (SELECT count(*) FROM license_traces) AS traces").first();
 await service.dispose();
 await baseline.dispose();
-if (!env.BENCH_BUNDLE) rmSync(dirname(script), { recursive: true, force: true });
+
+if (serviceLog.crashes + baselineLog.crashes > 0) {
+  notes.push(
+    `workerd crashed during the run and Miniflare restarted it (service ${serviceLog.crashes}, baseline ${baselineLog.crashes} times; its messages are above in the output): rows with errors were measured across a restart.`,
+  );
+}
 
 // 8. Report.
 const kib = (n) => `${(n / 1024).toFixed(1)} KiB`;

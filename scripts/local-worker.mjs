@@ -36,9 +36,10 @@ export function bundleWorker(outdir = join(root, "bench/.out", randomUUID())) {
 
 /**
  * Starts the bundled Worker with local D1/R2/Durable Objects/Queues in a fresh state directory.
- * `bindings` add to (and override) wrangler.toml's vars. Returns its URL, the Miniflare instance and `dispose`.
+ * `bindings` add to (and override) wrangler.toml's vars; `log` is a Miniflare Log for the runtime's own messages
+ * (none by default). Returns its URL, the Miniflare instance and `dispose`.
  */
-export async function startLocalWorker({ script, bindings = {} } = {}) {
+export async function startLocalWorker({ script, bindings = {}, log } = {}) {
   const scriptPath = script ?? bundleWorker();
   const ownBundle = script === undefined ? dirname(scriptPath) : undefined;
   const state = mkdtempSync(join(tmpdir(), "licensing-state-"));
@@ -49,6 +50,7 @@ export async function startLocalWorker({ script, bindings = {} } = {}) {
       port: 0,
       defaultPersistRoot: state,
       cf: false,
+      ...(log ? { log } : {}),
       workers: [{ ...workerOptions, name: "licensing-service", modules: true, scriptPath, bindings: { ...workerOptions.bindings, ...bindings } }],
     }),
   );

@@ -7,12 +7,16 @@
 import { env, exports } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
 import { parse as parseYaml } from "yaml";
+import { access } from "../src/auth/guard";
 import { clock } from "../src/clock";
+import { loadConfig } from "../src/config";
 import { getDb } from "../src/db/client";
+import { renderError } from "../src/http/respond";
+import { createRouter } from "../src/http/router";
 import { bumpReleaseGeneration } from "../src/management/releases";
 import { ANSWER_MEMO_MS, forgetAnswers, keepAnswer, recallAnswer } from "../src/updates/answer-memo";
 import { PRODUCT_MEMO_MS, productByCodeMemo } from "../src/updates/product-memo";
-import { ADMIN, BASE, admin, call, movableClock, setSetting } from "./helpers";
+import { ADMIN, BASE, admin, call, login, movableClock, setSetting } from "./helpers";
 
 const moveClock = (await movableClock()).move;
 let codes = 0;
@@ -186,6 +190,27 @@ describe("a bearer token's logout check in the licensing calls' first batch", ()
       .bind(activation.licenseId, floating.licenseId)
       .all<{ machine: string }>();
     expect(held.results.map((r) => r.machine)).toEqual(["PC-1", "PC-1"]);
+  });
+
+  it("answers 401 from the guard when a route never ran the deferred check", async () => {
+    // A route that takes the deferred guard but reads nothing: the guard settles the check after it.
+    const app = createRouter();
+    app.use("*", async (c, next) => {
+      c.set("config", (await loadConfig(c.env, c.env.DB)).config);
+      c.set("db", getDb(c.env.DB));
+      await next();
+    });
+    const [guard] = access.either(undefined, { deferLogoutCheck: true }).middleware;
+    app.get("/probe", guard!, (c) => c.text("done"));
+    app.onError(renderError);
+    const probe = (token: string) => app.request("/probe", { headers: { authorization: `Bearer ${token}` } }, env);
+
+    const token = await login();
+    expect((await probe(token)).status).toBe(200);
+    expect((await call("POST", "/v1/auth/logout", { token, body: {} })).status).toBe(200);
+    const refused = await probe(token);
+    expect(refused.status).toBe(401);
+    expect(refused.headers.get("www-authenticate")).toBe("Bearer");
   });
 });
 

@@ -71,6 +71,7 @@ export async function logoutFirst(c: Context<AppEnv>, error: Error): Promise<Err
   }
 }
 
+/** How a route's guard checks its credential. */
 export interface AuthenticateOptions {
   /** Leave a bearer token's logout check to the route's first D1 batch (DeferredLogoutCheck). */
   deferLogoutCheck?: boolean;
