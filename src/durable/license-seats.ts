@@ -3,12 +3,19 @@
  * integer id, holds its seats in SQLite storage, so an eviction or restart loses nothing. Every decision is made
  * synchronously on that storage (no await between reading and writing the seats), so concurrent requests can never
  * grant more seats than `maxClients`. A seat lives until `expiresAt`; heartbeats move it; an alarm reclaims dead
- * seats and writes that through to D1 (the token rows go, a TokenExpired trace is written when the license traces)
+ * seats (and every seat of a license the license policy no longer finds usable: deleted, tampered, revoked or
+ * expired) and writes that through to D1 (the token rows go, a TokenExpired trace is written when the license traces)
  * and emits license.seat.expired for each.
  */
 import { DurableObject } from "cloudflare:workers";
+import { eq } from "drizzle-orm";
 import { clock } from "../clock";
+import { loadConfig } from "../config";
+import { getDb } from "../db/client";
+import { licenses } from "../db/schema";
 import type { Bindings } from "../env";
+import { judgeLicense } from "../licensing/policy";
+import { TraceAction } from "../licensing/vocabulary";
 import { emitSeatsExpired } from "../webhooks/license-events";
 
 export interface SeatRequest {
@@ -135,10 +142,23 @@ export class LicenseSeats extends DurableObject<Bindings> {
     if (current === null || current > next) await this.ctx.storage.setAlarm(next);
   }
 
-  /** Reclaims dead seats and writes them through to D1: their token rows go, a TokenExpired trace is written. */
+  /** Whether the license policy (licensing/policy.ts) still lets this object's license be used. */
+  private async licenseUsable(now: number): Promise<boolean> {
+    const { config } = await loadConfig(this.env, this.env.DB);
+    const license = await getDb(this.env.DB).select().from(licenses).where(eq(licenses.id, this.licenseId())).get();
+    return (await judgeLicense(config["Application:EncryptionKey"], license, new Date(now))).usable;
+  }
+
+  /**
+   * Reclaims dead seats, and every seat when the license may no longer be used, and writes them through to D1: their
+   * token rows go, a TokenExpired trace is written.
+   */
   override async alarm(): Promise<void> {
     const now = clock.now().getTime();
-    const dead = this.sql.exec<SeatRow>("SELECT * FROM seats WHERE expires_at <= ?", now).toArray();
+    const reclaimAll = !(await this.licenseUsable(now));
+    const dead = reclaimAll
+      ? this.sql.exec<SeatRow>("SELECT * FROM seats").toArray()
+      : this.sql.exec<SeatRow>("SELECT * FROM seats WHERE expires_at <= ?", now).toArray();
     if (dead.length > 0) {
       const licenseId = this.licenseId();
       const stamp = new Date(now).toISOString();
@@ -146,12 +166,12 @@ export class LicenseSeats extends DurableObject<Bindings> {
         this.env.DB.prepare("DELETE FROM license_tokens WHERE token_digest = ?").bind(seat.token_digest),
         this.env.DB.prepare(
           `INSERT INTO license_traces (license_id, action, client_id, machine_id, created_at)
-           SELECT id, 9, ?, ?, ? FROM licenses WHERE id = ? AND trace = 1`,
-        ).bind(seat.client_id, seat.machine_id, stamp, licenseId),
+           SELECT id, ?, ?, ?, ? FROM licenses WHERE id = ? AND trace = 1`,
+        ).bind(TraceAction.TokenExpired, seat.client_id, seat.machine_id, stamp, licenseId),
       ]);
       // D1 first: if it fails, the alarm is retried and the seats are still here to be reclaimed.
       await this.env.DB.batch(statements);
-      for (const seat of dead) this.sql.exec("DELETE FROM seats WHERE token_digest = ? AND expires_at <= ?", seat.token_digest, now);
+      for (const seat of dead) this.sql.exec("DELETE FROM seats WHERE token_digest = ? AND (expires_at <= ? OR ?)", seat.token_digest, now, reclaimAll ? 1 : 0);
       // After the write-through, so a subscriber hears of a seat only once it is gone; never throws.
       await emitSeatsExpired(this.env, (p) => this.ctx.waitUntil(p), licenseId, dead.map((seat) => ({ machineId: seat.machine_id, clientId: seat.client_id })));
     }

@@ -8,13 +8,9 @@ import { CROCKFORD32, randomString, timingSafeEqualText, toHex } from "../auth/c
 import { deriveKey, requireEncryptionKey } from "../auth/secrets";
 import type { Db } from "../db/client";
 import { licenseTokens, licenses } from "../db/schema";
+import { Mode } from "./vocabulary";
 
-/** `status` of a license record, in CONTRACT section 4's order of precedence. */
-export const LICENSE_STATUSES = ["Activated", "NotActivated", "Expired", "Revoked", "Tampered"] as const;
-export type LicenseStatus = (typeof LICENSE_STATUSES)[number];
-
-/** Stored numbers of `licensingMode` (CONTRACT section 3: File 0, Activation 1, Floating 2). */
-export const Mode = { File: 0, Activation: 1, Floating: 2 } as const;
+export { LICENSE_STATUSES, type LicenseStatus, Mode } from "./vocabulary";
 
 /** A stored license row, as drizzle reads it. */
 export type LicenseRow = typeof licenses.$inferSelect;
@@ -132,40 +128,6 @@ export async function activeClientCounts(db: Db, licenseIds: readonly number[], 
 export function clientCount(licensingMode: number, counts: { tokens: number; machines: number } | undefined): number {
   if (!counts) return 0;
   return licensingMode === Mode.Activation ? counts.machines : counts.tokens;
-}
-
-/** CONTRACT section 4, first match wins: tampered, revoked, expired, then activation state by mode. */
-export function licenseStatus(
-  license: Pick<LicenseCore, "revoked" | "expireDate" | "licensingMode">,
-  facts: { intact: boolean; activeClients: number },
-  now: Date,
-): LicenseStatus {
-  if (!facts.intact) return "Tampered";
-  if (license.revoked) return "Revoked";
-  if (license.expireDate !== null && license.expireDate <= now.toISOString()) return "Expired";
-  if (license.licensingMode === Mode.File) return "NotActivated";
-  return facts.activeClients > 0 ? "Activated" : "NotActivated";
-}
-
-/** Status and active client count of many licenses: one query for their tokens, HMACs checked in memory. */
-export async function describeLicenses(
-  db: Db,
-  secret: string | undefined,
-  rows: readonly LicenseRow[],
-  now: Date,
-): Promise<{ status: LicenseStatus; activeClientCount: number }[]> {
-  const counts = await activeClientCounts(
-    db,
-    rows.map((r) => r.id),
-    now,
-  );
-  return Promise.all(
-    rows.map(async (row) => {
-      const activeClients = clientCount(row.licensingMode, counts.get(row.id));
-      const intact = await isLicenseIntact(secret, row);
-      return { status: licenseStatus(row, { intact, activeClients }, now), activeClientCount: activeClients };
-    }),
-  );
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ import { ApiError } from "../http/errors";
 import { reportRecord } from "../management/reports";
 import { emit } from "../webhooks/emit";
 import type { ClientInfo } from "./runtime";
-import { TraceAction } from "./runtime";
+import { TraceAction } from "./vocabulary";
 import { recordTrace } from "./traces";
 
 export const MAX_REPORT_BYTES = 4 * 1024 * 1024;

@@ -49,7 +49,12 @@ const LicenseView = z
     supportExpireAt: z.string().optional(),
     features: z.array(z.string()),
     licensee: z.object({ name: z.string().optional(), email: z.string().optional(), company: z.string().optional() }),
-    licenseKey: z.string().openapi({ description: "Compact JWS (ES256, header kid) over the license; verify offline with GET /v1/extensions/keys." }),
+    licenseKey: z.string().optional().openapi({
+      description:
+        "Compact JWS (ES256, header kid) over the license; verify offline with GET /v1/extensions/keys. Present only where it proves a usable " +
+        "license on the caller's machine: File mode always, Activation mode for a machine with a live activation, Floating mode for the " +
+        "machine/client holding a live seat.",
+    }),
   })
   .openapi("LicenseInfo");
 

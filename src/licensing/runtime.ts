@@ -21,12 +21,13 @@ import { licenseTokens, licenses, products } from "../db/schema";
 import type { SeatGrant } from "../durable/license-seats";
 import type { ServiceContext } from "../http/context";
 import { ApiError, GrpcCode, LicensingError } from "../http/errors";
-import { LicenseType, LicensingMode } from "../management/license-templates";
 import { signJws } from "../updates/signing-keys";
 import { emitClientEvent } from "../webhooks/license-events";
-import { type LicenseRow, type LicenseStatus, Mode, activeClientCounts, clientCount, isLicenseIntact } from "./licenses";
-import { TokenKind, tokenPrefix } from "./tokens";
+import { type LicenseRow, activeClientCounts, clientCount } from "./licenses";
+import { type LicenseRefusal, judgeLicense } from "./policy";
+import { activationStatement, tokenPrefix } from "./tokens";
 import { recordTrace } from "./traces";
+import { LICENSE_TYPES, LICENSING_MODES, type LicenseStatus, Mode, TOKEN_PREFIXES, TokenKind, TraceAction } from "./vocabulary";
 
 /** Who is asking, as the transport saw it. */
 export interface ClientInfo {
@@ -46,8 +47,8 @@ export interface LicenseView {
   supportExpireAt?: string | undefined;
   features: string[];
   licensee: { name?: string | undefined; email?: string | undefined; company?: string | undefined };
-  /** A compact JWS (ES256) that verifies offline against GET /v1/extensions/keys. */
-  licenseKey: string;
+  /** A compact JWS (ES256) that verifies offline against GET /v1/extensions/keys; only where it proves a usable license. */
+  licenseKey?: string;
 }
 
 export const Messages = {
@@ -71,8 +72,7 @@ export const Messages = {
 
 const fail = (code: GrpcCode, message: string) => new LicensingError(code, message);
 
-/** Trace actions (CONTRACT section 3). */
-export const TraceAction = { Activate: 0, Deactivate: 1, Validate: 2, Request: 3, Release: 4, Heartbeat: 5, Report: 6 } as const;
+export { TraceAction };
 
 type LicenseWithProduct = LicenseRow & { productCode: string };
 
@@ -122,12 +122,19 @@ async function findLicense(ctx: ServiceContext, userKey: string | undefined): Pr
   return foundLicense(rows[0]);
 }
 
-/** Refuses a license that is tampered, revoked, expired or for another product (CONTRACT section 4 order). */
+/** The licensing operations' answer to each refusal of the license policy (CONTRACT section 4's table). */
+const REFUSAL_ERRORS: Record<LicenseRefusal, () => LicensingError> = {
+  notFound: () => fail(GrpcCode.NotFound, Messages.keyNotFound),
+  tampered: () => fail(GrpcCode.DataLoss, Messages.tampered),
+  revoked: () => fail(GrpcCode.PermissionDenied, Messages.revoked),
+  expired: () => fail(GrpcCode.PermissionDenied, Messages.expired),
+  wrongProduct: () => fail(GrpcCode.PermissionDenied, Messages.wrongProduct),
+};
+
+/** Asks the license policy (licensing/policy.ts) and throws its refusal as the licensing error (52x). */
 export async function requireUsable(config: Config, license: LicenseWithProduct, now: Date, productCode?: string): Promise<void> {
-  if (!(await isLicenseIntact(config["Application:EncryptionKey"], license))) throw fail(GrpcCode.DataLoss, Messages.tampered);
-  if (license.revoked) throw fail(GrpcCode.PermissionDenied, Messages.revoked);
-  if (license.expireDate !== null && license.expireDate <= now.toISOString()) throw fail(GrpcCode.PermissionDenied, Messages.expired);
-  if (productCode !== undefined && productCode !== "" && productCode !== license.productCode) throw fail(GrpcCode.PermissionDenied, Messages.wrongProduct);
+  const verdict = await judgeLicense(config["Application:EncryptionKey"], license, now, { productCode });
+  if (!verdict.usable) throw REFUSAL_ERRORS[verdict.refusal]();
 }
 
 /** A license-bound bearer token may act only for its own license. */
@@ -176,42 +183,71 @@ export async function clientToken(config: Config, kind: TokenKind, licenseRowId:
   );
   const mac = new Uint8Array(await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(clientTokenInput(kind, licenseRowId, machineId, clientId))));
   const body = [...mac.slice(0, 24)].map((b) => BASE62[b % 62]).join("");
-  return `${kind === TokenKind.Floating ? "fltk_" : "actk_"}${body}`;
+  return `${TOKEN_PREFIXES[kind]}${body}`;
 }
 
 function enumOut(names: readonly string[], value: number, config: Config): number | string {
   return config["Application:SerializeJSonEnumAsString"] ? (names[value] ?? value) : value;
 }
 
-/** The `license` object of licensing answers, with its signed license key. */
-export async function licenseView(ctx: ServiceContext, license: LicenseWithProduct, client: { machineId?: string; clientId?: string }): Promise<LicenseView> {
-  const issuedAt = Math.floor(now().getTime() / 1000);
-  const lifetime = Math.floor(ctx.config["Licensing:LicenseKeyLifetime"] / 1000);
-  const expiry = license.expireDate ? Math.floor(Date.parse(license.expireDate) / 1000) : Number.POSITIVE_INFINITY;
-  const payload = {
-    licenseId: license.licenseId,
-    productCode: license.productCode,
-    licenseType: LicenseType[license.licenseType] ?? String(license.licenseType),
-    edition: license.edition,
-    features: license.features ?? [],
-    expireAt: license.expireDate,
-    supportExpireAt: license.supportExpireDate,
-    machineId: client.machineId ?? null,
-    clientId: client.clientId ?? null,
-    iat: issuedAt,
-    exp: Math.min(issuedAt + lifetime, expiry),
-  };
+/**
+ * What a license key proves, when the caller may have one (CONTRACT section 4): the license is usable on this
+ * machine. `proven` is set only where it is: File mode always, Activation mode for a machine holding a live
+ * activation, Floating mode for the machine/client holding a live seat (`until`: the activation's or seat's end).
+ */
+export interface KeyProof {
+  status: LicenseStatus;
+  machineId?: string | undefined;
+  clientId?: string | undefined;
+  nonce?: string | undefined;
+  /** The activation's or seat's own end (ms since the epoch); the key expires no later. */
+  until?: number | undefined;
+}
+
+/** Seconds since the epoch, rounded down, so `exp` never outlives what it stands for. */
+const seconds = (ms: number): number => Math.floor(ms / 1000);
+
+/**
+ * The `license` object of licensing answers; with a signed license key only when `proof` says the license is usable
+ * on the caller's machine. The key's `exp` is no later than the key lifetime, the license's expiry and the
+ * activation's or seat's end; it names the mode, status, machine (and client), and the request's nonce.
+ */
+export async function licenseView(ctx: ServiceContext, license: LicenseWithProduct, proof?: KeyProof): Promise<LicenseView> {
+  let licenseKey: string | undefined;
+  if (proof) {
+    const issuedAt = seconds(now().getTime());
+    const ends = [issuedAt + seconds(ctx.config["Licensing:LicenseKeyLifetime"])];
+    if (license.expireDate) ends.push(seconds(Date.parse(license.expireDate)));
+    if (proof.until !== undefined) ends.push(seconds(proof.until));
+    const payload = {
+      licenseId: license.licenseId,
+      productCode: license.productCode,
+      licensingMode: LICENSING_MODES[license.licensingMode] ?? String(license.licensingMode),
+      licenseType: LICENSE_TYPES[license.licenseType] ?? String(license.licenseType),
+      edition: license.edition,
+      features: license.features ?? [],
+      status: proof.status,
+      expireAt: license.expireDate,
+      supportExpireAt: license.supportExpireDate,
+      machineId: proof.machineId ?? null,
+      clientId: proof.clientId ?? null,
+      ...(proof.nonce !== undefined ? { nonce: proof.nonce } : {}),
+      iat: issuedAt,
+      exp: Math.min(...ends),
+    };
+    licenseKey = await signJws(ctx.db, ctx.config, payload);
+  }
   return {
     licenseId: license.licenseId,
-    licensingMode: enumOut(LicensingMode, license.licensingMode, ctx.config),
-    licenseType: enumOut(LicenseType, license.licenseType, ctx.config),
+    licensingMode: enumOut(LICENSING_MODES, license.licensingMode, ctx.config),
+    licenseType: enumOut(LICENSE_TYPES, license.licenseType, ctx.config),
     edition: license.edition ?? undefined,
     issueDate: license.issueDate,
     expireAt: license.expireDate ?? undefined,
     supportExpireAt: license.supportExpireDate ?? undefined,
     features: license.features ?? [],
     licensee: { name: license.licenseeName ?? undefined, email: license.licenseeEmail ?? undefined, company: license.licenseeCompany ?? undefined },
-    licenseKey: await signJws(ctx.db, ctx.config, payload),
+    ...(licenseKey !== undefined ? { licenseKey } : {}),
   };
 }
 
@@ -263,24 +299,14 @@ export async function activate(ctx: ServiceContext, input: ActivateInput, client
   const machineId = required(input.machineId, Messages.machineRequired);
   const clientId = input.clientId?.trim() ?? "";
   const token = await clientToken(ctx.config, TokenKind.Activation, license.id, machineId, clientId);
-  const stamp = now().toISOString();
-  const insert = ctx.db.$client
-    .prepare(
-      `INSERT INTO license_tokens
-         (token_digest, token_prefix, kind, license_id, machine_id, client_id, client_name, address, issue_date, expire_date, created_at, updated_at)
-       SELECT ?1, ?2, ?3, l.id, ?4, ?5, ?6, ?7, ?8, l.expire_date, ?8, ?8
-       FROM licenses AS l
-       WHERE l.id = ?9
-         AND (l.max_clients = 0
-           OR EXISTS (SELECT 1 FROM license_tokens AS t WHERE t.license_id = l.id AND t.machine_id = ?4 AND (t.expire_date IS NULL OR t.expire_date > ?8))
-           OR (SELECT count(DISTINCT t.machine_id) FROM license_tokens AS t
-               WHERE t.license_id = l.id AND (t.expire_date IS NULL OR t.expire_date > ?8)) < l.max_clients)
-       ON CONFLICT (token_digest) DO UPDATE SET
-         client_name = coalesce(excluded.client_name, client_name), address = excluded.address,
-         expire_date = excluded.expire_date, updated_at = excluded.updated_at
-       RETURNING created_at, updated_at, expire_date`,
-    )
-    .bind(await sha256Hex(token), tokenPrefix(token), TokenKind.Activation, machineId, clientId, input.clientName ?? null, client.address, stamp, license.id);
+  const at = now();
+  const stamp = at.toISOString();
+  const insert = await activationStatement(
+    ctx.db,
+    token,
+    { licenseId: license.id, machineId, clientId, clientName: input.clientName ?? null, address: client.address, expireDate: "license" },
+    at,
+  );
   // The count of machines after the insert, in the same round trip (a batch runs its statements in order).
   const counted = ctx.db.$client.prepare(ACTIVE_CLIENTS_SQL).bind(license.id, stamp);
   const [inserted, counts] = await ctx.db.$client.batch<Record<string, unknown>>([insert, counted]);
@@ -290,7 +316,13 @@ export async function activate(ctx: ServiceContext, input: ActivateInput, client
   trace(ctx, license, TraceAction.Activate, client, { machineId, clientId, clientName: input.clientName ?? null });
   if (newMachine) void emitClientEvent(ctx, "license.activated", license, { machineId, clientId, clientName: input.clientName ?? null });
   const active = clientCount(license.licensingMode, counts?.results[0] as { tokens: number; machines: number } | undefined);
-  const view = await licenseView(ctx, license, { machineId, clientId });
+  const view = await licenseView(ctx, license, {
+    status: "Activated",
+    machineId,
+    ...(clientId ? { clientId } : {}),
+    nonce: input.nonce,
+    ...(row.expire_date ? { until: Date.parse(row.expire_date) } : {}),
+  });
   return {
     licenseToken: token,
     ...(row.expire_date ? { tokenExpireAt: row.expire_date } : {}),
@@ -316,9 +348,7 @@ export interface CountResult {
 
 /** Frees a machine's activation (by its token, or by machine and client). */
 export async function deactivate(ctx: ServiceContext, input: DeactivateInput, client: ClientInfo): Promise<CountResult> {
-  const license = await findLicense(ctx, input.userKey);
-  requireOwnLicense(ctx, license);
-  if (!(await isLicenseIntact(ctx.config["Application:EncryptionKey"], license))) throw fail(GrpcCode.DataLoss, Messages.tampered);
+  const license = await openLicense(ctx, input.userKey);
   const machineId = required(input.machineId, Messages.machineRequired);
   const byToken = input.licenseToken?.trim();
   const where = byToken
@@ -379,20 +409,33 @@ export async function validate(ctx: ServiceContext, input: ValidateInput, client
   const license = foundLicense(licenseRows[0]);
   requireOwnLicense(ctx, license);
   await requireUsable(ctx.config, license, now(), input.productCode);
-  let token: { value: string; expireAt?: string } | undefined;
+  let token: { value: string; expireAt?: string; until?: number } | undefined;
   if (license.licensingMode === Mode.Activation && named) {
     token = await liveActivation(ctx, license, machineId, clientId, givenToken, candidates);
   } else if (license.licensingMode === Mode.Floating && (input.licenseToken || (machineId && clientId))) {
     const value = input.licenseToken?.trim() || (await clientToken(ctx.config, TokenKind.Floating, license.id, machineId ?? "", clientId));
     const seat = await seats(ctx, license.id).seat(await sha256Hex(value), at.getTime());
-    if (seat.live) token = { value, expireAt: new Date(seat.expiresAt!).toISOString() };
+    if (seat.live) token = { value, expireAt: new Date(seat.expiresAt!).toISOString(), until: seat.expiresAt! };
   }
   if (license.licensingMode !== Mode.File && named && !token) throw fail(GrpcCode.FailedPrecondition, Messages.notActivated);
   trace(ctx, license, TraceAction.Validate, client, { machineId: machineId ?? null, clientId: clientId || null });
   return {
     licenseId: license.licenseId,
     status: token ? "Activated" : "NotActivated",
-    license: await licenseView(ctx, license, { ...(machineId ? { machineId } : {}), ...(clientId ? { clientId } : {}) }),
+    // The key proves the license usable on this machine: File mode always, otherwise only with its live token.
+    license: await licenseView(
+      ctx,
+      license,
+      license.licensingMode === Mode.File || token
+        ? {
+            status: token ? "Activated" : "NotActivated",
+            machineId,
+            ...(clientId ? { clientId } : {}),
+            nonce: input.nonce,
+            until: token?.until ?? (token?.expireAt ? Date.parse(token.expireAt) : undefined),
+          }
+        : undefined,
+    ),
     ...(token ? { licenseToken: token.value, ...(token.expireAt ? { tokenExpireAt: token.expireAt } : {}) } : {}),
     serverTime: at.toISOString(),
     ...(input.nonce !== undefined ? { nonce: input.nonce } : {}),
@@ -501,7 +544,7 @@ export async function requestSeat(ctx: ServiceContext, input: RequestInput, clie
     heartbeatInterval: Math.round(ctx.config["Licensing:HeartbeatInterval"] / 1000),
     activeClientCount: grant.active,
     maxClientCount: license.maxClients,
-    license: await licenseView(ctx, license, { machineId, clientId }),
+    license: await licenseView(ctx, license, { status: "Activated", machineId, clientId, until: grant.expiresAt }),
     newSeat: !grant.renewed,
   };
 }
@@ -579,6 +622,7 @@ export async function releaseSeat(ctx: ServiceContext, input: { licenseToken?: s
   const { digest, token, license } = await findSeatToken(ctx, input.licenseToken);
   if (input.userKey && input.userKey.trim() !== license.userKey) throw fail(GrpcCode.NotFound, Messages.tokenNotFound);
   const at = now();
+  await requireUsable(ctx.config, license, at);
   const released = await seats(ctx, license.id).release(digest, at.getTime());
   await ctx.db.delete(licenseTokens).where(eq(licenseTokens.tokenDigest, digest));
   if (!released.released) throw fail(GrpcCode.NotFound, Messages.tokenNotFound);
@@ -587,10 +631,6 @@ export async function releaseSeat(ctx: ServiceContext, input: { licenseToken?: s
   return { licenseId: license.licenseId, activeClientCount: released.active, maxClientCount: license.maxClients };
 }
 
-/** Frees the seats of a license's floating tokens (administrator deleted the tokens or the license). */
-export async function dropSeats(env: ServiceContext["env"], licenseRowId: number, tokenDigests?: string[]): Promise<void> {
-  await env.LICENSE_SEATS.getByName(String(licenseRowId)).drop(tokenDigests);
-}
 
 // ---------------------------------------------------------------------------------------------------------------
 // Sign-in with a user key

@@ -3,18 +3,14 @@
  * the CSPRNG. Only their SHA-256 digest and a short prefix for lists are stored; the token itself is handed out once.
  * Free of HTTP: the Management API issues activation tokens by hand here, the licensing runtime will too.
  */
-import { eq, sql } from "drizzle-orm";
+import { eq } from "drizzle-orm";
 import { BASE62, randomString, sha256Hex } from "../auth/crypto";
 import type { Db } from "../db/client";
 import type { Bindings } from "../env";
 import { licenseTokens } from "../db/schema";
+import { TOKEN_KINDS, TOKEN_PREFIXES, TokenKind } from "./vocabulary";
 
-/** `kind` of a token, index = stored number. */
-export const TOKEN_KINDS = ["Activation", "Floating"] as const;
-export const TokenKind = { Activation: 0, Floating: 1 } as const;
-export type TokenKind = (typeof TokenKind)[keyof typeof TokenKind];
-
-const TOKEN_PREFIXES: Record<TokenKind, string> = { [TokenKind.Activation]: "actk_", [TokenKind.Floating]: "fltk_" };
+export { TOKEN_KINDS, TOKEN_PREFIXES, TokenKind };
 
 export type LicenseTokenRow = typeof licenseTokens.$inferSelect;
 
@@ -34,46 +30,72 @@ export interface ActivationRequest {
   machineId: string;
   clientId?: string | null;
   clientName?: string | null;
-  /** Null: the token lives until it is deleted. */
-  expireDate?: string | null;
+  /** Null: the token lives until it is deleted; "license": until the license expires. */
+  expireDate?: string | null | "license";
   /** The client's IP address, when a client asked (none for a token issued by hand). */
   address?: string | null;
 }
 
 /**
- * Issues an activation token within the license's `maxClients` (0 = unlimited), counting distinct machines that
+ * THE activation-limit statement, for the licensing runtime's activate and the Management API's hand-issued tokens:
+ * stores an activation token within the license's `maxClients` (0 = unlimited), counting distinct machines that
  * hold a live token; a machine that already holds one may get another. The limit check and the insert are ONE
  * statement (INSERT … SELECT … WHERE count < max_clients), read against the license row itself, so concurrent
- * requests can never exceed the limit (DESIGN "Reliability": D1 has no interactive transactions).
- * Returns undefined when the limit is reached (or the license no longer exists).
+ * requests can never exceed the limit (DESIGN "Reliability": D1 has no interactive transactions). A repeat of the
+ * same token (a derived token, runtime.ts) refreshes its row instead. Its RETURNING row is empty when the limit is
+ * reached (or the license no longer exists). Unexecuted, so a caller can batch it.
  */
+export async function activationStatement(db: Db, token: string, request: ActivationRequest, now: Date): Promise<D1PreparedStatement> {
+  const stamp = now.toISOString();
+  const fromLicense = request.expireDate === "license";
+  return db.$client
+    .prepare(
+      `INSERT INTO license_tokens
+         (token_digest, token_prefix, kind, license_id, machine_id, client_id, client_name, address, issue_date, expire_date, created_at, updated_at)
+       SELECT ?1, ?2, ?3, l.id, ?4, ?5, ?6, ?7, ?8, CASE WHEN ?10 = 1 THEN l.expire_date ELSE ?11 END, ?8, ?8
+       FROM licenses AS l
+       WHERE l.id = ?9
+         AND (l.max_clients = 0
+           OR EXISTS (SELECT 1 FROM license_tokens AS t WHERE t.license_id = l.id AND t.machine_id = ?4 AND (t.expire_date IS NULL OR t.expire_date > ?8))
+           OR (SELECT count(DISTINCT t.machine_id) FROM license_tokens AS t
+               WHERE t.license_id = l.id AND (t.expire_date IS NULL OR t.expire_date > ?8)) < l.max_clients)
+       ON CONFLICT (token_digest) DO UPDATE SET
+         client_name = coalesce(excluded.client_name, client_name), address = excluded.address,
+         expire_date = excluded.expire_date, updated_at = excluded.updated_at
+       RETURNING id, created_at, updated_at, expire_date`,
+    )
+    .bind(
+      await sha256Hex(token),
+      tokenPrefix(token),
+      TokenKind.Activation,
+      request.machineId,
+      request.clientId ?? null,
+      request.clientName ?? null,
+      request.address ?? null,
+      stamp,
+      request.licenseId,
+      fromLicense ? 1 : 0,
+      fromLicense ? null : (request.expireDate ?? null),
+    );
+}
+
+/** Issues a new random activation token by hand through activationStatement; undefined when the limit is reached. */
 export async function issueActivationToken(db: Db, request: ActivationRequest, now: Date): Promise<{ row: LicenseTokenRow; token: string } | undefined> {
   const token = generateToken(TokenKind.Activation);
-  const stamp = now.toISOString();
-  const inserted = await db.get<{ id: number } | null>(sql`
-    INSERT INTO license_tokens
-      (token_digest, token_prefix, kind, license_id, machine_id, client_id, client_name, address, issue_date, expire_date, created_at, updated_at)
-    SELECT ${await sha256Hex(token)}, ${tokenPrefix(token)}, ${TokenKind.Activation}, l.id, ${request.machineId}, ${request.clientId ?? null},
-           ${request.clientName ?? null}, ${request.address ?? null}, ${stamp}, ${request.expireDate ?? null}, ${stamp}, ${stamp}
-    FROM licenses AS l
-    WHERE l.id = ${request.licenseId}
-      AND (l.max_clients = 0
-        OR EXISTS (SELECT 1 FROM license_tokens AS t
-                   WHERE t.license_id = l.id AND t.machine_id = ${request.machineId} AND (t.expire_date IS NULL OR t.expire_date > ${stamp}))
-        OR (SELECT count(DISTINCT t.machine_id) FROM license_tokens AS t
-            WHERE t.license_id = l.id AND (t.expire_date IS NULL OR t.expire_date > ${stamp})) < l.max_clients)
-    RETURNING id`);
+  const inserted = await (await activationStatement(db, token, request, now)).first<{ id: number }>();
   if (!inserted) return undefined;
   const row = await db.select().from(licenseTokens).where(eq(licenseTokens.id, inserted.id)).get();
   return row ? { row, token } : undefined;
 }
 
 /**
- * Frees the floating seats of a deleted license in its Durable Object. License deletion calls it after the license
- * row is gone: the row's token rows (activations and seats) go with it in the same statement (foreign key cascade),
- * so a delete that fails leaves every client in place, and a seat object that fails to drop afterwards holds only
- * seats of a license that no longer exists, which the object's alarm reclaims.
+ * THE seat drop: frees floating seats in the license's Durable Object, these tokens' or every seat. Used when an
+ * administrator deletes a floating token (its digest) or a whole license. License deletion calls it after the
+ * license row is gone: the row's token rows (activations and seats) go with it in the same statement (foreign key
+ * cascade), so a delete that fails leaves every client in place, and a seat object that fails to drop afterwards
+ * holds only seats of a license that no longer exists, which the object's alarm reclaims (the policy refuses a
+ * license that is not found).
  */
-export async function releaseLicenseSeats(env: Bindings, licenseId: number): Promise<void> {
-  await env.LICENSE_SEATS.getByName(String(licenseId)).drop();
+export async function dropSeats(env: Bindings, licenseRowId: number, tokenDigests?: string[]): Promise<void> {
+  await env.LICENSE_SEATS.getByName(String(licenseRowId)).drop(tokenDigests);
 }

@@ -3,8 +3,7 @@ import { and, eq, lt } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { licenseTraces } from "../db/schema";
 
-/** `action` of a trace, index = stored number. */
-export const TRACE_ACTIONS = ["Activate", "Deactivate", "Validate", "Request", "Release", "Heartbeat", "Report", "UpdateCheck", "Download", "TokenExpired"] as const;
+export { TRACE_ACTIONS } from "./vocabulary";
 
 export interface TraceSelection {
   /** Only traces created before this ISO date. */

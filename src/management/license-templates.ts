@@ -4,6 +4,7 @@
  * Deleting a template leaves its licenses as they are (their templateId is cleared).
  */
 import { Roles } from "../auth/guard";
+import { LICENSE_TYPES, LICENSING_MODES } from "../licensing/vocabulary";
 import { licenseTemplates } from "../db/schema";
 import { crud } from "../http/crud";
 import { defineEntity, f } from "../http/entity";
@@ -11,8 +12,9 @@ import type { Router } from "../http/router";
 import { Product } from "./products";
 import { ProductRelease } from "./release-entity";
 
-export const LicenseType = ["Standard", "Demo", "Trial"] as const;
-export const LicensingMode = ["File", "Activation", "Floating"] as const;
+/** The names of the stored numbers (licensing/vocabulary.ts). */
+export const LicenseType = LICENSE_TYPES;
+export const LicensingMode = LICENSING_MODES;
 
 export const LicenseTemplate = defineEntity({
   name: "LicenseTemplate",

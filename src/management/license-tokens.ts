@@ -13,13 +13,13 @@ import type { Row } from "../db/repository";
 import { licenseTokens, licenses } from "../db/schema";
 import type { ServiceContext } from "../http/context";
 import { crud } from "../http/crud";
-import { dropSeats } from "../licensing/runtime";
 import { defineEntity, f } from "../http/entity";
 import { ApiError, notFound400 } from "../http/errors";
 import type { ListParam } from "../http/list";
 import type { Router } from "../http/router";
-import { Mode, isLicenseIntact, licenseStatus } from "../licensing/licenses";
-import { TOKEN_KINDS, TokenKind, issueActivationToken } from "../licensing/tokens";
+import { type LicenseRefusal, judgeLicense } from "../licensing/policy";
+import { dropSeats, issueActivationToken } from "../licensing/tokens";
+import { Mode, TOKEN_KINDS, TokenKind } from "../licensing/vocabulary";
 import { License, licenseReference, showPublicLicenseIds } from "./licenses";
 
 export const LicenseToken = defineEntity({
@@ -53,8 +53,15 @@ async function showTokens(items: Row[], rows: Row[], context: { db: Db; config: 
   await showPublicLicenseIds(items, rows, context);
 }
 
+/** The Management API's words for each refusal of the license policy (licensing/policy.ts). */
+const REFUSALS: Record<Exclude<LicenseRefusal, "notFound" | "wrongProduct">, (licenseId: string) => string> = {
+  tampered: (id) => `License ${id} has been tampered with: its core fields were changed outside the API`,
+  revoked: (id) => `License ${id} is revoked`,
+  expired: (id) => `License ${id} has expired`,
+};
+
 /**
- * Only a usable Activation-mode license gets a token by hand: not tampered, revoked or expired; File licenses need
+ * Only a license the policy finds usable, in Activation mode, gets a token by hand: File licenses need
  * no activation and Floating clients hold seats instead. The license's lic… id and limit ride along for messages.
  */
 async function checkTokenRequest(ctx: ServiceContext, values: Row): Promise<Row> {
@@ -64,18 +71,19 @@ async function checkTokenRequest(ctx: ServiceContext, values: Row): Promise<Row>
     .from(licenses)
     .where(eq(licenses.id, values["licenseId"] as number))
     .get();
-  if (!license) throw notFound400(License.name, values["licenseId"] as number);
-  const intact = await isLicenseIntact(ctx.config["Application:EncryptionKey"], license);
-  const status = licenseStatus(license, { intact, activeClients: 0 }, now);
-  if (status === "Tampered") throw new ApiError(400, `License ${license.licenseId} has been tampered with: its core fields were changed outside the API`);
-  if (status === "Revoked") throw new ApiError(400, `License ${license.licenseId} is revoked`);
-  if (status === "Expired") throw new ApiError(400, `License ${license.licenseId} has expired`);
-  if (license.licensingMode === Mode.File) throw new ApiError(400, `License ${license.licenseId} is a File license: it needs no activation`);
-  if (license.licensingMode === Mode.Floating) {
-    throw new ApiError(400, `License ${license.licenseId} is a Floating license: its clients hold seats (/v1/license/request), not activation tokens`);
+  const verdict = await judgeLicense(ctx.config["Application:EncryptionKey"], license, now);
+  if (!verdict.usable) {
+    // No product is expected here, so a wrong product cannot happen; not found is the path's 400.
+    if (!license || verdict.refusal === "notFound" || verdict.refusal === "wrongProduct") throw notFound400(License.name, values["licenseId"] as number);
+    throw new ApiError(400, REFUSALS[verdict.refusal](license.licenseId));
+  }
+  const usable = verdict.license;
+  if (usable.licensingMode === Mode.File) throw new ApiError(400, `License ${usable.licenseId} is a File license: it needs no activation`);
+  if (usable.licensingMode === Mode.Floating) {
+    throw new ApiError(400, `License ${usable.licenseId} is a Floating license: its clients hold seats (/v1/license/request), not activation tokens`);
   }
   if (typeof values["expireDate"] === "string" && values["expireDate"] <= now.toISOString()) throw new ApiError(400, "expireDate must be in the future");
-  return { ...values, licensePublicId: license.licenseId, licenseMaxClients: license.maxClients };
+  return { ...values, licensePublicId: usable.licenseId, licenseMaxClients: usable.maxClients };
 }
 
 /** The conditional insert; 400 when the license's clients are at its limit. */

@@ -26,11 +26,11 @@ import {
   type TemplateDefaults,
   applyTemplate,
   createLicense,
-  describeLicenses,
   publicLicenseIds,
   updateLicense,
 } from "../licensing/licenses";
-import { releaseLicenseSeats } from "../licensing/tokens";
+import { describeLicenses } from "../licensing/policy";
+import { dropSeats } from "../licensing/tokens";
 import { changedFields, emit } from "../webhooks/emit";
 import { Customer } from "./customers";
 import { LicenseTemplate, LicenseType, LicensingMode } from "./license-templates";
@@ -188,7 +188,7 @@ export function registerLicenses(app: Router): void {
       save: saveLicenseUpdate,
       // The row goes first, its tokens with it (foreign key), then its seats: a delete that fails keeps every client.
       written: async (ctx, operation, row, previous) => {
-        if (operation === "delete") await releaseLicenseSeats(ctx.env, row["id"] as number);
+        if (operation === "delete") await dropSeats(ctx.env, row["id"] as number);
         emitLicenseChange(ctx, operation, row, previous);
       },
     },

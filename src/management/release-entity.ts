@@ -1,8 +1,9 @@
 /** The product release record (SPEC "Product release", CONTRACT section 3), shared by releases, templates and updates. */
 import { productReleases } from "../db/schema";
+import { CHANNELS } from "../licensing/vocabulary";
 import { defineEntity, f } from "../http/entity";
 
-export const CHANNELS = ["stable", "insider"] as const;
+export { CHANNELS };
 
 export const ProductRelease = defineEntity({
   name: "ProductRelease",

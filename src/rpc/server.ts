@@ -88,7 +88,7 @@ function licenseMessage(view: LicenseView) {
     supportExpireAt: timestamp(view.supportExpireAt),
     features: view.features,
     licensee: { name: view.licensee.name ?? "", email: view.licensee.email ?? "", company: view.licensee.company ?? "" },
-    licenseKey: view.licenseKey,
+    licenseKey: view.licenseKey ?? "",
   };
 }
 

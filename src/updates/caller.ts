@@ -3,14 +3,15 @@
  * license. A revoked, expired or tampered license is refused outright (403 `License revoked or expired`, SPEC
  * rule 5). Also the single-use download tokens a licensed caller's URLs carry for gated releases.
  */
-import { and, eq, gt, isNull } from "drizzle-orm";
+import { and, eq, gt, isNull, sql } from "drizzle-orm";
 import { BASE62, randomString, sha256Hex } from "../auth/crypto";
 import { clock } from "../clock";
 import type { Db } from "../db/client";
 import { customers, downloadTokens, licenses } from "../db/schema";
 import type { ServiceContext } from "../http/context";
 import { ApiError } from "../http/errors";
-import { type LicenseRow, isLicenseIntact } from "../licensing/licenses";
+import type { LicenseRow } from "../licensing/licenses";
+import { judgeLicense } from "../licensing/policy";
 import { countFailedLogin } from "../protection/guard";
 
 /** The name fields of a license's customer (the update check's `maintenance.licensee`). */
@@ -35,15 +36,21 @@ export function callerKey(userKey: string | undefined): string | undefined {
 }
 
 /**
- * resolveCaller's query, unexecuted (a route sends it in one D1 batch with its other reads): the product's license
- * with this user key, and its customer's name.
+ * resolveCaller's query, unexecuted (a route sends it in one D1 batch with its other reads): the license with this
+ * user key, its customer's name, and the product the route serves (`askedProductId`), so the license policy judges
+ * the product like every other path (a license of another product is refused as such, after tampered, revoked and
+ * expired).
  */
 export function callerLicenseQuery(db: Db, productId: number, key: string) {
   return db
-    .select({ license: licenses, customer: { company: customers.company, firstName: customers.firstName, lastName: customers.lastName } })
+    .select({
+      license: licenses,
+      customer: { company: customers.company, firstName: customers.firstName, lastName: customers.lastName },
+      askedProductId: sql<number>`${productId}`.mapWith(Number).as("asked_product_id"),
+    })
     .from(licenses)
     .leftJoin(customers, eq(customers.id, licenses.customerId))
-    .where(and(eq(licenses.userKey, key), eq(licenses.productId, productId)))
+    .where(eq(licenses.userKey, key))
     .limit(1);
 }
 
@@ -55,21 +62,21 @@ export async function resolveCaller(ctx: ServiceContext, productId: number, user
   return judgeCaller(ctx, row);
 }
 
-/** The caller a row of callerLicenseQuery makes: unknown, licensed, or refused (403) when not usable. */
-export async function judgeCaller(ctx: ServiceContext, row: { license: LicenseRow; customer: CustomerName | null } | undefined): Promise<Caller> {
-  const license = row?.license;
-  // Guessing user keys on the update routes counts like failed logins (SPEC "Limits" rule 5).
-  if (!license) {
-    ctx.waitUntil(countFailedLogin(ctx));
-    return { kind: "unknown" };
-  }
-  const now = clock.now().toISOString();
-  const usable = !license.revoked && (license.expireDate === null || license.expireDate > now) && (await isLicenseIntact(ctx.config["Application:EncryptionKey"], license));
-  if (!usable) {
-    ctx.waitUntil(countFailedLogin(ctx));
-    throw new ApiError(403, REVOKED_OR_EXPIRED);
-  }
-  return { kind: "licensed", license, customer: row.customer };
+/**
+ * The caller a row of callerLicenseQuery makes, as the license policy (licensing/policy.ts) decides: unknown (no
+ * license with the key, or one of another product: SPEC's "none matches a license"), licensed, or refused (403
+ * `License revoked or expired`: tampered, revoked or expired).
+ */
+export async function judgeCaller(
+  ctx: ServiceContext,
+  row: { license: LicenseRow; customer: CustomerName | null; askedProductId: number } | undefined,
+): Promise<Caller> {
+  const verdict = await judgeLicense(ctx.config["Application:EncryptionKey"], row?.license, clock.now(), { productId: row?.askedProductId });
+  if (verdict.usable) return { kind: "licensed", license: verdict.license, customer: row?.customer ?? null };
+  // Guessing user keys on the update routes counts like failed logins (SPEC "Limits" rule 5), refused keys too.
+  ctx.waitUntil(countFailedLogin(ctx));
+  if (verdict.refusal === "notFound" || verdict.refusal === "wrongProduct") return { kind: "unknown" };
+  throw new ApiError(403, REVOKED_OR_EXPIRED);
 }
 
 export function licenseOf(caller: Caller): LicenseRow | undefined {
@@ -108,11 +115,11 @@ export async function checkDownloadToken(ctx: ServiceContext, token: string | un
   return row.licenseId;
 }
 
-/** The license a download token was issued to must still be usable (revoked or expired: the token's message). */
+/** The license a download token was issued to must still be usable, as the license policy decides (otherwise the token's message). */
 export async function requireTokenLicense(ctx: ServiceContext, licenseId: number | null): Promise<LicenseRow | undefined> {
   if (licenseId === null) return undefined;
   const license = await ctx.db.select().from(licenses).where(eq(licenses.id, licenseId)).get();
-  const now = clock.now().toISOString();
-  if (!license || license.revoked || (license.expireDate !== null && license.expireDate <= now)) throw new ApiError(403, BAD_DOWNLOAD_TOKEN);
-  return license;
+  const verdict = await judgeLicense(ctx.config["Application:EncryptionKey"], license, clock.now());
+  if (!verdict.usable) throw new ApiError(403, BAD_DOWNLOAD_TOKEN);
+  return verdict.license;
 }

@@ -9,11 +9,12 @@ import type { Config } from "../config";
 import type { Db } from "../db/client";
 import { productReleases, products, releaseDownloads } from "../db/schema";
 import type { LicenseRow } from "../licensing/licenses";
+import { CHANNELS, LicenseTypeCode, editionIn } from "../licensing/vocabulary";
 import { compareVersions, isReleaseVersion } from "./versions";
 
 export const PLATFORMS = ["win-x64", "win-arm64", "darwin-arm64", "darwin-x64", "linux-x64", "linux-arm64"] as const;
 export type Platform = (typeof PLATFORMS)[number];
-export const CHANNELS = ["stable", "insider"] as const;
+export { CHANNELS };
 
 export type ProductRow = typeof products.$inferSelect;
 export type ReleaseRow = typeof productReleases.$inferSelect;
@@ -84,7 +85,7 @@ export function publishedAt(release: ReleaseRow): string {
 // ---------------------------------------------------------------------------------------------------------------
 // SPEC "Update and maintenance rules"
 
-const DEMO = 1;
+const DEMO = LicenseTypeCode.Demo;
 
 /** Rule 1: the support expiration date, or one year after the issue date. */
 export function maintenanceEnd(license: Pick<LicenseRow, "supportExpireDate" | "issueDate">): string {
@@ -110,8 +111,7 @@ export function platformVerdict(config: Config, platform: Platform, license: Lic
   if (!config["Updates:EnforcePlatformEditions"] || editions.length === 0) return { allowed: true };
   if (!license) return { allowed: false, reason: "platformRequiresLicense" };
   if (license.licenseType === DEMO) return { allowed: true };
-  const edition = (license.edition ?? "").toLowerCase();
-  if (editions.some((e) => e.toLowerCase() === edition)) return { allowed: true };
+  if (editionIn(license.edition, editions)) return { allowed: true };
   return { allowed: false, reason: "platformRequiresEdition", requiredEdition: editions[0]! };
 }
 

@@ -20,6 +20,7 @@ import { type Router, documented } from "../http/router";
 import { clock } from "../clock";
 import { clientInfo } from "../licensing/routes";
 import { recordTrace } from "../licensing/traces";
+import { TraceAction } from "../licensing/vocabulary";
 import { type Caller, callerKey, callerLicenseQuery, checkDownloadToken, judgeCaller, licenseOf, requireTokenLicense, resolveCaller } from "./caller";
 import {
   CHANNELS,
@@ -43,8 +44,8 @@ import { checkForUpdate, signUpdateCheck } from "./update-check";
 import { MAX_VERSION_LENGTH, isReleaseVersion } from "./versions";
 
 const USER_KEY_HEADER = "X-Service-User-Key";
-const TRACE_UPDATE_CHECK = 7;
-const TRACE_DOWNLOAD = 8;
+const TRACE_UPDATE_CHECK = TraceAction.UpdateCheck;
+const TRACE_DOWNLOAD = TraceAction.Download;
 
 const problems = {
   400: { description: "Unknown platform, channel or version.", content: { "application/json": { schema: Envelope } } },
