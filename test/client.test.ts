@@ -147,6 +147,9 @@ describe.each(TRANSPORTS)("client over %s", (transport) => {
     const lic = await newLicense("Activation", 2, { licenseType: "Trial", expireDate: "2099-01-01T00:00:00.000Z" });
     const client = appClient(transport, lic.userKey);
     const activation = await client.activate({ machineId: "PC-7", clientId: "alice", productCode: lic.productCode });
+    // An activation proves the license usable on its machine, so its answer carries a key.
+    const licenseKey = activation.license.licenseKey ?? "";
+    expect(licenseKey).toMatch(/^[\w-]+\.[\w-]+\.[\w-]+$/);
 
     const before = Date.now();
     const valid = await client.validate({ machineId: "PC-7", clientId: "alice", nonce: "n-123" });
@@ -155,7 +158,7 @@ describe.each(TRANSPORTS)("client over %s", (transport) => {
     expect(valid.serverTime).toBeInstanceOf(Date);
     expect(Math.abs(valid.serverTime.getTime() - before)).toBeLessThan(60_000);
 
-    const payload = await client.verifyLicenseOffline(activation.license.licenseKey, jwks, { machineId: "PC-7", productCode: lic.productCode });
+    const payload = await client.verifyLicenseOffline(licenseKey, jwks, { machineId: "PC-7", productCode: lic.productCode });
     expect(payload).toMatchObject({
       licenseId: lic.licenseId,
       productCode: lic.productCode,
@@ -166,12 +169,12 @@ describe.each(TRANSPORTS)("client over %s", (transport) => {
     });
     expect(payload.exp).toBeGreaterThan(payload.iat);
 
-    expect((await rejection(verifyLicenseOffline(activation.license.licenseKey, jwks, { machineId: "PC-8" }), VerificationError)).reason).toBe("machine");
-    expect((await rejection(verifyLicenseOffline(activation.license.licenseKey, jwks, { productCode: "other" }), VerificationError)).reason).toBe("product");
+    expect((await rejection(verifyLicenseOffline(licenseKey, jwks, { machineId: "PC-8" }), VerificationError)).reason).toBe("machine");
+    expect((await rejection(verifyLicenseOffline(licenseKey, jwks, { productCode: "other" }), VerificationError)).reason).toBe("product");
     const later = new Date(((payload.exp ?? 0) + 60) * 1000);
-    expect((await rejection(verifyLicenseOffline(activation.license.licenseKey, jwks, { now: later }), VerificationError)).reason).toBe("expired");
-    expect((await rejection(verifyLicenseOffline(activation.license.licenseKey, { keys: [] }), VerificationError)).reason).toBe("unknownKey");
-    const [header, body, signature] = activation.license.licenseKey.split(".");
+    expect((await rejection(verifyLicenseOffline(licenseKey, jwks, { now: later }), VerificationError)).reason).toBe("expired");
+    expect((await rejection(verifyLicenseOffline(licenseKey, { keys: [] }), VerificationError)).reason).toBe("unknownKey");
+    const [header, body, signature] = licenseKey.split(".");
     const forged = `${header}.${btoa(JSON.stringify({ ...payload, machineId: "PC-9" })).replace(/=+$/, "").replace(/\+/g, "-").replace(/\//g, "_")}.${signature}`;
     expect(body).not.toBe(forged.split(".")[1]);
     expect((await rejection(verifyLicenseOffline(forged, jwks), VerificationError)).reason).toBe("signature");

@@ -111,8 +111,10 @@ export type VerificationFailure =
   | "expired"
   /** The license key was issued for another product than the one the caller expects. */
   | "product"
-  /** The license key was issued for another machine than the one the caller expects. */
-  | "machine";
+  /** The license key was issued for another machine than the one the caller expects, or names none where its mode needs one. */
+  | "machine"
+  /** The license key does not echo the nonce the caller sent. */
+  | "nonce";
 
 /** A signature (update check) or license key (offline verification) did not verify. */
 export class VerificationError extends LicensingClientError {

@@ -70,7 +70,7 @@ export function licenseFromProto(license: PbLicense | undefined): License {
     supportExpireAt: dateFromTimestamp(license.supportExpireAt),
     features: [...license.features],
     licensee: licensee && (licensee.name || licensee.email || licensee.company) ? licensee : undefined,
-    licenseKey: license.licenseKey,
+    licenseKey: opt(license.licenseKey),
   };
 }
 

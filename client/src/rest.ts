@@ -39,7 +39,7 @@ export function licenseFromJson(value: unknown): License {
     supportExpireAt: dateFromIso(o["supportExpireAt"], "license.supportExpireAt"),
     features: strings(o, "features", "license"),
     licensee,
-    licenseKey: str(o, "licenseKey", "license"),
+    licenseKey: optStr(o, "licenseKey", "license"),
   };
 }
 

@@ -32,8 +32,12 @@ export interface License {
   supportExpireAt?: Date;
   features: string[];
   licensee?: Licensee;
-  /** Compact JWS (ES256) over the license; verify it offline with {@link verifyLicenseOffline}. */
-  licenseKey: string;
+  /**
+   * Compact JWS (ES256) over the license; verify it offline with {@link verifyLicenseOffline}. Present only where it
+   * proves a usable license on this machine: File mode always, Activation mode with a live activation of the machine,
+   * Floating mode with a live seat of the machine and client.
+   */
+  licenseKey?: string;
 }
 
 /** Fields every licensing request may carry; `userKey` defaults to the client's. */
@@ -266,9 +270,16 @@ export interface LicenseKeyPayload {
   expireAt?: string;
   /** ISO date maintenance ends. */
   supportExpireAt?: string;
-  /** The machine the key was issued to, when it was issued by an activation. */
+  /** The licensing mode the key proves a use of; Activation and Floating keys name their machine. */
+  licensingMode?: LicensingMode;
+  /** The license's status when the key was issued (Activated, or NotActivated for a File license). */
+  status?: LicenseStatus;
+  /** The machine the key was issued to. */
   machineId?: string;
+  /** The client (Floating: the seat holder). */
   clientId?: string;
+  /** The request's nonce, when the request sent one. */
+  nonce?: string;
   /** Issued at, seconds since the epoch. */
   iat: number;
   /** Expiry of the key itself, seconds since the epoch. */

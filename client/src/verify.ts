@@ -7,7 +7,7 @@ import { createLocalJWKSet, errors as joseErrors, jwtVerify } from "jose";
 import { ProtocolError, VerificationError } from "./errors.js";
 import { canonicalize } from "./jcs.js";
 import type { JwkSet, LicenseKeyPayload, PublicJwk } from "./types.js";
-import { licenseType, object, optNum, optStr, str, strings } from "./wire.js";
+import { licenseStatus, licenseType, licensingMode, object, optNum, optStr, str, strings } from "./wire.js";
 
 /** The bytes of standard (or URL-safe) base64; `undefined` when the text is not base64. */
 export function base64ToBytes(text: string): Uint8Array<ArrayBuffer> | undefined {
@@ -71,8 +71,13 @@ export interface OfflineVerificationOptions {
   clockToleranceSeconds?: number;
   /** When given, a key issued for another product (or naming none) is refused (`product`). */
   productCode?: string;
-  /** When given, a key issued to another machine is refused (`machine`); a key without a machine passes. */
+  /**
+   * This machine. A key issued to another machine is refused (`machine`), and so is an Activation or Floating key
+   * that names no machine: those modes prove a use on one machine only. A File key without a machine passes.
+   */
   machineId?: string;
+  /** When given, the key must echo this nonce (`nonce`): the answer is fresh, not replayed by another server. */
+  nonce?: string;
 }
 
 function payloadFromClaims(claims: unknown): LicenseKeyPayload {
@@ -87,8 +92,11 @@ function payloadFromClaims(claims: unknown): LicenseKeyPayload {
     features: strings(o, "features", "payload"),
     expireAt: optStr(o, "expireAt", "payload"),
     supportExpireAt: optStr(o, "supportExpireAt", "payload"),
+    licensingMode: o["licensingMode"] === undefined || o["licensingMode"] === null ? undefined : licensingMode(o["licensingMode"], "payload.licensingMode"),
+    status: o["status"] === undefined || o["status"] === null ? undefined : licenseStatus(o["status"], "payload.status"),
     machineId: optStr(o, "machineId", "payload"),
     clientId: optStr(o, "clientId", "payload"),
+    nonce: optStr(o, "nonce", "payload"),
     iat,
     exp: optNum(o, "exp", "payload"),
   };
@@ -135,8 +143,15 @@ export async function verifyLicenseOffline(licenseKey: string, jwks: JwkSet, opt
   if (options.productCode !== undefined && payload.productCode !== options.productCode) {
     throw new VerificationError("product", `The license key is for product ${payload.productCode ?? "(none)"}, not ${options.productCode}`);
   }
-  if (options.machineId !== undefined && payload.machineId !== undefined && payload.machineId !== options.machineId) {
-    throw new VerificationError("machine", "The license key was issued to another machine");
+  if (options.machineId !== undefined) {
+    // Activation and Floating keys prove a use on one machine: one naming no machine proves nothing for this one.
+    const needsMachine = payload.licensingMode === "Activation" || payload.licensingMode === "Floating";
+    if (payload.machineId === undefined ? needsMachine : payload.machineId !== options.machineId) {
+      throw new VerificationError("machine", payload.machineId === undefined ? "The license key names no machine" : "The license key was issued to another machine");
+    }
+  }
+  if (options.nonce !== undefined && payload.nonce !== options.nonce) {
+    throw new VerificationError("nonce", "The license key does not echo this request's nonce: it is not the answer to this request");
   }
   return payload;
 }
