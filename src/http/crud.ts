@@ -34,6 +34,8 @@ export interface CrudHooks {
   delete?: (ctx: ServiceContext, existing: Row) => Promise<void> | void;
   /** Stores the new row instead of insertRow (generated keys retried on a collision, a conditional insert). */
   insert?: (ctx: ServiceContext, values: Row) => Promise<Row>;
+  /** Carries out a delete instead of deleteRow (a record that must outlive its deletion in another form). */
+  remove?: (ctx: ServiceContext, id: Id, existing: Row) => Promise<void>;
   /** Stores an update instead of updateRow (a conditional UPDATE for values derived from the whole row). */
   save?: (ctx: ServiceContext, id: Id, values: Row, existing: Row) => Promise<Row>;
   /** Extra properties of the create answer besides `<singular>Id` (a secret shown once); see createdShape. */
@@ -255,7 +257,8 @@ export function crud(app: Router, def: CrudDefinition): void {
       const id = await resolveId(ctx.db, entity, path[idParam] as Id);
       const existing = await requireById(ctx.db, entity, id, where);
       await def.hooks?.delete?.(ctx, existing);
-      await deleteRow(ctx.db, entity, id, where);
+      if (def.hooks?.remove) await def.hooks.remove(ctx, id, existing);
+      else await deleteRow(ctx.db, entity, id, where);
       await def.hooks?.written?.(ctx, "delete", existing, existing);
       return ok(c, {});
     });

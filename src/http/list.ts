@@ -37,6 +37,18 @@ const paramSchemas = {
 } as const;
 
 type ParamSchemas = typeof paramSchemas;
+
+/** What the OpenAPI document says of a list that takes none of the list parameters. */
+export const NO_LIST_PARAMS = "Takes none of the list parameters (select, filter, sort, take, skip, include, countOnly): it always answers the whole list.";
+
+/**
+ * A list that takes no list parameters refuses them (400) rather than ignoring them, so no client mistakes the
+ * whole list for a filtered or paged one.
+ */
+export function refuseListParams(query: Record<string, string>): void {
+  const given = (Object.keys(paramSchemas) as ListParam[]).filter((p) => query[p] !== undefined);
+  if (given.length > 0) throw new ApiError(400, `This list takes no list parameters (${given.join(", ")} given): it always answers the whole list`);
+}
 /** The zod object of a route's list parameters: exactly the subset SPEC gives that route. */
 export function listQuery<const P extends readonly ListParam[]>(params: P): z.ZodObject<{ [K in P[number]]: ParamSchemas[K] }> {
   const shape: Record<string, z.ZodType> = {};

@@ -8,10 +8,10 @@ import { eq } from "drizzle-orm";
 import { nowIso } from "../clock";
 import { licenses, reports } from "../db/schema";
 import type { ServiceContext } from "../http/context";
-import { ApiError } from "../http/errors";
+import { ApiError, GrpcCode, LicensingError } from "../http/errors";
 import { reportRecord } from "../management/reports";
 import { emit } from "../webhooks/emit";
-import type { ClientInfo } from "./runtime";
+import { type ClientInfo, Messages } from "./runtime";
 import { TraceAction } from "./vocabulary";
 import { recordTrace } from "./traces";
 
@@ -32,11 +32,21 @@ export interface ReportInput {
   properties?: { name: string; value: string | null }[] | undefined;
 }
 
-/** Stores a report (and emits report.received); returns its id. */
+/**
+ * Stores a report (and emits report.received); returns its id. A license's own bearer token (user-key sign-in)
+ * reports for its license only: a user key naming another license (or none) is refused as on every licensing
+ * operation (527), and a report without a user key is its license's.
+ */
 export async function storeReport(ctx: ServiceContext, input: ReportInput, client: ClientInfo): Promise<number> {
-  const license = input.userKey
-    ? await ctx.db.select({ id: licenses.id, trace: licenses.trace }).from(licenses).where(eq(licenses.userKey, input.userKey.trim())).get()
-    : undefined;
+  const bound = ctx.principal?.licenseId;
+  const userKey = input.userKey?.trim() || undefined;
+  const columns = { id: licenses.id, licenseId: licenses.licenseId, trace: licenses.trace };
+  const license = userKey
+    ? await ctx.db.select(columns).from(licenses).where(eq(licenses.userKey, userKey)).get()
+    : bound !== undefined
+      ? await ctx.db.select(columns).from(licenses).where(eq(licenses.licenseId, bound)).get()
+      : undefined;
+  if (bound !== undefined && license?.licenseId !== bound) throw new LicensingError(GrpcCode.PermissionDenied, Messages.wrongProduct);
   const bytes = new TextEncoder().encode(input.content);
   let content: string | null = input.content;
   let contentKey: string | null = null;

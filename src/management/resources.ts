@@ -1,9 +1,18 @@
-/** `/v1/resources` (SPEC "Resources routes"): stored resources such as signature keys, files and email templates. */
-import { crud } from "../http/crud";
-import { defineEntity, f } from "../http/entity";
-import type { Router } from "../http/router";
-import { resources } from "../db/schema";
+/**
+ * `/v1/resources` (SPEC "Resources routes"): stored resources such as signature keys, files and email templates.
+ * The service's signing keys are resources too (type SignatureKey, and RetiredSignatureKey once deleted), and they
+ * are the service's own (issue 12): only an Administrator creates, changes or deletes one, their stored private
+ * part (`data`) is never returned, and deleting the active key retires it (updates/signing-keys.ts).
+ */
 import { Roles } from "../auth/guard";
+import { resources } from "../db/schema";
+import { crud } from "../http/crud";
+import type { ServiceContext } from "../http/context";
+import { defineEntity, f } from "../http/entity";
+import { ApiError, forbidden } from "../http/errors";
+import type { Router } from "../http/router";
+import { type Row, deleteRow } from "../db/repository";
+import { RETIRED_SIGNATURE_KEY_TYPE, SIGNATURE_KEY_TYPE, SIGNING_KEY_TYPES, forgetSigningKeys, retireSigningKey, retiredKeyHeldUntil } from "../updates/signing-keys";
 
 export const Resource = defineEntity({
   name: "Resource",
@@ -18,7 +27,7 @@ export const Resource = defineEntity({
     description: f.string(),
     source: f.string({ max: 2048 }),
     password: f.string({ max: 256, writeOnly: true, description: "Protects the resource; accepted, never returned." }),
-    data: f.string({ max: 1_000_000 }),
+    data: f.string({ max: 1_000_000, description: "Never returned for signing keys (SignatureKey, RetiredSignatureKey): it holds their private part." }),
     dataFormat: f.string({ max: 64 }),
     meta: f.string(),
     createdAt: f.date({ readOnly: true }),
@@ -27,6 +36,20 @@ export const Resource = defineEntity({
   required: ["name"],
 });
 
+const isSigningKey = (type: unknown): boolean => typeof type === "string" && SIGNING_KEY_TYPES.includes(type);
+
+/** Signing keys are the service's own: anyone but an Administrator gets 403 on them (as on an admin-only route). */
+function requireAdministratorFor(ctx: ServiceContext, ...types: unknown[]): void {
+  if (types.some(isSigningKey) && !ctx.principal?.roles.includes("Administrator")) throw forbidden();
+}
+
+/** List `decorate`: a signing key's private part never leaves the service. */
+function hidePrivateKeys(items: Row[], rows: Row[]): void {
+  items.forEach((item, i) => {
+    if (isSigningKey(rows[i]?.["type"])) delete item["data"];
+  });
+}
+
 export function registerResources(app: Router): void {
   crud(app, {
     entity: Resource,
@@ -34,5 +57,32 @@ export function registerResources(app: Router): void {
     tag: "Resources",
     label: "stored resource",
     roles: { list: Roles.management, create: Roles.management, update: Roles.management, delete: Roles.management },
+    list: { decorate: hidePrivateKeys },
+    descriptions: {
+      delete: "Deletes a resource. Signing keys (Administrator only) are retired instead: a retired key signs no more and stays published at GET /v1/extensions/keys until every license key it signed has expired.",
+    },
+    hooks: {
+      create: (ctx, values) => {
+        requireAdministratorFor(ctx, values["type"]);
+        return values;
+      },
+      update: (ctx, values, existing) => {
+        requireAdministratorFor(ctx, existing["type"], values["type"]);
+        return values;
+      },
+      delete: (ctx, existing) => {
+        requireAdministratorFor(ctx, existing["type"]);
+        // A retired key may go once nothing it signed is in use any more.
+        const heldUntil = existing["type"] === RETIRED_SIGNATURE_KEY_TYPE ? retiredKeyHeldUntil(existing) : undefined;
+        if (heldUntil) throw new ApiError(400, `This retired signing key stays published until ${heldUntil}, when the last license key it signed expires`);
+      },
+      remove: async (ctx, id, existing) => {
+        if (existing["type"] === SIGNATURE_KEY_TYPE) return retireSigningKey(ctx.db, ctx.config, id as number);
+        await deleteRow(ctx.db, Resource, id);
+      },
+      written: (_ctx, _operation, row, previous) => {
+        if (isSigningKey(row["type"]) || isSigningKey(previous?.["type"])) forgetSigningKeys();
+      },
+    },
   });
 }

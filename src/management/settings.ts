@@ -8,6 +8,7 @@ import { Roles, access } from "../auth/guard";
 import { invalidateConfig, loadConfig } from "../config";
 import { serviceContext } from "../http/context";
 import { enveloped, errorResponses, int64, json, jsonBody } from "../http/openapi";
+import { NO_LIST_PARAMS, refuseListParams } from "../http/list";
 import { ok } from "../http/respond";
 import type { Router } from "../http/router";
 import { describeSetting, describeSettings, validateChanges, writeSettings } from "../settings";
@@ -52,6 +53,7 @@ export function registerSettings(app: Router): void {
       tags: ["Settings"],
       operationId: "listSettings",
       summary: "List every setting with its effective value and source",
+      description: NO_LIST_PARAMS,
       ...access.key(Roles.admin),
       responses: {
         200: json(enveloped({ settings: z.array(SettingRecord), totalSettingsCount: int64() }), "Every setting"),
@@ -59,6 +61,7 @@ export function registerSettings(app: Router): void {
       },
     }),
     async (c) => {
+      refuseListParams(c.req.query());
       const { config, sources } = await loadConfig(c.env, c.env.DB);
       const all = describeSettings(config, sources);
       return ok(c, { settings: all, totalSettingsCount: all.length });

@@ -14,6 +14,7 @@ import { crud, idParamSchema } from "../http/crud";
 import { DECEPTIVE_CHARACTERS, defineEntity, f } from "../http/entity";
 import { ApiError } from "../http/errors";
 import { enveloped, errorResponses, int32, int64, json, jsonBody } from "../http/openapi";
+import { NO_LIST_PARAMS, refuseListParams } from "../http/list";
 import { ok } from "../http/respond";
 import type { Router } from "../http/router";
 
@@ -132,10 +133,14 @@ export function registerUsers(app: Router): void {
       tags: ["Users"],
       operationId: "listRoles",
       summary: "List the roles",
+      description: NO_LIST_PARAMS,
       ...access.key(admin),
       responses: { 200: json(enveloped({ roles: z.array(RoleRecord), totalRolesCount: int64() }), "Every role"), ...errorResponses },
     }),
-    (c) => ok(c, { roles: ROLES.map((name, i) => ({ id: i + 1, name, description: ROLE_DESCRIPTIONS[name] })), totalRolesCount: ROLES.length }),
+    (c) => {
+      refuseListParams(c.req.query());
+      return ok(c, { roles: ROLES.map((name, i) => ({ id: i + 1, name, description: ROLE_DESCRIPTIONS[name] })), totalRolesCount: ROLES.length });
+    },
   );
 
   app.openapi(

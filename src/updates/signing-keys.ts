@@ -2,8 +2,14 @@
  * The service's signing keys (CONTRACT section 5): ES256 (ECDSA P-256) keys that sign license keys (compact JWS)
  * and update-check data (P1363 signatures over canonical JSON). They are stored as resources of type
  * `SignatureKey` holding the private JWK encrypted with Application:EncryptionKey; one is generated on first use;
- * the newest signs; all are published at `GET /v1/extensions/keys`. Imported keys are cached per isolate (DESIGN:
- * no per-request key import); a key added elsewhere is seen within KEY_CACHE_MS.
+ * the newest usable one signs; all are published at `GET /v1/extensions/keys`. Imported keys are cached per isolate
+ * (DESIGN: no per-request key import); a key added, changed or retired elsewhere is seen within KEY_CACHE_MS.
+ *
+ * They are the service's own (issue 12): only an Administrator creates, changes or deletes them
+ * (management/resources.ts), their private part is never returned, and a row that is malformed or does not decrypt
+ * never breaks signing: it is skipped (and logged once per isolate). Deleting a key retires it (`retireSigningKey`):
+ * its row becomes a `RetiredSignatureKey` that no longer signs and stays published until every license key it can
+ * have signed has expired (Licensing:LicenseKeyLifetime after its retirement).
  */
 import { CompactSign, calculateJwkThumbprint } from "jose";
 import { decryptSecret, encryptSecret } from "../auth/secrets";
@@ -13,6 +19,10 @@ import type { Db } from "../db/client";
 import { toBase64 } from "../auth/crypto";
 
 export const SIGNATURE_KEY_TYPE = "SignatureKey";
+/** A deleted signing key: it signs no more, and is published until `meta.publishedUntil`. */
+export const RETIRED_SIGNATURE_KEY_TYPE = "RetiredSignatureKey";
+/** The resource types that hold the service's private keys. */
+export const SIGNING_KEY_TYPES: readonly string[] = [SIGNATURE_KEY_TYPE, RETIRED_SIGNATURE_KEY_TYPE];
 const KEY_CACHE_MS = 60_000;
 
 /** A public key as `GET /v1/extensions/keys` publishes it. */
@@ -36,8 +46,14 @@ export interface SigningKeys {
 
 interface KeyRow {
   id: number;
+  type: string;
   data: string;
+  meta: string | null;
+  updated_at: string;
 }
+
+/** Rows already reported as unusable (id and version), so a bad row is logged once per isolate, not per load. */
+const reported = new Set<string>();
 
 let cache: { secret: string; loadedAt: number; keys: Promise<SigningKeys> } | undefined;
 
@@ -46,45 +62,109 @@ export function forgetSigningKeys(): void {
   cache = undefined;
 }
 
-async function generateKeyRow(db: Db, secret: string | undefined): Promise<void> {
+/**
+ * Stores a new key unless a usable one appeared meanwhile. One statement decides: when isolates race on first use
+ * (or after every key turned out unusable), only the first insert happens; rows known to be unusable (`unusable`)
+ * do not count as a key.
+ */
+async function generateKeyRow(db: Db, secret: string | undefined, unusable: readonly number[]): Promise<void> {
   const pair = (await crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, true, ["sign", "verify"])) as CryptoKeyPair;
   const jwk = (await crypto.subtle.exportKey("jwk", pair.privateKey)) as JsonWebKey;
   const kid = await calculateJwkThumbprint({ kty: "EC", crv: "P-256", x: jwk.x!, y: jwk.y! });
   const now = clock.now().toISOString();
-  // One statement decides: when isolates race on first use, only the first insert happens.
   await db.$client
     .prepare(
       `INSERT INTO resources (name, type, code, description, data, data_format, created_at, updated_at)
        SELECT ?1, ?2, ?3, 'ES256 key that signs license keys and update checks (private JWK, AES-GCM encrypted)', ?4, 'jwk+aes-gcm', ?5, ?5
-       WHERE NOT EXISTS (SELECT 1 FROM resources WHERE type = ?2)`,
+       WHERE NOT EXISTS (SELECT 1 FROM resources WHERE type = ?2 AND data IS NOT NULL AND id NOT IN (SELECT value FROM json_each(?6)))`,
     )
-    .bind(`Signing key ${kid}`, SIGNATURE_KEY_TYPE, kid, await encryptSecret(secret, JSON.stringify({ ...jwk, kid })), now)
+    .bind(`Signing key ${kid}`, SIGNATURE_KEY_TYPE, kid, await encryptSecret(secret, JSON.stringify({ ...jwk, kid })), now, JSON.stringify(unusable))
     .run();
 }
 
 async function readKeyRows(db: Db): Promise<KeyRow[]> {
   const { results } = await db.$client
-    .prepare("SELECT id, data FROM resources WHERE type = ? AND data IS NOT NULL ORDER BY id DESC")
-    .bind(SIGNATURE_KEY_TYPE)
+    .prepare("SELECT id, type, data, meta, updated_at FROM resources WHERE type IN (?1, ?2) AND data IS NOT NULL ORDER BY id DESC")
+    .bind(SIGNATURE_KEY_TYPE, RETIRED_SIGNATURE_KEY_TYPE)
     .all<KeyRow>();
   return results;
 }
 
-async function load(db: Db, secret: string | undefined): Promise<SigningKeys> {
-  let rows = await readKeyRows(db);
-  if (rows.length === 0) {
-    await generateKeyRow(db, secret);
-    rows = await readKeyRows(db);
+type PrivateJwk = JsonWebKey & { kid: string; x: string; y: string; d: string };
+
+/** The private ES256 JWK a row holds; undefined (logged once) when it is malformed or does not decrypt. */
+async function keyOf(secret: string | undefined, row: KeyRow): Promise<PrivateJwk | undefined> {
+  try {
+    const jwk = JSON.parse(await decryptSecret(secret, row.data)) as Partial<PrivateJwk>;
+    if (jwk.kty !== "EC" || jwk.crv !== "P-256" || typeof jwk.kid !== "string" || !jwk.x || !jwk.y || !jwk.d) throw new Error("not a private P-256 JWK with a kid");
+    // Importing proves the key is whole; the import is reused for the signing key.
+    await crypto.subtle.importKey("jwk", { ...jwk, key_ops: ["sign"] } as JsonWebKey, { name: "ECDSA", namedCurve: "P-256" }, false, ["sign"]);
+    return jwk as PrivateJwk;
+  } catch (e) {
+    const version = `${row.id}@${row.updated_at}`;
+    if (!reported.has(version)) {
+      reported.add(version);
+      console.error(`signing key resource ${row.id} skipped: it is malformed or does not decrypt with Application:EncryptionKey (${e instanceof Error ? e.message : String(e)})`);
+    }
+    return undefined;
   }
-  const jwks = await Promise.all(rows.map(async (row) => JSON.parse(await decryptSecret(secret, row.data)) as JsonWebKey & { kid: string }));
-  const newest = jwks[0];
+}
+
+/** Until when a retired key stays published (its row's meta); undefined for a row without a readable date. */
+function publishedUntil(row: KeyRow): number | undefined {
+  try {
+    const meta = JSON.parse(row.meta ?? "null") as { publishedUntil?: unknown } | null;
+    const until = typeof meta?.publishedUntil === "string" ? Date.parse(meta.publishedUntil) : Number.NaN;
+    return Number.isNaN(until) ? undefined : until;
+  } catch {
+    return undefined;
+  }
+}
+
+async function load(db: Db, secret: string | undefined): Promise<SigningKeys> {
+  const now = clock.now().getTime();
+  let rows = await readKeyRows(db);
+  let keys = await Promise.all(rows.map(async (row) => ({ row, jwk: await keyOf(secret, row) })));
+  const active = () => keys.filter((k) => k.row.type === SIGNATURE_KEY_TYPE && k.jwk);
+  if (active().length === 0) {
+    await generateKeyRow(
+      db,
+      secret,
+      keys.filter((k) => k.row.type === SIGNATURE_KEY_TYPE && !k.jwk).map((k) => k.row.id),
+    );
+    rows = await readKeyRows(db);
+    keys = await Promise.all(rows.map(async (row) => ({ row, jwk: await keyOf(secret, row) })));
+  }
+  const newest = active()[0]?.jwk;
   if (!newest) throw new Error("no signing key could be created");
   const privateKey = await crypto.subtle.importKey("jwk", { ...newest, key_ops: ["sign"] }, { name: "ECDSA", namedCurve: "P-256" }, false, ["sign"]);
+  const published = keys.filter((k) => k.jwk && (k.row.type === SIGNATURE_KEY_TYPE || (publishedUntil(k.row) ?? 0) > now));
   return {
     kid: newest.kid,
     privateKey,
-    published: jwks.map((k) => ({ kty: "EC", crv: "P-256", x: k.x!, y: k.y!, kid: k.kid, alg: "ES256", use: "sig" })),
+    published: published.map(({ jwk }) => ({ kty: "EC", crv: "P-256", x: jwk!.x, y: jwk!.y, kid: jwk!.kid, alg: "ES256", use: "sig" })),
   };
+}
+
+/**
+ * Retires a signing key (its resource's delete): the row becomes a RetiredSignatureKey, which signs no more and is
+ * published until every license key it signed has expired; update-check signatures are verified when they are
+ * received, so the license keys' lifetime is the longest anything it signed stays in use.
+ */
+export async function retireSigningKey(db: Db, config: Config, id: number): Promise<void> {
+  const now = clock.now();
+  const until = new Date(now.getTime() + config["Licensing:LicenseKeyLifetime"]).toISOString();
+  await db.$client
+    .prepare("UPDATE resources SET type = ?1, meta = ?2, updated_at = ?3 WHERE id = ?4 AND type = ?5")
+    .bind(RETIRED_SIGNATURE_KEY_TYPE, JSON.stringify({ retiredAt: now.toISOString(), publishedUntil: until }), now.toISOString(), id, SIGNATURE_KEY_TYPE)
+    .run();
+  forgetSigningKeys();
+}
+
+/** Until when a retired key's row must stay (its publication); undefined when nothing holds it any more. */
+export function retiredKeyHeldUntil(row: { meta?: unknown }): string | undefined {
+  const until = publishedUntil({ id: 0, type: RETIRED_SIGNATURE_KEY_TYPE, data: "", meta: typeof row.meta === "string" ? row.meta : null, updated_at: "" });
+  return until !== undefined && until > clock.now().getTime() ? new Date(until).toISOString() : undefined;
 }
 
 /** The signing keys, created on first use and cached per isolate. */
