@@ -23,7 +23,7 @@ import { ReportServer } from "../gen/licensing/v1/report_server_pb";
 import { type ServiceContext, serviceContext } from "../http/context";
 import { ApiError, LicensingError } from "../http/errors";
 import type { Router } from "../http/router";
-import { LicenseType, LicensingMode } from "../management/license-templates";
+import { LICENSE_TYPES as LicenseType, LICENSING_MODES as LicensingMode } from "../licensing/vocabulary";
 import { clientInfo } from "../licensing/routes";
 import { MAX_REPORT_BYTES, storeReport } from "../licensing/reports";
 import { type ClientInfo, type LicenseView, activate, deactivate, heartbeat, releaseSeat, requestSeat, signInWithUserKey, validate } from "../licensing/runtime";
