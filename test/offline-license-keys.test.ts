@@ -56,6 +56,9 @@ describe("a license key is issued only where it proves a usable license on the m
     expect(validated.body).toMatchObject({ status: "Activated", nonce: "n-validate" });
     expect((await verifyLicenseOffline(validated.body["license"]["licenseKey"], await jwks(), { machineId: "PC-1", nonce: "n-validate" })).nonce).toBe("n-validate");
 
+    const activationToken = activated.body["licenseToken"] as string;
+    const byToken = await op("validate", { userKey: lic.userKey, licenseToken: activationToken });
+    expect(await verifyLicenseOffline(byToken.body["license"]["licenseKey"], await jwks(), { machineId: "PC-1" })).toMatchObject({ machineId: "PC-1" });
     const unnamed = await op("validate", { userKey: lic.userKey });
     expect(unnamed.status).toBe(200);
     expect(unnamed.body["status"]).toBe("NotActivated");
@@ -93,6 +96,11 @@ describe("a license key is issued only where it proves a usable license on the m
 
     const holder = await op("validate", { userKey: lic.userKey, machineId: "FL-1", clientId: "alice", nonce: "n" });
     expect((await verifyLicenseOffline(holder.body["license"]["licenseKey"], await jwks(), { machineId: "FL-1", nonce: "n" })).exp).toBeLessThanOrEqual(lease);
+    // Naming the seat by its token alone: the key still names the seat's machine and client.
+    const byToken = await op("validate", { userKey: lic.userKey, licenseToken: seat.body["licenseToken"] });
+    expect(await verifyLicenseOffline(byToken.body["license"]["licenseKey"], await jwks(), { machineId: "FL-1" })).toMatchObject({ machineId: "FL-1", clientId: "alice" });
+    // Another machine naming this seat's token holds no seat.
+    expect((await op("validate", { userKey: lic.userKey, machineId: "FL-9", licenseToken: seat.body["licenseToken"] })).status).toBe(529);
     const noSeat = await op("validate", { userKey: lic.userKey });
     expect(noSeat.status).toBe(200);
     expect(noSeat.body["license"]).not.toHaveProperty("licenseKey");

@@ -109,11 +109,11 @@ export class LicenseSeats extends DurableObject<Bindings> {
     return { found: true, expired: false, expiresAt, active: this.live(now) };
   }
 
-  /** Whether the seat of this token is live, and until when. */
-  async seat(tokenDigest: string, now: number): Promise<{ live: boolean; expiresAt?: number; active: number }> {
+  /** Whether the seat of this token is live, until when, and whose it is (the key a validate signs names them). */
+  async seat(tokenDigest: string, now: number): Promise<{ live: boolean; expiresAt?: number; machineId?: string; clientId?: string; active: number }> {
     const seat = this.sql.exec<SeatRow>("SELECT * FROM seats WHERE token_digest = ?", tokenDigest).toArray()[0];
     const live = seat !== undefined && seat.expires_at > now;
-    return { live, ...(live ? { expiresAt: seat.expires_at } : {}), active: this.live(now) };
+    return { live, ...(live ? { expiresAt: seat.expires_at, machineId: seat.machine_id, clientId: seat.client_id } : {}), active: this.live(now) };
   }
 
   /** Frees a seat; false when the token holds none. */

@@ -409,13 +409,17 @@ export async function validate(ctx: ServiceContext, input: ValidateInput, client
   const license = foundLicense(licenseRows[0]);
   requireOwnLicense(ctx, license);
   await requireUsable(ctx.config, license, now(), input.productCode);
-  let token: { value: string; expireAt?: string; until?: number } | undefined;
+  // The live token the client names, and the machine and client it belongs to (what the license key will name).
+  let token: { value: string; expireAt?: string; until?: number; machineId?: string; clientId?: string } | undefined;
   if (license.licensingMode === Mode.Activation && named) {
     token = await liveActivation(ctx, license, machineId, clientId, givenToken, candidates);
   } else if (license.licensingMode === Mode.Floating && (input.licenseToken || (machineId && clientId))) {
     const value = input.licenseToken?.trim() || (await clientToken(ctx.config, TokenKind.Floating, license.id, machineId ?? "", clientId));
     const seat = await seats(ctx, license.id).seat(await sha256Hex(value), at.getTime());
-    if (seat.live) token = { value, expireAt: new Date(seat.expiresAt!).toISOString(), until: seat.expiresAt! };
+    // A seat held by another machine is not this machine's: as for an activation, it is not found.
+    if (seat.live && (machineId === undefined || seat.machineId === machineId)) {
+      token = { value, expireAt: new Date(seat.expiresAt!).toISOString(), until: seat.expiresAt!, machineId: seat.machineId, clientId: seat.clientId };
+    }
   }
   if (license.licensingMode !== Mode.File && named && !token) throw fail(GrpcCode.FailedPrecondition, Messages.notActivated);
   trace(ctx, license, TraceAction.Validate, client, { machineId: machineId ?? null, clientId: clientId || null });
@@ -429,8 +433,8 @@ export async function validate(ctx: ServiceContext, input: ValidateInput, client
       license.licensingMode === Mode.File || token
         ? {
             status: token ? "Activated" : "NotActivated",
-            machineId,
-            ...(clientId ? { clientId } : {}),
+            machineId: token?.machineId ?? machineId,
+            ...((token?.clientId ?? clientId) ? { clientId: token?.clientId ?? clientId } : {}),
             nonce: input.nonce,
             until: token?.until ?? (token?.expireAt ? Date.parse(token.expireAt) : undefined),
           }
@@ -470,12 +474,12 @@ async function liveActivation(
   clientId: string,
   givenToken: string | undefined,
   candidates: readonly { licenseId: number; tokenDigest: string; expireDate: string | null; machineId: string | null }[],
-): Promise<{ value: string; expireAt?: string } | undefined> {
+): Promise<{ value: string; expireAt?: string; machineId?: string } | undefined> {
   const value = givenToken ?? (await clientToken(ctx.config, TokenKind.Activation, license.id, machineId ?? "", clientId));
   const digest = await sha256Hex(value);
   const row = candidates.find((t) => t.licenseId === license.id && t.tokenDigest === digest);
   if (!row || (machineId !== undefined && row.machineId !== machineId)) return undefined;
-  return { value, ...(row.expireDate ? { expireAt: row.expireDate } : {}) };
+  return { value, ...(row.expireDate ? { expireAt: row.expireDate } : {}), ...(row.machineId ? { machineId: row.machineId } : {}) };
 }
 
 // ---------------------------------------------------------------------------------------------------------------
