@@ -39,5 +39,7 @@ export interface AppEnv {
     log: ServiceLog;
     /** A bearer token's logout check the route runs in its first D1 batch (licensing routes; auth/guard.ts). */
     logoutCheck: DeferredLogoutCheck;
+    /** Set when the request's API key was refused: it counts like a failed login (protection/guard.ts). */
+    refusedApiKey: boolean;
   };
 }

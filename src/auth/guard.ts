@@ -89,7 +89,10 @@ export async function authenticate(c: Context<AppEnv>, accepts: Credential, role
   let principal: Principal | undefined;
   if (key !== undefined && accepts !== "bearer") {
     principal = await authenticateApiKey(db, config, key);
-    if (!principal) throw unauthorized(API_KEY_SCHEME);
+    if (!principal) {
+      c.set("refusedApiKey", true);
+      throw unauthorized(API_KEY_SCHEME);
+    }
     // The permission bits apply where roles are checked: Management, release download and webhook routes.
     if (roles !== undefined && ((principal.permissions ?? 0) & permissionFor(c.req.method)) === 0) throw forbidden();
   } else {

@@ -7,7 +7,7 @@ import type { Db } from "../db/client";
 import { requireById, updateRow } from "../db/repository";
 import { apiKeys, userSettings, users } from "../db/schema";
 import { type ServiceContext, serviceContext } from "../http/context";
-import { protectLogin } from "../protection/guard";
+import { USER_KEY_ATTEMPT, passwordAttempt, protectLogin } from "../protection/guard";
 import { ApiError } from "../http/errors";
 import { Envelope, anonymousErrorResponses, enveloped, errorResponses, int32, json, jsonBody } from "../http/openapi";
 import { ok } from "../http/respond";
@@ -104,13 +104,13 @@ export function registerAuth(app: Router): void {
     async (c) => {
       const ctx = serviceContext(c);
       const { username, password, userKey } = c.req.valid("json");
-      const issued = await protectLogin(ctx, async () => {
-        if (userKey !== undefined && username === undefined) {
-          const { token, expiresIn } = await signInWithUserKey(ctx, userKey);
-          return { token, expiresIn };
-        }
-        return signInWithPassword(ctx, username, password);
-      });
+      const issued =
+        userKey !== undefined && username === undefined
+          ? await protectLogin(ctx, USER_KEY_ATTEMPT, async () => {
+              const { token, expiresIn } = await signInWithUserKey(ctx, userKey);
+              return { token, expiresIn };
+            })
+          : await protectLogin(ctx, passwordAttempt(username), () => signInWithPassword(ctx, username, password));
       return ok(c, issued);
     },
   );
