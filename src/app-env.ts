@@ -21,6 +21,8 @@ export interface Principal {
   keyName?: string;
   /** Bearer token id and expiry, for logout. */
   jti?: string;
+  /** Bearer token `iat` (seconds): compared with the user's tokens_valid_after. */
+  issuedAt?: number;
   expiresAt?: number;
   /** A license's own bearer token (user-key sign-in): the license's public id. */
   licenseId?: string;
