@@ -44,13 +44,18 @@ export const duration: Parser<number> = (raw) => {
 };
 
 /** A duration of at most `maxMs` (a ceiling that keeps a security promise, such as how late a revocation applies). */
-const durationUpTo =
-  (maxMs: number, why: string): Parser<number> =>
-  (raw) => {
+function durationUpTo(maxMs: number, why: string): Parser<number> {
+  const parse: Parser<number> = (raw) => {
     const ms = duration(raw);
     if (ms > maxMs) throw new Error(`at most ${maxMs / 60_000} minutes (${why}), got "${raw}"`);
     return ms;
   };
+  DURATION_PARSERS.add(parse);
+  return parse;
+}
+
+/** The parsers whose settings are durations (written `hh:mm:ss` in the settings list). */
+export const DURATION_PARSERS = new Set<(raw: string) => unknown>([duration]);
 
 const text =
   (pattern?: RegExp): Parser<string> =>

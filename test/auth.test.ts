@@ -65,8 +65,10 @@ describe("bearer tokens", () => {
     for (const token of [unsecured, hs512, noExp, otherIssuer, `${head}.${forgedPayload}.${signature}`]) {
       expect((await session(token)).status, token).toBe(401);
     }
-    // The same claims signed properly are accepted: the refusals above are about the flaw, not the claims.
-    const good = await new SignJWT(claims).setProtectedHeader({ alg: "HS256" }).setIssuer("licensing-service").setExpirationTime(now + 600).sign(SECRET);
+    // The same claims signed properly are accepted: the refusals above are about the flaw, not the claims. The
+    // subject must be a user that exists (a deleted user's tokens end: test/account-security.test.ts).
+    const users = await admin("GET", `/v1/users?filter=${encodeURIComponent('userName == "admin"')}`);
+    const good = await new SignJWT({ ...claims, sub: users.body["users"][0].id }).setProtectedHeader({ alg: "HS256" }).setIssuer("licensing-service").setExpirationTime(now + 600).sign(SECRET);
     expect((await session(good)).status).toBe(200);
   });
 
@@ -186,7 +188,7 @@ describe("the signed-in user", () => {
   it("lets users change their own profile and password, but not their roles", async () => {
     await admin("POST", "/v1/users", { user: { userName: "selfservice", password: "First#password1", roles: ["Sales"] } });
     const token = await login("selfservice", "First#password1");
-    const res = await call("POST", "/v1/auth/user", { token, body: { user: { lastName: "Doe", password: "Second#password2", roles: ["Administrator"] } } });
+    const res = await call("POST", "/v1/auth/user", { token, body: { user: { lastName: "Doe", password: "Second#password2", roles: ["Administrator"] }, currentPassword: "First#password1" } });
     expect(res.status, res.text).toBe(200);
     expect(res.body["user"]).toMatchObject({ userName: "selfservice", lastName: "Doe", roles: ["Sales"] });
     expect((await call("POST", "/v1/auth/login", { body: { username: "selfservice", password: "First#password1" } })).status).toBe(401);
