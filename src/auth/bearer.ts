@@ -4,7 +4,7 @@
  * logout records the token's `jti` so it stays unusable until it would have expired; a user's password change,
  * removed role or deletion ends all of that user's tokens at once (checked in the same lookup).
  */
-import { sql } from "drizzle-orm";
+import { type SQL, sql } from "drizzle-orm";
 import { SignJWT, jwtVerify } from "jose";
 import { ROLES, type Principal, type Role } from "../app-env";
 import { clock } from "../clock";
@@ -81,11 +81,12 @@ export function loggedOutQuery(db: Db, token: Pick<Principal, "jti" | "userId" |
 }
 
 /**
- * The `tokens_valid_after` value that ends every token of a user issued until now: the next whole second (tokens
- * carry `iat` in seconds, so one issued earlier in this second is ended too; issueToken dates new ones no earlier).
+ * The `tokens_valid_after` update that ends every token of a user issued until now. Tokens carry `iat` in whole
+ * seconds, so the cut is the next whole second, and always past the previous cut: a token issued after an earlier
+ * cut in this same second is dated at that cut (issueToken), and must end too.
  */
-export function tokensEndNow(): number {
-  return Math.ceil(clock.now().getTime() / 1000);
+export function tokensEndNow(): SQL {
+  return sql`max(coalesce(${users.tokensValidAfter}, 0) + 1, ${Math.ceil(clock.now().getTime() / 1000)})`;
 }
 
 /**
