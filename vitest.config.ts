@@ -19,7 +19,7 @@ export default defineConfig(async () => {
             Application__JwtSecret: "test-jwt-secret-at-least-32-bytes-long!!",
             Application__EncryptionKey: "test-encryption-key",
             Application__AdminUsername: "admin",
-            Application__AdminPassword: "Admin-12345",
+            Application__AdminPassword: "Admin-12345678",
             Application__AdminApiKey: "api_TestAdminKey00000000000000000000",
             Webhooks__AllowInsecureUrls: "true",
             Application__GeoLocationService: `${inject("geoServiceUrl")}/geo/{ip}`,

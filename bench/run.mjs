@@ -85,7 +85,7 @@ const service = await startLocalWorker({
     Application__JwtSecret: "bench-jwt-secret-0123456789abcdef0123456789",
     Application__EncryptionKey: ENCRYPTION_KEY,
     Application__AdminUsername: "admin",
-    Application__AdminPassword: "Bench-12345",
+    Application__AdminPassword: "Bench-12345678",
     Application__AdminApiKey: ADMIN_KEY,
     // The load comes from one IP: protection stays on with a limit no scenario reaches, so "counted" scenarios
     // (a client IP that is not whitelisted) pay the RateLimiter call and the others (127.0.0.1, whitelisted) do not.
@@ -179,7 +179,7 @@ const licenseListPath = `/v1/licenses?filter=${encodeURIComponent(`productId == 
 const json = { "content-type": "application/json" };
 const validateBody = JSON.stringify({ userKey: validating.userKey, machineId: "bench-validate" });
 const heartbeatBody = JSON.stringify({ licenseToken: seat.licenseToken });
-const loginBody = JSON.stringify({ username: "admin", password: "Bench-12345" });
+const loginBody = JSON.stringify({ username: "admin", password: "Bench-12345678" });
 let activateRuns = 0;
 
 // 5. Scenarios. `request` is what the service is sent; the baseline answers a sample of the same answer's bytes.

@@ -21,6 +21,8 @@ export interface Principal {
   keyName?: string;
   /** Bearer token id and expiry, for logout. */
   jti?: string;
+  /** Bearer token `iat` (seconds): compared with the user's tokens_valid_after. */
+  issuedAt?: number;
   expiresAt?: number;
   /** A license's own bearer token (user-key sign-in): the license's public id. */
   licenseId?: string;
@@ -39,5 +41,7 @@ export interface AppEnv {
     log: ServiceLog;
     /** A bearer token's logout check the route runs in its first D1 batch (licensing routes; auth/guard.ts). */
     logoutCheck: DeferredLogoutCheck;
+    /** Set when the request's API key was refused: it counts like a failed login (protection/guard.ts). */
+    refusedApiKey: boolean;
   };
 }

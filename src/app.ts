@@ -52,7 +52,7 @@ const context: MiddlewareHandler<AppEnv> = async (c, next) => {
   const { config } = await loadConfig(c.env, c.env.DB);
   c.set("config", config);
   c.set("db", getDb(c.env.DB));
-  await ensureAdmin(c.env.DB, config);
+  await ensureAdmin(c.env.DB, config, { clientIp: c.get("clientIp") });
   await next();
 };
 

@@ -43,6 +43,20 @@ export const duration: Parser<number> = (raw) => {
   return ((Number(d ?? 0) * 24 + Number(h)) * 60 + Number(min)) * 60_000 + Number(s) * 1000 + Number((frac ?? "0").padEnd(3, "0"));
 };
 
+/** A duration of at most `maxMs` (a ceiling that keeps a security promise, such as how late a revocation applies). */
+function durationUpTo(maxMs: number, why: string): Parser<number> {
+  const parse: Parser<number> = (raw) => {
+    const ms = duration(raw);
+    if (ms > maxMs) throw new Error(`at most ${maxMs / 60_000} minutes (${why}), got "${raw}"`);
+    return ms;
+  };
+  DURATION_PARSERS.add(parse);
+  return parse;
+}
+
+/** The parsers whose settings are durations (written `hh:mm:ss` in the settings list). */
+export const DURATION_PARSERS = new Set<(raw: string) => unknown>([duration]);
+
 const text =
   (pattern?: RegExp): Parser<string> =>
   (raw) => {
@@ -119,7 +133,11 @@ export const settingDefinitions = {
   "Application:SerializeJSonEnumAsString": def(bool, false, "Write enumerations as names instead of numbers."),
   "Application:IgnoreJSonDefaultValues": def(bool, true, "Omit properties whose value is null from responses."),
   "Application:ApiKeyHeaderName": def(text(/^[A-Za-z0-9-]+$/), "x-api-key", "Request header that carries the API key."),
-  "Application:ApiKeyCacheDuration": def(duration, 180_000, "How long a validated API key is cached per isolate."),
+  "Application:ApiKeyCacheDuration": def(
+    durationUpTo(600_000, "a revoked or deleted key must stop working within it"),
+    180_000,
+    "How long a validated API key is cached per isolate (at most 00:10:00).",
+  ),
   "Application:TokenExpiration": def(duration, 1_800_000, "Lifetime of bearer tokens issued by login."),
   "Application:JwtSecret": def(optionalText, undefined, "HS256 key of bearer tokens (secret; required for login).", true),
   "Application:EncryptionKey": def(optionalText, undefined, "Key for secrets at rest and license integrity (secret).", true),
@@ -154,6 +172,11 @@ export const settingDefinitions = {
   "IpFiltering:Blacklist": def(list, [], "IPs that always get 403."),
   "IpFiltering:AuthenticationProtection:MaxFailedAttempts": def(int(1), 5, "Failed logins before the IP is blocked from logging in."),
   "IpFiltering:AuthenticationProtection:LoginBlockDuration": def(duration, 300_000, "How long login stays blocked."),
+  "IpFiltering:AuthenticationProtection:MaxLoginRequestsPerTimeFrame": def(
+    int(1),
+    120,
+    "Login requests (REST and gRPC Authenticate) allowed per IP and TimeFrameDuration, counted apart from the request limit; over it: 429 until the frame ends.",
+  ),
   "Extensions:TokenLifetimeMinutes": def(int(1, 10_080), 10, "Lifetime of download tokens, in minutes."),
   "Extensions:DownloadRoot": def(optionalText, undefined, "Key prefix of uploaded artifacts in the ARTIFACTS R2 bucket."),
   "Extensions:MaxResourceArtifactBytes": def(int(0), 64 * MiB, "Largest artifact stored in the database (sourceKind=resource)."),

@@ -4,7 +4,8 @@
  * the response has gone (app.ts); the queue consumer and the cron trigger can do the same with their own ServiceLog.
  * Writing the log is best effort: a failure is reported to the Worker's console and never thrown.
  */
-import { type SQL, and, eq, lt } from "drizzle-orm";
+import { type SQL, and, eq, lt, ne } from "drizzle-orm";
+import type { Principal } from "./app-env";
 import { clock, nowIso } from "./clock";
 import type { Config } from "./config";
 import type { Db } from "./db/client";
@@ -13,6 +14,14 @@ import { logs } from "./db/schema";
 /** Level names, index = stored number (CONTRACT: Verbose 0 … Fatal 5, the answer of `GET /v1/log/levels`). */
 export const LOG_LEVELS = ["Verbose", "Debug", "Information", "Warning", "Error", "Fatal"] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/**
+ * What an entry is about (its `category`): `Service` for the service's own running (failures, warnings), `Audit`
+ * for security events (who changed keys, users, roles, passwords, licenses or settings, bootstraps, blocked logins).
+ * Audit entries are shown to Administrators only and deleted only by them (management/log.ts).
+ */
+export const LOG_CATEGORIES = ["Service", "Audit"] as const;
+export type LogCategory = (typeof LOG_CATEGORIES)[number];
 
 /** Longest message, exception and properties text kept per entry: D1 rows stay small and a stack loop cannot flood. */
 const MAX_TEXT = 8_000;
@@ -27,6 +36,12 @@ export interface LogDetails {
   error?: unknown;
   /** Free-form context, stored as JSON (method, path, status, client IP …). Never put secrets or user keys here. */
   properties?: Record<string, unknown>;
+}
+
+/** Who caused an audit event: the request's credential (none for anonymous events such as a blocked login) and IP. */
+export interface AuditActor {
+  principal?: Principal | undefined;
+  clientIp: string;
 }
 
 function clip(text: string): string {
@@ -48,7 +63,7 @@ export class ServiceLog {
   private dropped = 0;
 
   /** Adds an entry at `level`, stamped with the current time. */
-  write(level: LogLevel, message: string, details: LogDetails = {}): void {
+  write(level: LogLevel, message: string, details: LogDetails = {}, category: LogCategory = "Service"): void {
     if (this.entries.length >= MAX_ENTRIES) {
       this.dropped++;
       return;
@@ -56,6 +71,7 @@ export class ServiceLog {
     this.entries.push({
       timestamp: nowIso(),
       level: LOG_LEVELS.indexOf(level),
+      category,
       message: clip(message),
       exception: details.error === undefined ? null : exceptionText(details.error),
       properties: details.properties === undefined ? null : clip(JSON.stringify(details.properties)),
@@ -65,6 +81,30 @@ export class ServiceLog {
   /** An event worth keeping (an audit entry: who changed what). */
   information(message: string, details?: LogDetails): void {
     this.write("Information", message, details);
+  }
+
+  /**
+   * A security event for the audit trail (category `Audit`, level Information): `event` names it (`ApiKeyCreated`
+   * …), and the entry says who did it and from which IP. `properties` say what was touched: ids and names, never a
+   * secret (no key, password, token or user key).
+   */
+  audit(event: string, message: string, by: AuditActor, properties: Record<string, unknown> = {}): void {
+    const who = by.principal;
+    this.write(
+      "Information",
+      message,
+      {
+        properties: {
+          event,
+          user: who?.userName ?? (who?.licenseId ? `license ${who.licenseId}` : null),
+          userId: who?.userId ?? null,
+          ...(who?.keyId !== undefined ? { apiKeyId: who.keyId, apiKeyName: who.keyName ?? null } : {}),
+          clientIp: by.clientIp,
+          ...properties,
+        },
+      },
+      "Audit",
+    );
   }
 
   /** Something went wrong but the request could still be served. */
@@ -115,6 +155,8 @@ export interface LogDeletion {
   before?: Date;
   /** Delete only entries of this level. */
   level?: LogLevel;
+  /** Keep the audit trail (callers below Administrator never delete it). */
+  keepAudit?: boolean;
 }
 
 /** Deletes the entries matching every condition given (all entries when none is); returns how many. */
@@ -122,6 +164,7 @@ export async function deleteLogs(db: Db, which: LogDeletion): Promise<number> {
   const conditions: SQL[] = [];
   if (which.before) conditions.push(lt(logs.timestamp, which.before.toISOString()));
   if (which.level) conditions.push(eq(logs.level, LOG_LEVELS.indexOf(which.level)));
+  if (which.keepAudit) conditions.push(ne(logs.category, "Audit"));
   const result = await db.delete(logs).where(and(...conditions)).run();
   return result.meta.changes;
 }

@@ -4,7 +4,7 @@
  * without their value; and a change set validated whole before one batch writes it.
  */
 import { eq } from "drizzle-orm";
-import { type Config, ConfigError, type SettingDefinition, type SettingName, type SettingSource, duration, isSettingName, parseSetting, settingDefinitions } from "./config";
+import { type Config, ConfigError, type SettingDefinition, type SettingName, type SettingSource, DURATION_PARSERS, duration, isSettingName, parseSetting, settingDefinitions } from "./config";
 import { nowIso } from "./clock";
 import type { Db } from "./db/client";
 import { settings } from "./db/schema";
@@ -50,7 +50,7 @@ export function isWritable(name: SettingName): boolean {
 /** The kind of text a setting takes, from its parser and default. */
 export function settingType(name: SettingName): SettingType {
   const definition = definitionOf(name);
-  if (definition.parse === duration) return "duration";
+  if (DURATION_PARSERS.has(definition.parse)) return "duration";
   const value = definition.default;
   if (typeof value === "boolean") return "boolean";
   if (typeof value === "number") return "integer";

@@ -65,8 +65,10 @@ describe("bearer tokens", () => {
     for (const token of [unsecured, hs512, noExp, otherIssuer, `${head}.${forgedPayload}.${signature}`]) {
       expect((await session(token)).status, token).toBe(401);
     }
-    // The same claims signed properly are accepted: the refusals above are about the flaw, not the claims.
-    const good = await new SignJWT(claims).setProtectedHeader({ alg: "HS256" }).setIssuer("licensing-service").setExpirationTime(now + 600).sign(SECRET);
+    // The same claims signed properly are accepted: the refusals above are about the flaw, not the claims. The
+    // subject must be a user that exists (a deleted user's tokens end: test/account-security.test.ts).
+    const users = await admin("GET", `/v1/users?filter=${encodeURIComponent('userName == "admin"')}`);
+    const good = await new SignJWT({ ...claims, sub: users.body["users"][0].id }).setProtectedHeader({ alg: "HS256" }).setIssuer("licensing-service").setExpirationTime(now + 600).sign(SECRET);
     expect((await session(good)).status).toBe(200);
   });
 
@@ -166,14 +168,14 @@ describe("API keys", () => {
 
 describe("the signed-in user", () => {
   it("returns the user with roles, settings and only active API keys", async () => {
-    const user = await admin("POST", "/v1/users", { user: { userName: "profiled", password: "Old#pass1", firstName: "Pat", roles: ["LicenseManager"] } });
+    const user = await admin("POST", "/v1/users", { user: { userName: "profiled", password: "Old#password1", firstName: "Pat", roles: ["LicenseManager"] } });
     const userId = user.body["userId"];
     await admin("POST", `/v1/users/${userId}/settings`, { userSetting: { name: "theme", value: "dark", category: "ui" } });
     const active = await admin("POST", "/v1/api-keys", { apiKey: { name: "active", ownerId: userId } });
     const revoked = await admin("POST", "/v1/api-keys", { apiKey: { name: "revoked", ownerId: userId } });
     await admin("PUT", "/v1/api-keys", { apiKey: { id: revoked.body["apiKeyId"], revoked: true } });
 
-    const res = await call("GET", "/v1/auth/user", { token: await login("profiled", "Old#pass1") });
+    const res = await call("GET", "/v1/auth/user", { token: await login("profiled", "Old#password1") });
     expect(res.status).toBe(200);
     expect(res.body["user"]).toMatchObject({ id: userId, userName: "profiled", firstName: "Pat", roles: ["LicenseManager"] });
     expect(res.body["user"].password).toBeUndefined();
@@ -184,13 +186,13 @@ describe("the signed-in user", () => {
   });
 
   it("lets users change their own profile and password, but not their roles", async () => {
-    await admin("POST", "/v1/users", { user: { userName: "selfservice", password: "First#pass1", roles: ["Sales"] } });
-    const token = await login("selfservice", "First#pass1");
-    const res = await call("POST", "/v1/auth/user", { token, body: { user: { lastName: "Doe", password: "Second#pass2", roles: ["Administrator"] } } });
+    await admin("POST", "/v1/users", { user: { userName: "selfservice", password: "First#password1", roles: ["Sales"] } });
+    const token = await login("selfservice", "First#password1");
+    const res = await call("POST", "/v1/auth/user", { token, body: { user: { lastName: "Doe", password: "Second#password2", roles: ["Administrator"] }, currentPassword: "First#password1" } });
     expect(res.status, res.text).toBe(200);
     expect(res.body["user"]).toMatchObject({ userName: "selfservice", lastName: "Doe", roles: ["Sales"] });
-    expect((await call("POST", "/v1/auth/login", { body: { username: "selfservice", password: "First#pass1" } })).status).toBe(401);
-    expect((await call("POST", "/v1/auth/login", { body: { username: "selfservice", password: "Second#pass2" } })).status).toBe(200);
+    expect((await call("POST", "/v1/auth/login", { body: { username: "selfservice", password: "First#password1" } })).status).toBe(401);
+    expect((await call("POST", "/v1/auth/login", { body: { username: "selfservice", password: "Second#password2" } })).status).toBe(200);
   });
 });
 
@@ -202,7 +204,7 @@ describe("administrator bootstrap", () => {
   });
 
   it("creates exactly one user and one key when isolates start at once", async () => {
-    const { config } = buildConfig({ Application__AdminUsername: "root", Application__AdminPassword: "Root#pass1" }, []);
+    const { config } = buildConfig({ Application__AdminUsername: "root", Application__AdminPassword: "Root#password1" }, []);
     const logged: string[] = [];
     const log = console.log;
     console.log = (...args: unknown[]) => logged.push(args.join(" "));

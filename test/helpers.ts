@@ -2,7 +2,7 @@
 import { exports } from "cloudflare:workers";
 
 /** The administrator and key that vitest.config.ts configures (Application:AdminUsername/Password/ApiKey). */
-export const ADMIN = { username: "admin", password: "Admin-12345", key: "api_TestAdminKey00000000000000000000" };
+export const ADMIN = { username: "admin", password: "Admin-12345678", key: "api_TestAdminKey00000000000000000000" };
 export const BASE = "https://licensing.test";
 
 export interface CallOptions {
@@ -51,7 +51,7 @@ export async function login(username = ADMIN.username, password = ADMIN.password
 
 /** Creates a user with roles and an API key with the given permission bits; returns the key. */
 export async function keyFor(roles: string[], permissions = 15, userName = `u${crypto.randomUUID().slice(0, 8)}`): Promise<string> {
-  const user = await admin("POST", "/v1/users", { user: { userName, password: "Secret#123", roles } });
+  const user = await admin("POST", "/v1/users", { user: { userName, password: "Secret#123456", roles } });
   if (user.status !== 200) throw new Error(`user: ${user.status} ${user.text}`);
   const key = await admin("POST", "/v1/api-keys", { apiKey: { name: `${userName} key`, ownerId: user.body["userId"], permissions } });
   if (key.status !== 200) throw new Error(`key: ${key.status} ${key.text}`);

@@ -16,7 +16,7 @@ if (!process.env.LICENSING_URL) {
       Application__JwtSecret: "smoke-jwt-secret-at-least-32-bytes-long!",
       Application__EncryptionKey: "smoke-encryption-key",
       Application__AdminUsername: "admin",
-      Application__AdminPassword: "Admin-12345",
+      Application__AdminPassword: "Admin-12345678",
       Application__AdminApiKey: ADMIN_KEY,
     },
   });

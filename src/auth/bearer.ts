@@ -1,15 +1,16 @@
 /**
  * Bearer tokens (SPEC "Authentication"): HS256 JWTs signed with Application:JwtSecret, lifetime
  * Application:TokenExpiration, carrying the user's roles. Verification pins the algorithm and requires `exp`;
- * logout records the token's `jti` so it stays unusable until it would have expired.
+ * logout records the token's `jti` so it stays unusable until it would have expired; a user's password change,
+ * removed role or deletion ends all of that user's tokens at once (checked in the same lookup).
  */
-import { eq } from "drizzle-orm";
+import { type SQL, sql } from "drizzle-orm";
 import { SignJWT, jwtVerify } from "jose";
 import { ROLES, type Principal, type Role } from "../app-env";
 import { clock } from "../clock";
 import { type Config, ConfigError } from "../config";
 import type { Db } from "../db/client";
-import { revokedTokens } from "../db/schema";
+import { revokedTokens, users } from "../db/schema";
 import { randomString } from "./crypto";
 
 const ISSUER = "licensing-service";
@@ -36,11 +37,13 @@ export interface TokenSubject {
   name: string;
   roles: readonly Role[];
   licenseId?: string;
+  /** The user's `tokens_valid_after` (seconds): a new token is dated no earlier, so it outlives that cut. */
+  validAfter?: number | null;
 }
 
 /** Issues a bearer token; returns it with its lifetime in seconds. */
 export async function issueToken(config: Config, who: TokenSubject): Promise<{ token: string; expiresIn: number }> {
-  const now = Math.floor(clock.now().getTime() / 1000);
+  const now = Math.max(Math.floor(clock.now().getTime() / 1000), who.validAfter ?? 0);
   const expiresIn = Math.max(1, Math.floor(config["Application:TokenExpiration"] / 1000));
   const token = await new SignJWT({ name: who.name, roles: [...who.roles], ...(who.licenseId ? { lic: who.licenseId } : {}) })
     .setProtectedHeader({ alg: "HS256", typ: "JWT" })
@@ -57,13 +60,33 @@ export async function issueToken(config: Config, who: TokenSubject): Promise<{ t
 export async function verifyToken(config: Config, db: Db, token: string): Promise<Principal | undefined> {
   const principal = await verifyTokenClaims(config, token);
   if (!principal?.jti) return undefined;
-  const [revoked] = await loggedOutQuery(db, principal.jti);
+  const [revoked] = await loggedOutQuery(db, principal);
   return revoked ? undefined : principal;
 }
 
-/** The logout record of a token id, unexecuted (a route may send it in one D1 batch with its first read). */
-export function loggedOutQuery(db: Db, jti: string) {
-  return db.select({ jti: revokedTokens.jti }).from(revokedTokens).where(eq(revokedTokens.jti, jti)).limit(1);
+/**
+ * Whether a token has ended early, unexecuted (a route may send it in one D1 batch with its first read): a row when
+ * it was logged out, or when it is a user's token and that user is gone or ended their tokens after it was issued
+ * (`tokens_valid_after`: a password change or a removed role). One statement, so still one round trip.
+ */
+export function loggedOutQuery(db: Db, token: Pick<Principal, "jti" | "userId" | "issuedAt">) {
+  const loggedOut = sql`EXISTS (SELECT 1 FROM ${revokedTokens} WHERE ${revokedTokens.jti} = ${token.jti ?? ""})`;
+  const ended = token.userId
+    ? sql` OR NOT EXISTS (SELECT 1 FROM ${users} WHERE ${users.id} = ${token.userId} AND coalesce(${users.tokensValidAfter}, 0) <= ${token.issuedAt ?? 0})`
+    : sql``;
+  return db
+    .select({ ended: sql<number>`1` })
+    .from(sql`(SELECT 1)`)
+    .where(sql`${loggedOut}${ended}`);
+}
+
+/**
+ * The `tokens_valid_after` update that ends every token of a user issued until now. Tokens carry `iat` in whole
+ * seconds, so the cut is the next whole second, and always past the previous cut: a token issued after an earlier
+ * cut in this same second is dated at that cut (issueToken), and must end too.
+ */
+export function tokensEndNow(): SQL {
+  return sql`max(coalesce(${users.tokensValidAfter}, 0) + 1, ${Math.ceil(clock.now().getTime() / 1000)})`;
 }
 
 /**
@@ -92,6 +115,7 @@ export async function verifyTokenClaims(config: Config, token: string): Promise<
     userName: typeof payload["name"] === "string" ? payload["name"] : String(payload.sub),
     roles,
     jti,
+    issuedAt: typeof payload.iat === "number" ? payload.iat : 0,
     expiresAt: (payload.exp ?? 0) * 1000,
   };
 }

@@ -37,11 +37,11 @@ export type Credential = "key" | "bearer" | "either";
 export class DeferredLogoutCheck {
   settled = false;
 
-  constructor(readonly jti: string) {}
+  constructor(readonly token: Principal) {}
 
-  /** The token's logout record (no rows: not logged out). */
+  /** The token's logout record or its user's cut (no rows: still valid). */
   query(db: Db) {
-    return loggedOutQuery(db, this.jti);
+    return loggedOutQuery(db, this.token);
   }
 
   /** Takes the rows of `query`; throws the 401 of a logged-out token. */
@@ -89,7 +89,10 @@ export async function authenticate(c: Context<AppEnv>, accepts: Credential, role
   let principal: Principal | undefined;
   if (key !== undefined && accepts !== "bearer") {
     principal = await authenticateApiKey(db, config, key);
-    if (!principal) throw unauthorized(API_KEY_SCHEME);
+    if (!principal) {
+      c.set("refusedApiKey", true);
+      throw unauthorized(API_KEY_SCHEME);
+    }
     // The permission bits apply where roles are checked: Management, release download and webhook routes.
     if (roles !== undefined && ((principal.permissions ?? 0) & permissionFor(c.req.method)) === 0) throw forbidden();
   } else {
@@ -97,7 +100,7 @@ export async function authenticate(c: Context<AppEnv>, accepts: Credential, role
     if (token === undefined) throw unauthorized(accepts === "key" ? API_KEY_SCHEME : BEARER_SCHEME);
     if (options.deferLogoutCheck) {
       principal = await verifyTokenClaims(config, token);
-      if (principal?.jti) c.set("logoutCheck", new DeferredLogoutCheck(principal.jti));
+      if (principal?.jti) c.set("logoutCheck", new DeferredLogoutCheck(principal));
     } else {
       principal = await verifyToken(config, db, token);
     }

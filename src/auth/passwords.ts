@@ -5,6 +5,9 @@
 import { fromBase64, timingSafeEqual, toBase64 } from "./crypto";
 
 const ITERATIONS = 100_000;
+
+/** Shortest password accepted when a user is created or a password changed (users, own profile, bootstrap). */
+export const MIN_PASSWORD_LENGTH = 12;
 const encoder = new TextEncoder();
 
 async function derive(password: string, salt: Uint8Array, iterations: number): Promise<Uint8Array> {

@@ -7,16 +7,16 @@ import type { Db } from "../db/client";
 import { requireById, updateRow } from "../db/repository";
 import { apiKeys, userSettings, users } from "../db/schema";
 import { type ServiceContext, serviceContext } from "../http/context";
-import { protectLogin } from "../protection/guard";
+import { USER_KEY_ATTEMPT, passwordAttempt, protectLogin } from "../protection/guard";
 import { ApiError } from "../http/errors";
 import { Envelope, anonymousErrorResponses, enveloped, errorResponses, int32, json, jsonBody } from "../http/openapi";
 import { ok } from "../http/respond";
 import type { Router } from "../http/router";
 import { ApiKey, maskKeys } from "../management/api-keys";
-import { User, UserSetting, userWriteValues } from "../management/users";
+import { User, UserSetting, auditUserWrite, endsTokens, userWriteValues } from "../management/users";
 import type { Config } from "../config";
 import { access } from "./guard";
-import { issueToken, revokeToken } from "./bearer";
+import { issueToken, revokeToken, tokensEndNow } from "./bearer";
 import { verifyPassword } from "./passwords";
 import { signInWithUserKey } from "../licensing/runtime";
 
@@ -57,7 +57,7 @@ export async function signInWithPassword(ctx: ServiceContext, username: string |
   const user = username && password !== undefined ? await checkPassword(ctx.db, username, password) : undefined;
   if (!user) throw new ApiError(401, INVALID_LOGIN);
   const roles = (user.roles ?? []) as Role[];
-  const issued = await issueToken(ctx.config, { subject: user.id, name: user.userName, roles });
+  const issued = await issueToken(ctx.config, { subject: user.id, name: user.userName, roles, validAfter: user.tokensValidAfter });
   ctx.waitUntil(ctx.db.update(users).set({ lastLogIn: nowIso() }).where(eq(users.id, user.id)).run());
   return { ...issued, roles };
 }
@@ -78,6 +78,32 @@ async function profile(db: Db, config: Config, userId: string): Promise<Record<s
     settings: settingRows.map((s) => UserSetting.toWire(s, config)),
     apiKeys: keys,
   };
+}
+
+/** Whether a profile write touches what signs the user in or reaches them: password, email or user name. */
+function changesCredentials(values: Record<string, unknown>, existing: Record<string, unknown>): boolean {
+  if (values["passwordHash"] !== undefined) return true;
+  return (["email", "userName"] as const).some((k) => values[k] !== undefined && values[k] !== existing[k]);
+}
+
+const CURRENT_PASSWORD_REQUIRED = "The current password is required to change the password, email or user name.";
+const CURRENT_PASSWORD_WRONG = "The current password is not correct.";
+
+/**
+ * Checks the signed-in user's present password before a credential change: a stolen bearer token alone cannot take
+ * the account over. A wrong password counts as a failed login for the IP (login protection), so it cannot be
+ * guessed through this route either.
+ */
+async function confirmPassword(ctx: ServiceContext, userName: string, currentPassword: string | undefined): Promise<void> {
+  if (currentPassword === undefined) throw new ApiError(400, CURRENT_PASSWORD_REQUIRED);
+  await protectLogin(
+    ctx,
+    passwordAttempt(userName),
+    async () => {
+      if (!(await checkPassword(ctx.db, userName, currentPassword))) throw new ApiError(400, CURRENT_PASSWORD_WRONG);
+    },
+    (e) => e instanceof ApiError && e.message === CURRENT_PASSWORD_WRONG,
+  );
 }
 
 function signedInUser(userId: string | undefined): string {
@@ -104,13 +130,13 @@ export function registerAuth(app: Router): void {
     async (c) => {
       const ctx = serviceContext(c);
       const { username, password, userKey } = c.req.valid("json");
-      const issued = await protectLogin(ctx, async () => {
-        if (userKey !== undefined && username === undefined) {
-          const { token, expiresIn } = await signInWithUserKey(ctx, userKey);
-          return { token, expiresIn };
-        }
-        return signInWithPassword(ctx, username, password);
-      });
+      const issued =
+        userKey !== undefined && username === undefined
+          ? await protectLogin(ctx, USER_KEY_ATTEMPT, async () => {
+              const { token, expiresIn } = await signInWithUserKey(ctx, userKey);
+              return { token, expiresIn };
+            })
+          : await protectLogin(ctx, passwordAttempt(username), () => signInWithPassword(ctx, username, password));
       return ok(c, issued);
     },
   );
@@ -140,14 +166,30 @@ export function registerAuth(app: Router): void {
       operationId: "updateSignedInUser",
       summary: "Change the signed-in user's own profile (only the properties sent)",
       ...access.bearer(),
-      request: { body: jsonBody(z.object({ user: OwnProfileUpdate })) },
+      description:
+        "Changing the password, email or user name needs `currentPassword` (400 without it or when it is wrong; a wrong one counts as a failed login). A new password ends every bearer token of the user, this one included: sign in again.",
+      request: {
+        body: jsonBody(
+          z.object({
+            user: OwnProfileUpdate,
+            currentPassword: z.string().max(256).optional().openapi({ description: "The present password: required to change the password, email or user name." }),
+          }),
+        ),
+      },
       responses: { 200: json(enveloped({ user: UserProfile }), "The updated user"), ...errorResponses },
     }),
     async (c) => {
       const ctx = serviceContext(c);
       const userId = signedInUser(ctx.principal?.userId);
-      const values = await userWriteValues(User.toRow(c.req.valid("json").user));
-      if (Object.keys(values).length > 0) await updateRow(ctx.db, User, userId, values);
+      const { user: input, currentPassword } = c.req.valid("json");
+      const existing = await requireById(ctx.db, User, userId);
+      const values = await userWriteValues(User.toRow(input));
+      if (changesCredentials(values, existing)) await confirmPassword(ctx, String(existing["userName"]), currentPassword);
+      if (Object.keys(values).length > 0) {
+        const ends = endsTokens(values, existing);
+        const row = await updateRow(ctx.db, User, userId, { ...values, ...(ends ? { tokensValidAfter: tokensEndNow() } : {}) });
+        auditUserWrite(ctx, "update", row, existing);
+      }
       return ok(c, { user: await profile(ctx.db, ctx.config, userId) });
     },
   );

@@ -47,6 +47,11 @@ export const users = sqliteTable(
     passwordHash: text("password_hash"),
     lastDismissMessages: text("last_dismiss_messages"),
     lastLogIn: text("last_log_in"),
+    /**
+     * Bearer tokens of this user issued before this time (epoch seconds) are refused: set by a password change and
+     * a removed role (auth/bearer.ts checks it with the logout lookup).
+     */
+    tokensValidAfter: integer("tokens_valid_after"),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
@@ -95,6 +100,17 @@ export const apiKeys = sqliteTable(
 );
 
 /** Bearer tokens ended by logout, kept until they would have expired anyway. */
+/**
+ * Tombstones of the administrator bootstrap (auth/bootstrap.ts): one row per configured administrator name that was
+ * ever bootstrapped, so a deleted or renamed account or key is never created again.
+ */
+export const adminBootstraps = sqliteTable("admin_bootstraps", {
+  normalizedUserName: text("normalized_user_name").primaryKey(),
+  /** The isolate's claim: only the isolate whose claim landed creates the account and key. */
+  claim: text("claim").notNull(),
+  createdAt: createdAt(),
+});
+
 export const revokedTokens = sqliteTable("revoked_tokens", {
   jti: text("jti").primaryKey(),
   expiresAt: text("expires_at").notNull(),
@@ -561,12 +577,14 @@ export const logs = sqliteTable(
     id: id(),
     timestamp: text("timestamp").notNull(),
     level: integer("level").notNull(),
+    /** `Service` or `Audit` (logging.ts LOG_CATEGORIES): audit entries are for Administrators only. */
+    category: text("category").notNull().default("Service"),
     message: text("message").notNull(),
     exception: text("exception"),
     properties: text("properties"),
     requestId: text("request_id"),
   },
-  (t) => [index("logs_timestamp").on(t.timestamp), index("logs_level").on(t.level)],
+  (t) => [index("logs_timestamp").on(t.timestamp), index("logs_level").on(t.level), index("logs_category").on(t.category)],
 );
 
 export const emailOutbox = sqliteTable("email_outbox", {

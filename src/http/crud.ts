@@ -10,7 +10,7 @@
  * every operation and is written into created rows.
  */
 import { type RouteConfig, createRoute, z } from "@hono/zod-openapi";
-import { type SQL, eq } from "drizzle-orm";
+import { type SQL, and, eq } from "drizzle-orm";
 import type { Context } from "hono";
 import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import type { AppEnv, Role } from "../app-env";
@@ -61,7 +61,10 @@ export interface CrudDefinition {
   /** Body properties that reference other entities' ids: checked to exist (400 naming them). */
   references?: Readonly<Record<string, Entity>>;
   hooks?: CrudHooks;
-  list?: Pick<ListOptions, "includes" | "decorate">;
+  list?: Pick<ListOptions, "includes" | "decorate"> & {
+    /** Rows the caller may see, by who calls (e.g. audit log entries for Administrators only); ANDed with the scope. */
+    visible?: (ctx: ServiceContext) => SQL | undefined;
+  };
   /** Schema of the create answer's properties beside `<singular>Id` (or replacing it), valued by hooks.created. */
   createdShape?: z.ZodRawShape;
   /** Operation ids replacing the generated ones (when two routes list the same entity). */
@@ -178,7 +181,8 @@ export function crud(app: Router, def: CrudDefinition): void {
     });
     register(app, route, async (c) => {
       const ctx = serviceContext(c);
-      const { where } = await scopeOf(ctx, c.req.valid("param") ?? {});
+      const { where: scoped } = await scopeOf(ctx, c.req.valid("param") ?? {});
+      const where = and(scoped, def.list?.visible?.(ctx));
       const body = await listBody(ctx.db, entity, c.req.valid("query"), ctx.config, { ...def.list, ...(where ? { scope: where } : {}) });
       return ok(c, body);
     });

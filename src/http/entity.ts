@@ -61,8 +61,9 @@ export const f = {
   id: (o: Options = {}) => ({ filter: "integer" as const, output: describe(int32(1), o.description), input: int32(1), readOnly: true }),
   /** A server-generated string key (user ids are strings in SPEC). */
   stringId: (o: Options = {}) => ({ filter: "string" as const, output: describe(z.string(), o.description), input: z.string().max(64), readOnly: true }),
-  string: (o: Options & { max?: number; pattern?: RegExp } = {}) => {
+  string: (o: Options & { min?: number; max?: number; pattern?: RegExp } = {}) => {
     let input = z.string().max(o.max ?? 4000);
+    if (o.min !== undefined) input = input.min(o.min);
     if (o.pattern) input = input.regex(o.pattern);
     return { filter: "string" as const, output: describe(z.string(), o.description), input: describe(input, o.description), ...flags(o) };
   },

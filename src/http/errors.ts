@@ -17,6 +17,12 @@ export class ApiError extends Error {
   }
 }
 
+/**
+ * A 5xx answer SPEC asks for that is no failure of the service (a login from a blocked IP answers 500): rendered
+ * like any ApiError but not written to the service log, so a flood of refusals cannot grow it.
+ */
+export class RefusalError extends ApiError {}
+
 /** 401 from the credential checks: empty body, `WWW-Authenticate` (SPEC: authorization failures have no body). */
 export function unauthorized(scheme = "Bearer"): ApiError {
   return new ApiError(401, "", { "WWW-Authenticate": scheme });

@@ -9,7 +9,7 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { ZodError } from "zod";
 import type { AppEnv } from "../app-env";
 import { ConfigError } from "../config";
-import { ApiError, LicensingError, ValidationProblem } from "./errors";
+import { ApiError, LicensingError, RefusalError, ValidationProblem } from "./errors";
 import { logFailure } from "./request-log";
 
 export const TOON_TYPE = "application/toon";
@@ -143,7 +143,7 @@ export function validationHook(result: { success: boolean; error?: ZodError; dat
  */
 export function renderError(err: Error, c: Context<AppEnv>): Response {
   const res = errorAnswer(err, c);
-  if (res.status >= 500 && !(err instanceof LicensingError)) logFailure(c, err, res.status, logMessage(err));
+  if (res.status >= 500 && !(err instanceof LicensingError) && !(err instanceof RefusalError)) logFailure(c, err, res.status, logMessage(err));
   return res;
 }
 

@@ -654,6 +654,8 @@ export async function signInWithUserKey(ctx: ServiceContext, userKey: string): P
     if (e instanceof LicensingError) throw new ApiError(401, INVALID_USER_KEY);
     throw e;
   }
+  // A revoked or expired license's key signs nothing in, and counts as a failed attempt like an unknown key.
+  if (license.revoked || (license.expireDate !== null && license.expireDate <= clock.now().toISOString())) throw new ApiError(401, INVALID_USER_KEY);
   const roles: Role[] = ["Application"];
   const issued = await issueToken(ctx.config, { subject: license.licenseId, name: license.licenseId, roles, licenseId: license.licenseId });
   return { ...issued, roles };

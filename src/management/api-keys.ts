@@ -8,7 +8,9 @@ import { generateApiKey, generateClientSecret, invalidateApiKeyCache, keyPrefix 
 import { sha256Hex } from "../auth/crypto";
 import { Roles } from "../auth/guard";
 import { nowIso } from "../clock";
+import type { Row } from "../db/repository";
 import { apiKeys } from "../db/schema";
+import type { ServiceContext } from "../http/context";
 import { crud } from "../http/crud";
 import { defineEntity, f } from "../http/entity";
 import { int32 } from "../http/openapi";
@@ -42,6 +44,21 @@ export function maskKeys(items: Record<string, unknown>[], rows: Record<string, 
   items.forEach((item, i) => (item["key"] = rows[i]?.["keyPrefix"]));
 }
 
+/** Properties of a key an audit entry may name: never the key, its digest, prefix or client secret. */
+const AUDITED = ["name", "ownerId", "permissions", "revoked", "expireDate", "description"] as const;
+
+/** The audit entry of an API key write: created, revoked, changed or deleted, by whom. */
+function auditApiKeyWrite(ctx: ServiceContext, operation: "create" | "update" | "delete", row: Row, previous?: Row): void {
+  const about = { targetApiKeyId: row["id"], targetApiKeyName: row["name"] ?? null, ownerId: row["ownerId"] ?? null, permissions: row["permissions"] };
+  const label = `API key ${String(row["id"])}${row["name"] ? ` (${String(row["name"])})` : ""}`;
+  if (operation === "create") return ctx.log?.audit("ApiKeyCreated", `${label} created`, ctx, about);
+  if (operation === "delete") return ctx.log?.audit("ApiKeyDeleted", `${label} deleted`, ctx, about);
+  const fields = AUDITED.filter((k) => JSON.stringify(row[k] ?? null) !== JSON.stringify(previous?.[k] ?? null));
+  if (fields.length === 0) return;
+  const revoked = Boolean(row["revoked"]) && !previous?.["revoked"];
+  ctx.log?.audit(revoked ? "ApiKeyRevoked" : "ApiKeyChanged", `${label} ${revoked ? "revoked" : "changed"}`, ctx, { ...about, fields });
+}
+
 export function registerApiKeys(app: Router): void {
   const admin = Roles.admin;
   crud(app, {
@@ -73,7 +90,10 @@ export function registerApiKeys(app: Router): void {
         };
       },
       created: (_ctx, _row, values) => ({ key: values["plainKey"], clientSecret: values["plainClientSecret"] }),
-      written: () => invalidateApiKeyCache(),
+      written: (ctx, operation, row, previous) => {
+        invalidateApiKeyCache();
+        auditApiKeyWrite(ctx, operation, row, previous);
+      },
     },
   });
 }

@@ -190,6 +190,10 @@ export function registerLicenses(app: Router): void {
       written: async (ctx, operation, row, previous) => {
         if (operation === "delete") await dropSeats(ctx.env, row["id"] as number);
         emitLicenseChange(ctx, operation, row, previous);
+        // The audit trail (logging.ts): revocations and deletions, by whom; never the user key.
+        const about = { licenseId: row["licenseId"], id: row["id"] };
+        if (operation === "delete") ctx.log?.audit("LicenseDeleted", `License ${String(row["licenseId"])} deleted`, ctx, about);
+        if (operation === "update" && row["revoked"] && !previous?.["revoked"]) ctx.log?.audit("LicenseRevoked", `License ${String(row["licenseId"])} revoked`, ctx, about);
       },
     },
   });

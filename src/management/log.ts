@@ -1,18 +1,27 @@
 /**
  * `/v1/log` (Administrator, LicenseManager, Sales; SPEC access table "Log, server info, email"): the service log
  * with the list conventions, its level names, and deletion by age and level. Entries are written by the service
- * itself (logging.ts, http/request-log.ts), never through this API.
+ * itself (logging.ts, http/request-log.ts), never through this API. Each entry has a `category`: `Service`, or
+ * `Audit` for the audit trail of security events, which only Administrators see and delete
+ * (`GET /v1/log?filter=category == "Audit"`).
  */
 import { createRoute, z } from "@hono/zod-openapi";
 import { Roles, access } from "../auth/guard";
 import { logs } from "../db/schema";
+import { ne } from "drizzle-orm";
 import { serviceContext } from "../http/context";
 import { crud } from "../http/crud";
 import { defineEntity, f } from "../http/entity";
 import { enveloped, errorResponses, int64, json } from "../http/openapi";
 import { ok } from "../http/respond";
 import type { Router } from "../http/router";
-import { LOG_LEVELS, deleteLogs, parseLogLevel } from "../logging";
+import { LOG_CATEGORIES, LOG_LEVELS, deleteLogs, parseLogLevel } from "../logging";
+import type { ServiceContext } from "../http/context";
+
+/** Whether the caller may see and delete the audit trail: Administrators only. */
+function seesAudit(ctx: ServiceContext): boolean {
+  return ctx.principal?.roles.includes("Administrator") ?? false;
+}
 
 /** A service log entry as the list returns it (read-only: only the service writes entries). */
 export const LogEntry = defineEntity({
@@ -24,6 +33,7 @@ export const LogEntry = defineEntity({
     id: f.id(),
     timestamp: f.date({ readOnly: true }),
     level: f.enumOf(LOG_LEVELS, { readOnly: true }),
+    category: f.string({ readOnly: true, description: `What the entry is about: ${LOG_CATEGORIES.map((c) => `\`${c}\``).join(" or ")} (security events; Administrators only).` }),
     message: f.string({ readOnly: true }),
     exception: f.string({ readOnly: true, description: "The error's name, message and stack." }),
     properties: f.string({ readOnly: true, description: "JSON object: method, path, status, clientIp … of the request." }),
@@ -52,7 +62,16 @@ export const LogDeletionQuery = z.object({
 /** Registers `GET /v1/log`, `GET /v1/log/levels` and `DELETE /v1/log`. */
 export function registerLog(app: Router): void {
   const roles = Roles.management;
-  crud(app, { entity: LogEntry, path: "/v1/log", tag: "Service log", label: "service log entry", operations: ["list"], roles: { list: roles, create: roles, update: roles, delete: roles } });
+  crud(app, {
+    entity: LogEntry,
+    path: "/v1/log",
+    tag: "Service log",
+    label: "service log entry",
+    operations: ["list"],
+    roles: { list: roles, create: roles, update: roles, delete: roles },
+    list: { visible: (ctx) => (seesAudit(ctx) ? undefined : ne(logs.category, "Audit")) },
+    descriptions: { list: "Audit entries (category `Audit`) are listed for Administrators only." },
+  });
 
   app.openapi(
     createRoute({
@@ -74,6 +93,7 @@ export function registerLog(app: Router): void {
       tags: ["Service log"],
       operationId: "deleteLogs",
       summary: "Delete log entries (all, or those before a date and/or of a level)",
+      description: "Audit entries (category `Audit`) are deleted only when an Administrator asks; other roles delete the rest.",
       ...access.key(roles),
       request: { query: LogDeletionQuery },
       responses: { 200: json(enveloped({ deleted: int64() }), "How many entries were deleted"), ...errorResponses },
@@ -81,11 +101,10 @@ export function registerLog(app: Router): void {
     async (c) => {
       const ctx = serviceContext(c);
       const { before, level } = c.req.valid("query");
-      const deleted = await deleteLogs(ctx.db, { ...(before ? { before } : {}), ...(level ? { level } : {}) });
+      // Roles below Administrator clear the service's own entries only, never the audit trail.
+      const deleted = await deleteLogs(ctx.db, { ...(before ? { before } : {}), ...(level ? { level } : {}), keepAudit: !seesAudit(ctx) });
       // Clearing the log is itself recorded, so the trail shows who removed what.
-      ctx.log?.information(`${deleted} log entries deleted`, {
-        properties: { user: ctx.principal?.userName ?? null, before: before?.toISOString() ?? null, level: level ?? null },
-      });
+      ctx.log?.audit("LogDeleted", `${deleted} log entries deleted`, ctx, { deleted, before: before?.toISOString() ?? null, level: level ?? null });
       return ok(c, { deleted });
     },
   );

@@ -87,9 +87,9 @@ export function registerSettings(app: Router): void {
       const { config, sources } = await loadConfig(c.env, c.env.DB);
       // The rest of this request (its serialization) follows the new settings too.
       c.set("config", config);
-      // Names only: the log is readable by more roles than the settings, so values stay out of it.
-      ctx.log?.information(`Settings changed: ${changes.map((change) => change.name).join(", ")}`, {
-        properties: { user: ctx.principal?.userName ?? null, changes: changes.map((change) => ({ name: change.name, removed: change.value === null })) },
+      // An audit entry (logging.ts), with names only: a value could be a secret.
+      ctx.log?.audit("SettingsChanged", `Settings changed: ${changes.map((change) => change.name).join(", ")}`, ctx, {
+        changes: changes.map((change) => ({ name: change.name, removed: change.value === null })),
       });
       return ok(c, { settings: changes.map((change) => describeSetting(change.name, config, sources[change.name])) });
     },

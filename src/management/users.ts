@@ -6,10 +6,11 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { ROLES, type Role } from "../app-env";
 import { invalidateApiKeyCache } from "../auth/api-keys";
 import { Roles, access } from "../auth/guard";
-import { hashPassword } from "../auth/passwords";
+import { tokensEndNow } from "../auth/bearer";
+import { MIN_PASSWORD_LENGTH, hashPassword } from "../auth/passwords";
 import { type Row, requireById, updateRow } from "../db/repository";
 import { userSettings, users } from "../db/schema";
-import { serviceContext } from "../http/context";
+import { type ServiceContext, serviceContext } from "../http/context";
 import { crud, idParamSchema } from "../http/crud";
 import { DECEPTIVE_CHARACTERS, defineEntity, f } from "../http/entity";
 import { ApiError } from "../http/errors";
@@ -35,7 +36,7 @@ export const User = defineEntity({
     id: f.stringId(),
     // No spaces, controls or bidirectional characters: a user name must read as what it is.
     userName: f.string({ max: 256, pattern: new RegExp(`^[^\\s${DECEPTIVE_CHARACTERS}]+$`) }),
-    password: f.string({ max: 256, writeOnly: true, description: "Write-only; stored as a PBKDF2-SHA256 hash." }),
+    password: f.string({ min: MIN_PASSWORD_LENGTH, max: 256, writeOnly: true, description: `Write-only; at least ${MIN_PASSWORD_LENGTH} characters; stored as a PBKDF2-SHA256 hash.` }),
     email: f.string({ max: 256 }),
     phoneNumber: f.string({ max: 64 }),
     title: f.string({ max: 64 }),
@@ -82,6 +83,35 @@ export const UserSetting = defineEntity({
   required: ["name"],
 });
 
+/**
+ * Whether a write to a user ends that user's bearer tokens: a new password, or a role taken away (a token carries
+ * its roles, so it would keep acting with the old ones).
+ */
+export function endsTokens(values: Row, existing: Row): boolean {
+  if (values["passwordHash"] !== undefined) return true;
+  if (!Array.isArray(values["roles"])) return false;
+  const next = new Set(values["roles"] as string[]);
+  return ((existing["roles"] as string[] | null) ?? []).some((role) => !next.has(role));
+}
+
+/** Columns a user write changes that are no audit event of their own (derived or bookkeeping). */
+const UNAUDITED = new Set(["passwordHash", "normalizedUserName", "updatedAt", "tokensValidAfter", "lastLogIn", "roles"]);
+
+/** The audit entries of a user write, from the row before and after: never the password or its hash. */
+export function auditUserWrite(ctx: ServiceContext, operation: "create" | "update" | "delete", row: Row, previous?: Row): void {
+  const name = String(row["userName"]);
+  const about = { targetUserId: row["id"], targetUserName: name };
+  if (operation !== "update" || !previous) {
+    ctx.log?.audit(operation === "create" ? "UserCreated" : "UserDeleted", `User ${name} ${operation}d`, ctx, { ...about, roles: row["roles"] ?? [] });
+    return;
+  }
+  if (row["passwordHash"] !== previous["passwordHash"]) ctx.log?.audit("PasswordChanged", `Password of user ${name} changed`, ctx, about);
+  const before = JSON.stringify(previous["roles"] ?? []);
+  if (JSON.stringify(row["roles"] ?? []) !== before) ctx.log?.audit("RolesChanged", `Roles of user ${name} changed`, ctx, { ...about, from: previous["roles"] ?? [], to: row["roles"] ?? [] });
+  const fields = Object.keys(row).filter((k) => !UNAUDITED.has(k) && JSON.stringify(row[k] ?? null) !== JSON.stringify(previous[k] ?? null));
+  if (fields.length > 0) ctx.log?.audit("UserChanged", `User ${name} changed`, ctx, { ...about, fields });
+}
+
 /** Derived columns of a user write: the case-insensitive name and the password hash (never the password). */
 export async function userWriteValues(values: Row): Promise<Row> {
   const { password, ...rest } = values;
@@ -105,11 +135,18 @@ export function registerUsers(app: Router): void {
     roles: { list: admin, create: admin, update: admin, delete: admin },
     hooks: {
       create: async (_ctx, values) => ({ roles: [], ...(await userWriteValues(values)), id: crypto.randomUUID() }),
-      update: (_ctx, values) => userWriteValues(values),
+      update: async (_ctx, values, existing) => {
+        const out = await userWriteValues(values);
+        // A new password or a removed role ends the user's bearer tokens at once (auth/bearer.ts loggedOutQuery).
+        return endsTokens(out, existing) ? { ...out, tokensValidAfter: tokensEndNow() } : out;
+      },
       delete: (ctx, existing) => {
         if (existing["id"] === ctx.principal?.userId) throw new ApiError(400, "You cannot delete your own account");
       },
-      written: () => invalidateApiKeyCache(),
+      written: (ctx, operation, row, previous) => {
+        invalidateApiKeyCache();
+        auditUserWrite(ctx, operation, row, previous);
+      },
     },
   });
 
@@ -183,8 +220,10 @@ export function registerUsers(app: Router): void {
           throw new ApiError(400, "You cannot remove the Administrator role from your own account");
         }
         const next = ROLES.filter((r) => current.has(r));
-        await updateRow(ctx.db, User, userId, { roles: next });
+        const ends = endsTokens({ roles: next }, user);
+        const row = await updateRow(ctx.db, User, userId, { roles: next, ...(ends ? { tokensValidAfter: tokensEndNow() } : {}) });
         invalidateApiKeyCache();
+        auditUserWrite(ctx, "update", row, user);
         return ok(c, { roles: next });
       },
     );

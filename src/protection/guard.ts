@@ -4,19 +4,38 @@
  * query); a blocked IP gets 429 with `Retry-After` and a text body. And login protection: failed logins (password
  * or user key, REST or gRPC) and the update routes' unknown, revoked or expired user keys count per IP; past
  * `MaxFailedAttempts`, logins fail (500) until `LoginBlockDuration` has passed, even with the right password.
+ * Login itself (REST and gRPC) is outside the request limit (SPEC) but has a generous limit of its own, and IPv6
+ * clients are counted per /64.
  */
 import type { MiddlewareHandler } from "hono";
 import type { AppEnv } from "../app-env";
 import { clock } from "../clock";
 import type { Config } from "../config";
 import type { Bindings } from "../env";
-import type { ServiceContext } from "../http/context";
-import { ApiError } from "../http/errors";
-import { ipInList } from "./ip";
+import { type ServiceContext, serviceContext } from "../http/context";
+import { ApiError, RefusalError } from "../http/errors";
+import { ServiceLog } from "../logging";
+import { ipInList, parseIp } from "./ip";
 
-function limiter(env: Bindings, ip: string) {
-  return env.RATE_LIMITER.getByName(ip);
+/**
+ * The name of the RateLimiter object that counts `ip`: the address itself for IPv4, its /64 prefix for IPv6 (one
+ * subscriber holds a whole /64, so counting single IPv6 addresses would let one client rotate past every limit).
+ */
+export function limiterName(ip: string): string {
+  const bytes = parseIp(ip);
+  if (bytes?.length !== 16) return ip;
+  const groups = Array.from({ length: 4 }, (_, i) => ((bytes[i * 2]! << 8) | bytes[i * 2 + 1]!).toString(16));
+  return `${groups.join(":")}::/64`;
 }
+
+function limiter(env: Bindings, ip: string, purpose: "requests" | "logins" = "requests") {
+  // Login requests have their own request count (another object), so a login flood and other routes never mix.
+  const name = limiterName(ip);
+  return env.RATE_LIMITER.getByName(purpose === "logins" ? `login ${name}` : name);
+}
+
+/** The login routes (REST and gRPC): excluded from the request limit by SPEC, but counted by their own limit. */
+const LOGIN_PATHS = ["/v1/auth/login", "/licensing.v1.Authentication/Authenticate"];
 
 function excluded(path: string, config: Config): boolean {
   return config["IpFiltering:BruteForceProtection:ExcludedPaths"].some((prefix) => path.startsWith(prefix));
@@ -26,19 +45,35 @@ function excluded(path: string, config: Config): boolean {
 export const ipProtection: MiddlewareHandler<AppEnv> = async (c, next) => {
   const config = c.get("config");
   const ip = c.get("clientIp");
+  // A refused API key (unknown, revoked, expired; REST or gRPC) counts like a failed login (auth/guard.ts marks it).
+  const proceed = async () => {
+    await next();
+    if (c.get("refusedApiKey")) {
+      const ctx = serviceContext(c);
+      ctx.waitUntil(countFailedLogin(ctx));
+    }
+  };
   if (ipInList(ip, config["IpFiltering:Blacklist"])) throw new ApiError(403, "Requests from this address are blocked");
-  if (!config["IpFiltering:BruteForceProtection:Enabled"] || ipInList(ip, config["IpFiltering:Whitelist"]) || excluded(c.req.path, config)) return next();
-  const verdict = await limiter(c.env, ip).hit(
-    clock.now().getTime(),
-    config["IpFiltering:BruteForceProtection:MaxRequestsPerTimeFrame"],
-    config["IpFiltering:BruteForceProtection:TimeFrameDuration"],
-    config["IpFiltering:BruteForceProtection:RequestsBlockDuration"],
-  );
+  if (!config["IpFiltering:BruteForceProtection:Enabled"] || ipInList(ip, config["IpFiltering:Whitelist"])) return proceed();
+  let verdict;
+  if (LOGIN_PATHS.includes(c.req.path)) {
+    // A login flood stops here, before any password is hashed: a generous limit of its own, blocked for one frame.
+    const frame = config["IpFiltering:BruteForceProtection:TimeFrameDuration"];
+    verdict = await limiter(c.env, ip, "logins").hit(clock.now().getTime(), config["IpFiltering:AuthenticationProtection:MaxLoginRequestsPerTimeFrame"], frame, frame);
+  } else {
+    if (excluded(c.req.path, config)) return proceed();
+    verdict = await limiter(c.env, ip).hit(
+      clock.now().getTime(),
+      config["IpFiltering:BruteForceProtection:MaxRequestsPerTimeFrame"],
+      config["IpFiltering:BruteForceProtection:TimeFrameDuration"],
+      config["IpFiltering:BruteForceProtection:RequestsBlockDuration"],
+    );
+  }
   if (!verdict.allowed) {
     const wait = verdict.retryAfter ?? 1;
     return c.text(`Too many requests. Try again in ${wait} seconds.`, 429, { "Retry-After": String(wait) });
   }
-  return next();
+  return proceed();
 };
 
 /** Whether login protection watches this caller (whitelisted IPs are never limited). */
@@ -46,31 +81,74 @@ function watched(ctx: ServiceContext): boolean {
   return !ipInList(ctx.clientIp, ctx.config["IpFiltering:Whitelist"]);
 }
 
-/**
- * Runs a login attempt under login protection: refused (500) while the IP is blocked; a failure (the attempt
- * throws a 401) is counted, a success clears the count.
- */
-export async function protectLogin<T>(ctx: ServiceContext, attempt: () => Promise<T>): Promise<T> {
-  if (!watched(ctx)) return attempt();
-  const ip = limiter(ctx.env, ctx.clientIp);
-  const gate = await ip.loginAllowed(clock.now().getTime());
-  if (!gate.allowed) throw new ApiError(500, `Too many failed logins from this address. Try again in ${gate.retryAfter ?? 1} seconds.`);
-  try {
-    const result = await attempt();
-    ctx.waitUntil(ip.loginSucceeded());
-    return result;
-  } catch (e) {
-    if (e instanceof ApiError && e.status === 401) await countFailedLogin(ctx);
-    throw e;
-  }
+/** What a login attempt is: the account it names (normalized user name), and whether a success proves a person. */
+export interface LoginAttempt {
+  /** The normalized user name of a password sign-in; null for a user key (a key is no account). */
+  account: string | null;
+  /**
+   * Whether a success clears the account's failures: a password sign-in does; a user-key sign-in never clears
+   * password failures (a license key can be shared or leaked, and proves no person).
+   */
+  clearsFailures: boolean;
 }
 
-/** Counts a failed login (or a bad user key on the update routes) for the caller's IP. */
+/** A password sign-in for `username`. */
+export function passwordAttempt(username: string | undefined): LoginAttempt {
+  return { account: username === undefined ? null : username.toLowerCase(), clearsFailures: true };
+}
+
+/** A sign-in with a license's user key. */
+export const USER_KEY_ATTEMPT: LoginAttempt = { account: null, clearsFailures: false };
+
+const isFailedLogin = (e: unknown) => e instanceof ApiError && e.status === 401;
+
+/**
+ * Runs a login attempt under login protection. Deciding and counting is one call to the IP's RateLimiter object
+ * (loginBegin): while the IP is blocked, or while its failures and the attempts still being checked reach
+ * MaxFailedAttempts, the attempt is refused (500, not written to the service log) without checking anything; else
+ * it counts as a failure until settled. A failure (`isFailure`, by default a 401) stays counted and may start the
+ * block (one audit entry per block); a password success clears that account's failures only.
+ */
+export async function protectLogin<T>(ctx: ServiceContext, who: LoginAttempt, attempt: () => Promise<T>, isFailure: (e: unknown) => boolean = isFailedLogin): Promise<T> {
+  if (!watched(ctx)) return attempt();
+  const ip = limiter(ctx.env, ctx.clientIp);
+  const maxAttempts = ctx.config["IpFiltering:AuthenticationProtection:MaxFailedAttempts"];
+  const blockMs = ctx.config["IpFiltering:AuthenticationProtection:LoginBlockDuration"];
+  const gate = await ip.loginBegin(clock.now().getTime(), maxAttempts, blockMs);
+  if (!gate.allowed) throw new RefusalError(500, `Too many failed logins from this address. Try again in ${gate.retryAfter} seconds.`);
+  let result: T;
+  try {
+    result = await attempt();
+  } catch (e) {
+    const failed = isFailure(e);
+    const outcome = await ip.loginEnd(clock.now().getTime(), gate.attempt, failed ? "failed" : "neutral", who.account, maxAttempts, blockMs);
+    if (outcome.blocked) await auditBlock(ctx, outcome.failures ?? maxAttempts, blockMs);
+    throw e;
+  }
+  ctx.waitUntil(ip.loginEnd(clock.now().getTime(), gate.attempt, who.clearsFailures ? "succeeded" : "neutral", who.account, maxAttempts, blockMs));
+  return result;
+}
+
+/**
+ * Counts a failure that is no login attempt for the caller's IP: a bad user key on the update routes, an unknown
+ * API key. Enough of them block logins like failed logins do.
+ */
 export async function countFailedLogin(ctx: ServiceContext): Promise<void> {
   if (!watched(ctx)) return;
-  await limiter(ctx.env, ctx.clientIp).loginFailed(
-    clock.now().getTime(),
-    ctx.config["IpFiltering:AuthenticationProtection:MaxFailedAttempts"],
-    ctx.config["IpFiltering:AuthenticationProtection:LoginBlockDuration"],
-  );
+  const blockMs = ctx.config["IpFiltering:AuthenticationProtection:LoginBlockDuration"];
+  const outcome = await limiter(ctx.env, ctx.clientIp).loginFailed(clock.now().getTime(), ctx.config["IpFiltering:AuthenticationProtection:MaxFailedAttempts"], blockMs);
+  if (outcome.blocked) await auditBlock(ctx, outcome.failures ?? 0, blockMs);
+}
+
+/**
+ * The one audit entry of a block (not one per refused attempt). Written at once with its own batch: the failure that
+ * started the block may be counted after the request's log was flushed (update routes count in `waitUntil`).
+ */
+async function auditBlock(ctx: ServiceContext, failures: number, blockMs: number): Promise<void> {
+  const log = new ServiceLog();
+  log.audit("LoginBlocked", `Logins from ${ctx.clientIp} blocked for ${Math.ceil(blockMs / 1000)} seconds after ${failures} failed attempts`, ctx, {
+    failures,
+    blockedSeconds: Math.ceil(blockMs / 1000),
+  });
+  await log.flush(ctx.db, ctx.requestId);
 }

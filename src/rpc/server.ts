@@ -14,7 +14,7 @@ import type { Context } from "hono";
 import type { AppEnv, Principal } from "../app-env";
 import { authenticate } from "../auth/guard";
 import { INVALID_LOGIN, signInWithPassword } from "../auth/routes";
-import { protectLogin } from "../protection/guard";
+import { USER_KEY_ATTEMPT, passwordAttempt, protectLogin } from "../protection/guard";
 import { fromBase64, toBase64 } from "../auth/crypto";
 import { ConfigError } from "../config";
 import { Authentication } from "../gen/licensing/v1/authentication_pb";
@@ -105,9 +105,10 @@ function routes(router: ConnectRouter): void {
     authenticate: (req, context) =>
       call(async () => {
         const { ctx } = state(context.values);
-        const signedIn = await protectLogin(ctx, () =>
-          req.userKey !== "" && req.username === "" ? signInWithUserKey(ctx, req.userKey) : signInWithPassword(ctx, req.username || undefined, req.password),
-        );
+        const signedIn =
+          req.userKey !== "" && req.username === ""
+            ? await protectLogin(ctx, USER_KEY_ATTEMPT, () => signInWithUserKey(ctx, req.userKey))
+            : await protectLogin(ctx, passwordAttempt(req.username || undefined), () => signInWithPassword(ctx, req.username || undefined, req.password));
         return { token: signedIn.token, expiresIn: signedIn.expiresIn, roles: signedIn.roles };
       }),
   });

@@ -88,7 +88,7 @@ async function main() {
     Application__JwtSecret: "e2e-webhooks-jwt-secret-0123456789abcdef",
     Application__EncryptionKey: "e2e-webhooks-encryption-key",
     Application__AdminUsername: "admin",
-    Application__AdminPassword: "Admin-12345",
+    Application__AdminPassword: "Admin-12345678",
     Application__AdminApiKey: KEY,
   };
   // wrangler dev reloads when a watched file changes, and a reload drops the local Queue's pending retries: it runs

@@ -115,7 +115,7 @@ describe("download tokens", () => {
 describe("the administrator bootstrap", () => {
   it("with a fixed Application:AdminApiKey, isolates starting at once make one user and one key", async () => {
     const fixed = "api_FixedBootstrapKey0000000000000000".slice(0, 36);
-    const { config } = buildConfig({ Application__AdminUsername: "racer", Application__AdminPassword: "Racer#pass1", Application__AdminApiKey: fixed }, []);
+    const { config } = buildConfig({ Application__AdminUsername: "racer", Application__AdminPassword: "Racer#password1", Application__AdminApiKey: fixed }, []);
     await Promise.all(Array.from({ length: 10 }, () => ensureAdmin(env.DB, config)));
     const users = await env.DB.prepare("SELECT id FROM users WHERE normalized_user_name = 'racer'").all<{ id: string }>();
     expect(users.results).toHaveLength(1);

@@ -67,7 +67,7 @@ describe("fields over their limits", () => {
   it("answer 400 naming the field, and nothing is written", async () => {
     const cases: [string, string, unknown, string][] = [
       ["POST", "/v1/resources", { resource: { name: long } }, "resource.name"],
-      ["POST", "/v1/users", { user: { userName: long, password: "Secret#123" } }, "user.userName"],
+      ["POST", "/v1/users", { user: { userName: long, password: "Secret#123456" } }, "user.userName"],
       ["POST", "/v1/products", { product: { code: "p", name: long } }, "product.name"],
       ["POST", "/v1/customers", { customer: { company: long } }, "customer.company"],
       ["POST", "/v1/resources", { resource: { name: "tags", meta: "m".repeat(4001) } }, "resource.meta"],
