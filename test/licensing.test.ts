@@ -197,7 +197,7 @@ describe("user-key sign-in", () => {
     expect((await call("GET", "/v1/licenses", { token })).status).toBe(401);
   });
 
-  it("answers 401 Invalid user key. to an unknown key, and lets a revoked license sign in to learn why", async () => {
+  it("answers 401 Invalid user key. to an unknown key, and to a revoked license's key (issue 14: a failed attempt)", async () => {
     for (const userKey of ["WRONG-KEY", ""]) {
       const res = await call("POST", "/v1/auth/login", { body: { userKey } });
       expect(res.status).toBe(401);
@@ -206,8 +206,10 @@ describe("user-key sign-in", () => {
     const revoked = await newLicense("File");
     await admin("PUT", "/v1/licenses", { license: { id: revoked.id, revoked: true } });
     const login = await call("POST", "/v1/auth/login", { body: { userKey: revoked.userKey } });
-    expect(login.status).toBe(200);
-    expectLicensingError(await op("validate", { userKey: revoked.userKey }, login.body["token"]), 527, "The license has been revoked");
+    expect(login.status).toBe(401);
+    expect(login.body).toEqual({ success: false, code: 401, message: "Invalid user key." });
+    // A caller with another credential still learns why.
+    expectLicensingError(await op("validate", { userKey: revoked.userKey }), 527, "The license has been revoked");
   });
 });
 

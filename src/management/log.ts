@@ -33,7 +33,7 @@ export const LogEntry = defineEntity({
     id: f.id(),
     timestamp: f.date({ readOnly: true }),
     level: f.enumOf(LOG_LEVELS, { readOnly: true }),
-    category: f.string({ readOnly: true, description: `What the entry is about: ${LOG_CATEGORIES.map((c) => `\`${c}\``).join(" or ")} (security events; Administrators only).` }),
+    category: f.oneOf(LOG_CATEGORIES, { readOnly: true, description: "What the entry is about: `Service`, or `Audit` for security events (listed for Administrators only)." }),
     message: f.string({ readOnly: true }),
     exception: f.string({ readOnly: true, description: "The error's name, message and stack." }),
     properties: f.string({ readOnly: true, description: "JSON object: method, path, status, clientIp … of the request." }),

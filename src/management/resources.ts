@@ -12,7 +12,7 @@ import { defineEntity, f } from "../http/entity";
 import { ApiError, forbidden } from "../http/errors";
 import type { Router } from "../http/router";
 import { type Row, deleteRow } from "../db/repository";
-import { RETIRED_SIGNATURE_KEY_TYPE, SIGNATURE_KEY_TYPE, SIGNING_KEY_TYPES, forgetSigningKeys, retireSigningKey, retiredKeyHeldUntil } from "../updates/signing-keys";
+import { forgetSigningKeys, retireSigningKey, retiredKeyHeldUntil, signingKeyState } from "../updates/signing-keys";
 
 export const Resource = defineEntity({
   name: "Resource",
@@ -36,7 +36,7 @@ export const Resource = defineEntity({
   required: ["name"],
 });
 
-const isSigningKey = (type: unknown): boolean => typeof type === "string" && SIGNING_KEY_TYPES.includes(type);
+const isSigningKey = (type: unknown): boolean => signingKeyState(type) !== undefined;
 
 /** Signing keys are the service's own: anyone but an Administrator gets 403 on them (as on an admin-only route). */
 function requireAdministratorFor(ctx: ServiceContext, ...types: unknown[]): void {
@@ -73,11 +73,11 @@ export function registerResources(app: Router): void {
       delete: (ctx, existing) => {
         requireAdministratorFor(ctx, existing["type"]);
         // A retired key may go once nothing it signed is in use any more.
-        const heldUntil = existing["type"] === RETIRED_SIGNATURE_KEY_TYPE ? retiredKeyHeldUntil(existing) : undefined;
+        const heldUntil = signingKeyState(existing["type"]) === "retired" ? retiredKeyHeldUntil(existing) : undefined;
         if (heldUntil) throw new ApiError(400, `This retired signing key stays published until ${heldUntil}, when the last license key it signed expires`);
       },
       remove: async (ctx, id, existing) => {
-        if (existing["type"] === SIGNATURE_KEY_TYPE) return retireSigningKey(ctx.db, ctx.config, id as number);
+        if (signingKeyState(existing["type"]) === "active") return retireSigningKey(ctx.db, ctx.config, id as number);
         await deleteRow(ctx.db, Resource, id);
       },
       written: (_ctx, _operation, row, previous) => {

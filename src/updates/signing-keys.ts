@@ -21,8 +21,18 @@ import { toBase64 } from "../auth/crypto";
 export const SIGNATURE_KEY_TYPE = "SignatureKey";
 /** A deleted signing key: it signs no more, and is published until `meta.publishedUntil`. */
 export const RETIRED_SIGNATURE_KEY_TYPE = "RetiredSignatureKey";
-/** The resource types that hold the service's private keys. */
-export const SIGNING_KEY_TYPES: readonly string[] = [SIGNATURE_KEY_TYPE, RETIRED_SIGNATURE_KEY_TYPE];
+
+/** What a resource of this type is to the signing keys: the active kind, a retired one, or no signing key at all. */
+export function signingKeyState(type: unknown): "active" | "retired" | undefined {
+  switch (type) {
+    case SIGNATURE_KEY_TYPE:
+      return "active";
+    case RETIRED_SIGNATURE_KEY_TYPE:
+      return "retired";
+    default:
+      return undefined;
+  }
+}
 const KEY_CACHE_MS = 60_000;
 
 /** A public key as `GET /v1/extensions/keys` publishes it. */
@@ -125,12 +135,12 @@ async function load(db: Db, secret: string | undefined): Promise<SigningKeys> {
   const now = clock.now().getTime();
   let rows = await readKeyRows(db);
   let keys = await Promise.all(rows.map(async (row) => ({ row, jwk: await keyOf(secret, row) })));
-  const active = () => keys.filter((k) => k.row.type === SIGNATURE_KEY_TYPE && k.jwk);
+  const active = () => keys.filter((k) => signingKeyState(k.row.type) === "active" && k.jwk);
   if (active().length === 0) {
     await generateKeyRow(
       db,
       secret,
-      keys.filter((k) => k.row.type === SIGNATURE_KEY_TYPE && !k.jwk).map((k) => k.row.id),
+      keys.filter((k) => signingKeyState(k.row.type) === "active" && !k.jwk).map((k) => k.row.id),
     );
     rows = await readKeyRows(db);
     keys = await Promise.all(rows.map(async (row) => ({ row, jwk: await keyOf(secret, row) })));
@@ -138,7 +148,7 @@ async function load(db: Db, secret: string | undefined): Promise<SigningKeys> {
   const newest = active()[0]?.jwk;
   if (!newest) throw new Error("no signing key could be created");
   const privateKey = await crypto.subtle.importKey("jwk", { ...newest, key_ops: ["sign"] }, { name: "ECDSA", namedCurve: "P-256" }, false, ["sign"]);
-  const published = keys.filter((k) => k.jwk && (k.row.type === SIGNATURE_KEY_TYPE || (publishedUntil(k.row) ?? 0) > now));
+  const published = keys.filter((k) => k.jwk && (signingKeyState(k.row.type) === "active" || (publishedUntil(k.row) ?? 0) > now));
   return {
     kid: newest.kid,
     privateKey,
