@@ -13,6 +13,7 @@ export {
   ProtocolError,
   ServiceError,
   VerificationError,
+  type LicensingReason,
   type VerificationFailure,
   errorFromGrpc,
   errorFromRest,
