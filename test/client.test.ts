@@ -33,6 +33,8 @@ import {
   verifyLicenseOffline,
 } from "../client/src/index";
 import { licenseStatus, licenseType, licensingMode } from "../client/src/wire";
+// Registers transport: "grpc-web" (its own entry point, @licensing/client/grpc-web).
+import "../client/src/grpc-web";
 import { clock } from "../src/clock";
 import { loadConfig } from "../src/config";
 import { getDb } from "../src/db/client";
