@@ -16,6 +16,7 @@ import { type DownloadOptions, HttpExecutor, configureRequestOptions, configureR
 import { NsisUpdater } from "electron-updater";
 import type { AppAdapter } from "electron-updater/out/AppAdapter";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { configureAutoUpdater } from "../../client/src/electron-updater";
 // @ts-expect-error: a plain JavaScript module shared with the benchmark
 import { startLocalWorker } from "../../scripts/local-worker.mjs";
 
@@ -186,5 +187,24 @@ describe("electron-updater against the service", () => {
     expect(check?.isUpdateAvailable).toBe(true);
     const [file] = await u.downloadUpdate();
     expect(sha512(readFileSync(file!))).toBe(sha512(insiderInstaller));
+  });
+
+  it("is configured by the client library's configureAutoUpdater: feed directory and user-key header", async () => {
+    const cache = mkdtempSync(join(tmpdir(), "updater-helper-"));
+    const u = updater("1.0.0", cache);
+    u.requestHeaders = null;
+    u.disableDifferentialDownload = true;
+    const url = configureAutoUpdater(u, { baseUrl: base, productCode: "studio", userKey, platform: "win-x64" });
+    expect(url).toBe(`${base}/v1/updates/studio/feed/stable/win-x64/`);
+    const check = await u.checkForUpdates();
+    expect(check?.updateInfo.version).toBe("2.0.0");
+    const [file] = await u.downloadUpdate();
+    expect(sha512(readFileSync(file!))).toBe(sha512(newInstaller));
+    // Without the user key the gated release is not offered: the header is what licenses the feed. The feed answers
+    // 204, which electron-updater reports as an error (docs/electron.md: Updates:EmptyFeedAsYaml avoids it).
+    const anonymous = updater("1.0.0", mkdtempSync(join(tmpdir(), "updater-anon-")));
+    configureAutoUpdater(anonymous, { baseUrl: base, productCode: "studio", platform: "win-x64" });
+    expect(anonymous.requestHeaders).toEqual({});
+    await expect(anonymous.checkForUpdates()).rejects.toThrow(/Cannot parse update info from latest.yml/);
   });
 });
