@@ -9,7 +9,8 @@
 /** The part of electron-updater's AppUpdater this helper sets. */
 export interface ConfigurableUpdater {
   setFeedURL(options: { provider: "generic"; url: string; channel?: string | null }): void;
-  requestHeaders: Record<string, string> | null;
+  // electron-updater types it as Node's OutgoingHttpHeaders.
+  requestHeaders: Record<string, string | number | string[] | undefined> | null;
 }
 
 /** The service's platforms (CONTRACT's `win-x64`, `darwin-arm64`, …). */

@@ -132,4 +132,46 @@ describe("@licensing/publish installed from its tarball", () => {
     expect(feed.status).toBe(200);
     expect(await feed.text()).toContain('version: "1.1.0"');
   });
+
+  it("publishes through electron-builder's custom-provider interface: loaded as electron-builder loads it, upload per file", async () => {
+    // What electron-builder does for `publish: {provider: "licensing"}`: require build/electron-publisher-licensing.js,
+    // take its default export, construct it with (context, publishConfig), and upload each file as it is built.
+    writeFileSync(join(app, "electron-publisher-licensing.cjs"), 'module.exports = require("@licensing/publish/electron-builder");\n');
+    writeFileSync(join(app, "package.json"), JSON.stringify({ name: "vendor-app", version: "1.2.0", private: true, type: "module" }));
+    const dist = join(app, "dist-eb");
+    await run(process.execPath, [join(root, "scripts/sample-dist.mjs"), "--out", dist, "--version", "1.2.0"]);
+    writeFileSync(
+      join(app, "electron-builder-publish.cjs"),
+      `
+const { readdirSync } = require("node:fs");
+const { join } = require("node:path");
+const module_ = require("./electron-publisher-licensing.cjs");
+const Publisher = module_.default || module_;
+(async () => {
+  const publisher = new Publisher({ cancellationToken: null, progress: null }, { provider: "licensing", url: process.argv[2], product: "studio", public: true });
+  const dir = process.argv[3];
+  // Artifacts first (concurrently, as electron-builder does), then the update-info files.
+  const files = readdirSync(dir);
+  await Promise.all(files.filter((f) => !f.endsWith(".yml")).map((f) => publisher.upload({ file: join(dir, f), arch: 1 })));
+  for (const f of files.filter((f) => f.endsWith(".yml"))) await publisher.upload({ file: join(dir, f), arch: null });
+  console.log(String(publisher));
+})().catch((e) => { console.error(e); process.exit(1); });
+`,
+    );
+    const { stdout } = await run(process.execPath, ["electron-builder-publish.cjs", base, dist], { cwd: app, env: { ...process.env, LICENSING_API_KEY: KEY } });
+    expect(stdout).toContain("Licensing service (product: studio");
+    expect(stdout, stdout).toContain("release 1.2.0 is public");
+    const feed = await fetch(`${base}/v1/updates/studio/feed/stable/darwin-x64/latest-mac.yml`, { headers: { "X-Service-User-Key": userKey } });
+    expect(feed.status).toBe(200);
+    const yaml = await feed.text();
+    expect(yaml).toContain('version: "1.2.0"');
+    expect(yaml).toContain("Studio-1.2.0-mac.zip?token=");
+    const releases = await api("GET", `/v1/products?filter=${encodeURIComponent('code == "studio"')}&select=id`);
+    const productId = releases["products"][0].id;
+    const list = await api("GET", `/v1/products/${productId}/releases?filter=${encodeURIComponent('version == "1.2.0"')}`);
+    const downloads = await api("GET", `/v1/products/${productId}/releases/${list["productReleases"][0].id}/downloads?take=100`);
+    expect(downloads["releaseDownloads"].map((d: { fileName: string }) => d.fileName).sort()).toEqual(
+      ["Studio Setup 1.2.0.exe", "Studio Setup 1.2.0.exe.blockmap", "Studio-1.2.0-arm64-mac.zip", "Studio-1.2.0-arm64-mac.zip.blockmap", "Studio-1.2.0-mac.zip", "Studio-1.2.0-mac.zip.blockmap", "Studio-1.2.0.AppImage"].sort(),
+    );
+  });
 });
