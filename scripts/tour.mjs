@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // `npm run tour`: runs the documentation's shell examples against a fresh local service, so they cannot drift.
 //
-// 1. Makes sure `jq` is there (the examples read ids from earlier answers with it): as root it installs Debian's
-//    package with apt-get when missing; otherwise a small Node stand-in for the filters the docs use (scripts/tour/jq.mjs).
+// 1. Makes sure `jq` (the examples read ids from earlier answers with it), curl and openssl are there: as root it
+//    installs Debian's packages with apt-get when missing; for jq, a small Node stand-in for the filters the docs
+//    use otherwise (scripts/tour/jq.mjs).
 // 2. Starts the bundled Worker under workerd (scripts/local-worker.mjs) on a free loopback port, with fresh state and
 //    the settings of .dev.vars.example, so `KEY` is the documented administrator key.
 // 3. Takes every ```sh block preceded by `<!-- tour -->` in README.md and docs/*.md, in order, and runs them as one
@@ -132,16 +133,18 @@ function ensureJq(binDir) {
       return false;
     }
   };
-  if (has("jq")) return;
+  // The tour's other tools (curl, openssl for a sha512, coreutils) come from Debian too.
+  const missing = ["jq", "curl", "openssl"].filter((tool) => !has(tool));
+  if (missing.length === 0) return;
   if (process.getuid?.() === 0 && has("apt-get")) {
-    console.log("tour: installing jq (apt-get install -y jq)");
+    console.log(`tour: installing ${missing.join(", ")} (apt-get install -y ${missing.join(" ")})`);
     try {
-      execFileSync("apt-get", ["install", "-y", "-q", "jq"], { stdio: "inherit", env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" } });
-      if (has("jq")) return;
+      execFileSync("apt-get", ["install", "-y", "-q", ...missing], { stdio: "inherit", env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" } });
     } catch {
-      // No package lists or no network: the stand-in below does.
+      // No package lists or no network: jq has the stand-in below; curl and openssl are reported by the tour.
     }
   }
+  if (has("jq")) return;
   console.log("tour: jq is missing; using the Node stand-in (scripts/tour/jq.mjs)");
   writeFileSync(join(binDir, "jq"), `#!/bin/sh\nexec "${process.execPath}" "${join(root, "scripts/tour/jq.mjs")}" "$@"\n`);
   chmodSync(join(binDir, "jq"), 0o755);
