@@ -2,8 +2,8 @@
 // `npm run tour`: runs the documentation's shell examples against a fresh local service, so they cannot drift.
 //
 // 1. Makes sure `jq` (the examples read ids from earlier answers with it), curl and openssl are there: as root it
-//    installs Debian's packages with apt-get when missing; for jq, a small Node stand-in for the filters the docs
-//    use otherwise (scripts/tour/jq.mjs).
+//    installs Debian's packages with apt-get when missing; jq otherwise runs as WebAssembly (jq-web,
+//    scripts/tour/jq.mjs; TOUR_JQ=node forces it).
 // 2. Starts the bundled Worker under workerd (scripts/local-worker.mjs) on a free loopback port, with fresh state and
 //    the settings of .dev.vars.example, so `KEY` is the documented administrator key.
 // 3. Takes every ```sh block preceded by `<!-- tour -->` in README.md and docs/*.md, in order, and runs them as one
@@ -135,8 +135,8 @@ function ensureJq(binDir) {
   };
   // The tour's other tools (curl, openssl for a sha512, coreutils) come from Debian too.
   const missing = ["jq", "curl", "openssl"].filter((tool) => !has(tool));
-  if (missing.length === 0) return;
-  if (process.getuid?.() === 0 && has("apt-get")) {
+  if (missing.length === 0 && process.env.TOUR_JQ !== "node") return;
+  if (missing.length > 0 && process.getuid?.() === 0 && has("apt-get")) {
     console.log(`tour: installing ${missing.join(", ")} (apt-get install -y ${missing.join(" ")})`);
     try {
       execFileSync("apt-get", ["install", "-y", "-q", ...missing], { stdio: "inherit", env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" } });
@@ -144,8 +144,8 @@ function ensureJq(binDir) {
       // No package lists or no network: jq has the stand-in below; curl and openssl are reported by the tour.
     }
   }
-  if (has("jq")) return;
-  console.log("tour: jq is missing; using the Node stand-in (scripts/tour/jq.mjs)");
+  if (has("jq") && process.env.TOUR_JQ !== "node") return;
+  console.log("tour: using jq compiled to WebAssembly (jq-web, scripts/tour/jq.mjs)");
   writeFileSync(join(binDir, "jq"), `#!/bin/sh\nexec "${process.execPath}" "${join(root, "scripts/tour/jq.mjs")}" "$@"\n`);
   chmodSync(join(binDir, "jq"), 0o755);
 }
