@@ -13,6 +13,7 @@ import { registerAuth } from "./auth/routes";
 import { type Config, loadConfig } from "./config";
 import { getDb } from "./db/client";
 import { jsonBodyLimit } from "./http/body-limit";
+import { browserCors } from "./http/cors";
 import { ApiError } from "./http/errors";
 import { requestLog } from "./http/request-log";
 import { errorResponse, renderError } from "./http/respond";
@@ -144,7 +145,7 @@ export function openApiDocument(app: Router, config: Config): unknown {
 /** Builds the app with every module's routes. */
 export function createApp(): Router {
   const app = createRouter();
-  app.use("*", requestLog, context, ipProtection, health, gates, jsonBodyLimit);
+  app.use("*", requestLog, context, browserCors, ipProtection, health, gates, jsonBodyLimit);
 
   registerAuth(app);
   registerResources(app);

@@ -132,6 +132,7 @@ export const settingDefinitions = {
   "Application:HealthCheckEndPoint": def(text(/^\/[^\s?#]*$/), "/health", "Path of the health check."),
   "Application:SerializeJSonEnumAsString": def(bool, false, "Write enumerations as names instead of numbers."),
   "Application:IgnoreJSonDefaultValues": def(bool, true, "Omit properties whose value is null from responses."),
+  "Application:CorsOrigins": def(list, [], "Origins (https://app.example.com; * for any) that browsers and Electron renderers may call the licensing operations, update routes, signing keys and gRPC-Web from; none by default, never the Management API."),
   "Application:ApiKeyHeaderName": def(text(/^[A-Za-z0-9-]+$/), "x-api-key", "Request header that carries the API key."),
   "Application:ApiKeyCacheDuration": def(
     durationUpTo(600_000, "a revoked or deleted key must stop working within it"),

@@ -33,6 +33,8 @@ import {
   verifyLicenseOffline,
 } from "../client/src/index";
 import { licenseStatus, licenseType, licensingMode } from "../client/src/wire";
+// Registers transport: "grpc-web" (its own entry point, @licensing/client/grpc-web).
+import "../client/src/grpc-web";
 import { clock } from "../src/clock";
 import { loadConfig } from "../src/config";
 import { getDb } from "../src/db/client";
@@ -186,7 +188,7 @@ describe.each(TRANSPORTS)("client over %s", (transport) => {
     await client.activate({ machineId: "PC-1" });
     expect(await client.deactivate({ machineId: "PC-1" })).toEqual({ licenseId: lic.licenseId, activeClientCount: 0, maxClientCount: 1 });
     const refused = await rejection(client.validate({ machineId: "PC-1" }), LicensingError);
-    expect([refused.grpcCode, refused.httpStatus, refused.message]).toEqual([9, 529, "The license has not been activated"]);
+    expect([refused.grpcCode, refused.httpStatus, refused.message, refused.reason]).toEqual([9, 529, "The license has not been activated", "notActivated"]);
     // The freed activation is available to another machine.
     expect((await client.activate({ machineId: "PC-2" })).activeClientCount).toBe(1);
   });
@@ -234,7 +236,7 @@ describe.each(TRANSPORTS)("client over %s", (transport) => {
     expect((await client.release(other.licenseToken)).activeClientCount).toBe(0);
     await other.release().catch(() => undefined);
     const unknown = await rejection(client.release(other.licenseToken), LicensingError);
-    expect([unknown.grpcCode, unknown.httpStatus, unknown.message]).toEqual([5, 525, "License token not found"]);
+    expect([unknown.grpcCode, unknown.httpStatus, unknown.message, unknown.reason]).toEqual([5, 525, "License token not found", "licenseTokenNotFound"]);
     // The seat is free again for a third machine.
     const third = await client.requestFloating({ machineId: "m3", clientId: "c1" });
     await third.release();
@@ -308,7 +310,7 @@ describe.each(TRANSPORTS)("client over %s", (transport) => {
     const withKey = new LicensingClient({ baseUrl: BASE, transport, apiKey: ADMIN.key, fetch: workerFetch });
     expect(await withKey.validate({ userKey: lic.userKey })).toMatchObject({ licenseId: lic.licenseId, status: "NotActivated" });
     const notFound = await rejection(withKey.validate({ userKey: "NOPE1-NOPE2-NOPE3-NOPE4-NOPE5" }), LicensingError);
-    expect([notFound.grpcCode, notFound.httpStatus, notFound.message]).toEqual([5, 525, "License key not found"]);
+    expect([notFound.grpcCode, notFound.httpStatus, notFound.message, notFound.reason]).toEqual([5, 525, "License key not found", "licenseNotFound"]);
   });
 
   it("raises NetworkError when the service cannot be reached", async () => {

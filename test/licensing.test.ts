@@ -8,6 +8,7 @@ import { env } from "cloudflare:workers";
 import { compactVerify, createLocalJWKSet, type JSONWebKeySet } from "jose";
 import { describe, expect, it } from "vitest";
 import { clock } from "../src/clock";
+import { Messages, Reasons } from "../src/licensing/runtime";
 import { admin, call, countRows, movableClock } from "./helpers";
 import { newLicense } from "./samples/licensing";
 
@@ -16,9 +17,15 @@ const moveClock = (await movableClock()).move;
 const op = (name: string, body: Record<string, unknown>, token?: string) =>
   call("POST", `/v1/license/${name}`, { body, ...(token ? { token } : { key: "api_TestAdminKey00000000000000000000" }) });
 
+/** The message's machine-readable reason (issue 16: an additive `reason` beside SPEC's status and message). */
+function reasonOf(message: string): string | undefined {
+  const name = (Object.keys(Messages) as (keyof typeof Messages)[]).find((k) => Messages[k] === message);
+  return name === undefined ? undefined : Reasons[name];
+}
+
 function expectLicensingError(res: { status: number; body: Record<string, unknown> }, status: number, message: string): void {
   expect(res.status, JSON.stringify(res.body)).toBe(status);
-  expect(res.body).toEqual({ success: false, code: status, message });
+  expect(res.body).toEqual({ success: false, code: status, message, reason: reasonOf(message) });
 }
 
 describe("refusals shared by every operation", () => {

@@ -5,7 +5,8 @@
 // which needs Node >= 22 for wrangler); to run the client itself on an older Node, point it at a running service:
 //   LICENSING_URL=http://127.0.0.1:8787 LICENSING_ADMIN_KEY=api_… node scripts/node-smoke.mjs
 import assert from "node:assert/strict";
-import { LicensingClient, LicensingError, verifyLicenseOffline } from "../dist/index.js";
+import { LicensingClient, LicensingError, verifyLicenseOffline } from "../dist/esm/index.js";
+import "../dist/esm/grpc-web.js";
 
 const ADMIN_KEY = process.env.LICENSING_ADMIN_KEY ?? "api_SmokeAdminKey0000000000000000000";
 let worker;

@@ -5,11 +5,10 @@
  * is reused and renewed before it expires.
  */
 import { AuthenticationError, ProtocolError } from "./errors.js";
-import { GrpcWebTransport } from "./grpc.js";
 import { fetchJson } from "./http.js";
 import { RestTransport } from "./rest.js";
 import { FloatingSeat, type SeatOptions, checkSeatOptions } from "./seat.js";
-import type { CredentialHeaders, FetchFunction, LicensingTransport } from "./transport.js";
+import { type CredentialHeaders, type FetchFunction, type LicensingTransport, type WireFactory, registeredTransport } from "./transport.js";
 import type {
   ActivateRequest,
   ActivateResult,
@@ -36,8 +35,12 @@ import { object, str } from "./wire.js";
 export interface LicensingClientOptions {
   /** The service's address, e.g. `https://licensing.example.com` (REST routes and gRPC-Web methods hang off it). */
   baseUrl: string;
-  /** `http` (REST, the default) or `grpc-web` (binary gRPC-Web on the same endpoint). Results and errors are the same. */
-  transport?: "http" | "grpc-web";
+  /**
+   * `http` (REST, the default) or gRPC-Web (binary gRPC-Web on the same endpoint): results and errors are the same.
+   * gRPC-Web lives in its own entry point so REST users do not bundle it: pass `grpcWeb` from
+   * `@licensing/client/grpc-web` (or the name `"grpc-web"` once that entry point is imported).
+   */
+  transport?: "http" | "grpc-web" | WireFactory;
   /** An API key, sent in `apiKeyHeader`. Takes precedence over the other credentials. */
   apiKey?: string;
   /** The header the service reads API keys from (`Application:ApiKeyHeaderName`, default `x-api-key`). */
@@ -66,8 +69,8 @@ interface Session {
 
 /** The licensing service, as a protected application sees it. */
 export class LicensingClient {
-  /** The transport in use. */
-  readonly transport: "http" | "grpc-web";
+  /** The transport in use: `http`, `grpc-web`, or the name of a custom one. */
+  readonly transport: string;
   /** The service's address without a trailing slash. */
   readonly baseUrl: string;
 
@@ -86,8 +89,15 @@ export class LicensingClient {
     // Fail at construction on a typo rather than at the first licensing call in the field.
     const url = new URL(options.baseUrl);
     this.baseUrl = url.href.replace(/\/+$/, "");
-    this.transport = options.transport ?? "http";
-    if (this.transport !== "http" && this.transport !== "grpc-web") throw new TypeError(`Unknown transport: ${String(this.transport)}`);
+    const chosen = options.transport ?? "http";
+    const factory: WireFactory | undefined =
+      typeof chosen === "function" ? chosen : chosen === "http" ? (base, f) => new RestTransport(base, f) : registeredTransport(String(chosen));
+    if (!factory) {
+      throw new TypeError(
+        chosen === "grpc-web" ? 'gRPC-Web has its own entry point: import { grpcWeb } from "@licensing/client/grpc-web" and pass transport: grpcWeb' : `Unknown transport: ${String(chosen)}`,
+      );
+    }
+    this.transport = typeof chosen === "function" ? (chosen.transportName ?? "custom") : chosen;
     const given = options.fetch;
     // Called through a closure: browsers refuse a detached `fetch` ("Illegal invocation"), and a fetch polyfilled after
     // construction is still picked up.
@@ -97,7 +107,7 @@ export class LicensingClient {
     this.bearerToken = options.bearerToken;
     this.userKey = options.userKey;
     this.trustedKeys = options.trustedKeys;
-    this.wire = this.transport === "grpc-web" ? new GrpcWebTransport(this.baseUrl, this.fetchFn) : new RestTransport(this.baseUrl, this.fetchFn);
+    this.wire = factory(this.baseUrl, this.fetchFn);
   }
 
   /** The user key of a call: the one given, else the client's. */

@@ -54,13 +54,42 @@ export class LicensingError extends LicensingClientError {
   readonly grpcCode: LicensingCode;
   /** The HTTP status of the refusal over REST (520 + `grpcCode`, 401 for {@link AuthenticationError}). */
   readonly httpStatus: number;
+  /**
+   * The service's machine-readable reason (REST body `reason`, gRPC metadata `licensing-reason`), to switch on
+   * instead of the message: see {@link LicensingReason}. `undefined` when the service sent none (a refused credential).
+   */
+  readonly reason: LicensingReason | undefined;
 
-  constructor(grpcCode: LicensingCode, message: string, httpStatus: number = 520 + grpcCode) {
+  constructor(grpcCode: LicensingCode, message: string, httpStatus: number = 520 + grpcCode, reason?: string) {
     super(message);
     this.grpcCode = grpcCode;
     this.httpStatus = httpStatus;
+    this.reason = reason as LicensingReason | undefined;
   }
 }
+
+/**
+ * Why the service refused a licensing operation, as it names it. A newer service may send a name not listed here,
+ * hence the open string.
+ */
+export type LicensingReason =
+  | "invalidUserKey"
+  | "machineIdRequired"
+  | "clientIdRequired"
+  | "licenseNotFound"
+  | "licenseTokenNotFound"
+  | "alreadyActivated"
+  | "licenseRevoked"
+  | "licenseExpired"
+  | "licenseTokenExpired"
+  | "wrongProduct"
+  | "seatsExhausted"
+  | "notActivated"
+  | "notFloating"
+  | "activationNotRequired"
+  | "licenseTampered"
+  | "licenseTokenTampered"
+  | (string & {});
 
 /**
  * The credential was refused: a wrong user key (`Invalid user key.`), an unknown, revoked or expired API key or bearer
@@ -158,7 +187,7 @@ export function errorFromRest(status: number, body: unknown, statusText = ""): L
   if (status === 401) return new AuthenticationError(message, status);
   const code = status - 520;
   if (code === LicensingCode.Unauthenticated) return new AuthenticationError(message, status);
-  if (isLicensingCode(code)) return new LicensingError(code, message, status);
+  if (isLicensingCode(code)) return new LicensingError(code, message, status, typeof record["reason"] === "string" ? record["reason"] : undefined);
   const details = problemErrors(record);
   return new ServiceError(message, { httpStatus: status, ...(code > 0 && code <= 16 ? { grpcCode: code } : {}), ...(details ? { details } : {}) });
 }
@@ -176,6 +205,6 @@ export function errorFromGrpc(error: unknown): LicensingClientError {
   if (error.cause instanceof LicensingClientError) return error.cause;
   const message = error.rawMessage;
   if (error.code === Code.Unauthenticated) return new AuthenticationError(message);
-  if (isLicensingCode(error.code)) return new LicensingError(error.code, message);
+  if (isLicensingCode(error.code)) return new LicensingError(error.code, message, undefined, error.metadata.get("licensing-reason") ?? undefined);
   return new ServiceError(message, { grpcCode: error.code });
 }

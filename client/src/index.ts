@@ -13,6 +13,7 @@ export {
   ProtocolError,
   ServiceError,
   VerificationError,
+  type LicensingReason,
   type VerificationFailure,
   errorFromGrpc,
   errorFromRest,
@@ -21,5 +22,5 @@ export {
 export { canonicalize, type JsonValue } from "./jcs.js";
 export { dateFromIso, dateFromTimestamp, timestampFromDateValue } from "./timestamps.js";
 export { type OfflineVerificationOptions, verifyDataSignature, verifyLicenseOffline } from "./verify.js";
-export type { FetchFunction } from "./transport.js";
+export type { FetchFunction, LicensingTransport, WireFactory } from "./transport.js";
 export type * from "./types.js";

@@ -46,3 +46,19 @@ export interface LicensingTransport {
   release(request: ReleaseRequest, headers: CredentialHeaders): Promise<ReleaseResult>;
   sendReport(report: Report, headers: CredentialHeaders): Promise<SendReportResult>;
 }
+
+/** Makes a wire for a service address and a fetch: how a transport plugs into the client. */
+export type WireFactory = ((baseUrl: string, fetch: FetchFunction) => LicensingTransport) & { readonly transportName?: string };
+
+// Wires registered by their entry points (`@licensing/client/grpc-web`), so the main entry does not load them.
+const registered = new Map<string, WireFactory>();
+
+/** Makes a named transport (`transport: "grpc-web"`) available; its entry point calls this when loaded. */
+export function registerTransport(name: string, factory: WireFactory): void {
+  registered.set(name, factory);
+}
+
+/** The factory registered under a name, if its entry point was loaded. */
+export function registeredTransport(name: string): WireFactory | undefined {
+  return registered.get(name);
+}

@@ -51,11 +51,16 @@ export const GrpcCode = {
 } as const;
 export type GrpcCode = (typeof GrpcCode)[keyof typeof GrpcCode];
 
-/** A licensing error shared by REST (HTTP 520 + gRPC code) and gRPC (the code itself). */
+/**
+ * A licensing error shared by REST (HTTP 520 + gRPC code) and gRPC (the code itself). `reason` is a stable,
+ * machine-readable name of the refusal (`licenseRevoked`), sent beside SPEC's status and message: REST bodies carry
+ * it as `reason`, gRPC errors as the `licensing-reason` metadata entry.
+ */
 export class LicensingError extends ApiError {
   constructor(
     readonly grpcCode: GrpcCode,
     message: string,
+    readonly reason?: string,
   ) {
     super(520 + grpcCode, message);
   }

@@ -30,6 +30,7 @@ export const Envelope = z
     success: z.boolean(),
     code: int32(0, 599).openapi({ description: "0 on success; the HTTP status on error." }),
     message: z.string().optional(),
+    reason: z.string().optional().openapi({ description: "Licensing refusals (520 + gRPC code) only: a stable, machine-readable reason such as licenseRevoked." }),
   })
   .openapi("Envelope");
 

@@ -77,7 +77,9 @@ export function ok<T extends object, S extends ContentfulStatusCode = 200>(c: Co
 /** The error envelope `{success:false, code, message}`; an ApiError without message has an empty body. */
 export function errorResponse(c: Context<AppEnv>, error: ApiError): Response {
   if (error.message === "") return new Response(null, { status: error.status, headers: error.headers });
-  const res = send(c, { success: false, code: error.status, message: error.message }, error.status as ContentfulStatusCode);
+  // A licensing refusal adds its machine-readable reason (additive to SPEC's envelope).
+  const reason = error instanceof LicensingError && error.reason ? { reason: error.reason } : {};
+  const res = send(c, { success: false, code: error.status, message: error.message, ...reason }, error.status as ContentfulStatusCode);
   for (const [k, v] of Object.entries(error.headers)) res.headers.set(k, v);
   return res;
 }

@@ -70,7 +70,31 @@ export const Messages = {
   tokenTampered: "The license token has been tampered",
 } as const;
 
-const fail = (code: GrpcCode, message: string) => new LicensingError(code, message);
+/**
+ * The machine-readable reason of each message (LicensingError.reason): stable names an application can switch on,
+ * whatever the wording of the message.
+ */
+export const Reasons: Record<keyof typeof Messages, string> = {
+  invalidKey: "invalidUserKey",
+  machineRequired: "machineIdRequired",
+  clientRequired: "clientIdRequired",
+  keyNotFound: "licenseNotFound",
+  tokenNotFound: "licenseTokenNotFound",
+  alreadyActivated: "alreadyActivated",
+  revoked: "licenseRevoked",
+  expired: "licenseExpired",
+  tokenExpired: "licenseTokenExpired",
+  wrongProduct: "wrongProduct",
+  exhausted: "seatsExhausted",
+  notActivated: "notActivated",
+  notFloating: "notFloating",
+  noActivation: "activationNotRequired",
+  tampered: "licenseTampered",
+  tokenTampered: "licenseTokenTampered",
+};
+const reasonOfMessage = new Map(Object.entries(Messages).map(([name, message]) => [message as string, Reasons[name as keyof typeof Messages]]));
+
+const fail = (code: GrpcCode, message: string) => new LicensingError(code, message, reasonOfMessage.get(message));
 
 export { TraceAction };
 

@@ -55,7 +55,7 @@ function authenticated(values: Parameters<typeof state>[0]): CallState {
 /** Service errors as gRPC statuses with the same message (CONTRACT section 4). */
 function toConnectError(e: unknown): unknown {
   if (e instanceof ConnectError) return e;
-  if (e instanceof LicensingError) return new ConnectError(e.message, e.grpcCode as number as Code);
+  if (e instanceof LicensingError) return new ConnectError(e.message, e.grpcCode as number as Code, e.reason ? { "licensing-reason": e.reason } : undefined);
   if (e instanceof ApiError) {
     const code = e.status === 401 ? Code.Unauthenticated : e.status === 403 ? Code.PermissionDenied : e.status === 413 ? Code.ResourceExhausted : e.status < 500 ? Code.InvalidArgument : Code.Internal;
     return new ConnectError(e.message || "Request refused", code);

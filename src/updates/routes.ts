@@ -156,6 +156,9 @@ async function feedResponse(c: Context<AppEnv>, codeParam: string, channelParam:
   const ctx = serviceContext(c);
   const channel = requireChannel(channelParam);
   const platform = requirePlatform(platformParam, fallback);
+  // electron-updater with `autoUpdater.channel = "<channel>"` asks for `<channel>.yml` (`-mac`, `-linux`…) instead
+  // of `latest…yml`: in a feed directory, which already is one channel, that is the same file.
+  if (file.startsWith(`${channel}.`) || file.startsWith(`${channel}-`)) file = `latest${file.slice(channel.length)}`;
   if (!feedFiles(platform).includes(file)) throw new ApiError(404, `No feed file '${file}' for ${platform}: ${feedFiles(platform).join(" or ")}`);
   const product = await requireProduct(ctx, codeParam);
   const userKey = userKeyOf(c);

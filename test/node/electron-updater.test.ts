@@ -16,6 +16,7 @@ import { type DownloadOptions, HttpExecutor, configureRequestOptions, configureR
 import { NsisUpdater } from "electron-updater";
 import type { AppAdapter } from "electron-updater/out/AppAdapter";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { configureAutoUpdater } from "../../client/src/electron-updater";
 // @ts-expect-error: a plain JavaScript module shared with the benchmark
 import { startLocalWorker } from "../../scripts/local-worker.mjs";
 
@@ -59,7 +60,7 @@ function blockmap(bytes: Buffer): Buffer {
   return gzipSync(JSON.stringify({ version: "2", files: [{ name: "file", offset: 0, checksums, sizes }] }));
 }
 
-function updater(version: string, cache: string): NsisUpdater {
+function updater(version: string, cache: string, channel = "stable"): NsisUpdater {
   const config = join(cache, "app-update.yml");
   writeFileSync(config, "provider: generic\nurl: http://unused.invalid/\nupdaterCacheDirName: studio-updater\n");
   const app: AppAdapter = {
@@ -78,7 +79,7 @@ function updater(version: string, cache: string): NsisUpdater {
   // A Windows client, on whatever machine runs the test: electron-updater's own tests set the platform this way.
   (u as unknown as { _testOnlyOptions: object })._testOnlyOptions = { platform: "win32", isUseDifferentialDownload: true };
   (u as unknown as { httpExecutor: HttpExecutor<http.ClientRequest> }).httpExecutor = new NodeHttpExecutor();
-  u.setFeedURL({ provider: "generic", url: `${base}/v1/updates/studio/feed/stable/win-x64/` });
+  u.setFeedURL({ provider: "generic", url: `${base}/v1/updates/studio/feed/${channel}/win-x64/` });
   u.requestHeaders = { "X-Service-User-Key": userKey };
   u.autoDownload = false;
   u.autoInstallOnAppQuit = false;
@@ -104,6 +105,7 @@ async function upload(productId: number, releaseId: number, kind: string, fileNa
 const oldInstaller = Buffer.from(Uint8Array.from({ length: 40 * BLOCK + 1234 }, (_, i) => (i * 7 + (i >> 13)) % 256));
 const newInstaller = Buffer.concat([oldInstaller, Buffer.alloc(BLOCK, 9)]);
 for (const block of [3, 17, 30]) newInstaller.fill(block, block * BLOCK + 100, block * BLOCK + 200);
+const insiderInstaller = Buffer.concat([newInstaller, Buffer.alloc(1000, 7)]);
 
 beforeAll(async () => {
   worker = await startLocalWorker({
@@ -125,6 +127,9 @@ beforeAll(async () => {
     await upload(productId, releaseId, "installer", `Studio Setup ${version}.exe`, bytes);
     await upload(productId, releaseId, "blockmap", `Studio Setup ${version}.exe.blockmap`, blockmap(bytes));
   }
+  // An insider build: electron-updater finds it through `autoUpdater.channel = "insider"` (insider.yml).
+  const insiderId = (await api("POST", `/v1/products/${productId}/releases`, { productRelease: { version: "2.1.0-beta.1", channel: "insider", public: true, releaseDate: "2026-10-15T00:00:00Z" } }))["productReleaseId"];
+  await upload(productId, insiderId, "installer", "Studio Setup 2.1.0-beta.1.exe", insiderInstaller);
   const created = await api("POST", "/v1/licenses", { license: { productId, issueDate: "2026-06-01T00:00:00Z" } });
   userKey = (await api("GET", `/v1/licenses?filter=${encodeURIComponent(`id == ${created["id"]}`)}&select=userKey`))["licenses"][0].userKey;
 }, 180_000);
@@ -168,5 +173,38 @@ describe("electron-updater against the service", () => {
     expect(ranged.length).toBeGreaterThan(0);
     expect(ranged.some((r) => r.range!.includes(","))).toBe(true);
     expect(requests.some((r) => r.path.includes("2.0.0.exe?token=") && !r.range)).toBe(false);
+  });
+
+  it("follows autoUpdater.channel: the insider feed directory answers insider.yml", async () => {
+    const cache = mkdtempSync(join(tmpdir(), "updater-channel-"));
+    const u = updater("2.0.0", cache, "insider");
+    u.channel = "insider";
+    u.disableDifferentialDownload = true;
+    requests.length = 0;
+    const check = await u.checkForUpdates();
+    expect(requests.map((r) => decodeURIComponent(r.path.split("?")[0]!))).toContain("/v1/updates/studio/feed/insider/win-x64/insider.yml");
+    expect(check?.updateInfo.version).toBe("2.1.0-beta.1");
+    expect(check?.isUpdateAvailable).toBe(true);
+    const [file] = await u.downloadUpdate();
+    expect(sha512(readFileSync(file!))).toBe(sha512(insiderInstaller));
+  });
+
+  it("is configured by the client library's configureAutoUpdater: feed directory and user-key header", async () => {
+    const cache = mkdtempSync(join(tmpdir(), "updater-helper-"));
+    const u = updater("1.0.0", cache);
+    u.requestHeaders = null;
+    u.disableDifferentialDownload = true;
+    const url = configureAutoUpdater(u, { baseUrl: base, productCode: "studio", userKey, platform: "win-x64" });
+    expect(url).toBe(`${base}/v1/updates/studio/feed/stable/win-x64/`);
+    const check = await u.checkForUpdates();
+    expect(check?.updateInfo.version).toBe("2.0.0");
+    const [file] = await u.downloadUpdate();
+    expect(sha512(readFileSync(file!))).toBe(sha512(newInstaller));
+    // Without the user key the gated release is not offered: the header is what licenses the feed. The feed answers
+    // 204, which electron-updater reports as an error (docs/electron.md: Updates:EmptyFeedAsYaml avoids it).
+    const anonymous = updater("1.0.0", mkdtempSync(join(tmpdir(), "updater-anon-")));
+    configureAutoUpdater(anonymous, { baseUrl: base, productCode: "studio", platform: "win-x64" });
+    expect(anonymous.requestHeaders).toEqual({});
+    await expect(anonymous.checkForUpdates()).rejects.toThrow(/Cannot parse update info from latest.yml/);
   });
 });

@@ -4,6 +4,7 @@
  * everything, and a changed file is replaced.
  */
 import { execFile } from "node:child_process";
+import http from "node:http";
 import { createHash, randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -143,5 +144,87 @@ describe("parseUpdateInfo", () => {
       { url: "A%20B.exe", sha512: "abc==", size: "5" },
       { url: "C.zip", size: "7" },
     ]);
+  });
+});
+
+/** Runs the CLI with arguments of its own; exit code, stdout and stderr. */
+async function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await run(process.execPath, ["tools/publish/main.ts", ...args], { cwd: root, env: { ...process.env, LICENSING_URL: "", LICENSING_API_KEY: "", ...env } });
+    return { code: 0, stdout, stderr };
+  } catch (e) {
+    const failure = e as { code: number; stdout: string; stderr: string };
+    return { code: failure.code, stdout: failure.stdout, stderr: failure.stderr };
+  }
+}
+
+describe("licensing-publish as a command", () => {
+  it("prints its usage with -h and --help, and answers usage errors with exit 2 and no stack trace", async () => {
+    for (const flag of ["-h", "--help"]) {
+      const help = await cli([flag]);
+      expect(help.code).toBe(0);
+      expect(help.stdout).toContain("Usage: licensing-publish --url BASE --product CODE --dir DIST");
+    }
+    const cases: [string[], RegExp][] = [
+      [["--product", "studio", "--dir", dir], /--url \(or LICENSING_URL\) is required/],
+      [["--url", "ftp://x", "--product", "studio", "--dir", dir], /--url must be an http\(s\) URL/],
+      [["--bogus"], /Unknown option '--bogus'/],
+      [["--url", "http://127.0.0.1:9", "--product", "studio", "--dir", dir], /LICENSING_API_KEY/],
+      [["--url", "http://127.0.0.1:9", "--product", "studio", "--dir", dir, "--part-size", "100"], /at least 5 MiB/],
+    ];
+    for (const [args, message] of cases) {
+      const out = await cli(args);
+      expect(out.code, args.join(" ")).toBe(2);
+      expect(out.stderr).toMatch(message);
+      expect(out.stderr).toContain("Usage:");
+      expect(out.stderr).not.toMatch(/\n\s+at /);
+    }
+  });
+
+  it("--dry-run prints what it would upload without contacting the service, and --json gives it as JSON", async () => {
+    // Port 9 (discard) is not a licensing service: a dry run must not need one, nor an API key.
+    const dry = await cli(["--dry-run", "--url", "http://127.0.0.1:9", "--product", "studio", "--dir", dir, "--single-limit", String(8 * MiB)]);
+    expect(dry.code, dry.stderr).toBe(0);
+    expect(dry.stdout).toContain("would upload darwin-arm64 zip Studio-1.2.3-arm64-mac.zip (11.0 MiB) resumably");
+    expect(dry.stdout).toContain("nothing was sent");
+    const json = await cli(["--dry-run", "--json", "--url", "http://127.0.0.1:9", "--product", "studio", "--dir", dir]);
+    const result = JSON.parse(json.stdout) as { dryRun: boolean; version: string; artifacts: { fileName: string; sha512: string }[] };
+    expect(result).toMatchObject({ dryRun: true, version: "1.2.3" });
+    expect(result.artifacts.map((a) => a.fileName)).toContain("Studio-1.2.3.AppImage");
+    expect(result.artifacts.find((a) => a.fileName === "Studio-1.2.3.AppImage")?.sha512).toBe(sha512(files["appImage"]!));
+  });
+
+  it("retries 503 answers and failed parts with backoff, and reports the result as JSON", async () => {
+    // A proxy in front of the service that fails the first attempt of every part and of the first list call.
+    const failed = new Set<string>();
+    const proxy = http.createServer(async (req, res) => {
+      const key = `${req.method} ${req.url}`;
+      if ((/\/parts\/\d+$/.test(req.url ?? "") || req.url?.includes("/downloads?take")) && !failed.has(key)) {
+        failed.add(key);
+        req.resume();
+        res.writeHead(503, { "content-type": "application/json" }).end('{"success":false,"code":503,"message":"try later"}');
+        return;
+      }
+      const chunks: Buffer[] = [];
+      for await (const chunk of req) chunks.push(chunk as Buffer);
+      const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => k !== "host" && k !== "content-length" && k !== "connection")) as Record<string, string>;
+      const answer = await fetch(new URL(req.url!, worker.url), { method: req.method, headers, ...(chunks.length ? { body: Buffer.concat(chunks) } : {}) });
+      const back = Object.fromEntries([...answer.headers].filter(([k]) => !["content-encoding", "content-length", "transfer-encoding", "connection"].includes(k)));
+      res.writeHead(answer.status, back).end(Buffer.from(await answer.arrayBuffer()));
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+    try {
+      const url = `http://127.0.0.1:${(proxy.address() as { port: number }).port}`;
+      const product = `retry${Date.now()}`;
+      await rest("POST", "/v1/products", { product: { code: product, name: "Retry", isApplication: true } });
+      const out = await cli(["--json", "--url", url, "--product", product, "--dir", dir, "--single-limit", String(8 * MiB), "--part-size", String(5 * MiB)], { LICENSING_API_KEY: KEY, LICENSING_PUBLISH_RETRY_MS: "20" });
+      expect(out.code, out.stderr).toBe(0);
+      expect(out.stderr).toMatch(/parts\/1: 503; trying again in/);
+      expect(out.stderr).toMatch(/parts\/3: 503; trying again in/);
+      expect(JSON.parse(out.stdout)).toMatchObject({ created: true, replaced: [], unchanged: [] });
+      expect((JSON.parse(out.stdout) as { uploaded: string[] }).uploaded).toHaveLength(6);
+    } finally {
+      proxy.close();
+    }
   });
 });

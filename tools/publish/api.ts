@@ -7,6 +7,8 @@ import { openAsBlob } from "node:fs";
 /** A refused or failed call: the method, path, status and the service's message. */
 export class ApiFailure extends Error {
   readonly status: number;
+  /** Seconds the service asked to wait (Retry-After), at most a minute. */
+  retryAfter: number | undefined;
 
   constructor(method: string, path: string, status: number, detail: string) {
     super(`${method} ${path}: ${status} ${detail}`);
@@ -34,17 +36,51 @@ export interface Added {
   sha512: string;
 }
 
+/** Attempts per call, and the first wait between them (doubled each time, with jitter; Retry-After wins). */
+const ATTEMPTS = 5;
+const FIRST_WAIT_MS = Number(process.env["LICENSING_PUBLISH_RETRY_MS"] ?? 1000);
+
+/**
+ * Whether a failed attempt is worth repeating: 429 and 5xx answers and network failures. A POST that the service
+ * may have carried out (a 5xx other than 503) is not repeated: adding an artifact twice would be refused anyway,
+ * and a re-run of the tool picks up where it stopped.
+ */
+function retryable(method: string, status: number | undefined): boolean {
+  if (status === undefined || status === 429 || status === 503) return true;
+  return status >= 500 && method !== "POST";
+}
+
 export class ManagementApi {
   readonly #base: string;
   readonly #key: string;
+  readonly #log: (line: string) => void;
 
-  constructor(base: string, key: string) {
+  constructor(base: string, key: string, log: (line: string) => void = () => undefined) {
     this.#base = base.replace(/\/+$/, "");
     this.#key = key;
+    this.#log = log;
   }
 
-  /** One call; the JSON answer, or ApiFailure with the envelope's message (or problem details' errors). */
+  /** One call, retried with backoff on 429, 5xx and network failures (see retryable). */
   async call<T = Record<string, unknown>>(method: string, path: string, body?: unknown, init: { raw?: BodyInit; contentType?: string } = {}): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      let status: number | undefined;
+      let retryAfter: number | undefined;
+      try {
+        return await this.#once<T>(method, path, body, init);
+      } catch (e) {
+        status = e instanceof ApiFailure ? e.status : undefined;
+        if (e instanceof ApiFailure) retryAfter = e.retryAfter;
+        if (attempt >= ATTEMPTS || !retryable(method, status)) throw e;
+        const wait = retryAfter !== undefined ? retryAfter * 1000 : FIRST_WAIT_MS * 2 ** (attempt - 1) * (0.8 + Math.random() * 0.4);
+        this.#log(`    ${method} ${path}: ${status ?? (e instanceof Error ? e.message : String(e))}; trying again in ${(wait / 1000).toFixed(1)} s (${attempt}/${ATTEMPTS - 1})`);
+        await new Promise((resolve) => setTimeout(resolve, wait));
+      }
+    }
+  }
+
+  /** One attempt; the JSON answer, or ApiFailure with the envelope's message (or problem details' errors). */
+  async #once<T>(method: string, path: string, body?: unknown, init: { raw?: BodyInit; contentType?: string } = {}): Promise<T> {
     const headers: Record<string, string> = { "x-api-key": this.#key, accept: "application/json" };
     let payload: BodyInit | undefined = init.raw;
     if (body !== undefined) {
@@ -61,7 +97,10 @@ export class ManagementApi {
     }
     if (!res.ok) {
       const detail = (parsed["message"] as string | undefined) ?? (parsed["errors"] ? JSON.stringify(parsed["errors"]) : res.statusText);
-      throw new ApiFailure(method, path, res.status, detail || "(empty answer: check LICENSING_API_KEY and its roles)");
+      const failure = new ApiFailure(method, path, res.status, detail || "(empty answer: check LICENSING_API_KEY and its roles)");
+      const after = Number(res.headers.get("retry-after"));
+      if (Number.isFinite(after) && after >= 0 && res.headers.has("retry-after")) failure.retryAfter = Math.min(after, 60);
+      throw failure;
     }
     return parsed as T;
   }

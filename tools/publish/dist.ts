@@ -169,7 +169,8 @@ function updateFileOf(platform: Platform, chosen: Map<string, Candidate>): Candi
 
 /** Reads `dir`: see the file comment. `platform` forces every artifact onto one platform. */
 export async function readDist(dir: string, platform?: Platform): Promise<Dist> {
-  const names = (await readdir(dir, { withFileTypes: true })).filter((e) => e.isFile()).map((e) => e.name);
+  // Symbolic links count: the electron-builder publisher stages files as links.
+  const names = (await readdir(dir, { withFileTypes: true })).filter((e) => e.isFile() || e.isSymbolicLink()).map((e) => e.name);
   const { infos, listedIn, sha512 } = await readUpdateInfos(dir, names);
   const scalars = Object.assign({}, ...infos.map((i) => i.scalars)) as Record<string, string>;
   const skipped: Dist["skipped"] = [];

@@ -1,63 +1,107 @@
 #!/usr/bin/env node
 /**
- * `licensing-publish --product CODE --version 1.2.3 --channel stable --dir dist/ [--url BASE] [--platform P]`
+ * `licensing-publish --url BASE --product CODE --dir dist/ [--version 1.2.3] [--channel stable|insider] …`
  * (npm run publish-release -- …): publishes an electron-builder output folder as a release (tools/publish/publish.ts).
- * The API key comes from LICENSING_API_KEY, the service's address from --url or LICENSING_URL. Node 22.18+ runs
- * this TypeScript directly; only Node's built-ins and fetch are used.
+ * The API key comes from LICENSING_API_KEY, the service's address from --url or LICENSING_URL (required: the tool
+ * never guesses where to upload). Usage errors exit 2 with a message and the usage, failures exit 1 with the
+ * service's message; neither prints a stack trace.
  */
 import { parseArgs } from "node:util";
 import { PLATFORMS, type Platform } from "./dist.ts";
-import { DEFAULT_PART_SIZE, DEFAULT_SINGLE_LIMIT, publish } from "./publish.ts";
+import { DEFAULT_PART_SIZE, DEFAULT_SINGLE_LIMIT, type PublishOptions, plan, publish } from "./publish.ts";
 
-const USAGE = `Usage: licensing-publish --product CODE [--version 1.2.3] [--channel stable|insider] --dir DIST
-                         [--url BASE] [--platform ${PLATFORMS.join("|")}] [--public]
-                         [--single-limit BYTES] [--part-size BYTES]
-Environment: LICENSING_API_KEY (required), LICENSING_URL (default https://127.0.0.1:5000)`;
+const USAGE = `Usage: licensing-publish --url BASE --product CODE --dir DIST [options]
 
-function fail(message: string): never {
+Publishes an electron-builder output folder (latest*.yml and the installers, zips and blockmaps beside them) as a
+release of an application product, creating the release when it is missing; safe to run again.
+
+Options:
+  --url BASE              the licensing service (or LICENSING_URL); required
+  --product CODE          the product's code; required
+  --dir DIST              the electron-builder output folder; required
+  --version 1.2.3         the release's version (default: the version of the folder's update info)
+  --channel stable|insider  the channel of a new release (default stable)
+  --platform P            put every artifact on one platform: ${PLATFORMS.join(", ")}
+  --public                make the release public once everything is uploaded
+  --dry-run               print what would be uploaded, without contacting the service
+  --json                  print the result as JSON on stdout (progress goes to stderr)
+  --single-limit BYTES    largest file sent in one request (default ${DEFAULT_SINGLE_LIMIT})
+  --part-size BYTES       part size of resumable uploads, at least 5 MiB (default ${DEFAULT_PART_SIZE})
+  -h, --help              this text
+
+Environment: LICENSING_API_KEY (an Administrator's or LicenseManager's API key; required unless --dry-run),
+LICENSING_URL. Exit status: 0 done, 1 failed, 2 usage error.`;
+
+function usageError(message: string): never {
   console.error(`licensing-publish: ${message}\n\n${USAGE}`);
   process.exit(2);
 }
 
-const { values } = parseArgs({
-  options: {
-    product: { type: "string" },
-    version: { type: "string" },
-    channel: { type: "string", default: "stable" },
-    dir: { type: "string" },
-    url: { type: "string", default: process.env["LICENSING_URL"] ?? "https://127.0.0.1:5000" },
-    platform: { type: "string" },
-    public: { type: "boolean", default: false },
-    "single-limit": { type: "string", default: String(DEFAULT_SINGLE_LIMIT) },
-    "part-size": { type: "string", default: String(DEFAULT_PART_SIZE) },
-    help: { type: "boolean", default: false },
-  },
-});
+let parsed: ReturnType<typeof parse>;
+function parse() {
+  return parseArgs({
+    options: {
+      product: { type: "string" },
+      version: { type: "string" },
+      channel: { type: "string", default: "stable" },
+      dir: { type: "string" },
+      url: { type: "string" },
+      platform: { type: "string" },
+      public: { type: "boolean", default: false },
+      "dry-run": { type: "boolean", default: false },
+      json: { type: "boolean", default: false },
+      "single-limit": { type: "string", default: String(DEFAULT_SINGLE_LIMIT) },
+      "part-size": { type: "string", default: String(DEFAULT_PART_SIZE) },
+      help: { type: "boolean", short: "h", default: false },
+    },
+  });
+}
+try {
+  parsed = parse();
+} catch (e) {
+  // Unknown options and missing values: a usage error, not a crash.
+  usageError(e instanceof Error ? e.message : String(e));
+}
+const { values } = parsed;
 
 if (values.help) {
   console.log(USAGE);
   process.exit(0);
 }
+const url = values.url ?? process.env["LICENSING_URL"];
 const apiKey = process.env["LICENSING_API_KEY"];
-if (!apiKey) fail("set LICENSING_API_KEY to an API key of an Administrator or LicenseManager");
-if (!values.product) fail("--product is required");
-if (!values.dir) fail("--dir is required");
-if (values.channel !== "stable" && values.channel !== "insider") fail("--channel is stable or insider");
-if (values.platform !== undefined && !(PLATFORMS as readonly string[]).includes(values.platform)) fail(`--platform is one of ${PLATFORMS.join(", ")}`);
+if (!url) usageError("--url (or LICENSING_URL) is required: the address of the licensing service");
+if (!/^https?:\/\/[^/\s]+/.test(url)) usageError(`--url must be an http(s) URL, not ${url}`);
+if (!values.product) usageError("--product is required");
+if (!values.dir) usageError("--dir is required");
+if (values.channel !== "stable" && values.channel !== "insider") usageError("--channel is stable or insider");
+if (values.platform !== undefined && !(PLATFORMS as readonly string[]).includes(values.platform)) usageError(`--platform is one of ${PLATFORMS.join(", ")}`);
+const singleLimit = Number(values["single-limit"]);
+const partSize = Number(values["part-size"]);
+if (!Number.isSafeInteger(singleLimit) || singleLimit < 1) usageError("--single-limit is a number of bytes");
+if (!Number.isSafeInteger(partSize) || partSize < 5 * 1024 * 1024) usageError("--part-size is a number of bytes, at least 5 MiB (5242880)");
+if (!apiKey && !values["dry-run"]) usageError("set LICENSING_API_KEY to an API key of an Administrator or LicenseManager");
+
+// With --json, stdout carries only the result.
+const log = values.json ? (line: string) => console.error(line) : (line: string) => console.log(line);
+const options: PublishOptions = {
+  product: values.product,
+  ...(values.version ? { version: values.version } : {}),
+  channel: values.channel as "stable" | "insider",
+  dir: values.dir,
+  url,
+  apiKey: apiKey ?? "",
+  ...(values.platform ? { platform: values.platform as Platform } : {}),
+  makePublic: values.public,
+  singleLimit,
+  partSize,
+  log,
+  progress: !values.json && process.stderr.isTTY === true,
+};
 
 try {
-  await publish({
-    product: values.product,
-    ...(values.version ? { version: values.version } : {}),
-    channel: values.channel,
-    dir: values.dir,
-    url: values.url,
-    apiKey,
-    ...(values.platform ? { platform: values.platform as Platform } : {}),
-    makePublic: values.public,
-    singleLimit: Number(values["single-limit"]),
-    partSize: Number(values["part-size"]),
-  });
+  const result = values["dry-run"] ? await plan(options) : await publish(options);
+  if (values.json) console.log(JSON.stringify(result, null, 2));
 } catch (e) {
   console.error(`licensing-publish: ${e instanceof Error ? e.message : String(e)}`);
   process.exit(1);

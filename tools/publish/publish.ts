@@ -6,6 +6,7 @@
  */
 import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
+import { SingleBar } from "cli-progress";
 import { type Added, ManagementApi, type RemoteDownload } from "./api.ts";
 import { type Artifact, type Platform, readDist } from "./dist.ts";
 
@@ -27,6 +28,18 @@ export interface PublishOptions {
   /** Part size of resumable uploads: every part but the last has it (R2: at least 5 MiB). */
   partSize?: number;
   log?: (line: string) => void;
+  /** Show a progress bar (bytes, rate, time left) on stderr while uploading. */
+  progress?: boolean;
+}
+
+/** What a dry run found: the artifacts that would be uploaded, and the files left out. */
+export interface PublishPlan {
+  dryRun: true;
+  product: string;
+  version: string;
+  channel: string;
+  artifacts: { fileName: string; platform: string; kind: string; size: number; sha512: string }[];
+  skipped: { fileName: string; reason: string }[];
 }
 
 export interface PublishResult {
@@ -82,11 +95,13 @@ async function ensureRelease(api: ManagementApi, product: number, options: Publi
   return { id: productReleaseId, created: true };
 }
 
-/** Uploads one artifact, in one request or resumably by parts. */
-async function upload(api: ManagementApi, path: string, artifact: Artifact, options: PublishOptions, log: (s: string) => void): Promise<Added> {
+/** Uploads one artifact, in one request or resumably by parts; `sent(bytes)` reports progress. */
+async function upload(api: ManagementApi, path: string, artifact: Artifact, options: PublishOptions, log: (s: string) => void, sent: (bytes: number) => void): Promise<Added> {
   const singleLimit = options.singleLimit ?? DEFAULT_SINGLE_LIMIT;
   if (artifact.size <= singleLimit) {
-    return api.uploadForm(path, artifact.path, { platform: artifact.platform, kind: artifact.kind, fileName: artifact.fileName, sourceKind: "local" });
+    const added = await api.uploadForm(path, artifact.path, { platform: artifact.platform, kind: artifact.kind, fileName: artifact.fileName, sourceKind: "local" });
+    sent(artifact.size);
+    return added;
   }
   const partSize = options.partSize ?? DEFAULT_PART_SIZE;
   const { uploadId } = await api.call<{ uploadId: string }>("POST", `${path}/uploads`, { upload: { platform: artifact.platform, kind: artifact.kind, fileName: artifact.fileName } });
@@ -94,6 +109,7 @@ async function upload(api: ManagementApi, path: string, artifact: Artifact, opti
   try {
     for (let n = 1; n <= parts; n++) {
       await api.uploadPart(`${path}/uploads/${uploadId}/parts/${n}`, artifact.path, (n - 1) * partSize, Math.min(n * partSize, artifact.size));
+      sent(Math.min(n * partSize, artifact.size) - (n - 1) * partSize);
       log(`    part ${n}/${parts} (${megabytes(Math.min(n * partSize, artifact.size))} of ${megabytes(artifact.size)})`);
     }
     return await api.call<Added>("POST", `${path}/uploads/${uploadId}/complete`);
@@ -104,10 +120,8 @@ async function upload(api: ManagementApi, path: string, artifact: Artifact, opti
   }
 }
 
-/** Publishes the folder; see the file comment. */
-export async function publish(options: PublishOptions): Promise<PublishResult> {
-  const log = options.log ?? ((line: string) => console.log(line));
-  const api = new ManagementApi(options.url, options.apiKey);
+/** The folder and the version to publish, checked against each other. */
+async function readFolder(options: PublishOptions) {
   const dist = await readDist(options.dir, options.platform);
   const version = options.version ?? dist.version;
   if (!version) throw new Error(`No version: pass --version (${options.dir} has no update-info file naming one)`);
@@ -115,6 +129,56 @@ export async function publish(options: PublishOptions): Promise<PublishResult> {
     throw new Error(`--version ${options.version} does not match the folder's update info (version ${dist.version})`);
   }
   if (dist.artifacts.length === 0) throw new Error(`${options.dir} holds no installer, zip or blockmap to publish`);
+  for (const artifact of dist.artifacts) {
+    const listed = dist.listedSha512.get(artifact.fileName);
+    if (listed && listed !== (await fileDigest(artifact.path)).sha512) throw new Error(`${artifact.fileName}: its sha512 differs from the update info's; rebuild the folder`);
+  }
+  return { dist, version };
+}
+
+/** A dry run: what `publish` would upload, read from the folder alone (the service is not contacted). */
+export async function plan(options: PublishOptions): Promise<PublishPlan> {
+  const log = options.log ?? ((line: string) => console.log(line));
+  const { dist, version } = await readFolder(options);
+  log(`dry run: ${options.product} ${version} (${options.channel}) to ${options.url}`);
+  for (const s of dist.skipped) log(`  skip ${s.fileName}: ${s.reason}`);
+  const artifacts: PublishPlan["artifacts"] = [];
+  for (const a of dist.artifacts) {
+    artifacts.push({ fileName: a.fileName, platform: a.platform, kind: a.kind, size: a.size, sha512: (await fileDigest(a.path)).sha512 });
+    log(`  would upload ${a.platform} ${a.kind} ${a.fileName} (${megabytes(a.size)})${a.size > (options.singleLimit ?? DEFAULT_SINGLE_LIMIT) ? " resumably" : ""}`);
+  }
+  log(`dry run: ${artifacts.length} artifacts, ${megabytes(artifacts.reduce((n, a) => n + a.size, 0))}; nothing was sent`);
+  return { dryRun: true, product: options.product, version, channel: options.channel, artifacts, skipped: dist.skipped };
+}
+
+/** A progress bar over the bytes to upload, with rate and time left; a no-op when not asked for. */
+function progressBar(enabled: boolean | undefined, total: number) {
+  if (!enabled || total === 0) return { sent: (_bytes: number) => undefined, stop: () => undefined };
+  const bar = new SingleBar({
+    format: "  [{bar}] {percentage}% | {sentMiB}/{totalMiB} MiB | {rate} MiB/s | {eta_formatted} left",
+    barCompleteChar: "#",
+    barIncompleteChar: "-",
+    stream: process.stderr,
+    hideCursor: true,
+  });
+  const started = Date.now();
+  let done = 0;
+  const fields = () => ({ sentMiB: (done / MiB).toFixed(1), totalMiB: (total / MiB).toFixed(1), rate: (done / MiB / Math.max((Date.now() - started) / 1000, 0.001)).toFixed(2) });
+  bar.start(total, 0, fields());
+  return {
+    sent(bytes: number) {
+      done += bytes;
+      bar.update(done, fields());
+    },
+    stop: () => bar.stop(),
+  };
+}
+
+/** Publishes the folder; see the file comment. */
+export async function publish(options: PublishOptions): Promise<PublishResult> {
+  const log = options.log ?? ((line: string) => console.log(line));
+  const api = new ManagementApi(options.url, options.apiKey, log);
+  const { dist, version } = await readFolder(options);
 
   const product = await productId(api, options.product);
   const release = await ensureRelease(api, product, { ...options, version }, dist, log);
@@ -124,11 +188,15 @@ export async function publish(options: PublishOptions): Promise<PublishResult> {
   const path = `/v1/products/${product}/releases/${release.id}/downloads`;
   const { releaseDownloads } = await api.call<{ releaseDownloads: RemoteDownload[] }>("GET", `${path}?take=1000`);
   const result: PublishResult = { releaseId: release.id, created: release.created, uploaded: [], replaced: [], unchanged: [] };
+  const toSend = dist.artifacts.filter((a) => {
+    const remote = releaseDownloads.find((d) => d.platform === a.platform && d.kind === a.kind);
+    return !(remote && remote.size === a.size);
+  });
+  const bar = progressBar(options.progress, toSend.reduce((n, a) => n + a.size, 0));
+  try {
   for (const artifact of dist.artifacts) {
     const label = `${artifact.platform} ${artifact.kind} ${artifact.fileName} (${megabytes(artifact.size)})`;
     const local = await fileDigest(artifact.path);
-    const listed = dist.listedSha512.get(artifact.fileName);
-    if (listed && listed !== local.sha512) throw new Error(`${artifact.fileName}: its sha512 differs from the update info's; rebuild the folder`);
     const remote = releaseDownloads.find((d) => d.platform === artifact.platform && d.kind === artifact.kind);
     if (remote && remote.size === local.size && remote.sha512 === local.sha512) {
       if (remote.fileName !== artifact.fileName) await api.call("PUT", path, { releaseDownload: { id: remote.id, fileName: artifact.fileName } });
@@ -140,12 +208,15 @@ export async function publish(options: PublishOptions): Promise<PublishResult> {
       log(`  ~ ${label}: differs from download ${remote.id}; replacing it`);
       await api.call("DELETE", `${path}/${remote.id}`);
     } else log(`  + ${label}: uploading`);
-    const added = await upload(api, path, artifact, options, log);
+    const added = await upload(api, path, artifact, options, log, bar.sent);
     if (added.size !== local.size || added.sha512 !== local.sha512) {
       throw new Error(`${artifact.fileName}: the service stored ${added.size} bytes with another sha512; upload it again`);
     }
     log(`    stored as download ${added.releaseDownloadId}, sha512 ${added.sha512.slice(0, 16)}…`);
     (remote ? result.replaced : result.uploaded).push(artifact.fileName);
+  }
+  } finally {
+    bar.stop();
   }
   if (options.makePublic) {
     await api.call("PUT", `/v1/products/${product}/releases`, { productRelease: { id: release.id, public: true } });

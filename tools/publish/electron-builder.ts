@@ -1,0 +1,101 @@
+/**
+ * An electron-builder custom publisher, so `electron-builder --publish always` uploads to the licensing service.
+ * electron-builder loads `electron-publisher-<provider>` from the build resources directory (or node_modules) and
+ * calls `new Publisher(context, publishConfig)`, then `upload({ file, arch })` for every artifact and update-info
+ * file as it is built. In the app:
+ *
+ *   // build/electron-publisher-licensing.js
+ *   module.exports = require("@licensing/publish/electron-builder");
+ *
+ *   # electron-builder.yml
+ *   publish:
+ *     provider: licensing
+ *     url: https://licensing.example.com    # or LICENSING_URL
+ *     product: studio
+ *     channel: stable                       # optional
+ *     public: true                          # optional: make the release public after each upload
+ *
+ * with the API key in LICENSING_API_KEY. There is no "all uploaded" call, so each upload links the file into a
+ * staging folder and publishes that folder with tools/publish (which skips what is already there): the release is
+ * created by the first upload, and an artifact is classified like the CLI does, by the update-info file once
+ * electron-builder has written it and by its name before that. Uploads of one publisher run one after another.
+ */
+import { mkdtempSync, readFileSync, symlinkSync, existsSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { basename, join, resolve } from "node:path";
+import { type PublishResult, publish } from "./publish.ts";
+
+/** The `publish` entry of electron-builder's configuration for this provider. */
+export interface LicensingPublishConfig {
+  provider: string;
+  /** The service's address; default LICENSING_URL. */
+  url?: string;
+  /** The product's code. */
+  product: string;
+  channel?: "stable" | "insider";
+  /** The release's version; default the app's package.json version (what electron-builder builds). */
+  version?: string;
+  /** Make the release public after each upload. */
+  public?: boolean;
+}
+
+/** What electron-builder passes to `upload`. */
+export interface UploadTask {
+  file: string;
+  arch?: unknown;
+}
+
+/** electron-builder's publish context: its progress bars and cancellation (unused: tools/publish reports itself). */
+export interface PublishContext {
+  readonly cancellationToken?: unknown;
+  readonly progress?: unknown;
+}
+
+export default class LicensingPublisher {
+  readonly providerName = "licensing";
+  readonly #config: LicensingPublishConfig & { url: string; version: string };
+  readonly #apiKey: string;
+  readonly #staging = mkdtempSync(join(tmpdir(), "licensing-publish-"));
+  #queue: Promise<unknown> = Promise.resolve();
+
+  constructor(_context: PublishContext, config: LicensingPublishConfig) {
+    const url = config.url ?? process.env["LICENSING_URL"];
+    if (!url) throw new Error("licensing publisher: set publish.url or LICENSING_URL to the licensing service's address");
+    if (!config.product) throw new Error("licensing publisher: set publish.product to the product's code");
+    const apiKey = process.env["LICENSING_API_KEY"];
+    if (!apiKey) throw new Error("licensing publisher: set LICENSING_API_KEY to an API key of an Administrator or LicenseManager");
+    const version = config.version ?? (JSON.parse(readFileSync(resolve("package.json"), "utf8")) as { version?: string }).version;
+    if (!version) throw new Error("licensing publisher: no version (set publish.version, or version in package.json)");
+    this.#config = { ...config, url, version };
+    this.#apiKey = apiKey;
+  }
+
+  /** Publishes the staging folder with this file added; resolves when the service holds it. */
+  upload(task: UploadTask): Promise<PublishResult> {
+    const run = async () => {
+      const target = join(this.#staging, basename(task.file));
+      if (!existsSync(target)) symlinkSync(resolve(task.file), target);
+      // Update-info files alone are not artifacts: nothing to send until an installer, zip or blockmap is there.
+      return publish({
+        product: this.#config.product,
+        version: this.#config.version,
+        channel: this.#config.channel ?? "stable",
+        dir: this.#staging,
+        url: this.#config.url,
+        apiKey: this.#apiKey,
+        makePublic: this.#config.public === true,
+        log: (line) => console.log(`  • licensing: ${line.trim()}`),
+      }).catch((e: unknown) => {
+        if (e instanceof Error && /holds no installer, zip or blockmap/.test(e.message)) return { releaseId: 0, created: false, uploaded: [], replaced: [], unchanged: [] };
+        throw e;
+      });
+    };
+    const next = this.#queue.then(run, run);
+    this.#queue = next.catch(() => undefined);
+    return next;
+  }
+
+  toString(): string {
+    return `Licensing service (product: ${this.#config.product}, url: ${this.#config.url})`;
+  }
+}
