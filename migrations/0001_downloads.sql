@@ -1,0 +1,1 @@
+ALTER TABLE `download_tokens` ADD `bytes_served` integer DEFAULT 0 NOT NULL;
