@@ -95,7 +95,7 @@ describe.each(operations.map((op) => [`${op.method} ${op.path}`, op] as const))(
   const sample = SAMPLES[`${op.method} ${op.path}`]!;
 
   async function send(credential: { key?: string; token?: string }) {
-    const s = await sample();
+    const s = await sample(credential.key);
     return call(op.method, s.path ?? op.path, { ...credential, ...(s.body !== undefined ? { body: s.body } : {}) });
   }
 

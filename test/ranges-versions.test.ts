@@ -1,6 +1,6 @@
 /** Pure logic of the update routes: Range header parsing, span coalescing, version precedence. */
 import { describe, expect, it } from "vitest";
-import { coalesce, parseRange } from "../src/updates/ranges";
+import { MAX_RANGE_BACKTRACKS, MAX_SPANS, coalesce, parseRange } from "../src/updates/ranges";
 import { compareVersions, isReleaseVersion } from "../src/updates/versions";
 
 describe("parseRange", () => {
@@ -49,6 +49,18 @@ describe("coalesce", () => {
   it("starts a new span for a range that goes backwards or overlaps the one before", () => {
     expect(coalesce([{ start: 100, end: 199 }, { start: 0, end: 9 }, { start: 150, end: 160 }], 1000).map((g) => g.members)).toEqual([[0], [1, 2]]);
     expect(coalesce([{ start: 0, end: 99 }, { start: 50, end: 60 }], 1000).map((g) => g.members)).toEqual([[0], [1]]);
+  });
+
+  it("caps the spans (storage reads) of far-apart ranges, bridging the smallest gaps", () => {
+    // 1,000 ascending ranges a megabyte apart: one read each without the cap.
+    const far = Array.from({ length: 1000 }, (_, i) => ({ start: i * 1_048_576 + (i % 7) * 4096, end: i * 1_048_576 + (i % 7) * 4096 + 99 }));
+    const groups = coalesce(far);
+    expect(groups.length).toBeLessThanOrEqual(MAX_SPANS);
+    expect(groups.flatMap((g) => g.members)).toEqual(far.map((_, i) => i));
+    for (const g of groups) for (const m of g.members) expect(g.span.start <= far[m]!.start && far[m]!.end <= g.span.end).toBe(true);
+    // Backward steps still start their own span: at most MAX_SPANS plus one per step.
+    const stepping = Array.from({ length: 21 }, (_, k) => Array.from({ length: 40 }, (_, i) => ({ start: i * 1_048_576 + k, end: i * 1_048_576 + k }))).flat();
+    expect(coalesce(stepping).length).toBeLessThanOrEqual(MAX_SPANS + MAX_RANGE_BACKTRACKS + 1);
   });
 
   it("turns 500 neighbouring ranges into a handful of spans", () => {

@@ -103,7 +103,7 @@ describe("the update check", () => {
     const { data } = res.body;
     expect(data).toMatchObject({ installable: true, updateAvailable: true, download: { fileName: "Studio Setup 2.0.0.exe", kind: "installer", size: 400_000 } });
     expect(data.withheldReason).toBeUndefined();
-    expect(data.download.url).toMatch(/^https:\/\/licensing\.test\/v1\/updates\/studio\/download\/win-x64\/2\.0\.0\/Studio%20Setup%202\.0\.0\.exe\?token=[0-9A-Za-z]{32}$/);
+    expect(data.download.url).toMatch(/^https:\/\/licensing\.test\/v1\/updates\/studio\/download\/win-x64\/2\.0\.0\/Studio%20Setup%202\.0\.0\.exe\?token=[0-9a-z]+\.[0-9a-z]+\.[0-9a-z]+\.[0-9A-Za-z]{8}\.[0-9A-Za-z_-]{22}$/);
     expect(data.maintenance).toMatchObject({ until: "2027-03-01T00:00:00.000Z", expired: false, noticeDays: 30, renewalUrl: "https://example.com/renew", supportEmail: "help@example.com", licensee: "Initech" });
     expect(data.maintenance.expiresInDays).toBeGreaterThan(0);
   });

@@ -302,7 +302,10 @@ export const artifactChunks = sqliteTable(
   (t) => [primaryKey({ columns: [t.downloadId, t.seq] })],
 );
 
-/** Single-use download tokens for gated releases; stored as digests. */
+/**
+ * The use of download tokens (updates/download-tokens.ts): tokens are stateless (signed), so a row is written only
+ * when a token first serves bytes, keyed by the token's digest, and kept until the token expires.
+ */
 export const downloadTokens = sqliteTable(
   "download_tokens",
   {
@@ -312,7 +315,10 @@ export const downloadTokens = sqliteTable(
       .references(() => releaseDownloads.id, { onDelete: "cascade" }),
     licenseId: integer("license_id"),
     expiresAt: text("expires_at").notNull(),
+    /** When the token's first complete download happened; null while only ranges were served. */
     usedAt: text("used_at"),
+    /** Bytes the token has served so far (complete downloads and ranges): at most twice the artifact's size. */
+    bytesServed: integer("bytes_served").notNull().default(0),
     createdAt: createdAt(),
   },
   (t) => [index("download_tokens_expires").on(t.expiresAt)],

@@ -2,10 +2,13 @@
  * Products (`/v1/products`). A product's code is unique; `isApplication` products receive releases with downloads.
  * Deleting a product is refused while releases, license templates, licenses or order lines point at it.
  */
+import { eq } from "drizzle-orm";
 import { Roles } from "../auth/guard";
 import { refuseIfReferenced } from "../db/repository";
-import { licenseTemplates, licenses, orderProducts, productReleases, products } from "../db/schema";
+import { licenseTemplates, licenses, orderProducts, productReleases, products, releaseDownloads } from "../db/schema";
 import { crud } from "../http/crud";
+import type { ServiceContext } from "../http/context";
+import { ApiError } from "../http/errors";
 import { defineEntity, f } from "../http/entity";
 import type { Router } from "../http/router";
 import { forgetProducts } from "../updates/product-memo";
@@ -45,6 +48,10 @@ export function registerProducts(app: Router): void {
     tag: "Products",
     roles: { list: all, create: all, update: all, delete: all },
     hooks: {
+      update: async (ctx, values, existing) => {
+        if (values["isApplication"] === false && existing["isApplication"]) await refuseIfDownloads(ctx, existing["id"] as number);
+        return values;
+      },
       delete: (ctx, existing) =>
         refuseIfReferenced(ctx.db, Product, existing["id"] as number, [
           { label: "releases", table: productReleases, column: productReleases.productId },
@@ -56,4 +63,19 @@ export function registerProducts(app: Router): void {
       written: () => forgetProducts(),
     },
   });
+}
+
+/**
+ * A product whose releases have downloads stays an application (400): the update routes serve them, and their gates
+ * (updates/catalog.ts `requiresMaintenance`) count on it.
+ */
+async function refuseIfDownloads(ctx: ServiceContext, productId: number): Promise<void> {
+  const any = await ctx.db
+    .select({ id: releaseDownloads.id })
+    .from(releaseDownloads)
+    .innerJoin(productReleases, eq(productReleases.id, releaseDownloads.releaseId))
+    .where(eq(productReleases.productId, productId))
+    .limit(1)
+    .get();
+  if (any) throw new ApiError(400, "isApplication cannot be turned off while releases of the product have downloads");
 }

@@ -1,13 +1,12 @@
 /**
  * Who asks an update route: nobody (no user key), somebody whose key matches no license of the product, or a
  * license. A revoked, expired or tampered license is refused outright (403 `License revoked or expired`, SPEC
- * rule 5). Also the single-use download tokens a licensed caller's URLs carry for gated releases.
+ * rule 5). The download tokens a licensed caller's URLs carry for gated releases are in download-tokens.ts.
  */
-import { and, eq, gt, isNull, sql } from "drizzle-orm";
-import { BASE62, randomString, sha256Hex } from "../auth/crypto";
+import { and, eq, sql } from "drizzle-orm";
 import { clock } from "../clock";
 import type { Db } from "../db/client";
-import { customers, downloadTokens, licenses } from "../db/schema";
+import { customers, licenses } from "../db/schema";
 import type { ServiceContext } from "../http/context";
 import { ApiError } from "../http/errors";
 import type { LicenseRow } from "../licensing/licenses";
@@ -81,38 +80,6 @@ export async function judgeCaller(
 
 export function licenseOf(caller: Caller): LicenseRow | undefined {
   return caller.kind === "licensed" ? caller.license : undefined;
-}
-
-/** A single-use token for one artifact, valid Extensions:TokenLifetimeMinutes; stored as a digest. */
-export async function issueDownloadToken(ctx: ServiceContext, downloadId: number, licenseId: number): Promise<string> {
-  const token = randomString(32, BASE62);
-  const now = clock.now();
-  const expires = new Date(now.getTime() + ctx.config["Extensions:TokenLifetimeMinutes"] * 60_000);
-  await ctx.db.insert(downloadTokens).values({ tokenDigest: await sha256Hex(token), downloadId, licenseId, expiresAt: expires.toISOString(), createdAt: now.toISOString() });
-  return token;
-}
-
-/**
- * Checks a download token for an artifact. `consume` (a complete GET) uses it up in one conditional statement, so
- * two downloads can never both use one token; range requests (`consume` false) reuse it until it expires (SPEC
- * "States": the same token may still serve byte-range requests of the same artifact until expiry).
- * Returns the license it was issued to; 403 with SPEC's message otherwise.
- */
-export async function checkDownloadToken(ctx: ServiceContext, token: string | undefined, downloadId: number, consume: boolean): Promise<number | null> {
-  if (!token) throw new ApiError(403, BAD_DOWNLOAD_TOKEN);
-  const digest = await sha256Hex(token);
-  const now = clock.now().toISOString();
-  const live = and(eq(downloadTokens.tokenDigest, digest), eq(downloadTokens.downloadId, downloadId), gt(downloadTokens.expiresAt, now));
-  const row = consume
-    ? await ctx.db
-        .update(downloadTokens)
-        .set({ usedAt: now })
-        .where(and(live, isNull(downloadTokens.usedAt)))
-        .returning({ licenseId: downloadTokens.licenseId })
-        .get()
-    : await ctx.db.select({ licenseId: downloadTokens.licenseId }).from(downloadTokens).where(live).get();
-  if (!row) throw new ApiError(403, BAD_DOWNLOAD_TOKEN);
-  return row.licenseId;
 }
 
 /** The license a download token was issued to must still be usable, as the license policy decides (otherwise the token's message). */

@@ -95,6 +95,22 @@ export function maintenanceEnd(license: Pick<LicenseRow, "supportExpireDate" | "
   return end.toISOString();
 }
 
+/**
+ * Whether a release needs maintenance (and so its artifacts a download token), decided from the release and its product
+ * as they are now: its own `requiresMaintenance`, or its product being an application while
+ * Updates:AllowPublicApplicationReleases is off. The release routes refuse `requiresMaintenance: false` on an
+ * application product, but a release can get that value while its product is not one and keep it when the product
+ * becomes one again; deciding here, at every read, means no sequence of edits ungates an application's installer.
+ */
+export function requiresMaintenance(config: Config, product: Pick<ProductRow, "isApplication">, release: Pick<ReleaseRow, "requiresMaintenance">): boolean {
+  return release.requiresMaintenance || (product.isApplication && !config["Updates:AllowPublicApplicationReleases"]);
+}
+
+/** Releases as the update routes judge them: `requiresMaintenance` as requiresMaintenance decides it now. */
+export function withCurrentGates(config: Config, product: Pick<ProductRow, "isApplication">, releases: readonly ReleaseWithFiles[]): ReleaseWithFiles[] {
+  return releases.map((r) => (r.release.requiresMaintenance || !requiresMaintenance(config, product, r.release) ? r : { ...r, release: { ...r.release, requiresMaintenance: true } }));
+}
+
 /** Rule 2 (and 4): whether the license's maintenance covers the release (by day), or the release needs none. */
 export function coveredByMaintenance(license: LicenseRow | undefined, release: ReleaseRow): boolean {
   if (!release.requiresMaintenance) return true;

@@ -11,15 +11,40 @@ import { type Span, coalesce } from "./ranges";
 import { readArtifact } from "./storage";
 import type { DownloadRow } from "./catalog";
 
-/** Headers every answer about an uploaded artifact carries. */
-export function artifactHeaders(file: DownloadRow): Record<string, string> {
+/** An artifact's entity tag: its SHA-256, strong (the bytes of an artifact id never change). */
+export function artifactEtag(file: Pick<DownloadRow, "sha256">): string {
+  return `"${file.sha256}"`;
+}
+
+/**
+ * Headers every answer about an uploaded artifact carries. `cacheControl` is the route's choice: public for an
+ * ungated artifact open to everyone, `private, no-store` when the answer depends on a token or a user key.
+ */
+export function artifactHeaders(file: DownloadRow, cacheControl = "private, no-store"): Record<string, string> {
   return {
     "Accept-Ranges": "bytes",
-    ETag: `"${file.sha256}"`,
+    ETag: artifactEtag(file),
     "X-Service-Sha256": file.sha256,
     "X-Service-Sha512": file.sha512,
-    "Cache-Control": "private, no-store",
+    "Cache-Control": cacheControl,
   };
+}
+
+/** Whether an `If-None-Match` header matches an entity tag (weak comparison, RFC 9110 section 13.1.2; `*` matches). */
+export function noneMatchHits(header: string | null | undefined, etag: string): boolean {
+  if (!header) return false;
+  const opaque = (tag: string) => tag.trim().replace(/^W\//, "");
+  return header.split(",").some((tag) => tag.trim() === "*" || opaque(tag) === opaque(etag));
+}
+
+/**
+ * Whether a Range request may be served as ranges under its `If-Range` (RFC 9110 section 13.1.5): no If-Range, or
+ * one naming the current entity tag exactly (strong comparison). A date or another tag means the client's partial
+ * copy is of other bytes, so it gets the whole representation.
+ */
+export function ifRangeHolds(header: string | null | undefined, etag: string): boolean {
+  if (header === null || header === undefined) return true;
+  return header.trim() === etag;
 }
 
 /** `Content-Disposition` with the file name, ASCII-safe and RFC 5987 encoded. */

@@ -71,12 +71,38 @@ function proportionate(ranges: readonly Span[], size: number): boolean {
 }
 
 /**
+ * The most spans (storage reads) one request costs, on top of the at most MAX_RANGE_BACKTRACKS spans that ranges going
+ * backwards start. Ascending ranges far apart would otherwise be one read each, up to MAX_RANGES.
+ */
+export const MAX_SPANS = 32;
+
+/**
  * Groups ranges into spans to read: consecutive ranges in ascending order, not overlapping, with gaps of at most
  * `maxGap` bytes share a span. Returns the spans with, for each, the indexes of the ranges it serves (in request
  * order). A range that goes backwards or overlaps the one before starts a new span, so each span is read once,
- * front to back, and its parts are cut from the stream without holding bytes back.
+ * front to back, and its parts are cut from the stream without holding bytes back. When that leaves more than
+ * `maxSpans` spans, the smallest gaps are bridged too (their bytes are read and skipped), so a request costs at most
+ * `maxSpans` reads plus one per backward step: never more bytes read than the file holds per span, and a bounded
+ * number of reads.
  */
-export function coalesce(ranges: readonly Span[], maxGap = 64 * 1024): { span: Span; members: number[] }[] {
+export function coalesce(ranges: readonly Span[], maxGap = 64 * 1024, maxSpans = MAX_SPANS): { span: Span; members: number[] }[] {
+  const groups = group(ranges, maxGap);
+  if (groups.length <= maxSpans) return groups;
+  // The gaps between groups that could be joined (the next one starts after the last range before it ends).
+  const gaps: number[] = [];
+  for (let i = 1; i < groups.length; i++) {
+    const previous = groups[i - 1]!;
+    const lastRange = ranges[previous.members[previous.members.length - 1]!]!;
+    const first = groups[i]!.span;
+    if (first.start > lastRange.end) gaps.push(first.start - previous.span.end - 1);
+  }
+  const excess = groups.length - maxSpans;
+  if (gaps.length === 0) return groups;
+  gaps.sort((a, b) => a - b);
+  return group(ranges, Math.max(maxGap, gaps[Math.min(excess, gaps.length) - 1]!));
+}
+
+function group(ranges: readonly Span[], maxGap: number): { span: Span; members: number[] }[] {
   const groups: { span: Span; members: number[] }[] = [];
   ranges.forEach((range, index) => {
     const last = groups[groups.length - 1];

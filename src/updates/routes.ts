@@ -10,6 +10,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { and, eq } from "drizzle-orm";
 import type { Context } from "hono";
 import type { AppEnv } from "../app-env";
+import { sha256Hex } from "../auth/crypto";
 import { access } from "../auth/guard";
 import { productReleases, releaseDownloads } from "../db/schema";
 import { type ServiceContext, serviceContext } from "../http/context";
@@ -18,10 +19,11 @@ import { Envelope, json, tooManyRequests } from "../http/openapi";
 import { send } from "../http/respond";
 import { type Router, documented } from "../http/router";
 import { clock } from "../clock";
+import type { LicenseRow } from "../licensing/licenses";
 import { clientInfo } from "../licensing/routes";
 import { recordTrace } from "../licensing/traces";
 import { TraceAction } from "../licensing/vocabulary";
-import { type Caller, callerKey, callerLicenseQuery, checkDownloadToken, judgeCaller, licenseOf, requireTokenLicense, resolveCaller } from "./caller";
+import { BAD_DOWNLOAD_TOKEN, type Caller, REVOKED_OR_EXPIRED, callerKey, callerLicenseQuery, judgeCaller, licenseOf, requireTokenLicense, resolveCaller } from "./caller";
 import {
   CHANNELS,
   type DownloadRow,
@@ -33,8 +35,11 @@ import {
   groupOfferedReleases,
   offeredReleaseReads,
   platformVerdict,
+  requiresMaintenance,
+  withCurrentGates,
 } from "./catalog";
-import { artifactHeaders, contentDisposition, multipartBody } from "./download";
+import { artifactEtag, artifactHeaders, contentDisposition, ifRangeHolds, multipartBody, noneMatchHits } from "./download";
+import { type DownloadClaim, coversWholeFile, recordTokenUse, verifyDownloadToken } from "./download-tokens";
 import { emptyFeedYaml, feedRelease, feedYaml } from "./feed";
 import { keepAnswer, recallAnswer } from "./answer-memo";
 import { productByCodeMemo } from "./product-memo";
@@ -88,11 +93,27 @@ function userKeyOf(c: Context<AppEnv>): string | undefined {
   return c.req.header(USER_KEY_HEADER) ?? c.req.query("userKey") ?? undefined;
 }
 
-/** Absolute download URLs on this service (CONTRACT section 5), tokenised when a token is given. */
+/**
+ * Absolute download URLs on this service (CONTRACT section 5): tokenised when a token is given, otherwise pinned to
+ * the artifact's id (`artifact`), under which the bytes never change, so the answer may be cached as immutable.
+ */
 function downloadUrlBuilder(c: Context<AppEnv>, product: ProductRow, platform: Platform) {
   const origin = new URL(c.req.url).origin;
   return (entry: ReleaseWithFiles, file: DownloadRow, token?: string) =>
-    `${origin}/v1/updates/${encodeURIComponent(product.code)}/download/${platform}/${encodeURIComponent(entry.release.version)}/${encodeURIComponent(file.fileName)}${token ? `?token=${token}` : ""}`;
+    `${origin}/v1/updates/${encodeURIComponent(product.code)}/download/${platform}/${encodeURIComponent(entry.release.version)}/${encodeURIComponent(file.fileName)}${token ? `?token=${token}` : `?artifact=${file.id}`}`;
+}
+
+/** A 304 for a request whose If-None-Match names the answer's entity tag; the answer itself otherwise. */
+function unlessNotModified(c: Context<AppEnv>, res: Response): Response {
+  const etag = res.headers.get("ETag");
+  if (res.status !== 200 || !etag || !noneMatchHits(c.req.header("if-none-match"), etag)) return res;
+  return new Response(null, { status: 304, headers: { ETag: etag, "Cache-Control": res.headers.get("Cache-Control") ?? "private, no-store" } });
+}
+
+/** A feed answer with its entity tag: a digest of its YAML (a licensed caller's tokens make each one differ). */
+async function taggedFeed(yaml: string): Promise<Response> {
+  const etag = `"${(await sha256Hex(yaml)).slice(0, 32)}"`;
+  return new Response(yaml, { status: 200, headers: { "Content-Type": "text/yaml; charset=utf-8", ETag: etag } });
 }
 
 /**
@@ -132,17 +153,17 @@ async function throughCache(c: Context<AppEnv>, key: string[], anonymous: boolea
  * The caller behind a user key and the releases offered to the platform: one D1 round trip (a batch) when a key
  * is given, the releases' query alone otherwise (DESIGN: at most one round trip on a cache miss).
  */
-async function callerAndReleases(ctx: ServiceContext, productId: number, userKey: string | undefined, platform: Platform, channel: string): Promise<{ caller: Caller; releases: ReleaseWithFiles[] }> {
+async function callerAndReleases(ctx: ServiceContext, product: ProductRow, userKey: string | undefined, platform: Platform, channel: string): Promise<{ caller: Caller; releases: ReleaseWithFiles[] }> {
   const key = callerKey(userKey);
-  const [releasesQuery, filesQuery] = offeredReleaseReads(ctx.db, productId, platform, channel);
+  const [releasesQuery, filesQuery] = offeredReleaseReads(ctx.db, product.id, platform, channel);
   if (!key) {
     const [releases, files] = await ctx.db.batch([releasesQuery, filesQuery]);
-    return { caller: { kind: "anonymous" }, releases: groupOfferedReleases(releases, files) };
+    return { caller: { kind: "anonymous" }, releases: withCurrentGates(ctx.config, product, groupOfferedReleases(releases, files)) };
   }
-  const [licenseRows, releases, files] = await ctx.db.batch([callerLicenseQuery(ctx.db, productId, key), releasesQuery, filesQuery]);
+  const [licenseRows, releases, files] = await ctx.db.batch([callerLicenseQuery(ctx.db, product.id, key), releasesQuery, filesQuery]);
   // The caller is judged first, as when the reads were sequential: a refused key answers 403 whatever the releases.
   const caller = await judgeCaller(ctx, licenseRows[0]);
-  return { caller, releases: groupOfferedReleases(releases, files) };
+  return { caller, releases: withCurrentGates(ctx.config, product, groupOfferedReleases(releases, files)) };
 }
 
 function traceFor(c: Context<AppEnv>, caller: Caller, action: number): void {
@@ -162,15 +183,16 @@ async function feedResponse(c: Context<AppEnv>, codeParam: string, channelParam:
   if (!feedFiles(platform).includes(file)) throw new ApiError(404, `No feed file '${file}' for ${platform}: ${feedFiles(platform).join(" or ")}`);
   const product = await requireProduct(ctx, codeParam);
   const userKey = userKeyOf(c);
-  return throughCache(c, [product.code, String(product.releaseGeneration), "feed", channel, platform, file], !userKey, async () => {
-    const { caller, releases } = await callerAndReleases(ctx, product.id, userKey, platform, channel);
+  const res = await throughCache(c, [product.code, String(product.releaseGeneration), "feed", channel, platform, file], !userKey, async () => {
+    const { caller, releases } = await callerAndReleases(ctx, product, userKey, platform, channel);
     const input = { platform, caller, releases, downloadUrl: downloadUrlBuilder(c, product, platform) };
     const entry = feedRelease(ctx, input);
     traceFor(c, caller, TRACE_UPDATE_CHECK);
     const yaml = entry ? await feedYaml(ctx, input, entry) : ctx.config["Updates:EmptyFeedAsYaml"] ? await emptyFeedYaml(ctx, input) : undefined;
     if (yaml === undefined) return new Response(null, { status: 204 });
-    return new Response(yaml, { status: 200, headers: { "Content-Type": "text/yaml; charset=utf-8" } });
+    return taggedFeed(yaml);
   });
+  return unlessNotModified(c, res);
 }
 
 const feedResponses = {
@@ -222,7 +244,7 @@ export function registerUpdateRoutes(app: Router): void {
       const product = await requireProduct(ctx, c.req.param("productCode") ?? "");
       const userKey = userKeyOf(c);
       return throughCache(c, [product.code, String(product.releaseGeneration), "check", channel, platform, version], !userKey, async () => {
-        const { caller, releases } = await callerAndReleases(ctx, product.id, userKey, platform, channel);
+        const { caller, releases } = await callerAndReleases(ctx, product, userKey, platform, channel);
         const data = await checkForUpdate(ctx, { product, platform, version, channel, caller, releases, downloadUrl: downloadUrlBuilder(c, product, platform) });
         traceFor(c, caller, TRACE_UPDATE_CHECK);
         return send(c, await signUpdateCheck(ctx, data));
@@ -296,7 +318,8 @@ export function registerUpdateRoutes(app: Router): void {
           fileName: fileNameParam.openapi({ param: { name: "fileName", in: "path" } }),
         }),
         query: z.object({
-          token: z.string().max(128).optional().openapi({ description: "Single-use download token (gated releases)." }),
+          token: z.string().max(128).optional().openapi({ description: "Download token (gated releases): used up by the first complete download; ranges resume until it expires." }),
+          artifact: z.string().max(20).optional().openapi({ description: "The artifact's id, as the URLs of feeds and update checks carry it: an ungated answer naming it is cached as immutable." }),
           kind: z.enum(["installer", "zip", "delta", "blockmap"]).optional(),
           userKey: userKeyQuery,
           channel: channelParam.optional(),
@@ -312,6 +335,24 @@ export function registerUpdateRoutes(app: Router): void {
     }),
     downloadResponse,
   );
+}
+
+/** 403 naming the platform rule when the platform's family is not open to this license (SPEC rule 3). */
+function refuseByPlatform(ctx: ServiceContext, platform: Platform, license: LicenseRow | undefined): void {
+  const verdict = platformVerdict(ctx.config, platform, license);
+  if (!verdict.allowed) {
+    throw new ApiError(403, verdict.reason === "platformRequiresEdition" ? `${platform} needs a license of the ${verdict.requiredEdition} edition` : `${platform} needs a license`);
+  }
+}
+
+/** The caller behind a user key on the download route, where a revoked or expired license gets the token's message (SPEC rule 5). */
+async function downloadCaller(ctx: ServiceContext, productId: number, userKey: string | undefined): Promise<Caller> {
+  try {
+    return await resolveCaller(ctx, productId, userKey);
+  } catch (e) {
+    if (e instanceof ApiError && e.message === REVOKED_OR_EXPIRED) throw new ApiError(403, BAD_DOWNLOAD_TOKEN);
+    throw e;
+  }
 }
 
 async function downloadResponse(c: Context<AppEnv>): Promise<Response> {
@@ -343,28 +384,51 @@ async function downloadResponse(c: Context<AppEnv>): Promise<Response> {
   const { release, file } = rows[0]!;
 
   const head = c.req.method === "HEAD";
-  const range = parseRange(c.req.header("range"), file.size);
-  const caller = await resolveCaller(ctx, product.id, userKeyOf(c));
+  const etag = artifactEtag(file);
+  // A Range whose If-Range names other bytes is answered with the whole file (RFC 9110 section 13.1.5).
+  const range = ifRangeHolds(c.req.header("if-range"), etag) ? parseRange(c.req.header("range"), file.size) : parseRange(undefined, file.size);
+  const caller = await downloadCaller(ctx, product.id, userKeyOf(c));
   const token = query["token"];
-  // Blockmaps describe, they do not install: auto-updaters fetch them beside the installer without its token.
-  const gated = release.requiresMaintenance && file.kind !== "blockmap";
+  // Blockmaps describe, they do not install: auto-updaters fetch them beside the installer without its token. Whether
+  // the rest needs a token is decided from the release and product as they are now.
+  const gated = requiresMaintenance(ctx.config, product, release) && file.kind !== "blockmap";
+  // The platform rule comes before the token is used, and before it is looked at whenever the license is known
+  // without it (a user key) or there is no token to look at.
+  const early = licenseOf(caller);
+  if (early || !gated || !token) refuseByPlatform(ctx, platform, early);
   // Only a gated artifact looks at the token: auto-updaters carry the installer's query (and so its token) over to
   // the blockmap URLs they derive from it, where the token names another artifact.
-  let tokenLicense = undefined;
+  let claim: DownloadClaim | undefined;
+  let license = early;
   if (gated) {
-    const consume = !head && range.kind === "all";
-    tokenLicense = await requireTokenLicense(ctx, await checkDownloadToken(ctx, token, file.id, consume));
+    // Its signature, expiry and artifact, without D1: whose token it is, so the platform rule can judge that license.
+    claim = await verifyDownloadToken(ctx, token, file.id);
+    if (early && early.id !== claim.licenseId) throw new ApiError(403, BAD_DOWNLOAD_TOKEN);
+    license = await requireTokenLicense(ctx, claim.licenseId);
+    if (!early) refuseByPlatform(ctx, platform, license);
   }
-  const license = licenseOf(caller) ?? tokenLicense;
-  const verdict = platformVerdict(ctx.config, platform, license);
-  if (!verdict.allowed) {
-    throw new ApiError(403, verdict.reason === "platformRequiresEdition" ? `${platform} needs a license of the ${verdict.requiredEdition} edition` : `${platform} needs a license`);
+  // Public and the same for everyone: ungated, and the platform open without a license. Pinned to this artifact's id
+  // (the URLs feeds and update checks hand out), the bytes never change.
+  const cacheControl =
+    gated || !platformVerdict(ctx.config, platform, undefined).allowed
+      ? "private, no-store"
+      : query["artifact"] === String(file.id)
+        ? "public, max-age=31536000, immutable"
+        : `public, max-age=${ctx.config["Updates:FeedCacheSeconds"]}`;
+  const hosted = file.sourceKind === "url" && file.url;
+  if (!hosted && noneMatchHits(c.req.header("if-none-match"), etag)) return new Response(null, { status: 304, headers: { ETag: etag, "Cache-Control": cacheControl } });
+
+  // What this answer serves; a token records it in one statement (download-tokens.ts) before any byte is sent.
+  const complete = hosted || range.kind === "all" || (range.kind === "ranges" && coversWholeFile(range.ranges, file.size));
+  if (claim && !head && range.kind !== "unsatisfiable") {
+    const bytes = range.kind === "ranges" && !hosted ? range.ranges.reduce((n, r) => n + r.end - r.start + 1, 0) : file.size;
+    await recordTokenUse(ctx, claim, { bytes, complete: Boolean(complete), size: file.size });
   }
-  if (range.kind === "all" && !head) traceFor(c, license ? { kind: "licensed", license } : caller, TRACE_DOWNLOAD);
+  if (complete && !head) traceFor(c, license ? { kind: "licensed", license } : caller, TRACE_DOWNLOAD);
 
-  if (file.sourceKind === "url" && file.url) return new Response(null, { status: 302, headers: { Location: file.url, "Cache-Control": "private, no-store" } });
+  if (hosted) return new Response(null, { status: 302, headers: { Location: file.url!, "Cache-Control": "private, no-store" } });
 
-  const headers = { ...artifactHeaders(file), "Content-Disposition": contentDisposition(file.fileName) };
+  const headers = { ...artifactHeaders(file, cacheControl), "Content-Disposition": contentDisposition(file.fileName) };
   // HEAD reads no bytes, so it asks storage whether they are there: it must not promise what GET would answer 404.
   if (head && !(await artifactExists(ctx.env, ctx.db, file))) throw new ApiError(404, "The artifact's bytes are missing");
   if (range.kind === "unsatisfiable") return new Response(null, { status: 416, headers: { ...headers, "Content-Range": `bytes */${file.size}` } });

@@ -31,6 +31,8 @@ interface UploadState {
   key: string;
   r2UploadId: string;
   createdAt: string;
+  /** The API key that started the upload: only it may send parts, complete or abort (absent in older states). */
+  keyId?: number;
 }
 
 interface StoredPart {
@@ -75,6 +77,7 @@ export async function createUpload(ctx: ServiceContext, target: DownloadTarget, 
     key,
     r2UploadId: multipart.uploadId,
     createdAt: nowIso(),
+    ...(ctx.principal?.keyId !== undefined ? { keyId: ctx.principal.keyId } : {}),
   };
   try {
     await bucket.put(`${prefixOf(root, uploadId)}upload.json`, JSON.stringify(state), { httpMetadata: { contentType: "application/json" } });
@@ -85,7 +88,10 @@ export async function createUpload(ctx: ServiceContext, target: DownloadTarget, 
   return uploadId;
 }
 
-/** The upload's state, or 400 when it does not exist or belongs to another release. */
+/**
+ * The upload's state: 400 when it does not exist or belongs to another release, 403 when another API key started it
+ * (an upload id in a log or a proxy must not let another key, even an administrator's, write or finish the artifact).
+ */
 async function openUpload(ctx: ServiceContext, productId: number, releaseId: number, uploadId: string): Promise<OpenUpload> {
   const { bucket, root } = artifactBucket(ctx.env, ctx.config);
   if (!UPLOAD_ID.test(uploadId)) throw unknownUpload(uploadId);
@@ -94,6 +100,7 @@ async function openUpload(ctx: ServiceContext, productId: number, releaseId: num
   if (!object) throw unknownUpload(uploadId);
   const state = await object.json<UploadState>();
   if (state.productId !== productId || state.releaseId !== releaseId) throw unknownUpload(uploadId);
+  if (state.keyId !== undefined && state.keyId !== ctx.principal?.keyId) throw new ApiError(403, `Upload ${uploadId} belongs to the API key that started it`);
   return { bucket, prefix, state };
 }
 

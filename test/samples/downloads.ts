@@ -1,5 +1,5 @@
 /** Sample requests for the release download routes, resumable uploads included (Administrator, LicenseManager). */
-import { admin } from "../helpers";
+import { ADMIN, call } from "../helpers";
 import { type Samples, created } from "./kit";
 
 const unique = () => crypto.randomUUID().slice(0, 8);
@@ -21,12 +21,17 @@ async function withDownload(): Promise<{ path: string; id: number }> {
   return { path, id: await created(path, hosted(), "releaseDownloadId") };
 }
 
-/** A started resumable upload, with one (last, so small) part when asked. */
-async function withUpload(parts = 0): Promise<{ path: string; uploadId: string }> {
+/**
+ * A resumable upload started with `key` (an upload belongs to the key that started it), with one (last, so small) part
+ * when asked.
+ */
+async function withUpload(key = ADMIN.key, parts = 0): Promise<{ path: string; uploadId: string }> {
   const path = await appRelease();
-  const uploadId = await created(`${path}/uploads`, { upload: { platform: "linux-x64", kind: "installer", fileName: "App.AppImage" } }, "uploadId");
+  const started = await call("POST", `${path}/uploads`, { key, body: { upload: { platform: "linux-x64", kind: "installer", fileName: "App.AppImage" } } });
+  if (started.status !== 201) throw new Error(`fixture upload: ${started.status} ${started.text}`);
+  const uploadId = started.body["uploadId"] as string;
   if (parts > 0) {
-    const res = await admin("PUT", `${path}/uploads/${uploadId}/parts/1`, "sample part bytes");
+    const res = await call("PUT", `${path}/uploads/${uploadId}/parts/1`, { key, body: "sample part bytes" });
     if (res.status !== 200) throw new Error(`fixture part: ${res.status} ${res.text}`);
   }
   return { path, uploadId };
@@ -45,16 +50,16 @@ export const downloadSamples: Samples = {
   },
   [`POST ${DOWNLOADS}/verify`]: async () => ({ path: `${(await withDownload()).path}/verify` }),
   [`POST ${DOWNLOADS}/uploads`]: async () => ({ path: `${await appRelease()}/uploads`, body: { upload: { platform: "darwin-arm64", kind: "zip", fileName: "App.zip" } } }),
-  [`PUT ${DOWNLOADS}/uploads/{uploadId}/parts/{partNumber}`]: async () => {
-    const u = await withUpload();
+  [`PUT ${DOWNLOADS}/uploads/{uploadId}/parts/{partNumber}`]: async (key) => {
+    const u = await withUpload(key);
     return { path: `${u.path}/uploads/${u.uploadId}/parts/1`, body: "part bytes" };
   },
-  [`POST ${DOWNLOADS}/uploads/{uploadId}/complete`]: async () => {
-    const u = await withUpload(1);
+  [`POST ${DOWNLOADS}/uploads/{uploadId}/complete`]: async (key) => {
+    const u = await withUpload(key, 1);
     return { path: `${u.path}/uploads/${u.uploadId}/complete` };
   },
-  [`DELETE ${DOWNLOADS}/uploads/{uploadId}`]: async () => {
-    const u = await withUpload(1);
+  [`DELETE ${DOWNLOADS}/uploads/{uploadId}`]: async (key) => {
+    const u = await withUpload(key, 1);
     return { path: `${u.path}/uploads/${u.uploadId}` };
   },
 };

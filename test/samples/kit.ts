@@ -6,8 +6,11 @@ export interface Sample {
   path?: string;
   body?: unknown;
 }
-/** `"<METHOD> <OpenAPI path>"` -> a function building a fresh sample (deletes get a fresh target each call). */
-export type Samples = Record<string, () => Promise<Sample>>;
+/**
+ * `"<METHOD> <OpenAPI path>"` -> a function building a fresh sample (deletes get a fresh target each call). `key` is
+ * the API key the request will be sent with, for fixtures bound to the key that made them (resumable uploads).
+ */
+export type Samples = Record<string, (key?: string) => Promise<Sample>>;
 
 /** Creates a record with the administrator's key and returns the id property of the answer. */
 export async function created(path: string, body: unknown, idName: string): Promise<any> {
