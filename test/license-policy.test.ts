@@ -297,7 +297,9 @@ const WORDS: Record<Path["words"], Record<Refusal, [number | string, string]>> =
     tampered: [403, "Download token invalid, expired or already used"],
     revoked: [403, "Download token invalid, expired or already used"],
     expired: [403, "Download token invalid, expired or already used"],
-    wrongProduct: [403, "Download token invalid, expired or already used"],
+    // No token was handed out (the update check withheld as for no license), so the bare URL meets the platform rule
+    // first (SPEC "Download"): Linux needs a license.
+    wrongProduct: [403, "linux-x64 needs a license"],
   },
   management: {
     tampered: [400, "has been tampered with"],
@@ -317,7 +319,8 @@ const WORDS: Record<Path["words"], Record<Refusal, [number | string, string]>> =
 const ENTITLEMENT: Record<"usable" | "demo" | "maintenanceOver" | "editionNotEntitled", { updateCheck: string; feed: string; download: Outcome }> = {
   usable: { updateCheck: "installable", feed: "installable", download: { allowed: true, detail: "installable" } },
   demo: { updateCheck: "installable", feed: "installable", download: { allowed: true, detail: "installable" } },
-  maintenanceOver: { updateCheck: "maintenanceExpired", feed: "204", download: { allowed: false, status: 403, message: "Download token invalid, expired or already used" } },
+  // No token was handed out; the bare URL meets the platform rule first (SPEC "Download"), which knows no license.
+  maintenanceOver: { updateCheck: "maintenanceExpired", feed: "204", download: { allowed: false, status: 403, message: "linux-x64 needs a license" } },
   // No token was handed out; whether the edition or the missing token speaks first is the download route's own order.
   editionNotEntitled: { updateCheck: "platformRequiresEdition", feed: "204", download: { allowed: false, status: 403, message: "" } },
 };
