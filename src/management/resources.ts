@@ -1,5 +1,11 @@
-/** `/v1/resources` (SPEC "Resources routes"): stored resources such as signature keys, files and email templates. */
+/**
+ * `/v1/resources` (SPEC "Resources routes"): stored resources such as signature keys, files and email templates.
+ * A resource's `password` is a secret: stored AES-GCM-encrypted with Application:EncryptionKey, never returned.
+ */
+import { encryptSecret } from "../auth/secrets";
 import { crud } from "../http/crud";
+import type { Row } from "../db/repository";
+import type { ServiceContext } from "../http/context";
 import { defineEntity, f } from "../http/entity";
 import type { Router } from "../http/router";
 import { resources } from "../db/schema";
@@ -17,7 +23,7 @@ export const Resource = defineEntity({
     code: f.string({ max: 128 }),
     description: f.string(),
     source: f.string({ max: 2048 }),
-    password: f.string({ max: 256, writeOnly: true, description: "Protects the resource; accepted, never returned." }),
+    password: f.string({ max: 256, writeOnly: true, description: "Protects the resource; stored encrypted, accepted, never returned." }),
     data: f.string({ max: 1_000_000 }),
     dataFormat: f.string({ max: 64 }),
     meta: f.string(),
@@ -27,6 +33,12 @@ export const Resource = defineEntity({
   required: ["name"],
 });
 
+/** Encrypts a password being written (null clears it). */
+async function sealPassword(ctx: ServiceContext, values: Row): Promise<Row> {
+  if (typeof values["password"] !== "string") return values;
+  return { ...values, password: await encryptSecret(ctx.config["Application:EncryptionKey"], values["password"]) };
+}
+
 export function registerResources(app: Router): void {
   crud(app, {
     entity: Resource,
@@ -34,5 +46,6 @@ export function registerResources(app: Router): void {
     tag: "Resources",
     label: "stored resource",
     roles: { list: Roles.management, create: Roles.management, update: Roles.management, delete: Roles.management },
+    hooks: { create: sealPassword, update: sealPassword },
   });
 }

@@ -1,7 +1,8 @@
 /**
  * Secrets at rest and their comparison (DESIGN "Reliability and security": secrets are stored as digests;
  * comparisons are constant-time). Every secret the service hands out (API key and client secret, activation and
- * floating tokens, tokens issued by hand, download tokens, bearer tokens, passwords) is looked for, in plain text,
+ * floating tokens, tokens issued by hand, download tokens, bearer tokens, passwords, a resource's password, webhook
+ * subscriptions' extra header values) is looked for, in plain text,
  * in every D1 table and in the license's seat object: none may be there. The comparison helpers are checked on the
  * cases a naive version gets wrong. The review of every comparison in the source is test/node/secret-comparisons.test.ts.
  */
@@ -35,6 +36,33 @@ describe("secrets at rest", () => {
     const floating = await newLicense("Floating", 2);
     const seat = (await admin("POST", "/v1/license/request", { userKey: floating.userKey, machineId: "m", clientId: "c" })).body["licenseToken"] as string;
     secrets.push(seat);
+
+    // Secrets an operator hands the service: a resource's password and a webhook receiver's credentials.
+    const resourcePassword = "Resource#Password-0f9e8d7c";
+    const resource = await admin("POST", "/v1/resources", { resource: { name: "protected", type: "File", password: resourcePassword } });
+    expect(resource.status).toBe(200);
+    const updatedPassword = "Resource#Password-changed-1a2b";
+    expect((await admin("PUT", "/v1/resources", { resource: { id: resource.body["resourceId"], password: updatedPassword } })).status).toBe(200);
+    const headerValue = "Bearer receiver-credential-5c4b3a29";
+    const subscription = await admin("POST", "/v1/webhooks/subscriptions", {
+      subscription: { name: "receiver", url: "https://hooks.example.com/in", eventTypes: ["webhook.test"], headers: { Authorization: headerValue } },
+    });
+    expect(subscription.status).toBe(201);
+    const rotatedHeader = "Bearer receiver-credential-rotated-77";
+    const subscriptionId = subscription.body["subscription"].id;
+    const rotated = await admin("PUT", `/v1/webhooks/subscriptions/${subscriptionId}`, { subscription: { headers: { Authorization: rotatedHeader } } });
+    secrets.push(resourcePassword, updatedPassword, headerValue, rotatedHeader);
+    // Masked in every answer: the create and update answers, the record, the list; the password never appears.
+    const answers = [
+      subscription.text,
+      rotated.text,
+      (await admin("GET", `/v1/webhooks/subscriptions/${subscriptionId}`)).text,
+      (await admin("GET", "/v1/webhooks/subscriptions")).text,
+      (await admin("GET", "/v1/resources")).text,
+      resource.text,
+    ].join("\n");
+    for (const secret of [resourcePassword, updatedPassword, headerValue, rotatedHeader]) expect(answers.includes(secret), secret).toBe(false);
+    expect(rotated.body["subscription"].headers).toEqual({ Authorization: "********" });
 
     const bearer = await login("secretive", password);
     secrets.push(bearer);
