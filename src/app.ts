@@ -7,6 +7,8 @@ import type { Context, MiddlewareHandler } from "hono";
 import type { AppEnv } from "./app-env";
 import { ensureAdmin } from "./auth/bootstrap";
 import { ipProtection } from "./protection/guard";
+import { clientAddress } from "./protection/client-ip";
+import { clock } from "./clock";
 import { API_KEY_SCHEME, BEARER_SCHEME, logoutFirst } from "./auth/guard";
 import { registerAuth } from "./auth/routes";
 import { type Config, loadConfig, unsafeSetting } from "./config";
@@ -48,9 +50,9 @@ export const OPENAPI_PATH = "/swagger/v1/swagger.json";
 /** Request context every route relies on. */
 const context: MiddlewareHandler<AppEnv> = async (c, next) => {
   c.set("requestId", c.req.header("cf-ray") ?? crypto.randomUUID());
-  c.set("clientIp", c.req.header("cf-connecting-ip") ?? "127.0.0.1");
   const { config } = await loadConfig(c.env, c.env.DB);
   c.set("config", config);
+  c.set("clientIp", await clientAddress(c.req.raw.headers, config, clock.now().getTime()));
   // Outside development an unsafe configuration stops every route (the health check included) with a 500 naming
   // the setting, before the bootstrap could create an administrator with a published password.
   const unsafe = unsafeSetting(config);

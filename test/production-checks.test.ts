@@ -7,46 +7,12 @@
  * The suite's own Worker runs as Development (vitest.config.ts); these tests call the same Worker entry with a
  * production deployment's variables, as `wrangler deploy` would give it.
  */
-import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import devVarsExample from "../.dev.vars.example?raw";
-import { MIN_SECRET_BYTES, PUBLISHED_SECRETS, invalidateConfig, settingDefinitions } from "../src/config";
-import worker from "../src/index";
-import { ADMIN, BASE, admin, setSetting } from "./helpers";
-
-const STRONG = {
-  Application__JwtSecret: "prod-test-jwt-secret-9f1c2e7a44b0d3c8e1f2",
-  Application__EncryptionKey: "prod-test-encryption-key-5d8a0b7c3e9f1a2b",
-};
-
-/** A production deployment's variables: the test bindings without the published bootstrap values, plus `vars`. */
-function production(vars: Record<string, string | undefined> = {}): Record<string, unknown> {
-  return {
-    ...env,
-    Application__Environment: "Production",
-    Application__AdminUsername: undefined,
-    Application__AdminPassword: undefined,
-    Application__AdminApiKey: undefined,
-    Webhooks__AllowInsecureUrls: undefined,
-    ...STRONG,
-    ...vars,
-  };
-}
-
-/** One request to the Worker entry under `variables`; the settings cache is dropped around it (other variables). */
-async function fetchAs(variables: Record<string, unknown>, path: string, init: RequestInit = {}): Promise<{ status: number; text: string; headers: Headers }> {
-  invalidateConfig();
-  try {
-    const ctx = createExecutionContext();
-    const res = await worker.fetch(new Request(`${BASE}${path}`, init) as never, variables as never, ctx);
-    const text = await res.text();
-    await waitOnExecutionContext(ctx);
-    return { status: res.status, text, headers: res.headers };
-  } finally {
-    invalidateConfig();
-  }
-}
+import { MIN_SECRET_BYTES, PUBLISHED_SECRETS, settingDefinitions } from "../src/config";
+import { ADMIN, admin, setSetting } from "./helpers";
+import { fetchAs, production } from "./production-kit";
 
 const withKey = { headers: { "x-api-key": ADMIN.key } };
 const grpcWeb = { method: "POST", headers: { "content-type": "application/grpc-web+proto" }, body: new Uint8Array([0, 0, 0, 0, 0]) };
