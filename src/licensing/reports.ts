@@ -13,6 +13,7 @@ import { reportRecord } from "../management/reports";
 import { emit } from "../webhooks/emit";
 import type { ClientInfo } from "./runtime";
 import { TraceAction } from "./runtime";
+import { spendLicenseBudget } from "./license-limit";
 import { recordTrace } from "./traces";
 
 export const MAX_REPORT_BYTES = 4 * 1024 * 1024;
@@ -37,6 +38,8 @@ export async function storeReport(ctx: ServiceContext, input: ReportInput, clien
   const license = input.userKey
     ? await ctx.db.select({ id: licenses.id, trace: licenses.trace }).from(licenses).where(eq(licenses.userKey, input.userKey.trim())).get()
     : undefined;
+  // A report for a license spends its budget (license-limit.ts); one without is limited per IP only.
+  if (license) await spendLicenseBudget(ctx, license.id);
   const bytes = new TextEncoder().encode(input.content);
   let content: string | null = input.content;
   let contentKey: string | null = null;

@@ -58,7 +58,16 @@ function toConnectError(e: unknown): unknown {
   if (e instanceof ConnectError) return e;
   if (e instanceof LicensingError) return new ConnectError(e.message, e.grpcCode as number as Code);
   if (e instanceof ApiError) {
-    const code = e.status === 401 ? Code.Unauthenticated : e.status === 403 ? Code.PermissionDenied : e.status === 413 ? Code.ResourceExhausted : e.status < 500 ? Code.InvalidArgument : Code.Internal;
+    const code =
+      e.status === 401
+        ? Code.Unauthenticated
+        : e.status === 403
+          ? Code.PermissionDenied
+          : e.status === 413 || e.status === 429
+            ? Code.ResourceExhausted
+            : e.status < 500
+              ? Code.InvalidArgument
+              : Code.Internal;
     return new ConnectError(e.message || "Request refused", code);
   }
   if (e instanceof ConfigError) return new ConnectError(e.message, Code.Internal);
