@@ -8,6 +8,8 @@ import { pruneLogsStatement } from "./logging";
 import { pruneDeliveriesStatement } from "./webhooks/history";
 import { pruneInlineReportsStatement, pruneStoredReports, pruneTracesStatement } from "./licensing/retention";
 import { pruneOutboxStatement } from "./mail/send";
+import { sealPlainPasswords } from "./management/resource-passwords";
+import { sealPlainHeaders } from "./webhooks/subscriptions";
 
 export async function housekeeping(env: Bindings, now: Date): Promise<Record<string, number>> {
   const iso = now.toISOString();
@@ -28,5 +30,8 @@ export async function housekeeping(env: Bindings, now: Date): Promise<Record<str
   const counts = Object.fromEntries(Object.keys(steps).map((name, i) => [name, results[i]?.meta.changes ?? 0]));
   // Reports with a body in R2: the bodies first, then the rows (licensing/retention.ts).
   counts["reportBodies"] = await pruneStoredReports(env, config, now);
+  // Secrets stored in plain text before they were encrypted at rest: sealed in place, a bounded number per run.
+  counts["sealedHeaders"] = await sealPlainHeaders(env.DB, config);
+  counts["sealedPasswords"] = await sealPlainPasswords(env.DB, config);
   return counts;
 }

@@ -2,10 +2,8 @@
  * `/v1/resources` (SPEC "Resources routes"): stored resources such as signature keys, files and email templates.
  * A resource's `password` is a secret: stored AES-GCM-encrypted with Application:EncryptionKey, never returned.
  */
-import { encryptSecret } from "../auth/secrets";
 import { crud } from "../http/crud";
-import type { Row } from "../db/repository";
-import type { ServiceContext } from "../http/context";
+import { sealPassword } from "./resource-passwords";
 import { defineEntity, f } from "../http/entity";
 import type { Router } from "../http/router";
 import { resources } from "../db/schema";
@@ -32,12 +30,6 @@ export const Resource = defineEntity({
   },
   required: ["name"],
 });
-
-/** Encrypts a password being written (null clears it). */
-async function sealPassword(ctx: ServiceContext, values: Row): Promise<Row> {
-  if (typeof values["password"] !== "string") return values;
-  return { ...values, password: await encryptSecret(ctx.config["Application:EncryptionKey"], values["password"]) };
-}
 
 export function registerResources(app: Router): void {
   crud(app, {

@@ -201,3 +201,30 @@ export async function updateSubscription(db: Db, config: Config, id: number, inp
   if (!row) throw new ApiError(404, `Subscription ${id} not found`);
   return row;
 }
+
+/** Subscriptions whose headers are sealed per cron run (sealPlainHeaders). */
+const SEAL_PER_RUN = 100;
+
+/**
+ * Encrypts the extra header values stored in plain text before they were encrypted (the cron trigger, so old rows
+ * do not wait for their next update); returns how many subscriptions it sealed. Without an EncryptionKey, none.
+ */
+export async function sealPlainHeaders(d1: D1Database, config: Config): Promise<number> {
+  if (!config["Application:EncryptionKey"]) return 0;
+  const { results } = await d1
+    .prepare("SELECT id, headers FROM webhook_subscriptions WHERE headers IS NOT NULL AND EXISTS (SELECT 1 FROM json_each(headers) WHERE value NOT LIKE 'v1:%') LIMIT ?")
+    .bind(SEAL_PER_RUN)
+    .all<{ id: number; headers: string }>();
+  const updates: D1PreparedStatement[] = [];
+  for (const row of results) {
+    const stored = JSON.parse(row.headers) as Record<string, string>;
+    const sealed: Record<string, string> = {};
+    for (const [name, value] of Object.entries(stored)) sealed[name] = ENCRYPTED.test(value) ? value : await encryptSecret(config["Application:EncryptionKey"], value);
+    // Only if unchanged since read: an update through the API meanwhile wrote sealed values already.
+    updates.push(d1.prepare("UPDATE webhook_subscriptions SET headers = ? WHERE id = ? AND headers = ?").bind(JSON.stringify(sealed), row.id, row.headers));
+  }
+  const [first, ...rest] = updates;
+  if (!first) return 0;
+  const done = await d1.batch([first, ...rest]);
+  return done.reduce((n, r) => n + (r.meta.changes ?? 0), 0);
+}

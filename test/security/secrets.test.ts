@@ -87,6 +87,39 @@ describe("secrets at rest", () => {
   });
 });
 
+describe("secrets stored in plain text before encryption at rest", () => {
+  it("are read as stored, then encrypted in place by the cron trigger; deliveries still send the header", async () => {
+    const { decryptSecret } = await import("../../src/auth/secrets");
+    const { openHeaders } = await import("../../src/webhooks/subscriptions");
+    const { buildConfig } = await import("../../src/config");
+    const { createExecutionContext, createScheduledController, waitOnExecutionContext } = await import("cloudflare:test");
+    const worker = (await import("../../src/index")).default;
+    const subscription = await admin("POST", "/v1/webhooks/subscriptions", { subscription: { name: "legacy", url: "https://hooks.example.com/legacy", eventTypes: ["webhook.test"] } });
+    const resource = await admin("POST", "/v1/resources", { resource: { name: "legacy", type: "File" } });
+    const id = subscription.body["subscription"].id;
+    // Rows as a version before encryption at rest wrote them.
+    await env.DB.batch([
+      env.DB.prepare("UPDATE webhook_subscriptions SET headers = ? WHERE id = ?").bind(JSON.stringify({ Authorization: "Bearer legacy-plain-credential" }), id),
+      env.DB.prepare("UPDATE resources SET password = 'legacy-plain-password' WHERE id = ?").bind(resource.body["resourceId"]),
+    ]);
+    const config = buildConfig({ Application__EncryptionKey: "test-encryption-key" }, []).config;
+    const before = await env.DB.prepare("SELECT headers FROM webhook_subscriptions WHERE id = ?").bind(id).first<{ headers: string }>();
+    expect(await openHeaders(config, JSON.parse(before!.headers))).toEqual({ Authorization: "Bearer legacy-plain-credential" });
+    expect((await admin("GET", `/v1/webhooks/subscriptions/${id}`)).body["subscription"].headers).toEqual({ Authorization: "********" });
+
+    const ctx = createExecutionContext();
+    worker.scheduled(createScheduledController({ scheduledTime: new Date(), cron: "*/15 * * * *" }), env, ctx);
+    await waitOnExecutionContext(ctx);
+    const stored = await everyRow();
+    expect(stored.includes("legacy-plain-credential")).toBe(false);
+    expect(stored.includes("legacy-plain-password")).toBe(false);
+    const after = await env.DB.prepare("SELECT headers FROM webhook_subscriptions WHERE id = ?").bind(id).first<{ headers: string }>();
+    expect(await openHeaders(config, JSON.parse(after!.headers))).toEqual({ Authorization: "Bearer legacy-plain-credential" });
+    const password = await env.DB.prepare("SELECT password FROM resources WHERE id = ?").bind(resource.body["resourceId"]).first<{ password: string }>();
+    expect(await decryptSecret("test-encryption-key", password!.password)).toBe("legacy-plain-password");
+  });
+});
+
 describe("comparison helpers", () => {
   it("compare in constant time and answer false for different lengths and for prefixes", () => {
     const a = new Uint8Array([1, 2, 3, 4]);
