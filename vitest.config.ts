@@ -16,6 +16,9 @@ export default defineConfig(async () => {
           email: { send_email: [{ name: "TEST_EMAIL" }] },
           bindings: {
             TEST_MIGRATIONS: migrations,
+            // Tests run as Development: their secrets are short and published, and webhooks go to http://127.0.0.1.
+            // test/production-checks.test.ts runs the Worker as Production with its own variables.
+            Application__Environment: "Development",
             Application__JwtSecret: "test-jwt-secret-at-least-32-bytes-long!!",
             Application__EncryptionKey: "test-encryption-key",
             Application__AdminUsername: "admin",

@@ -26,7 +26,9 @@ const migrate = spawnSync(process.execPath, [wrangler, "d1", "migrations", "appl
 });
 if (migrate.status !== 0) process.exit(migrate.status ?? 1);
 
-const dev = spawn(process.execPath, [wrangler, "dev", "--port", port, "--ip", host, "--local-protocol", protocol, ...process.argv.slice(2)], {
+// A .dev.vars written before Application:Environment existed still runs as Development (the default is Production).
+const environment = /^\s*Application__Environment\s*=/m.test(readFileSync(".dev.vars", "utf8")) ? [] : ["--var", "Application__Environment:Development"];
+const dev = spawn(process.execPath, [wrangler, "dev", "--port", port, "--ip", host, "--local-protocol", protocol, ...environment, ...process.argv.slice(2)], {
   stdio: "inherit",
   env,
 });

@@ -14,9 +14,22 @@ export const root = fileURLToPath(new URL("..", import.meta.url));
 /** wrangler.toml's Worker options (bindings, compatibility date) in Miniflare's shape. */
 export function configuredWorkerOptions() {
   const { workerOptions } = unstable_getMiniflareWorkerOptions(join(root, "wrangler.toml"));
-  // The script is the single bundled module: no module rules.
+  // The script is the bundle: its modules are listed by bundleModules, not found by rules.
   const { modulesRules: _rules, ...options } = workerOptions;
   return options;
+}
+
+/**
+ * The bundle's modules: the script, and the text files wrangler.toml's rules leave beside it (Swagger UI's files,
+ * src/swagger-ui.ts), named as the script imports them.
+ */
+export function bundleModules(scriptPath) {
+  const dir = dirname(scriptPath);
+  const text = readdirSync(dir).filter((f) => /-swagger-ui(?:-bundle\.js|\.css)$/.test(f));
+  return {
+    modulesRoot: dir,
+    modules: [{ type: "ESModule", path: scriptPath }, ...text.map((f) => ({ type: "Text", path: join(dir, f) }))],
+  };
 }
 
 /**
@@ -30,7 +43,8 @@ export function bundleWorker(outdir = join(root, "bench/.out", randomUUID())) {
     stdio: ["ignore", "ignore", "inherit"],
     env: { ...process.env, WRANGLER_SEND_METRICS: "false" },
   });
-  const file = readdirSync(outdir).find((f) => f.endsWith(".js"));
+  // The entry module, not the text modules beside it (bundleModules).
+  const file = readdirSync(outdir).find((f) => f.endsWith(".js") && !/-swagger-ui-bundle\.js$/.test(f));
   return join(outdir, file);
 }
 
@@ -51,7 +65,15 @@ export async function startLocalWorker({ script, bindings = {}, log } = {}) {
       defaultPersistRoot: state,
       cf: false,
       ...(log ? { log } : {}),
-      workers: [{ ...workerOptions, name: "licensing-service", modules: true, scriptPath, bindings: { ...workerOptions.bindings, ...bindings } }],
+      // Development unless the caller says otherwise: the callers (benchmark, Node-side tests) use throwaway secrets.
+      workers: [
+        {
+          ...workerOptions,
+          name: "licensing-service",
+          ...bundleModules(scriptPath),
+          bindings: { ...workerOptions.bindings, Application__Environment: "Development", ...bindings },
+        },
+      ],
     }),
   );
   const url = await mf.ready;

@@ -3,14 +3,15 @@
  * check, the EnableWebApi / EnableSwagger gates, every module's routes, the OpenAPI document and Swagger UI, and the
  * one error path. Built once per isolate.
  */
-import { swaggerUI } from "@hono/swagger-ui";
 import type { Context, MiddlewareHandler } from "hono";
 import type { AppEnv } from "./app-env";
 import { ensureAdmin } from "./auth/bootstrap";
 import { ipProtection } from "./protection/guard";
+import { clientAddress } from "./protection/client-ip";
+import { clock } from "./clock";
 import { API_KEY_SCHEME, BEARER_SCHEME, logoutFirst } from "./auth/guard";
 import { registerAuth } from "./auth/routes";
-import { type Config, loadConfig } from "./config";
+import { type Config, loadConfig, unsafeSetting } from "./config";
 import { getDb } from "./db/client";
 import { jsonBodyLimit } from "./http/body-limit";
 import { browserCors } from "./http/cors";
@@ -41,6 +42,7 @@ import { registerRpc } from "./rpc/server";
 import { registerSettings } from "./management/settings";
 import { registerUsers } from "./management/users";
 import { registerWebhooks } from "./webhooks/routes";
+import { registerSwaggerUi } from "./swagger-ui";
 import { SERVICE_VERSION } from "./version";
 
 export { SERVICE_VERSION } from "./version";
@@ -49,12 +51,35 @@ export const OPENAPI_PATH = "/swagger/v1/swagger.json";
 /** Request context every route relies on. */
 const context: MiddlewareHandler<AppEnv> = async (c, next) => {
   c.set("requestId", c.req.header("cf-ray") ?? crypto.randomUUID());
-  c.set("clientIp", c.req.header("cf-connecting-ip") ?? "127.0.0.1");
   const { config } = await loadConfig(c.env, c.env.DB);
   c.set("config", config);
+  c.set("clientIp", await clientAddress(c.req.raw.headers, config, clock.now().getTime()));
+  // Outside development an unsafe configuration stops every route (the health check included) with a 500 naming
+  // the setting, before the bootstrap could create an administrator with a published password.
+  const unsafe = unsafeSetting(config);
+  if (unsafe) throw unsafe;
   c.set("db", getDb(c.env.DB));
   await ensureAdmin(c.env.DB, config, { clientIp: c.get("clientIp") });
   await next();
+};
+
+/**
+ * Management, auth and licensing answers carry tokens, keys and customer records: no cache may keep them. Routes
+ * whose answers may be cached (feeds, update checks, downloads, the key set) say so with their own Cache-Control,
+ * which stays; every other answer of the API and the gRPC services, errors included, gets `no-store`.
+ */
+const noStoreByDefault: MiddlewareHandler<AppEnv> = async (c, next) => {
+  await next();
+  const path = c.req.path;
+  if (!(path.startsWith("/v1/") || path.startsWith("/licensing.v1.")) || c.res.headers.has("Cache-Control")) return;
+  try {
+    c.res.headers.set("Cache-Control", "no-store");
+  } catch {
+    // A response with immutable headers (one passed through from fetch or R2): copied, then marked.
+    const res = new Response(c.res.body, c.res);
+    res.headers.set("Cache-Control", "no-store");
+    c.res = res;
+  }
 };
 
 /** The health check (SPEC 8): outside the OpenAPI document, anonymous, at the configured path. */
@@ -145,7 +170,7 @@ export function openApiDocument(app: Router, config: Config): unknown {
 /** Builds the app with every module's routes. */
 export function createApp(): Router {
   const app = createRouter();
-  app.use("*", requestLog, context, browserCors, ipProtection, health, gates, jsonBodyLimit);
+  app.use("*", noStoreByDefault, requestLog, context, browserCors, ipProtection, health, gates, jsonBodyLimit);
 
   registerAuth(app);
   registerResources(app);
@@ -173,7 +198,7 @@ export function createApp(): Router {
   registerWebhooks(app);
 
   app.get(OPENAPI_PATH, (c) => c.json(openApiDocument(app, c.get("config")) as object));
-  app.get("/swagger", swaggerUI({ url: OPENAPI_PATH, title: "Licensing Service API" }));
+  registerSwaggerUi(app, OPENAPI_PATH);
 
   app.notFound((c: Context<AppEnv>) => errorResponse(c, new ApiError(404, `No route for ${c.req.method} ${c.req.path}`)));
   // A bearer token's deferred logout check is settled before any error is answered: a logged-out token gets 401 first.

@@ -15,6 +15,8 @@ export interface SettingDefinition<T> {
   /** Secrets are never returned by `GET /v1/settings`. */
   secret?: boolean;
   description: string;
+  /** The default while `Application:Environment` is Development, when it differs from `default`. */
+  developmentDefault?: T;
 }
 
 const bool: Parser<boolean> = (raw) => {
@@ -121,12 +123,23 @@ const def = <T>(parse: Parser<T>, dflt: T, description: string, secret = false):
   secret,
 });
 
+/** A setting whose default differs in development (`developmentDefault`) from every other environment (`dflt`). */
+const devDef = <T>(parse: Parser<T>, dflt: T, developmentDefault: T, description: string): SettingDefinition<T> => ({
+  ...def(parse, dflt, description),
+  developmentDefault,
+});
+
 const MiB = 1024 * 1024;
 
 /** Every setting the service reads, with SPEC.md's name, its default and what it does. */
 export const settingDefinitions = {
+  "Application:Environment": def(
+    text(/^[A-Za-z][A-Za-z0-9-]{0,31}$/),
+    "Production",
+    "Development, or any other name (Production, Staging …). Outside Development weak or published secrets and insecure webhook URLs stop the service; read from the environment only.",
+  ),
   "Application:EnableWebApi": def(bool, true, "Serve the REST API under /v1 (404 when false)."),
-  "Application:EnableSwagger": def(bool, true, "Serve the OpenAPI document at /swagger/v1/swagger.json and the UI at /swagger."),
+  "Application:EnableSwagger": devDef(bool, false, true, "Serve the OpenAPI document at /swagger/v1/swagger.json and the UI at /swagger (default: on in Development only)."),
   "Application:EnableGrpcWeb": def(bool, true, "Serve the gRPC services with gRPC-Web and Connect on the main endpoint."),
   "Application:EnableHealthCheck": def(bool, true, "Serve the health check."),
   "Application:HealthCheckEndPoint": def(text(/^\/[^\s?#]*$/), "/health", "Path of the health check."),
@@ -150,6 +163,7 @@ export const settingDefinitions = {
   "Application:GeoLocationService": def(optionalText, undefined, "URL template with {ip} used to fill missing geolocations."),
   "Application:SettingsCacheSeconds": def(int(0, 3600), 5, "How long other isolates may use settings before re-reading the table."),
   "Application:LogRetentionDays": def(int(1, 36_500), 30, "Days the service log keeps an entry; the cron trigger prunes older ones."),
+  "Email:OutboxRetentionDays": def(int(1, 36_500), 30, "Days a message of the email outbox is kept; the cron trigger prunes older ones."),
   "Email:From": def(optionalEmail, undefined, "Sender address of mail sent through the EMAIL send_email binding (required when it is bound)."),
   "IpFiltering:BruteForceProtection:Enabled": def(bool, true, "Count requests per client IP and block IPs over the limit."),
   "IpFiltering:BruteForceProtection:MaxRequestsPerTimeFrame": def(int(1), 60, "Requests allowed per time frame."),
@@ -170,6 +184,12 @@ export const settingDefinitions = {
     "Path prefixes never counted or blocked.",
   ),
   "IpFiltering:Whitelist": def(list, ["127.0.0.1", "::1"], "IPs never rate limited."),
+  "IpFiltering:GatewaySecret": def(
+    optionalText,
+    undefined,
+    "Shared secret of the native gRPC gateway (tools/grpc-gateway): the client address it signs with it is the only one believed besides CF-Connecting-IP (secret).",
+    true,
+  ),
   "IpFiltering:Blacklist": def(list, [], "IPs that always get 403."),
   "IpFiltering:AuthenticationProtection:MaxFailedAttempts": def(int(1), 5, "Failed logins before the IP is blocked from logging in."),
   "IpFiltering:AuthenticationProtection:LoginBlockDuration": def(duration, 300_000, "How long login stays blocked."),
@@ -183,6 +203,14 @@ export const settingDefinitions = {
   "Extensions:MaxResourceArtifactBytes": def(int(0), 64 * MiB, "Largest artifact stored in the database (sourceKind=resource)."),
   "Licensing:HeartbeatInterval": def(duration, 300_000, "Interval floating clients heartbeat at; a seat lives 2x this + 30 s."),
   "Licensing:LicenseKeyLifetime": def(duration, 30 * 86_400_000, "How long a license key (the signed JWS in licensing answers) stays valid offline; never past the license's expiry."),
+  "Licensing:MaxRequestsPerLicense": def(
+    int(1),
+    600,
+    "Floating requests, heartbeats, releases and reports one license may make per Licensing:LicenseRequestTimeFrame (REST and gRPC together); more answer 429.",
+  ),
+  "Licensing:LicenseRequestTimeFrame": def(duration, 60_000, "Time frame of Licensing:MaxRequestsPerLicense."),
+  "Licensing:TraceRetentionDays": def(int(1, 36_500), 365, "Days a license trace is kept; the cron trigger prunes older ones."),
+  "Licensing:ReportRetentionDays": def(int(1, 36_500), 90, "Days a report (and its body in R2) is kept; the cron trigger prunes older ones."),
   "Licensing:UserKeyFormat": def(text(/^[X-]*X[X-]*$/), "XXXXX-XXXXX-XXXXX-XXXXX-XXXXX", "Shape of generated user keys (X = a Crockford base32 character)."),
   "Webhooks:Enabled": def(bool, true, "Deliver webhooks."),
   "Webhooks:AllowInsecureUrls": def(bool, false, "Allow http:// and private-address webhook URLs (local development)."),
@@ -215,6 +243,55 @@ export class ConfigError extends Error {
   }
 }
 
+/** Settings read from the deployment's variables only, never from the settings table. */
+export const ENVIRONMENT_ONLY: ReadonlySet<string> = new Set<SettingName>(["Application:Environment"]);
+
+function isDevelopmentName(environment: string): boolean {
+  return environment.toLowerCase() === "development";
+}
+
+/** Whether the service runs as Development (`Application:Environment`), where the production checks are off. */
+export function isDevelopment(config: Config): boolean {
+  return isDevelopmentName(config["Application:Environment"]);
+}
+
+/** Shortest JwtSecret and EncryptionKey accepted outside development, in UTF-8 bytes (256 bits of key material). */
+export const MIN_SECRET_BYTES = 32;
+
+/**
+ * Secret values published with the project (`.dev.vars.example`): known to anyone, so never acceptable outside
+ * development. test/production-checks.test.ts keeps this list equal to that file's values.
+ */
+export const PUBLISHED_SECRETS: ReadonlySet<string> = new Set([
+  "dev-only-jwt-secret-change-me-0123456789abcdef",
+  "dev-only-encryption-key-change-me",
+  "Admin-12345",
+  "api_DevAdminKey000000000000000000000",
+  "dev-only-gateway-secret-change-me-0123456789",
+]);
+
+/**
+ * The production checks: outside development, the first setting that makes the service unsafe to run (a JwtSecret
+ * or EncryptionKey shorter than MIN_SECRET_BYTES, a secret published in `.dev.vars.example`, insecure webhook URLs),
+ * as a ConfigError naming it; undefined when the configuration is safe or the service runs as Development.
+ */
+export function unsafeSetting(config: Config): ConfigError | undefined {
+  if (isDevelopment(config)) return undefined;
+  const outside = `outside development (Application:Environment is ${config["Application:Environment"]})`;
+  for (const name of ["Application:JwtSecret", "Application:EncryptionKey"] as const) {
+    const bytes = new TextEncoder().encode(config[name] ?? "").length;
+    if (bytes < MIN_SECRET_BYTES) return new ConfigError(name, `it must be set to at least ${MIN_SECRET_BYTES} bytes ${outside}; it has ${bytes}`);
+  }
+  for (const name of Object.keys(settingDefinitions) as SettingName[]) {
+    const value = config[name];
+    if (settingDefinitions[name].secret && typeof value === "string" && PUBLISHED_SECRETS.has(value)) {
+      return new ConfigError(name, `its value is published in .dev.vars.example and must not be used ${outside}`);
+    }
+  }
+  if (config["Webhooks:AllowInsecureUrls"]) return new ConfigError("Webhooks:AllowInsecureUrls", `it must be false ${outside}`);
+  return undefined;
+}
+
 export function isSettingName(name: string): name is SettingName {
   return Object.hasOwn(settingDefinitions, name);
 }
@@ -243,10 +320,15 @@ export interface SettingRow {
 export function buildConfig(vars: Record<string, unknown>, rows: readonly SettingRow[]): { config: Config; sources: Record<SettingName, SettingSource> } {
   const config: Record<string, unknown> = {};
   const sources = {} as Record<SettingName, SettingSource>;
-  const fromDb = new Map(rows.filter((r) => r.value !== null).map((r) => [r.name, r.value as string]));
+  // The environment decides the production checks, so a settings row (written through the API, or by hand) never
+  // changes it: it comes from the deployment's variables only.
+  const fromDb = new Map(rows.filter((r) => r.value !== null && !ENVIRONMENT_ONLY.has(r.name)).map((r) => [r.name, r.value as string]));
+  const environment = vars[envName("Application:Environment")];
+  const development = isDevelopmentName(typeof environment === "string" ? parseSetting("Application:Environment", environment) : settingDefinitions["Application:Environment"].default);
   for (const name of Object.keys(settingDefinitions) as SettingName[]) {
     const envValue = vars[envName(name)];
     const dbValue = fromDb.get(name);
+    const definition = settingDefinitions[name] as SettingDefinition<unknown>;
     if (dbValue !== undefined) {
       config[name] = parseSetting(name, dbValue);
       sources[name] = "database";
@@ -254,7 +336,7 @@ export function buildConfig(vars: Record<string, unknown>, rows: readonly Settin
       config[name] = parseSetting(name, envValue);
       sources[name] = "environment";
     } else {
-      config[name] = settingDefinitions[name].default;
+      config[name] = development && "developmentDefault" in definition ? definition.developmentDefault : definition.default;
       sources[name] = "default";
     }
   }

@@ -4,7 +4,20 @@
  * without their value; and a change set validated whole before one batch writes it.
  */
 import { eq } from "drizzle-orm";
-import { type Config, ConfigError, type SettingDefinition, type SettingName, type SettingSource, DURATION_PARSERS, duration, isSettingName, parseSetting, settingDefinitions } from "./config";
+import {
+  type Config,
+  ConfigError,
+  DURATION_PARSERS,
+  ENVIRONMENT_ONLY,
+  type SettingDefinition,
+  type SettingName,
+  type SettingSource,
+  duration,
+  isSettingName,
+  parseSetting,
+  settingDefinitions,
+  unsafeSetting,
+} from "./config";
 import { nowIso } from "./clock";
 import type { Db } from "./db/client";
 import { settings } from "./db/schema";
@@ -36,7 +49,7 @@ export interface SettingView {
  * Settings that are not secrets and still stay out of the API: turning the Web API off through the Web API would
  * leave no way back through it, and the bootstrap account belongs with its password in the environment.
  */
-const API_READ_ONLY: ReadonlySet<SettingName> = new Set(["Application:EnableWebApi", "Application:AdminUsername"]);
+const API_READ_ONLY: ReadonlySet<SettingName> = new Set(["Application:EnableWebApi", "Application:AdminUsername", ...(ENVIRONMENT_ONLY as ReadonlySet<SettingName>)]);
 
 function definitionOf(name: SettingName): SettingDefinition<unknown> {
   return settingDefinitions[name] as SettingDefinition<unknown>;
@@ -132,8 +145,12 @@ function refusal(change: SettingChange, seen: Set<string>): string | undefined {
   }
 }
 
-/** Checks a whole change set; 400 naming every refused setting, so nothing is written unless all may be. */
-export function validateChanges(changes: readonly SettingChange[]): ValidChange[] {
+/**
+ * Checks a whole change set against the current configuration; 400 naming every refused setting, so nothing is
+ * written unless all may be. A change set that would stop the service (the production checks of config.ts, such as
+ * insecure webhook URLs outside development) is refused too: the API cannot turn those checks off.
+ */
+export function validateChanges(changes: readonly SettingChange[], current: Config): ValidChange[] {
   const seen = new Set<string>();
   const problems: string[] = [];
   for (const change of changes) {
@@ -142,7 +159,13 @@ export function validateChanges(changes: readonly SettingChange[]): ValidChange[
     seen.add(change.name);
   }
   if (problems.length > 0) throw new ApiError(400, problems.join("; "));
-  return changes.filter((change): change is ValidChange => isSettingName(change.name));
+  const valid = changes.filter((change): change is ValidChange => isSettingName(change.name));
+  // A removed value returns to the environment's or the default, which the service already runs with.
+  const next: Record<string, unknown> = { ...current };
+  for (const change of valid) if (change.value !== null) next[change.name] = parseSetting(change.name, change.value);
+  const unsafe = unsafeSetting(next as Config);
+  if (unsafe && !unsafeSetting(current)) throw new ApiError(400, `${unsafe.message}; the change was refused`);
+  return valid;
 }
 
 function upsert(db: Db, change: ValidChange & { value: string }, now: string) {

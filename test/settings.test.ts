@@ -33,7 +33,8 @@ describe("parsing (pure)", () => {
 
   it("layers defaults, environment variables and settings rows, later winning, and says where each came from", () => {
     const { config, sources } = buildConfig(
-      { Application__DefaultPageSize: "25", Application__MaxPageSize: "50", "Application:EnableSwagger": "false" },
+      // Development: Swagger's default is on there (off in Production), so the ignored "false" below shows.
+      { Application__Environment: "Development", Application__DefaultPageSize: "25", Application__MaxPageSize: "50", "Application:EnableSwagger": "false" },
       [{ name: "Application:MaxPageSize", value: "75" }],
     );
     expect(config["Application:TokenExpiration"]).toBe(30 * 60_000);

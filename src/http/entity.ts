@@ -22,6 +22,8 @@ export interface Field<Out extends z.ZodType = z.ZodType, In extends z.ZodType =
   readOnly?: boolean;
   /** Accepted in bodies, never returned (passwords). */
   writeOnly?: boolean;
+  /** How a stored value is shown in answers, when not as stored (secrets masked); not called for null. */
+  show?: (value: unknown) => unknown;
   /** Enumeration member names, index = stored number. */
   enumNames?: readonly string[];
   /** Dates are normalized to ISO 8601 UTC with milliseconds on the way in. */
@@ -222,10 +224,11 @@ export function defineEntity<const F extends Fields, const R extends keyof F & s
       const out: Record<string, unknown> = {};
       for (const [key, field] of fieldEntries) {
         if (field.writeOnly) continue;
-        let value = row[key] ?? null;
+        let value: unknown = row[key] ?? null;
         if (field.enumNames && typeof value === "number" && config["Application:SerializeJSonEnumAsString"]) {
           value = field.enumNames[value] ?? value;
         }
+        if (field.show && value !== null) value = field.show(value);
         out[key] = value;
       }
       return out as z.infer<z.ZodObject<OutputShape<F>>>;

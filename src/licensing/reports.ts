@@ -13,6 +13,7 @@ import { reportRecord } from "../management/reports";
 import { emit } from "../webhooks/emit";
 import { type ClientInfo, Messages } from "./runtime";
 import { TraceAction } from "./vocabulary";
+import { spendLicenseBudget } from "./license-limit";
 import { recordTrace } from "./traces";
 
 export const MAX_REPORT_BYTES = 4 * 1024 * 1024;
@@ -47,6 +48,8 @@ export async function storeReport(ctx: ServiceContext, input: ReportInput, clien
       ? await ctx.db.select(columns).from(licenses).where(eq(licenses.licenseId, bound)).get()
       : undefined;
   if (bound !== undefined && license?.licenseId !== bound) throw new LicensingError(GrpcCode.PermissionDenied, Messages.wrongProduct);
+  // A report for a license spends its budget (license-limit.ts); one without is limited per IP only.
+  if (license) await spendLicenseBudget(ctx, license.id);
   const bytes = new TextEncoder().encode(input.content);
   let content: string | null = input.content;
   let contentKey: string | null = null;

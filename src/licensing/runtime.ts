@@ -26,6 +26,7 @@ import { emitClientEvent } from "../webhooks/license-events";
 import { type LicenseRow, activeClientCounts, clientCount } from "./licenses";
 import { type LicenseRefusal, judgeLicense } from "./policy";
 import { activationStatement, tokenPrefix } from "./tokens";
+import { spendLicenseBudget } from "./license-limit";
 import { recordTrace } from "./traces";
 import { LICENSE_TYPES, LICENSING_MODES, type LicenseStatus, Mode, TOKEN_PREFIXES, TokenKind, TraceAction } from "./vocabulary";
 
@@ -536,6 +537,7 @@ export interface RequestResult extends Omit<ActivateResult, "newMachine"> {
 export async function requestSeat(ctx: ServiceContext, input: RequestInput, client: ClientInfo): Promise<RequestResult> {
   const license = await openLicense(ctx, input.userKey);
   if (license.licensingMode !== Mode.Floating) throw fail(GrpcCode.FailedPrecondition, Messages.notFloating);
+  await spendLicenseBudget(ctx, license.id);
   const machineId = required(input.machineId, Messages.machineRequired);
   const clientId = required(input.clientId, Messages.clientRequired);
   const token = await clientToken(ctx.config, TokenKind.Floating, license.id, machineId, clientId);
@@ -622,7 +624,7 @@ export interface HeartbeatResult {
 export async function heartbeat(ctx: ServiceContext, input: { licenseToken?: string }): Promise<HeartbeatResult> {
   const { digest, token, license } = await findSeatToken(ctx, input.licenseToken);
   const at = now();
-  await requireUsable(ctx.config, license, at);
+  await Promise.all([requireUsable(ctx.config, license, at), spendLicenseBudget(ctx, license.id)]);
   const lease = leaseMs(ctx.config);
   const beat = await seats(ctx, license.id).heartbeat(digest, lease, at.getTime());
   if (!beat.found) throw fail(GrpcCode.NotFound, Messages.tokenNotFound);
@@ -649,6 +651,7 @@ export async function heartbeat(ctx: ServiceContext, input: { licenseToken?: str
 export async function releaseSeat(ctx: ServiceContext, input: { licenseToken?: string; userKey?: string }, client: ClientInfo): Promise<CountResult> {
   const { digest, token, license } = await findSeatToken(ctx, input.licenseToken);
   if (input.userKey && input.userKey.trim() !== license.userKey) throw fail(GrpcCode.NotFound, Messages.tokenNotFound);
+  await spendLicenseBudget(ctx, license.id);
   const at = now();
   await requireUsable(ctx.config, license, at);
   const released = await seats(ctx, license.id).release(digest, at.getTime());

@@ -60,3 +60,8 @@ export async function sendMail(deps: MailDeps, mail: OutgoingMail): Promise<Mail
   const messageId = await transmit(deps.transport, from, mail, now);
   return { status: "sent", emailId: await record(deps.db, mail, "sent", now.toISOString()), messageId };
 }
+
+/** The cron trigger's statement removing outbox messages older than Email:OutboxRetentionDays (housekeeping.ts). */
+export function pruneOutboxStatement(d1: D1Database, config: Config, now: Date): D1PreparedStatement {
+  return d1.prepare("DELETE FROM email_outbox WHERE created_at < ?").bind(new Date(now.getTime() - config["Email:OutboxRetentionDays"] * 86_400_000).toISOString());
+}

@@ -3,7 +3,9 @@
  * The service's signing keys are resources too (type SignatureKey, and RetiredSignatureKey once deleted), and they
  * are the service's own (issue 12): only an Administrator creates, changes or deletes one, their stored private
  * part (`data`) is never returned, and deleting the active key retires it (updates/signing-keys.ts).
+ * A resource's `password` is a secret: stored AES-GCM-encrypted with Application:EncryptionKey, never returned.
  */
+import { sealPassword } from "./resource-passwords";
 import { Roles } from "../auth/guard";
 import { resources } from "../db/schema";
 import { crud } from "../http/crud";
@@ -26,7 +28,7 @@ export const Resource = defineEntity({
     code: f.string({ max: 128 }),
     description: f.string(),
     source: f.string({ max: 2048 }),
-    password: f.string({ max: 256, writeOnly: true, description: "Protects the resource; accepted, never returned." }),
+    password: f.string({ max: 256, writeOnly: true, description: "Protects the resource; stored encrypted, accepted, never returned." }),
     data: f.string({ max: 1_000_000, description: "Never returned for signing keys (SignatureKey, RetiredSignatureKey): it holds their private part." }),
     dataFormat: f.string({ max: 64 }),
     meta: f.string(),
@@ -64,11 +66,11 @@ export function registerResources(app: Router): void {
     hooks: {
       create: (ctx, values) => {
         requireAdministratorFor(ctx, values["type"]);
-        return values;
+        return sealPassword(ctx, values);
       },
       update: (ctx, values, existing) => {
         requireAdministratorFor(ctx, existing["type"], values["type"]);
-        return values;
+        return sealPassword(ctx, values);
       },
       delete: (ctx, existing) => {
         requireAdministratorFor(ctx, existing["type"]);

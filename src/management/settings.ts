@@ -81,7 +81,7 @@ export function registerSettings(app: Router): void {
     }),
     async (c) => {
       const ctx = serviceContext(c);
-      const changes = validateChanges(c.req.valid("json").settings);
+      const changes = validateChanges(c.req.valid("json").settings, ctx.config);
       await writeSettings(ctx.db, changes);
       invalidateConfig();
       const { config, sources } = await loadConfig(c.env, c.env.DB);

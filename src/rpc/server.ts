@@ -7,6 +7,7 @@
  * connect-es serves gRPC-Web binary and Connect; gRPC-Web text (base64, `application/grpc-web-text`) is adapted
  * here: the request body is decoded and served as binary, the answer encoded back.
  */
+import { fromBinary } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type ConnectRouter, type Interceptor, createConnectRouter, createContextKey, createContextValues } from "@connectrpc/connect";
 import { type UniversalHandler, universalServerRequestFromFetch, universalServerResponseToFetch } from "@connectrpc/connect/protocol";
@@ -57,7 +58,16 @@ function toConnectError(e: unknown): unknown {
   if (e instanceof ConnectError) return e;
   if (e instanceof LicensingError) return new ConnectError(e.message, e.grpcCode as number as Code, e.reason ? { "licensing-reason": e.reason } : undefined);
   if (e instanceof ApiError) {
-    const code = e.status === 401 ? Code.Unauthenticated : e.status === 403 ? Code.PermissionDenied : e.status === 413 ? Code.ResourceExhausted : e.status < 500 ? Code.InvalidArgument : Code.Internal;
+    const code =
+      e.status === 401
+        ? Code.Unauthenticated
+        : e.status === 403
+          ? Code.PermissionDenied
+          : e.status === 413 || e.status === 429
+            ? Code.ResourceExhausted
+            : e.status < 500
+              ? Code.InvalidArgument
+              : Code.Internal;
     return new ConnectError(e.message || "Request refused", code);
   }
   if (e instanceof ConfigError) return new ConnectError(e.message, Code.Internal);
@@ -245,7 +255,12 @@ async function binaryRequest(request: Request): Promise<{ request: Request; text
   const body = (await boundedText(request, Math.ceil((MAX_MESSAGE_BYTES * 4) / 3) + 1024)).replace(/\s+/g, "");
   // A unary request is one base64 string, possibly several padded chunks back to back.
   const chunks = body.match(/[^=]+=*/g) ?? [];
-  const bytes = chunks.map((chunk) => fromBase64(chunk));
+  let bytes: Uint8Array[];
+  try {
+    bytes = chunks.map((chunk) => fromBase64(chunk));
+  } catch {
+    throw new MalformedRequest("the gRPC-Web text body is not base64");
+  }
   const joined = new Uint8Array(bytes.reduce((n, b) => n + b.byteLength, 0));
   let at = 0;
   for (const b of bytes) {
@@ -278,6 +293,77 @@ async function textResponse(response: Response): Promise<Response> {
   return new Response(toBase64(await response.arrayBuffer()), { status: response.status, headers });
 }
 
+/** A request body that is not a well-formed message of the method: the client's error, never an Internal one. */
+class MalformedRequest extends Error {
+  constructor(
+    message: string,
+    readonly code: Code.InvalidArgument | Code.ResourceExhausted = Code.InvalidArgument,
+  ) {
+    super(message);
+  }
+}
+
+/** The body as bytes, refused with 413 past `max` (connect's own readMaxBytes applies to what it reads later). */
+async function boundedBytes(request: Request, max: number): Promise<Uint8Array> {
+  const parts: Uint8Array[] = [];
+  let size = 0;
+  if (request.body) {
+    for await (const chunk of request.body as unknown as AsyncIterable<Uint8Array>) {
+      size += chunk.byteLength;
+      if (size > max) throw new MalformedRequest(`message larger than ${max - 5} bytes`, Code.ResourceExhausted);
+      parts.push(chunk);
+    }
+  }
+  const bytes = new Uint8Array(size);
+  let at = 0;
+  for (const part of parts) {
+    bytes.set(part, at);
+    at += part.byteLength;
+  }
+  return bytes;
+}
+
+const GRPC_WEB_BINARY = /^application\/grpc-web(\+proto)?$/i;
+const CONNECT_BINARY = /^application\/proto$/i;
+
+/**
+ * Parses a binary request's envelope and message before connect-es does: connect-es answers a body that does not
+ * parse with Internal (and the service would log it as its own failure). Throws MalformedRequest naming the fault;
+ * returns the request to serve, rebuilt from the bytes read. JSON bodies are connect-es's (InvalidArgument already).
+ */
+async function parsedRequest(request: Request, handler: UniversalHandler): Promise<Request> {
+  const type = (request.headers.get("content-type") ?? "").split(";")[0]?.trim() ?? "";
+  const grpcWeb = GRPC_WEB_BINARY.test(type);
+  if (!grpcWeb && !CONNECT_BINARY.test(type)) return request;
+  const bytes = await boundedBytes(request, MAX_MESSAGE_BYTES + 5);
+  let message = bytes;
+  if (grpcWeb) {
+    if (bytes.byteLength === 0) return new Request(request, { body: bytes });
+    if (bytes.byteLength < 5) throw new MalformedRequest("the gRPC-Web frame header is cut short");
+    const length = new DataView(bytes.buffer, bytes.byteOffset + 1, 4).getUint32(0);
+    if (bytes[0] !== 0) throw new MalformedRequest("the gRPC-Web message is compressed or not a message frame; send one uncompressed message");
+    if (5 + length !== bytes.byteLength) throw new MalformedRequest("the gRPC-Web body is not exactly one message frame");
+    message = bytes.subarray(5);
+  }
+  try {
+    fromBinary(handler.method.input, message);
+  } catch (e) {
+    throw new MalformedRequest(`the request is not a ${handler.method.input.typeName} message: ${e instanceof Error ? e.message : String(e)}`);
+  }
+  return new Request(request, { body: bytes });
+}
+
+/** The protocol's error answer: trailers-only for gRPC-Web, an error object with its HTTP status for Connect. */
+function refusal(request: Request, text: boolean, e: MalformedRequest): Response {
+  const type = request.headers.get("content-type") ?? "";
+  if (text || GRPC_WEB_BINARY.test(type.split(";")[0]?.trim() ?? "")) {
+    const headers = { "content-type": text ? "application/grpc-web-text+proto" : "application/grpc-web+proto", "grpc-status": String(e.code), "grpc-message": encodeURIComponent(e.message) };
+    return new Response(null, { status: 200, headers });
+  }
+  const tooLarge = e.code === Code.ResourceExhausted;
+  return Response.json({ code: tooLarge ? "resource_exhausted" : "invalid_argument", message: e.message }, { status: tooLarge ? 429 : 400 });
+}
+
 async function serve(c: Context<AppEnv>, handler: UniversalHandler): Promise<Response> {
   const ctx = serviceContext(c);
   let principal: Principal | ApiError;
@@ -287,7 +373,15 @@ async function serve(c: Context<AppEnv>, handler: UniversalHandler): Promise<Res
     if (!(e instanceof ApiError)) throw e;
     principal = e;
   }
-  const { request, text } = await binaryRequest(c.req.raw);
+  let request: Request;
+  let text = TEXT.test(c.req.header("content-type") ?? "");
+  try {
+    ({ request, text } = await binaryRequest(c.req.raw));
+    request = await parsedRequest(request, handler);
+  } catch (e) {
+    if (e instanceof MalformedRequest) return refusal(c.req.raw, text, e);
+    throw e;
+  }
   const universal = universalServerRequestFromFetch(request, {});
   universal.contextValues = createContextValues().set(callKey, { ctx, client: clientInfo(c), principal });
   const response = universalServerResponseToFetch(await handler(universal));

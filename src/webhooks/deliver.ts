@@ -24,7 +24,7 @@ import { type Job, handleJobs } from "../jobs";
 import { SERVICE_VERSION } from "../version";
 import { DELIVERY_JOB, type DeliveryJob } from "./emit";
 import { signatureHeaders } from "./signing";
-import type { EventRow, SubscriptionRow } from "./subscriptions";
+import { type EventRow, type SubscriptionRow, openHeaders } from "./subscriptions";
 import { webhookUrlProblem } from "./url-policy";
 
 /** Seconds before retry n + 1 (index n = retryCount of the failed attempt); CONTRACT section 6. */
@@ -85,9 +85,9 @@ async function responseHead(response: Response): Promise<string | null> {
 const failed = (errorMessage: string, permanent = false): Attempt => ({ statusCode: null, response: null, errorMessage, isSuccess: false, gone: false, permanent });
 
 /** The request headers of an attempt: extra headers first, so the service's own always win. */
-async function requestHeaders(secret: string, subscription: SubscriptionRow, event: EventRow, timestamp: number): Promise<Headers> {
+async function requestHeaders(secret: string, extra: Record<string, string>, event: EventRow, timestamp: number): Promise<Headers> {
   const headers = new Headers({ "User-Agent": `licensing-service-webhooks/${SERVICE_VERSION}` });
-  for (const [name, value] of Object.entries(subscription.headers ?? {})) headers.set(name, value);
+  for (const [name, value] of Object.entries(extra)) headers.set(name, value);
   const own = {
     "Content-Type": "application/json",
     "X-Service-Event": event.eventType,
@@ -103,17 +103,19 @@ export async function attemptDelivery(config: Config, subscription: Subscription
   const refused = webhookUrlProblem(subscription.url, config["Webhooks:AllowInsecureUrls"]);
   if (refused) return failed(refused, true);
   let secret: string;
+  let extra: Record<string, string>;
   try {
     secret = await decryptSecret(config["Application:EncryptionKey"], subscription.secretEncrypted);
+    extra = await openHeaders(config, subscription.headers);
   } catch (e) {
-    return failed(`The subscription's secret cannot be read (was Application:EncryptionKey changed?): ${e instanceof Error ? e.message : String(e)}`, true);
+    return failed(`The subscription's secret or headers cannot be read (was Application:EncryptionKey changed?): ${e instanceof Error ? e.message : String(e)}`, true);
   }
   const timestamp = Math.floor(clock.now().getTime() / 1000);
   const timeoutMs = deliveryTiming.timeoutMs;
   try {
     const response = await fetch(subscription.url, {
       method: "POST",
-      headers: await requestHeaders(secret, subscription, event, timestamp),
+      headers: await requestHeaders(secret, extra, event, timestamp),
       body: event.payload,
       redirect: "manual",
       signal: AbortSignal.timeout(timeoutMs),

@@ -3,11 +3,13 @@
  * declarations the routes and lists use, and the rules a subscription's values follow. The URL must pass the SSRF
  * policy (url-policy.ts), the secret is generated unless given (then it must be a `whsec_` secret), stored
  * AES-GCM-encrypted (auth/secrets.ts) and shown only by the create answer; extra headers may never replace the
- * headers the service signs and sets itself. Unknown ids answer 404 (SPEC: webhook routes).
+ * headers the service signs and sets itself. Extra header values (often a receiver's credentials) are stored
+ * AES-GCM-encrypted too and shown masked; rows from before that are read as they were stored (`openHeaders`).
+ * Unknown ids answer 404 (SPEC: webhook routes).
  */
 import { z } from "@hono/zod-openapi";
 import { eq } from "drizzle-orm";
-import { encryptSecret } from "../auth/secrets";
+import { decryptSecret, encryptSecret } from "../auth/secrets";
 import { nowIso } from "../clock";
 import type { Config } from "../config";
 import type { Db } from "../db/client";
@@ -36,9 +38,13 @@ const eventTypes: Field = {
     .openapi({ description: "Event types to deliver; `*` = all (GET /v1/webhooks/event-types)." }),
 };
 
-/** `headers`: extra request headers of each delivery, stored as JSON. */
+/** What answers show instead of an extra header's value. */
+export const MASKED = "********";
+
+/** `headers`: extra request headers of each delivery, stored as JSON with encrypted values, shown masked. */
 const headers: Field = {
-  output: z.record(z.string(), z.string()).openapi({ description: "Extra request headers sent with each delivery." }),
+  output: z.record(z.string(), z.string()).openapi({ description: `Extra request headers sent with each delivery; their values are stored encrypted and shown as ${MASKED}.` }),
+  show: (value) => Object.fromEntries(Object.keys(value as Record<string, string>).map((name) => [name, MASKED])),
   input: z
     .record(
       z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$/, { message: "Not a valid header name" }),
@@ -129,6 +135,25 @@ function checkValues(config: Config, values: Record<string, unknown>): void {
   }
 }
 
+const ENCRYPTED = /^v1:[A-Za-z0-9+/=]+:[A-Za-z0-9+/=]+$/;
+
+/** Extra headers as stored: each value encrypted with Application:EncryptionKey. */
+async function sealHeaders(config: Config, plain: Record<string, string>): Promise<Record<string, string>> {
+  const sealed: Record<string, string> = {};
+  for (const [name, value] of Object.entries(plain)) sealed[name] = await encryptSecret(config["Application:EncryptionKey"], value);
+  return sealed;
+}
+
+/**
+ * Extra headers as sent: encrypted values decrypted (throws when the key cannot read them), and values stored in
+ * plain text before encryption (which never have the encrypted form) as they are.
+ */
+export async function openHeaders(config: Config, stored: Record<string, string> | null): Promise<Record<string, string>> {
+  const open: Record<string, string> = {};
+  for (const [name, value] of Object.entries(stored ?? {})) open[name] = ENCRYPTED.test(value) ? await decryptSecret(config["Application:EncryptionKey"], value) : value;
+  return open;
+}
+
 /** Creates a subscription; returns the stored row and its secret in the clear (shown once). */
 export async function createSubscription(db: Db, config: Config, input: Record<string, unknown>): Promise<{ row: SubscriptionRow; secret: string }> {
   const values = WebhookSubscription.toRow(input);
@@ -142,7 +167,7 @@ export async function createSubscription(db: Db, config: Config, input: Record<s
       url: values["url"] as string,
       eventTypes: values["eventTypes"] as string[],
       secretEncrypted: await encryptSecret(config["Application:EncryptionKey"], secret),
-      headers: (values["headers"] as Record<string, string> | null | undefined) ?? null,
+      headers: values["headers"] ? await sealHeaders(config, values["headers"] as Record<string, string>) : null,
       isActive: (values["isActive"] as boolean | null | undefined) ?? true,
       maxRetryCount: (values["maxRetryCount"] as number | null | undefined) ?? 8,
       description: (values["description"] as string | null | undefined) ?? null,
@@ -166,6 +191,7 @@ export async function updateSubscription(db: Db, config: Config, id: number, inp
   checkValues(config, values);
   const { secret, ...changes } = values;
   if (typeof secret === "string") changes["secretEncrypted"] = await encryptSecret(config["Application:EncryptionKey"], secret);
+  if (changes["headers"]) changes["headers"] = await sealHeaders(config, changes["headers"] as Record<string, string>);
   if (Object.keys(changes).length === 0) return existing;
   const [row] = await db
     .update(webhookSubscriptions)
@@ -174,4 +200,31 @@ export async function updateSubscription(db: Db, config: Config, id: number, inp
     .returning();
   if (!row) throw new ApiError(404, `Subscription ${id} not found`);
   return row;
+}
+
+/** Subscriptions whose headers are sealed per cron run (sealPlainHeaders). */
+const SEAL_PER_RUN = 100;
+
+/**
+ * Encrypts the extra header values stored in plain text before they were encrypted (the cron trigger, so old rows
+ * do not wait for their next update); returns how many subscriptions it sealed. Without an EncryptionKey, none.
+ */
+export async function sealPlainHeaders(d1: D1Database, config: Config): Promise<number> {
+  if (!config["Application:EncryptionKey"]) return 0;
+  const { results } = await d1
+    .prepare("SELECT id, headers FROM webhook_subscriptions WHERE headers IS NOT NULL AND EXISTS (SELECT 1 FROM json_each(headers) WHERE value NOT LIKE 'v1:%') LIMIT ?")
+    .bind(SEAL_PER_RUN)
+    .all<{ id: number; headers: string }>();
+  const updates: D1PreparedStatement[] = [];
+  for (const row of results) {
+    const stored = JSON.parse(row.headers) as Record<string, string>;
+    const sealed: Record<string, string> = {};
+    for (const [name, value] of Object.entries(stored)) sealed[name] = ENCRYPTED.test(value) ? value : await encryptSecret(config["Application:EncryptionKey"], value);
+    // Only if unchanged since read: an update through the API meanwhile wrote sealed values already.
+    updates.push(d1.prepare("UPDATE webhook_subscriptions SET headers = ? WHERE id = ? AND headers = ?").bind(JSON.stringify(sealed), row.id, row.headers));
+  }
+  const [first, ...rest] = updates;
+  if (!first) return 0;
+  const done = await d1.batch([first, ...rest]);
+  return done.reduce((n, r) => n + (r.meta.changes ?? 0), 0);
 }

@@ -61,6 +61,7 @@ async function start() {
   const [port, inspector] = [await freePort(), await freePort()];
   const args = [wrangler, "dev", "--persist-to", state, "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(inspector), "--local-protocol", "http", "--show-interactive-dev-session=false", "--log-level", "warn"];
   if (!varsFile.endsWith(".dev.vars")) args.push("--env-file", varsFile);
+  else if (!vars.Application__Environment) args.push("--var", "Application__Environment:Development");
   // Its own process group, so stopping it stops workerd too.
   dev = spawn(process.execPath, args, { cwd: root, env, detached: true, stdio: ["ignore", "inherit", "inherit"] });
   const base = `http://127.0.0.1:${port}`;

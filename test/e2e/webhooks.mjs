@@ -84,6 +84,7 @@ async function main() {
   say("D1 migrations applied");
 
   const vars = {
+    Application__Environment: "Development",
     Webhooks__AllowInsecureUrls: "true",
     Application__JwtSecret: "e2e-webhooks-jwt-secret-0123456789abcdef",
     Application__EncryptionKey: "e2e-webhooks-encryption-key",

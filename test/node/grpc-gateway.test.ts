@@ -9,14 +9,18 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Authentication } from "../../src/gen/licensing/v1/authentication_pb";
 import { LicenseServer, LicenseStatus } from "../../src/gen/licensing/v1/license_server_pb";
-import { startGateway } from "../../tools/grpc-gateway/gateway.ts";
+import { GATEWAY_CLIENT_HEADER, signClientAddress, startGateway } from "../../tools/grpc-gateway/gateway.ts";
 // @ts-expect-error: a plain JavaScript module shared with the benchmark
 import { startLocalWorker } from "../../scripts/local-worker.mjs";
 
 const KEY = "api_GatewayAdminKey00000000000000000";
+const GATEWAY_SECRET = "gateway-test-shared-secret-0123456789abcdef";
 let worker: { url: URL; dispose(): Promise<void> };
 let gateway: Http2Server;
 let baseUrl: string;
+/** A gateway without the secret: it passes no address of its own, so a client's claim would be all the Worker sees. */
+let unsigned: Http2Server;
+let unsignedUrl: string;
 
 beforeAll(async () => {
   worker = await startLocalWorker({
@@ -26,13 +30,19 @@ beforeAll(async () => {
       Application__AdminUsername: "admin",
       Application__AdminPassword: "Gateway-12345",
       Application__AdminApiKey: KEY,
+      // A client claiming this address through headers would be refused: the gateway must not pass the claim on.
+      IpFiltering__Blacklist: "203.0.113.66",
+      IpFiltering__GatewaySecret: GATEWAY_SECRET,
     },
   });
-  gateway = await startGateway({ upstream: worker.url.toString(), port: 0 });
+  gateway = await startGateway({ upstream: worker.url.toString(), port: 0, secret: GATEWAY_SECRET });
   baseUrl = `http://127.0.0.1:${(gateway.address() as AddressInfo).port}`;
+  unsigned = await startGateway({ upstream: worker.url.toString(), port: 0 });
+  unsignedUrl = `http://127.0.0.1:${(unsigned.address() as AddressInfo).port}`;
 }, 120_000);
 afterAll(async () => {
   await new Promise((resolve) => gateway?.close(resolve));
+  await new Promise((resolve) => unsigned?.close(resolve));
   await worker?.dispose();
 });
 
@@ -68,5 +78,19 @@ describe("the native gRPC gateway", () => {
     expect((exhausted as ConnectError).rawMessage).toBe("The license has already been activated");
     const anonymous = await server.validateLicense({ userKey }).catch((e: unknown) => e);
     expect((anonymous as ConnectError).code).toBe(Code.Unauthenticated);
+  });
+
+  it("drops the address headers a client sends, so a client cannot choose the address it is limited by", async () => {
+    const server = createClient(LicenseServer, createGrpcTransport({ baseUrl: unsignedUrl }));
+    const claim = "203.0.113.66";
+    const signed = signClientAddress("not-the-gateway-secret-0123456789abcdef", claim);
+    for (const headers of [{ "cf-connecting-ip": claim }, { "x-forwarded-for": claim }, { "x-real-ip": claim }, { [GATEWAY_CLIENT_HEADER]: signed }] as Record<string, string>[]) {
+      // Unauthenticated (no credential), not PermissionDenied (the blacklist's 403): the claim never arrived.
+      const answer = await server.validateLicense({ userKey: "X" }, { headers }).catch((e: unknown) => e);
+      expect((answer as ConnectError).code, JSON.stringify(headers)).toBe(Code.Unauthenticated);
+    }
+    // The claim sent straight to the Worker is believed (no gateway in between, CF-Connecting-IP as Cloudflare sets it).
+    const direct = await fetch(new URL("/v1/extensions/keys", worker.url), { headers: { "cf-connecting-ip": claim } });
+    expect(direct.status).toBe(403);
   });
 });

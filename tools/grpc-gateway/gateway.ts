@@ -2,10 +2,16 @@
  * A native gRPC (HTTP/2) front for the licensing service (CONTRACT section 4). Workers cannot send HTTP/2 trailers,
  * so the Worker speaks gRPC-Web; this gateway accepts plain gRPC on port 5005 (SPEC "separate HTTP/2 endpoint for
  * gRPC"), forwards each unary call to the Worker as gRPC-Web, and turns the answer's trailer frame back into real
- * HTTP/2 trailers. Metadata (authorization, the API key header, custom metadata) passes through unchanged.
+ * HTTP/2 trailers. Metadata (authorization, the API key header, custom metadata) passes through unchanged, except
+ * the headers that claim a client address: a client's `cf-connecting-ip`, `x-forwarded-*`, `forwarded`,
+ * `x-real-ip` and `x-licensing-gateway-client` are dropped. With a secret (the Worker's IpFiltering:GatewaySecret)
+ * the gateway passes its peer's address in `x-licensing-gateway-client`, signed (src/protection/client-ip.ts), so
+ * the Worker limits each gRPC client by its own address rather than all of them by the gateway's.
  *
- * Run: `npm run grpc-gateway -- --upstream https://licensing.example.com --port 5005` (Node 22+; no build step).
+ * Run: `npm run grpc-gateway -- --upstream https://licensing.example.com --port 5005` with the secret in
+ * IpFiltering__GatewaySecret (Node 22+; no build step).
  */
+import { createHmac } from "node:crypto";
 import http2 from "node:http2";
 
 export interface GatewayOptions {
@@ -15,6 +21,20 @@ export interface GatewayOptions {
   host?: string;
   /** Fetch used to reach the Worker (tests inject one). */
   fetch?: typeof fetch;
+  /** The Worker's IpFiltering:GatewaySecret: signs the client address passed on; without it none is passed. */
+  secret?: string;
+}
+
+/** The header of the signed client address (src/protection/client-ip.ts reads it). */
+export const GATEWAY_CLIENT_HEADER = "x-licensing-gateway-client";
+
+/** Headers a client could use to claim another address: never forwarded. */
+const CLAIMS_ADDRESS = /^(cf-connecting-ip|x-forwarded-.*|forwarded|x-real-ip|true-client-ip|x-licensing-gateway-client)$/i;
+
+/** `<ip>;<unix seconds>;<hex HMAC-SHA256(secret, "<ip>;<unix seconds>")>`. */
+export function signClientAddress(secret: string, ip: string, nowSeconds = Math.floor(Date.now() / 1000)): string {
+  const signed = `${ip};${nowSeconds}`;
+  return `${signed};${createHmac("sha256", secret).update(signed).digest("hex")}`;
 }
 
 const HOP_BY_HOP = new Set(["connection", "keep-alive", "te", "transfer-encoding", "upgrade", "host", "content-length", "content-type", "grpc-accept-encoding", "accept-encoding"]);
@@ -66,9 +86,11 @@ async function forward(options: GatewayOptions, stream: http2.ServerHttp2Stream,
   const path = String(headers[":path"] ?? "/");
   const forwarded = new Headers({ "content-type": "application/grpc-web+proto", "x-grpc-web": "1" });
   for (const [name, value] of Object.entries(headers)) {
-    if (name.startsWith(":") || HOP_BY_HOP.has(name) || value === undefined) continue;
+    if (name.startsWith(":") || HOP_BY_HOP.has(name) || CLAIMS_ADDRESS.test(name) || value === undefined) continue;
     forwarded.set(name, Array.isArray(value) ? value.join(", ") : value);
   }
+  const peer = stream.session?.socket.remoteAddress;
+  if (options.secret && peer) forwarded.set(GATEWAY_CLIENT_HEADER, signClientAddress(options.secret, peer.replace(/^::ffff:(?=\d)/, "")));
   const body = await readBody(stream);
   let trailers: Record<string, string>;
   let messages: Uint8Array = new Uint8Array();

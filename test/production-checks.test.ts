@@ -1,0 +1,118 @@
+/**
+ * Issue 14, "Secrets and configuration": outside development (`Application:Environment`, Production by default) the
+ * service refuses to run, every route answering 500 naming the setting, with a short JwtSecret or EncryptionKey, a
+ * secret published in `.dev.vars.example`, or insecure webhook URLs; `PUT /v1/settings` cannot turn those checks
+ * off. Swagger is off by default outside development.
+ *
+ * The suite's own Worker runs as Development (vitest.config.ts); these tests call the same Worker entry with a
+ * production deployment's variables, as `wrangler deploy` would give it.
+ */
+import { env } from "cloudflare:workers";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import devVarsExample from "../.dev.vars.example?raw";
+import { MIN_SECRET_BYTES, PUBLISHED_SECRETS, settingDefinitions } from "../src/config";
+import { ADMIN, admin, setSetting } from "./helpers";
+import { fetchAs, production } from "./production-kit";
+
+const withKey = { headers: { "x-api-key": ADMIN.key } };
+const grpcWeb = { method: "POST", headers: { "content-type": "application/grpc-web+proto" }, body: new Uint8Array([0, 0, 0, 0, 0]) };
+
+beforeAll(async () => {
+  // The administrator and key of the test bindings exist (the Development bootstrap), so production calls can use it.
+  expect((await admin("GET", "/v1/info")).status).toBe(200);
+});
+
+afterEach(async () => {
+  await setSetting("Application:Environment", null);
+});
+
+describe("outside development", () => {
+  it("runs with strong, unpublished secrets; Swagger and the OpenAPI document are off by default", async () => {
+    const vars = production();
+    expect((await fetchAs(vars, "/health")).status).toBe(200);
+    expect((await fetchAs(vars, "/v1/info", withKey)).status).toBe(200);
+    for (const path of ["/swagger", "/swagger/", "/swagger/v1/swagger.json", "/swagger/assets/swagger-ui-bundle.js"]) {
+      expect((await fetchAs(vars, path)).status, path).toBe(404);
+    }
+    // Application:EnableSwagger turns them on.
+    const on = production({ Application__EnableSwagger: "true" });
+    expect((await fetchAs(on, "/swagger/v1/swagger.json")).status).toBe(200);
+    expect((await fetchAs(on, "/swagger")).status).toBe(200);
+  });
+
+  const cases: [string, Record<string, string | undefined>, string][] = [
+    ["a JwtSecret shorter than 32 bytes", { Application__JwtSecret: "x".repeat(MIN_SECRET_BYTES - 1) }, "Application:JwtSecret"],
+    ["no JwtSecret", { Application__JwtSecret: undefined }, "Application:JwtSecret"],
+    ["an EncryptionKey shorter than 32 bytes", { Application__EncryptionKey: "short-key" }, "Application:EncryptionKey"],
+    ["the published JwtSecret", { Application__JwtSecret: "dev-only-jwt-secret-change-me-0123456789abcdef" }, "Application:JwtSecret"],
+    ["the published EncryptionKey", { Application__EncryptionKey: "dev-only-encryption-key-change-me" }, "Application:EncryptionKey"],
+    ["the published administrator API key", { Application__AdminApiKey: "api_DevAdminKey000000000000000000000" }, "Application:AdminApiKey"],
+    ["the published administrator password", { Application__AdminUsername: "root", Application__AdminPassword: "Admin-12345" }, "Application:AdminPassword"],
+    ["the published gateway secret", { IpFiltering__GatewaySecret: "dev-only-gateway-secret-change-me-0123456789" }, "IpFiltering:GatewaySecret"],
+    ["insecure webhook URLs", { Webhooks__AllowInsecureUrls: "true" }, "Webhooks:AllowInsecureUrls"],
+  ];
+  for (const [what, vars, setting] of cases) {
+    it(`refuses to run with ${what}: every route answers 500 naming ${setting}`, async () => {
+      const variables = production(vars);
+      for (const [path, init] of [
+        ["/health", {}],
+        ["/v1/info", withKey],
+        ["/v1/auth/login", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ username: "a", password: "b" }) }],
+        ["/v1/updates/check", {}],
+        ["/licensing.v1.LicenseServer/ValidateLicense", grpcWeb],
+      ] as const) {
+        const res = await fetchAs(variables, path, init as RequestInit);
+        expect(res.status, `${path}: ${res.text}`).toBe(500);
+        expect(res.text, path).toContain(setting);
+      }
+      // The same variables run as Development.
+      expect((await fetchAs({ ...variables, Application__Environment: "Development" }, "/v1/info", withKey)).status).toBe(200);
+    });
+  }
+
+  it("creates no administrator from a published password before refusing", async () => {
+    await fetchAs(production({ Application__AdminUsername: "published-admin", Application__AdminPassword: "Admin-12345" }), "/health");
+    const row = await env.DB.prepare("SELECT count(*) AS n FROM users WHERE normalized_user_name = 'published-admin'").first<{ n: number }>();
+    expect(row?.n).toBe(0);
+  });
+
+  it("takes Application:Environment from the deployment only: a settings row cannot switch to Development", async () => {
+    await setSetting("Application:Environment", "Development");
+    const res = await fetchAs(production({ Application__EncryptionKey: "short-key" }), "/v1/info", withKey);
+    expect(res.status).toBe(500);
+    expect(res.text).toContain("Application:EncryptionKey");
+  });
+
+  it("PUT /v1/settings cannot change the environment nor turn on insecure webhook URLs", async () => {
+    const put = (settings: unknown) =>
+      fetchAs(production(), "/v1/settings", { method: "PUT", headers: { "x-api-key": ADMIN.key, "content-type": "application/json" }, body: JSON.stringify({ settings }) });
+    const environment = await put([{ name: "Application:Environment", value: "Development" }]);
+    expect(environment.status).toBe(400);
+    expect(environment.text).toContain("Setting Application:Environment is read-only through the API");
+    const insecure = await put([{ name: "Webhooks:AllowInsecureUrls", value: "true" }]);
+    expect(insecure.status).toBe(400);
+    expect(insecure.text).toContain("Webhooks:AllowInsecureUrls");
+    const row = await env.DB.prepare("SELECT count(*) AS n FROM settings WHERE name = 'Webhooks:AllowInsecureUrls'").first<{ n: number }>();
+    expect(row?.n).toBe(0);
+    // The service still runs.
+    expect((await fetchAs(production(), "/v1/info", withKey)).status).toBe(200);
+  });
+});
+
+describe("the published values", () => {
+  it("lists every secret value of .dev.vars.example, and .dev.vars.example runs as Development", () => {
+    const values = Object.fromEntries(
+      devVarsExample
+        .split("\n")
+        .filter((line) => /^\w+=/.test(line))
+        .map((line) => [line.slice(0, line.indexOf("=")), line.slice(line.indexOf("=") + 1)]),
+    );
+    expect(values["Application__Environment"]).toBe("Development");
+    const secrets = Object.entries(settingDefinitions)
+      .filter(([, definition]) => "secret" in definition && definition.secret)
+      .map(([name]) => name.replaceAll(":", "__"));
+    const published = secrets.filter((name) => values[name] !== undefined);
+    expect(published.length).toBeGreaterThanOrEqual(4);
+    for (const name of published) expect(PUBLISHED_SECRETS.has(values[name] as string), name).toBe(true);
+  });
+});

@@ -1,0 +1,48 @@
+/**
+ * Calls the Worker entry as another deployment would run it: the suite's bindings plus other variables (a
+ * production deployment's, a gateway secret …). The suite's own Worker runs as Development (vitest.config.ts).
+ */
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { invalidateConfig } from "../src/config";
+import worker from "../src/index";
+import { BASE } from "./helpers";
+
+/** Strong secrets that are not published anywhere but in this test kit. */
+export const STRONG = {
+  Application__JwtSecret: "prod-test-jwt-secret-9f1c2e7a44b0d3c8e1f2",
+  Application__EncryptionKey: "prod-test-encryption-key-5d8a0b7c3e9f1a2b",
+};
+
+/** A production deployment's variables: the test bindings without the published bootstrap values, plus `vars`. */
+export function production(vars: Record<string, string | undefined> = {}): Record<string, unknown> {
+  return {
+    ...env,
+    Application__Environment: "Production",
+    Application__AdminUsername: undefined,
+    Application__AdminPassword: undefined,
+    Application__AdminApiKey: undefined,
+    Webhooks__AllowInsecureUrls: undefined,
+    ...STRONG,
+    ...vars,
+  };
+}
+
+/** The suite's Development bindings plus `vars`. */
+export function development(vars: Record<string, string | undefined> = {}): Record<string, unknown> {
+  return { ...env, ...vars };
+}
+
+/** One request to the Worker entry under `variables`; the settings cache is dropped around it (other variables). */
+export async function fetchAs(variables: Record<string, unknown>, path: string, init: RequestInit = {}): Promise<{ status: number; text: string; headers: Headers }> {
+  invalidateConfig();
+  try {
+    const ctx = createExecutionContext();
+    const res = await worker.fetch(new Request(`${BASE}${path}`, init) as never, variables as never, ctx);
+    const text = await res.text();
+    await waitOnExecutionContext(ctx);
+    return { status: res.status, text, headers: res.headers };
+  } finally {
+    invalidateConfig();
+  }
+}
