@@ -11,7 +11,7 @@ import { ipProtection } from "./protection/guard";
 import { API_KEY_SCHEME, BEARER_SCHEME, logoutFirst } from "./auth/guard";
 import { registerAuth } from "./auth/routes";
 import { type Config, loadConfig } from "./config";
-import { getDb } from "./db/client";
+import { openRequestDb, reportRequestDb } from "./http/d1-session";
 import { jsonBodyLimit } from "./http/body-limit";
 import { ApiError } from "./http/errors";
 import { requestLog } from "./http/request-log";
@@ -51,9 +51,11 @@ const context: MiddlewareHandler<AppEnv> = async (c, next) => {
   c.set("clientIp", c.req.header("cf-connecting-ip") ?? "127.0.0.1");
   const { config } = await loadConfig(c.env, c.env.DB);
   c.set("config", config);
-  c.set("db", getDb(c.env.DB));
+  const rdb = openRequestDb(c);
+  c.set("db", rdb.db);
   await ensureAdmin(c.env.DB, config);
   await next();
+  reportRequestDb(c, rdb, config["Application:ServerTiming"]);
 };
 
 /** The health check (SPEC 8): outside the OpenAPI document, anonymous, at the configured path. */
@@ -62,7 +64,7 @@ const health: MiddlewareHandler<AppEnv> = async (c, next) => {
   if (!config["Application:EnableHealthCheck"] || c.req.path !== config["Application:HealthCheckEndPoint"]) return next();
   if (c.req.method !== "GET" && c.req.method !== "HEAD") return next();
   try {
-    await c.env.DB.prepare("SELECT 1").first();
+    await c.get("db").$client.prepare("SELECT 1").first();
     return c.text("Healthy", 200, { "Cache-Control": "no-store" });
   } catch (e) {
     console.error("health check: D1 did not answer", e);
