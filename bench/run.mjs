@@ -354,9 +354,10 @@ for (const scenario of scenarios) {
   const row = { scenario: scenario.name, svc, base, ratio: svc.rps / base.rps, load1, work };
   if (laterBefore !== undefined) {
     // Traces arrive through the queue within its batch timeout (5 s): rows written after the response or by the
-    // queue, per request of the scenario (warm-up, run and the sample).
+    // queue, per request of the scenario (warm-up, run and the sample; plus the requests each connection still had
+    // in flight when wrk stopped, which the service answers but wrk does not count).
     await new Promise((r) => setTimeout(r, 5500));
-    row.later = ((await laterRows()) - laterBefore) / (svc.total + svc.warmTotal + 1);
+    row.later = ((await laterRows()) - laterBefore) / (svc.total + svc.warmTotal + 1 + (warmup > 0 ? 2 : 1) * connections);
   }
   if (scenario.nginx && nginx) {
     row.nginx = await measure(nginx.url, { path: `/${encodeURIComponent(fileName)}` }, seconds, warmup);
