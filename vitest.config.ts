@@ -25,6 +25,8 @@ export default defineConfig(async () => {
             Application__AdminPassword: "Admin-12345678",
             Application__AdminApiKey: "api_TestAdminKey00000000000000000000",
             Webhooks__AllowInsecureUrls: "true",
+            // Each answer reports its D1 work (http/d1-session.ts), as in development.
+            Application__ServerTiming: "true",
             Application__GeoLocationService: `${inject("geoServiceUrl")}/geo/{ip}`,
           },
         },

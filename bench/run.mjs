@@ -6,15 +6,21 @@
 // with no logic runs on the same runtime the same way, so each scenario's throughput is read as a ratio to what the
 // runtime can do at all on this machine. wrangler dev's local proxy is never in the path: it alone caps a no-logic
 // Worker at ~650 req/s here (TOOLCHAIN.md), which would hide every difference the benchmark exists to show. For the
-// artifact download, nginx serving the same file is the static baseline (bench/nginx.mjs). Load comes from
-// autocannon in a separate process per run (bench/load.mjs): warm-up, then the measured run, service then baseline.
-// Then the scale runs: the license-bound scenarios again with 10, 1,000 and 100,000 licenses in D1 (filler
-// inserted in batches, bench/seed.mjs). workerd's RSS is sampled throughout (bench/memory.mjs).
+// artifact download, nginx serving the same file is the static baseline (bench/nginx.mjs). Load comes from wrk
+// (bench/wrk.mjs; Debian's package, installed when missing), warm-up then the measured run, service then baseline;
+// a check first shows that wrk is not the limit (wrk against nginx's smallest answer, and autocannon, the previous
+// generator, against the same baseline). Each row also carries the service workerd's CPU time per request
+// (/proc/<pid>/stat before and after the run) and the request's D1 work as the service reports it in Server-Timing
+// (Application:ServerTiming is on here), read from a sample request after the run.
+// Then the scale runs: the license-bound scenarios again with 10 to 1,000,000 licenses in D1 (filler inserted in
+// batches, bench/seed.mjs). workerd's RSS is sampled throughout (bench/memory.mjs).
+//
+// Quick mode (`npm run bench -- --quick` or BENCH_QUICK=1): 3 s runs after 1 s warm-up, scales 10 and 10,000.
 //
 // Options (environment):
-//   BENCH_CONNECTIONS (50), BENCH_SECONDS (10), BENCH_WARMUP_SECONDS (2): the main table
+//   BENCH_CONNECTIONS (50), BENCH_SECONDS (8), BENCH_WARMUP_SECONDS (2): the main table
 //   BENCH_LATENCY_SECONDS (3): the hot paths again with one connection, for their latency without queueing
-//   BENCH_SCALES ("10,1000,100000"; empty for none), BENCH_SCALE_SECONDS (3), BENCH_SCALE_WARMUP_SECONDS (1)
+//   BENCH_SCALES ("10,1000,100000,1000000"; empty for none), BENCH_SCALE_SECONDS (3), BENCH_SCALE_WARMUP_SECONDS (1)
 //   BENCH_ONLY: comma-separated beginnings of scenario names, e.g. "feed,update check" (main table and scale runs)
 //   BENCH_NGINX=0: skip the nginx baseline
 //   BENCH_BUNDLE: a bundle built beforehand (inside the project) instead of bundling the working tree, to compare
@@ -30,15 +36,18 @@ import { Log, LogLevel, Miniflare, convertV4MiniflareOptions } from "miniflare";
 import { bundleWorker, configuredWorkerOptions, root, startLocalWorker } from "../scripts/local-worker.mjs";
 import { MemorySampler, workerdChildren } from "./memory.mjs";
 import { startNginx } from "./nginx.mjs";
+import { ensurePackage } from "./apt.mjs";
 import { fillLicenses, verifyIntegrity } from "./seed.mjs";
+import { wrk } from "./wrk.mjs";
 
 const run = promisify(execFile);
 const env = process.env;
+const quick = process.argv.includes("--quick") || env.BENCH_QUICK === "1";
 const connections = Number(env.BENCH_CONNECTIONS ?? 50);
-const seconds = Number(env.BENCH_SECONDS ?? 10);
-const warmup = Number(env.BENCH_WARMUP_SECONDS ?? 2);
-const scales = (env.BENCH_SCALES ?? "10,1000,100000").split(",").filter((s) => s.trim() !== "").map(Number);
-const latencySeconds = Number(env.BENCH_LATENCY_SECONDS ?? 3);
+const seconds = Number(env.BENCH_SECONDS ?? (quick ? 3 : 8));
+const warmup = Number(env.BENCH_WARMUP_SECONDS ?? (quick ? 1 : 2));
+const scales = (env.BENCH_SCALES ?? (quick ? "10,10000" : "10,1000,100000,1000000")).split(",").filter((s) => s.trim() !== "").map(Number);
+const latencySeconds = Number(env.BENCH_LATENCY_SECONDS ?? (quick ? 2 : 3));
 const scaleSeconds = Number(env.BENCH_SCALE_SECONDS ?? 3);
 const scaleWarmup = Number(env.BENCH_SCALE_WARMUP_SECONDS ?? 1);
 const only = env.BENCH_ONLY?.split(",").map((s) => s.trim().toLowerCase()).filter(Boolean);
@@ -48,6 +57,13 @@ const ENCRYPTION_KEY = "bench-encryption-key";
 const MiB = 1024 * 1024;
 const started = Date.now();
 const notes = [];
+
+// 0. The load generator.
+const wrkFound = ensurePackage("wrk", "wrk", (m) => console.log(m));
+if (wrkFound.skipped) {
+  notes.push(`wrk unavailable (${wrkFound.skipped}): load came from autocannon, which is the bottleneck on small machines; ratios look better than they are.`);
+  console.warn(`wrk unavailable: ${wrkFound.skipped}; falling back to autocannon`);
+}
 
 // 1. Bundle as for deployment, and measure it.
 const script = env.BENCH_BUNDLE ? join(root, env.BENCH_BUNDLE) : bundleWorker();
@@ -92,6 +108,8 @@ const service = await startLocalWorker({
     IpFiltering__BruteForceProtection__MaxRequestsPerTimeFrame: "1000000000",
     // The download scenarios use a release anyone may install (no single-use token per request).
     Updates__AllowPublicApplicationReleases: "true",
+    // Each answer reports its D1 work (Server-Timing), which the report reads from a sample request.
+    Application__ServerTiming: "true",
   },
 });
 const serviceUrl = service.url;
@@ -191,7 +209,10 @@ const scenarios = [
   { name: "session (API key)", request: { path: "/v1/auth/session", headers: { "x-api-key": ADMIN_KEY } } },
   { name: "session (API key) from a counted IP", request: { path: "/v1/auth/session", headers: { "x-api-key": ADMIN_KEY, "cf-connecting-ip": "198.51.100.7" } } },
   { name: "list with filter (API key)", request: { path: resourceListPath, headers: { "x-api-key": ADMIN_KEY } } },
-  { name: "license list with filter (API key)", scale: true, request: { path: licenseListPath, headers: { "x-api-key": ADMIN_KEY } } },
+  // Its scale runs use one connection only, after the hot paths: at 50 connections its count of every matching row
+  // (a million at the last scale) keeps the local D1, which answers one query at a time, busy for minutes, and every
+  // other request (the settings reload included) would wait behind it.
+  { name: "license list with filter (API key)", scale: true, scaleLoaded: false, request: { path: licenseListPath, headers: { "x-api-key": ADMIN_KEY } } },
   { name: "feed (anonymous, cached)", scale: true, latency: true, request: { path: feedPath } },
   { name: "feed (user key)", scale: true, latency: true, request: { path: feedPath, headers: { "X-Service-User-Key": updater.userKey } } },
   { name: "update check (user key, signed)", scale: true, latency: true, request: { path: checkPath, headers: { "X-Service-User-Key": updater.userKey } } },
@@ -226,18 +247,67 @@ async function baselinePathFor(request) {
   return `/?type=${encodeURIComponent(type)}&body=${encodeURIComponent(new TextDecoder().decode(bytes))}`;
 }
 
-/** One autocannon run from its own process. */
-async function load(url, request, duration, conns = connections) {
+/** One autocannon run from its own process (the previous generator: kept for the generator check). */
+async function autocannonLoad(url, request, duration, conns = connections) {
   const spec = { url: new URL(request.path, url).toString(), method: request.method, headers: request.headers, body: request.body, connections: conns, duration };
   const { stdout } = await run(process.execPath, [join(root, "bench/load.mjs"), JSON.stringify(spec)], { maxBuffer: 1 << 20 });
   return JSON.parse(stdout);
 }
 
+/** One load run with wrk (autocannon when wrk is unavailable). */
+async function load(url, request, duration, conns = connections) {
+  if (wrkFound.skipped) return autocannonLoad(url, request, duration, conns);
+  return wrk(wrkFound.binary, { url: new URL(request.path, url).toString(), method: request.method, headers: request.headers, body: request.body, connections: conns, duration });
+}
+
+/** CPU time (user + system, ms) the service's workerd processes have used so far (/proc/<pid>/stat, in clock ticks). */
+const TICK_MS = 1000 / 100;
+function serviceCpuMs() {
+  let ticks = 0;
+  for (const pid of memory.pids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      // utime and stime: fields 14 and 15 of the line, 12 and 13 after the command.
+      ticks += Number(fields[11]) + Number(fields[12]);
+    } catch {
+      // The process ended (a restart): its time is not counted.
+    }
+  }
+  return ticks * TICK_MS;
+}
+
 async function measure(url, request, duration, warm, conns = connections) {
-  if (warm > 0) await load(url, request, warm, conns);
+  const warmed = warm > 0 ? await load(url, request, warm, conns) : { total: 0 };
+  const cpuBefore = url === serviceUrl ? serviceCpuMs() : 0;
   const r = await load(url, request, duration, conns);
+  if (url === serviceUrl && r.total > 0) r.cpuMs = (serviceCpuMs() - cpuBefore) / r.total;
+  r.warmTotal = warmed.total;
   if (r.non2xx > 0 || r.errors > 0 || r.timeouts > 0) console.warn(`  warning: ${r.non2xx} non-2xx answers, ${r.errors} errors, ${r.timeouts} timeouts`);
   return r;
+}
+
+/** The D1 work of one request of a scenario, from the service's Server-Timing header (http/d1-session.ts). */
+async function d1WorkOf(request) {
+  const res = await fetch(new URL(request.path, serviceUrl), {
+    method: request.method ?? "GET",
+    headers: request.headers,
+    body: request.body?.replace("[<id>]", `sample-${crypto.randomUUID()}`),
+  });
+  await res.arrayBuffer();
+  const work = {};
+  for (const metric of (res.headers.get("server-timing") ?? "").split(",")) {
+    const [name, ...params] = metric.trim().split(";");
+    const desc = params.find((p) => p.startsWith("desc="));
+    if (name.startsWith("d1-") && desc) work[name.slice(3)] = Number(desc.slice(6, -1));
+  }
+  return work;
+}
+
+/** Rows of the tables written after a response or by the queue (traces, download tokens, the service log). */
+async function laterRows() {
+  const row = await (await d1()).prepare("SELECT (SELECT count(*) FROM license_traces) + (SELECT count(*) FROM download_tokens) + (SELECT count(*) FROM logs) AS n").first();
+  return row.n;
 }
 
 const fmt = (r) => `${r.rps.toFixed(0)} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms`;
@@ -260,6 +330,17 @@ if (env.BENCH_NGINX !== "0" && scenarios.some((s) => s.nginx)) {
   }
 } else if (env.BENCH_NGINX === "0") notes.push("nginx baseline skipped: BENCH_NGINX=0.");
 
+// The load generator's own ceiling: wrk against nginx's smallest answer, and against the no-logic Worker; autocannon
+// (the previous generator) against the same Worker, for comparison.
+const generator = {};
+if (!wrkFound.skipped) {
+  console.log(`\nLoad generator check: ${connections} connections, ${seconds} s`);
+  if (nginx) generator.nginx = await measure(nginx.url, { path: "/tiny.txt" }, seconds, warmup);
+  generator.baseline = await measure(baselineUrl, { path: "/?body=Healthy" }, seconds, warmup);
+  generator.autocannon = await autocannonLoad(baselineUrl, { path: "/?body=Healthy" }, seconds);
+  console.log(`  wrk -> nginx (7 bytes): ${generator.nginx ? fmt(generator.nginx) : "skipped"} | wrk -> no-logic Worker: ${fmt(generator.baseline)} | autocannon -> no-logic Worker: ${fmt(generator.autocannon)}`);
+}
+
 console.log(`\nMain table: ${connections} connections, ${seconds} s after ${warmup} s warm-up, ${mainLicenses} licenses in D1`);
 memory.phase("main");
 const rows = [];
@@ -269,9 +350,18 @@ for (const scenario of scenarios) {
   const load1 = loadavg()[0];
   const request = requestOf(scenario);
   const baselinePath = await baselinePathFor(request);
+  const laterBefore = scenario.latency ? await laterRows() : undefined;
   const svc = await measure(serviceUrl, request, seconds, warmup);
+  const work = await d1WorkOf(requestOf(scenario));
   const base = await measure(baselineUrl, { ...request, path: baselinePath }, seconds, warmup);
-  const row = { scenario: scenario.name, svc, base, ratio: svc.rps / base.rps, load1 };
+  const row = { scenario: scenario.name, svc, base, ratio: svc.rps / base.rps, load1, work };
+  if (laterBefore !== undefined) {
+    // Traces arrive through the queue within its batch timeout (5 s): rows written after the response or by the
+    // queue, per request of the scenario (warm-up, run and the sample; plus the requests each connection still had
+    // in flight when wrk stopped, which the service answers but wrk does not count).
+    await new Promise((r) => setTimeout(r, 5500));
+    row.later = ((await laterRows()) - laterBefore) / (svc.total + svc.warmTotal + 1 + (warmup > 0 ? 2 : 1) * connections);
+  }
   if (scenario.nginx && nginx) {
     row.nginx = await measure(nginx.url, { path: `/${encodeURIComponent(fileName)}` }, seconds, warmup);
     row.nginxRatio = svc.rps / row.nginx.rps;
@@ -293,7 +383,7 @@ if (latencySeconds > 0) {
 }
 
 // 7. Scale: the license-bound scenarios with more licenses in D1, service only (the baseline does not change).
-const scaleScenarios = scenarios.filter((s) => s.scale);
+const scaleScenarios = scenarios.filter((s) => s.scale).sort((a, b) => Number(a.scaleLoaded === false) - Number(b.scaleLoaded === false));
 const scaleRows = new Map(scaleScenarios.map((s) => [s.name, []]));
 const scaleMemory = [];
 for (const target of scaleScenarios.length > 0 ? scales : []) {
@@ -303,7 +393,7 @@ for (const target of scaleScenarios.length > 0 ? scales : []) {
   const load1 = loadavg()[0];
   for (const scenario of scaleScenarios) {
     const request = requestOf(scenario);
-    const r = await measure(serviceUrl, request, scaleSeconds, scaleWarmup);
+    const r = scenario.scaleLoaded === false ? { rps: NaN, p50: NaN, p99: NaN } : await measure(serviceUrl, request, scaleSeconds, scaleWarmup);
     // The one-connection run shows what data does to a request's own cost, without the queueing of the loaded run.
     const one = latencySeconds > 0 ? await measure(serviceUrl, request, latencySeconds, 1, 1) : undefined;
     scaleRows.get(scenario.name).push({ ...r, one });
@@ -329,12 +419,14 @@ if (serviceLog.crashes + baselineLog.crashes > 0) {
 const kib = (n) => `${(n / 1024).toFixed(1)} KiB`;
 const mib = (n) => `${(n / MiB).toFixed(1)} MiB`;
 const cpu = cpus();
-const growth = (list) => (list.length > 1 && list[0]?.p50 > 0 ? `${(((list.at(-1).p50 - list[0].p50) / list[0].p50) * 100).toFixed(0)} %` : "");
+const healthRps = rows.find((r) => r.scenario === "health")?.svc.rps;
+// No growth is computed when a run completed no request (p50 0): that is a failure, not a speed-up.
+const growth = (list) => (list.length > 1 && list[0]?.p50 > 0 && list.at(-1)?.p50 > 0 ? `${(((list.at(-1).p50 - list[0].p50) / list[0].p50) * 100).toFixed(0)} %` : "");
 const lines = [
   `# Benchmark ${new Date().toISOString()}`,
   "",
   `Machine: ${cpu.length} × ${cpu[0]?.model ?? "cpu"}, ${mib(totalmem())} RAM, ${process.platform} ${osRelease()} ${process.arch}; Node ${process.version}.`,
-  `Load: autocannon in its own process, ${connections} connections; main table ${seconds} s per run after ${warmup} s warm-up, scale runs ${scaleSeconds} s after ${scaleWarmup} s; one-connection runs ${latencySeconds} s after 1 s.`,
+  `Load: ${wrkFound.skipped ? "autocannon in its own process" : "wrk (2 threads)"}, ${connections} connections; main table ${seconds} s per run after ${warmup} s warm-up, scale runs ${scaleSeconds} s after ${scaleWarmup} s; one-connection runs ${latencySeconds} s after 1 s.`,
   `Service and baseline: the bundled Worker and a no-logic Worker, each under workerd through Miniflare (no wrangler dev proxy).`,
   `Bundle (wrangler deploy --dry-run): ${kib(bundleSize.raw)} raw, ${kib(bundleSize.gzip)} gzip (limit 1 MiB).`,
   `workerd peak RSS (service): ${mib(memory.peak("main"))} during the main table; ${mib(highWater)} high-water mark (VmHWM) over the whole run, seeding included. The baseline Worker's workerd, for comparison: ${mib(baselineMemory.peak("startup"))} peak.`,
@@ -343,14 +435,33 @@ const lines = [
   "",
   `## Main table (${mainLicenses} licenses in D1)`,
   "",
-  "| scenario | req/s | p50 ms | p99 ms | baseline req/s | baseline p50 | baseline p99 | ratio | load avg |",
-  "|---|---|---|---|---|---|---|---|---|",
+  "Ratios: to the no-logic Worker answering the same bytes (× baseline) and to the one-read route, the health check (× health).",
+  "CPU ms: the service workerd's user + system time per request (10 ms ticks over the run). D1: statements, round trips and rows",
+  "written on the request path, from the service's Server-Timing; later rows: rows added per request after the response or by a",
+  "queue (traces, download tokens, service log), counted in D1 for the hot paths.",
+  "",
+  "| scenario | req/s | p50 ms | p99 ms | baseline req/s | × baseline | × health | CPU ms/req | D1 statements | D1 round trips | D1 rows written | later rows/req | load avg |",
+  "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
   ...rows.map(
     (r) =>
-      `| ${r.scenario} | ${r.svc.rps.toFixed(0)} | ${r.svc.p50} | ${r.svc.p99} | ${r.base.rps.toFixed(0)} | ${r.base.p50} | ${r.base.p99} | ${r.ratio.toFixed(2)} | ${r.load1.toFixed(1)} |`,
+      `| ${r.scenario} | ${r.svc.rps.toFixed(0)} | ${r.svc.p50} | ${r.svc.p99} | ${r.base.rps.toFixed(0)} | ${r.ratio.toFixed(2)} | ${healthRps ? (r.svc.rps / healthRps).toFixed(2) : ""} | ${r.svc.cpuMs?.toFixed(2) ?? ""} | ${r.work.statements ?? ""} | ${r.work["round-trips"] ?? ""} | ${r.work["rows-written"] ?? ""} | ${r.later?.toFixed(2) ?? ""} | ${r.load1.toFixed(1)} |`,
   ),
   "",
 ];
+if (generator.baseline) {
+  lines.push(
+    "## Load generator check",
+    "",
+    "| generator -> target | req/s | p50 ms | p99 ms |",
+    "|---|---|---|---|",
+    ...(generator.nginx ? [`| wrk -> nginx, a 7-byte file | ${generator.nginx.rps.toFixed(0)} | ${generator.nginx.p50} | ${generator.nginx.p99} |`] : []),
+    `| wrk -> no-logic Worker | ${generator.baseline.rps.toFixed(0)} | ${generator.baseline.p50} | ${generator.baseline.p99} |`,
+    `| autocannon (previous generator) -> no-logic Worker | ${generator.autocannon.rps.toFixed(0)} | ${generator.autocannon.p50} | ${generator.autocannon.p99} |`,
+    "",
+    "wrk reaches more against nginx than the no-logic Worker answers: the Worker, not the generator, sets the baseline.",
+    "",
+  );
+}
 if (latencyRows.length > 0) {
   lines.push(
     "## Latency with one connection (the hot paths, nothing queued)",
@@ -382,7 +493,7 @@ if (scaleMemory.length > 0) {
     "",
     `| scenario | ${heads.map((h) => `${h}: req/s | p50 | p99`).join(" | ")} | p50 growth |`,
     `|---|${heads.map(() => "---|---|---|").join("")}---|`,
-    ...[...scaleRows].map(([name, list]) => `| ${name} | ${list.map((r) => `${r.rps.toFixed(0)} | ${r.p50} | ${r.p99}`).join(" | ")} | ${growth(list)} |`),
+    ...[...scaleRows].map(([name, list]) => `| ${name} | ${list.map((r) => (Number.isNaN(r.rps) ? "— | — | —" : `${r.rps.toFixed(0)} | ${r.p50} | ${r.p99}`)).join(" | ")} | ${Number.isNaN(list[0]?.rps) ? "" : growth(list)} |`),
     "",
   );
   if (latencySeconds > 0) {

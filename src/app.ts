@@ -12,7 +12,7 @@ import { clock } from "./clock";
 import { API_KEY_SCHEME, BEARER_SCHEME, logoutFirst } from "./auth/guard";
 import { registerAuth } from "./auth/routes";
 import { type Config, loadConfig, unsafeSetting } from "./config";
-import { getDb } from "./db/client";
+import { openRequestDb, reportRequestDb } from "./http/d1-session";
 import { jsonBodyLimit } from "./http/body-limit";
 import { browserCors } from "./http/cors";
 import { ApiError } from "./http/errors";
@@ -58,9 +58,12 @@ const context: MiddlewareHandler<AppEnv> = async (c, next) => {
   // the setting, before the bootstrap could create an administrator with a published password.
   const unsafe = unsafeSetting(config);
   if (unsafe) throw unsafe;
-  c.set("db", getDb(c.env.DB));
+  const rdb = openRequestDb(c);
+  c.set("db", rdb.db);
   await ensureAdmin(c.env.DB, config, { clientIp: c.get("clientIp") });
   await next();
+  // Server-Timing: always in development, by setting elsewhere (it tells how the database is used).
+  reportRequestDb(c, rdb, config["Application:ServerTiming"] || config["Application:Environment"] === "Development");
 };
 
 /**
@@ -88,7 +91,7 @@ const health: MiddlewareHandler<AppEnv> = async (c, next) => {
   if (!config["Application:EnableHealthCheck"] || c.req.path !== config["Application:HealthCheckEndPoint"]) return next();
   if (c.req.method !== "GET" && c.req.method !== "HEAD") return next();
   try {
-    await c.env.DB.prepare("SELECT 1").first();
+    await c.get("db").$client.prepare("SELECT 1").first();
     return c.text("Healthy", 200, { "Cache-Control": "no-store" });
   } catch (e) {
     console.error("health check: D1 did not answer", e);

@@ -161,6 +161,7 @@ export const settingDefinitions = {
   "Application:MaxPageSize": def(int(1, 100_000), 1000, "Largest `take` of a list; larger values are clamped."),
   "Application:DefaultPageSize": def(int(1, 100_000), 100, "`take` of a list when omitted."),
   "Application:GeoLocationService": def(optionalText, undefined, "URL template with {ip} used to fill missing geolocations."),
+  "Application:ServerTiming": def(bool, false, "Report each request's D1 work (statements, round trips, rows written and read, time) in a Server-Timing header."),
   "Application:SettingsCacheSeconds": def(int(0, 3600), 5, "How long other isolates may use settings before re-reading the table."),
   "Application:LogRetentionDays": def(int(1, 36_500), 30, "Days the service log keeps an entry; the cron trigger prunes older ones."),
   "Email:OutboxRetentionDays": def(int(1, 36_500), 30, "Days a message of the email outbox is kept; the cron trigger prunes older ones."),

@@ -12,6 +12,8 @@ export interface Bindings {
   RATE_LIMITER: DurableObjectNamespace<RateLimiter>;
   LICENSE_SEATS: DurableObjectNamespace<LicenseSeats>;
   WEBHOOKS: Queue<unknown>;
+  /** License traces on their way to D1, written in batches by the consumer (licensing/traces.ts). */
+  TRACES: Queue<unknown>;
   /** Producer of the webhook dead-letter queue: deliveries that exhausted their retries (webhooks/deliver.ts). */
   WEBHOOKS_DLQ?: Queue<unknown>;
   EMAIL?: SendEmail;

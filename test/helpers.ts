@@ -84,6 +84,21 @@ export async function countRows(table: string): Promise<number> {
 }
 
 /**
+ * Waits until the trace queue has written `n` traces of a license (integer id), and answers their actions in order.
+ * Traces reach D1 through the TRACES queue (licensing/traces.ts), whose local consumer runs a batch when it is full
+ * or after max_batch_timeout (5 s): a test reads them once they are there, never right after the operation.
+ */
+export async function queuedTraces(licenseId: number, n: number, timeoutMs = 20_000): Promise<number[]> {
+  const { env } = await import("cloudflare:workers");
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const { results } = await env.DB.prepare("SELECT action FROM license_traces WHERE license_id = ? ORDER BY id").bind(licenseId).all<{ action: number }>();
+    if (results.length >= n || Date.now() > deadline) return results.map((r) => r.action);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/**
  * The service's clock for a test file: `move(ms)` stops it that far ahead of real time (moves add up within a test;
  * a stopped clock lets tests compare exact instants), and it runs in real time again after each test. The Worker
  * shares the test's isolate, so it sees the moved clock.

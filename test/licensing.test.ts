@@ -9,7 +9,7 @@ import { compactVerify, createLocalJWKSet, type JSONWebKeySet } from "jose";
 import { describe, expect, it } from "vitest";
 import { clock } from "../src/clock";
 import { Messages, Reasons } from "../src/licensing/runtime";
-import { admin, call, countRows, movableClock } from "./helpers";
+import { admin, call, countRows, movableClock, queuedTraces } from "./helpers";
 import { newLicense } from "./samples/licensing";
 
 const moveClock = (await movableClock()).move;
@@ -227,7 +227,7 @@ describe("traces", () => {
     const seat = await call("POST", "/v1/license/request", { key: "api_TestAdminKey00000000000000000000", headers, body: { userKey: lic.userKey, machineId: "m", clientId: "c" } });
     await call("POST", "/v1/license/heartbeat", { key: "api_TestAdminKey00000000000000000000", headers, body: { licenseToken: seat.body["licenseToken"] } });
     await call("POST", "/v1/license/release", { key: "api_TestAdminKey00000000000000000000", headers, body: { licenseToken: seat.body["licenseToken"] } });
-    await new Promise((r) => setTimeout(r, 50));
+    expect(await queuedTraces(lic.id, 2)).toEqual([3, 4]);
     const traces = await admin("GET", `/v1/license-traces?filter=${encodeURIComponent(`licenseId == "${lic.licenseId}"`)}&sort=id`);
     expect(traces.body["licenseTraces"].map((t: { action: number; clientIp: string }) => [t.action, t.clientIp])).toEqual([
       [3, "203.0.113.9"],
@@ -237,7 +237,10 @@ describe("traces", () => {
     const quiet = await newLicense("File");
     await admin("PUT", "/v1/licenses", { license: { id: quiet.id, trace: false } });
     await op("validate", { userKey: quiet.userKey });
-    await new Promise((r) => setTimeout(r, 50));
+    // A traced operation queued after it: once its trace is written, the quiet license's would have been too.
+    const marker = await newLicense("File");
+    await op("validate", { userKey: marker.userKey });
+    expect(await queuedTraces(marker.id, 1)).toEqual([2]);
     expect((await admin("GET", `/v1/license-traces?filter=${encodeURIComponent(`licenseId == "${quiet.licenseId}"`)}`)).body["totalLicenseTracesCount"]).toBe(0);
   });
 });

@@ -8,7 +8,7 @@ import canonicalize from "canonicalize";
 import { importJWK } from "jose";
 import { beforeAll, describe, expect, it } from "vitest";
 import { parse as parseYaml } from "yaml";
-import { ADMIN, BASE, admin, call, movableClock, setSetting } from "./helpers";
+import { ADMIN, BASE, admin, call, movableClock, queuedTraces, setSetting } from "./helpers";
 
 const clockAhead = (await movableClock()).move;
 
@@ -351,8 +351,6 @@ describe("downloads", () => {
     const lic = await license(productId, {});
     const url = await tokenUrl("2.0.0", lic.userKey);
     await (await get(url)).arrayBuffer();
-    await new Promise((r) => setTimeout(r, 50));
-    const traces = await env.DB.prepare("SELECT action FROM license_traces WHERE license_id = ? ORDER BY id").bind(lic.id).all<{ action: number }>();
-    expect(traces.results.map((t) => t.action)).toEqual([7, 8]);
+    expect(await queuedTraces(lic.id, 2)).toEqual([7, 8]);
   });
 });

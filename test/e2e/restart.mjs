@@ -12,10 +12,10 @@
 //    (RESTART_TIMEOUT_SECONDS, default 240) and stops wrangler whatever happens.
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { freePort } from "../../scripts/lib/processes.mjs";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const wrangler = join(root, "node_modules/wrangler/bin/wrangler.js");
@@ -43,18 +43,6 @@ function log(message) {
 function check(ok, what) {
   log(`${ok ? "ok  " : "FAIL"} ${what}`);
   if (!ok) failures++;
-}
-
-/** A free TCP port on the loopback address. */
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 async function start() {

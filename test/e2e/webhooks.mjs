@@ -13,12 +13,12 @@
 import { spawn, spawnSync } from "node:child_process";
 import { createHmac } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Webhook } from "standardwebhooks";
 import { startWebhookReceiver } from "../webhook-receiver.ts";
+import { freePort, waitFor } from "../../scripts/lib/processes.mjs";
 
 const DEADLINE_MS = 150_000;
 const root = fileURLToPath(new URL("../..", import.meta.url));
@@ -26,29 +26,6 @@ const wrangler = join(root, "node_modules/wrangler/bin/wrangler.js");
 const KEY = "api_E2eWebhooksKey00000000000000000";
 const started = Date.now();
 const say = (text) => console.log(`[${((Date.now() - started) / 1000).toFixed(1).padStart(5)} s] ${text}`);
-
-/** A port the OS considers free on 127.0.0.1 right now. */
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.on("error", reject);
-    probe.listen(0, "127.0.0.1", () => {
-      const { port } = probe.address();
-      probe.close(() => resolve(port));
-    });
-  });
-}
-
-/** Polls `check` until it returns a value (not undefined) or `ms` pass. */
-async function waitFor(what, ms, check) {
-  const until = Date.now() + ms;
-  for (;;) {
-    const value = await check().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > until) throw new Error(`timed out after ${ms / 1000} s waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
 
 const state = mkdtempSync(join(tmpdir(), "licensing-e2e-webhooks-"));
 const env = { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false", CI: "true" };
