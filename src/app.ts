@@ -10,6 +10,7 @@ import { ensureAdmin } from "./auth/bootstrap";
 import { ipProtection } from "./protection/guard";
 import { API_KEY_SCHEME, BEARER_SCHEME, logoutFirst } from "./auth/guard";
 import { registerAuth } from "./auth/routes";
+import { registerConsoleAuth } from "./auth/console-routes";
 import { type Config, loadConfig } from "./config";
 import { getDb } from "./db/client";
 import { jsonBodyLimit } from "./http/body-limit";
@@ -19,6 +20,7 @@ import { errorResponse, renderError } from "./http/respond";
 import { type Router, createRouter } from "./http/router";
 import { registerApiKeys } from "./management/api-keys";
 import { registerAssemblies } from "./management/assemblies";
+import { registerConsole } from "./management/console";
 import { registerCustomers } from "./management/customers";
 import { registerEmail } from "./management/email";
 import { registerInfo } from "./management/info";
@@ -147,6 +149,7 @@ export function createApp(): Router {
   app.use("*", requestLog, context, ipProtection, health, gates, jsonBodyLimit);
 
   registerAuth(app);
+  registerConsoleAuth(app);
   registerResources(app);
   registerSigningKeys(app);
   registerUpdateRoutes(app);
@@ -170,6 +173,7 @@ export function createApp(): Router {
   registerInfo(app);
   registerEmail(app);
   registerWebhooks(app);
+  registerConsole(app);
 
   app.get(OPENAPI_PATH, (c) => c.json(openApiDocument(app, c.get("config")) as object));
   app.get("/swagger", swaggerUI({ url: OPENAPI_PATH, title: "Licensing Service API" }));

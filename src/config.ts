@@ -121,6 +121,7 @@ export const settingDefinitions = {
   "Application:ApiKeyHeaderName": def(text(/^[A-Za-z0-9-]+$/), "x-api-key", "Request header that carries the API key."),
   "Application:ApiKeyCacheDuration": def(duration, 180_000, "How long a validated API key is cached per isolate."),
   "Application:TokenExpiration": def(duration, 1_800_000, "Lifetime of bearer tokens issued by login."),
+  "Application:ConsoleSessionLifetime": def(duration, 28_800_000, "Lifetime of the API key a console sign-in holds in its cookie (the admin console at /console)."),
   "Application:JwtSecret": def(optionalText, undefined, "HS256 key of bearer tokens (secret; required for login).", true),
   "Application:EncryptionKey": def(optionalText, undefined, "Key for secrets at rest and license integrity (secret).", true),
   "Application:AdminUsername": def(optionalText, undefined, "Administrator account created at startup."),
