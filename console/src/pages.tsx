@@ -1,7 +1,7 @@
 /** The console's pages beyond the plain resources: overview, products and releases, licenses, webhooks, keys, settings, log. */
 import { useEffect, useState } from "preact/hooks";
 import { api, call, must } from "./api/client";
-import { BarChart, CopyButton, EntityForm, ErrorBox, type FieldSpec, ListView, Notice, Table, cell, listOf, useAction } from "./ui";
+import { BarChart, CopyButton, EntityForm, ErrorBox, type FieldSpec, ListView, Notice, Table, cell, listOf, named, useAction } from "./ui";
 import { uploadArtifact } from "./upload";
 
 type Row = Record<string, unknown>;
@@ -218,7 +218,7 @@ export function Product({ id, roles }: { id: number; roles: string[] }) {
             <EntityForm
               title="New release"
               fields={releaseFields}
-              initial={{ channel: "stable", public: false }}
+              initial={{ channel: "stable", public: false, requiresMaintenance: true }}
               submitLabel="Create release"
               onSubmit={(productRelease) => call("POST", `/v1/products/${id}/releases`, { body: { productRelease } })}
               onDone={(r) => {
@@ -308,7 +308,7 @@ export function Release({ productId, releaseId, roles }: { productId: number; re
                 }}
               >
                 <label for="rollout">Rollout %</label>
-                <input id="rollout" name="rollout" type="number" min={0} max={100} defaultValue={String(r["stagingPercentage"] ?? 100)} />
+                <input id="rollout" name="rollout" type="number" min={0} max={100} placeholder={String(r["stagingPercentage"] ?? 100)} />
                 <button type="submit">Set rollout</button>
               </form>
               <button
@@ -506,7 +506,7 @@ export function License({ id, roles }: { id: string; roles: string[] }) {
             {["licenseeName", "productId", "edition", "licensingMode", "maxClients", "activeClientCount", "expireDate", "supportExpireDate", "userKey", "revoked"].map((k) => (
               <>
                 <dt>{k}</dt>
-                <dd>{cell(l[k])}</dd>
+                <dd>{cell(named(k, l[k]))}</dd>
               </>
             ))}
           </dl>
@@ -873,7 +873,7 @@ export function Settings() {
                     <label class="sr-only" for={`set-${String(s["name"])}`}>
                       {cell(s["name"])}
                     </label>
-                    <input id={`set-${String(s["name"])}`} name="value" defaultValue={cell(s["value"])} />
+                    <input id={`set-${String(s["name"])}`} name="value" placeholder={cell(s["value"])} required />
                     <button type="submit">Save</button>
                   </form>
                 ),

@@ -1,6 +1,6 @@
 /** Shared building blocks: errors, forms, the paged list with the API's list conventions, and an SVG bar chart. */
 import type { ComponentChildren, JSX } from "preact";
-import { useCallback, useEffect, useState } from "preact/hooks";
+import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import { call, errorText } from "./api/client";
 
 export function ErrorBox({ error }: { error: string | undefined }) {
@@ -68,17 +68,33 @@ export function formValues(fields: readonly FieldSpec[], form: HTMLFormElement):
   return values;
 }
 
+/** The text a field starts with for a value the API returned. */
+function initialText(spec: FieldSpec, value: unknown): string {
+  if (value === undefined || value === null) return "";
+  if (Array.isArray(value)) return value.join(", ");
+  if (spec.kind === "date") return String(value).slice(0, 16);
+  return String(value);
+}
+
 export function Field({ spec, value }: { spec: FieldSpec; value?: unknown }) {
   const id = `f-${spec.name}`;
-  const common = { id, name: spec.name, required: spec.required, "aria-describedby": spec.hint ? `${id}-hint` : undefined };
+  // Uncontrolled inputs: the initial value is written once, so a re-render never overwrites what the user typed.
+  const ref = useRef<HTMLInputElement & HTMLSelectElement & HTMLTextAreaElement>(null);
+  useEffect(() => {
+    const el = ref.current;
+    if (!el) return;
+    if (spec.kind === "bool") el.checked = value === true;
+    else el.value = initialText(spec, value);
+  }, []);
+  const common = { id, name: spec.name, ref, required: spec.required, "aria-describedby": spec.hint ? `${id}-hint` : undefined };
   let input: JSX.Element;
   switch (spec.kind) {
     case "bool":
-      input = <input type="checkbox" {...common} required={false} defaultChecked={value === true} />;
+      input = <input type="checkbox" {...common} required={false} />;
       break;
     case "select":
       input = (
-        <select {...common} defaultValue={value === undefined ? "" : String(value)}>
+        <select {...common}>
           <option value="">{spec.required ? "Choose…" : "(default)"}</option>
           {spec.options?.map((o) => (
             <option value={o}>{o}</option>
@@ -87,16 +103,10 @@ export function Field({ spec, value }: { spec: FieldSpec; value?: unknown }) {
       );
       break;
     case "textarea":
-      input = <textarea {...common} rows={3} defaultValue={value === undefined ? "" : String(value)} />;
+      input = <textarea {...common} rows={3} />;
       break;
     default:
-      input = (
-        <input
-          {...common}
-          type={(spec.kind === "number" ? "number" : spec.kind === "date" ? "datetime-local" : spec.kind === "password" ? "password" : "text") as "text"}
-          defaultValue={value === undefined || value === null ? "" : Array.isArray(value) ? value.join(", ") : spec.kind === "date" ? String(value).slice(0, 16) : String(value)}
-        />
-      );
+      input = <input {...common} type={(spec.kind === "number" ? "number" : spec.kind === "date" ? "datetime-local" : spec.kind === "password" ? "password" : "text") as "text"} />;
   }
   return (
     <div class={spec.kind === "bool" ? "field check" : "field"}>
@@ -160,6 +170,25 @@ export interface Column<T> {
   render?: (row: T) => ComponentChildren;
 }
 
+/**
+ * Enumerations the API writes as numbers (Application:SerializeJSonEnumAsString false, the default), by property
+ * name, so that the console shows names either way.
+ */
+const ENUMS: Record<string, readonly string[]> = {
+  licenseType: ["Standard", "Demo", "Trial"],
+  licensingMode: ["File", "Activation", "Floating"],
+  kind: ["Activation", "Floating"],
+  level: ["Verbose", "Debug", "Information", "Warning", "Error", "Fatal"],
+  status: ["Pending", "Processing", "Completed", "Cancelled"],
+  paymentStatus: ["Unpaid", "Paid", "Refunded"],
+  action: ["Activate", "Deactivate", "Validate", "Request", "Release", "Heartbeat", "Report", "UpdateCheck", "Download", "TokenExpired"],
+};
+
+/** A property's value for display: enumeration numbers as names. */
+export function named(key: string, value: unknown): unknown {
+  return typeof value === "number" && ENUMS[key]?.[value] !== undefined ? ENUMS[key][value] : value;
+}
+
 export function cell(value: unknown): string {
   if (value === undefined || value === null) return "";
   if (Array.isArray(value)) return value.join(", ");
@@ -192,7 +221,7 @@ export function Table<T extends Record<string, unknown>>({ rows, columns, captio
             rows.map((row) => (
               <tr>
                 {columns.map((c) => (
-                  <td>{c.render ? c.render(row) : cell(row[c.key])}</td>
+                  <td>{c.render ? c.render(row) : cell(named(c.key, row[c.key]))}</td>
                 ))}
                 {actions ? <td class="row-actions">{actions(row)}</td> : null}
               </tr>
