@@ -142,8 +142,11 @@ function App() {
     setReason(why);
   };
   useEffect(() => whenExpired(() => end("Your session ended. Sign in again.")), []);
+  // After a page change, keyboard and screen-reader users start at the new page's content.
+  const [first, setFirst] = useState(true);
   useEffect(() => {
-    document.querySelector<HTMLElement>("main h2, main h1")?.focus();
+    if (first) setFirst(false);
+    else document.getElementById("content")?.focus();
   }, [hash]);
   if (!session)
     return (

@@ -6,6 +6,8 @@ import { uploadArtifact } from "./upload";
 
 type Row = Record<string, unknown>;
 const managers = ["Administrator", "LicenseManager"];
+/** Everyone the management API lets in (SPEC's access table: products, releases and licenses are theirs too). */
+const staff = ["Administrator", "LicenseManager", "Sales"];
 const can = (roles: string[], allowed: string[]) => roles.some((r) => allowed.includes(r));
 const link = (href: string, text: unknown) => <a href={href}>{cell(text)}</a>;
 
@@ -51,12 +53,12 @@ export function Overview({ roles }: { roles: string[] }) {
     const [info, tokens, traces] = await Promise.all([
       call("GET", "/v1/info"),
       all("/v1/license-tokens", { sort: "-id" }),
-      all("/v1/license-traces", { filter: 'action == "UpdateCheck" || action == "Download"', sort: "-id" }).catch(() => [] as Row[]),
+      can(roles, managers) ? all("/v1/license-traces", { filter: 'action == "UpdateCheck" || action == "Download"', sort: "-id" }) : Promise.resolve([] as Row[]),
     ]);
     let failed: Row[] = [];
     if (can(roles, managers)) {
-      const subs = await all("/v1/webhooks/subscriptions").catch(() => [] as Row[]);
-      failed = (await Promise.all(subs.map((s) => all(`/v1/webhooks/subscriptions/${String(s["id"])}/events`, { filter: "isSuccess == false" }).catch(() => [] as Row[])))).flat();
+      const subs = await all("/v1/webhooks/subscriptions");
+      failed = (await Promise.all(subs.map((s) => all(`/v1/webhooks/subscriptions/${String(s["id"])}/events`, { filter: "isSuccess == false" })))).flat();
     }
     return { info, tokens, traces, failed };
   }, []);
@@ -69,21 +71,11 @@ export function Overview({ roles }: { roles: string[] }) {
     label: d.slice(5),
     value: data.tokens.filter((t) => (t["kind"] === "Floating" || t["kind"] === 1) && dayKey(t["issueDate"] ?? t["createdAt"]) <= d && (!t["expireDate"] || dayKey(t["expireDate"]) >= d)).length,
   }));
-  const byVersion = new Map<string, { checks: number; downloads: number }>();
-  for (const t of data.traces) {
-    let version = "unknown";
-    try {
-      const meta = JSON.parse(String(t["meta"] ?? "{}")) as { version?: string; currentVersion?: string };
-      version = meta.currentVersion ?? meta.version ?? version;
-    } catch {
-      // meta is free text
-    }
-    const v = byVersion.get(version) ?? { checks: 0, downloads: 0 };
-    if (t["action"] === "Download" || t["action"] === 8) v.downloads++;
-    else v.checks++;
-    byVersion.set(version, v);
-  }
-  const versions = [...byVersion.entries()].sort(([a], [b]) => a.localeCompare(b));
+  // Traces say when a licensed client checked for updates or downloaded one (for licenses that trace); they keep
+  // no version, so adoption shows per day.
+  const isDownload = (t: Row) => t["action"] === "Download" || t["action"] === 8;
+  const checks = days.map((d) => ({ label: d.slice(5), value: data.traces.filter((t) => !isDownload(t) && dayKey(t["createdAt"]) === d).length }));
+  const downloads = days.map((d) => ({ label: d.slice(5), value: data.traces.filter((t) => isDownload(t) && dayKey(t["createdAt"]) === d).length }));
   const failedByDay = days.map((d) => ({ label: d.slice(5), value: data.failed.filter((e) => dayKey(e["createdAt"]) === d).length }));
   const counts = (data.info["database"] ?? {}) as Record<string, number>;
   return (
@@ -100,8 +92,8 @@ export function Overview({ roles }: { roles: string[] }) {
       <div class="charts">
         <BarChart title="Activations per day (last 14 days)" data={activations} />
         <BarChart title="Floating seats in use per day" data={seats} color="#1f7a4d" />
-        <BarChart title="Update checks per version" data={versions.map(([label, v]) => ({ label, value: v.checks }))} color="#7a4d1f" />
-        <BarChart title="Downloads per version (update adoption)" data={versions.map(([label, v]) => ({ label, value: v.downloads }))} color="#5b2f8a" />
+        <BarChart title="Update checks per day (traced licenses)" data={checks} color="#7a4d1f" />
+        <BarChart title="Update downloads per day (traced licenses)" data={downloads} color="#5b2f8a" />
         {can(roles, managers) ? <BarChart title="Failed webhook deliveries per day" data={failedByDay} color="#b3261e" /> : null}
       </div>
     </>
@@ -126,7 +118,7 @@ export function Products({ roles }: { roles: string[] }) {
     <>
       <div class="page-head">
         <h2>Products</h2>
-        {can(roles, managers) && !creating ? (
+        {can(roles, staff) && !creating ? (
           <button type="button" class="primary" onClick={() => setCreating(true)}>
             New product
           </button>
@@ -179,7 +171,7 @@ export function Product({ id, roles }: { id: number; roles: string[] }) {
   const [creating, setCreating] = useState(false);
   const [reload, setReload] = useState(0);
   const p = product.data;
-  const write = can(roles, managers);
+  const write = can(roles, staff);
   return (
     <>
       <p>
@@ -261,7 +253,9 @@ export function Release({ productId, releaseId, roles }: { productId: number; re
   const [notice, setNotice] = useState<string>();
   const [feed, setFeed] = useState<string>();
   const action = useAction();
-  const write = can(roles, managers);
+  const write = can(roles, staff);
+  // Artifacts (list, upload, verify) are the managers' (SPEC's access table).
+  const artifacts = can(roles, managers);
   const r = release.data;
   const update = (values: Row, said: string) =>
     action.run(async () => {
@@ -311,6 +305,7 @@ export function Release({ productId, releaseId, roles }: { productId: number; re
                 <input id="rollout" name="rollout" type="number" min={0} max={100} placeholder={String(r["stagingPercentage"] ?? 100)} />
                 <button type="submit">Set rollout</button>
               </form>
+              {artifacts ? (
               <button
                 type="button"
                 onClick={() =>
@@ -322,11 +317,12 @@ export function Release({ productId, releaseId, roles }: { productId: number; re
               >
                 Verify artifacts
               </button>
+              ) : null}
             </div>
           ) : null}
           <ErrorBox error={action.error} />
           <Notice text={notice} />
-          {write ? (
+          {artifacts ? (
             <form
               class="card form"
               aria-label="Upload an installer"
@@ -380,6 +376,7 @@ export function Release({ productId, releaseId, roles }: { productId: number; re
               </div>
             </form>
           ) : null}
+          {artifacts ? (
           <ListView
             title="Downloads"
             path={`${base}/${releaseId}/downloads`}
@@ -392,6 +389,7 @@ export function Release({ productId, releaseId, roles }: { productId: number; re
               { key: "sourceKind", label: "Stored" },
             ]}
           />
+          ) : null}
           <section class="card" aria-label="Feed">
             <h3>The feed a client gets</h3>
             <div class="actions">
@@ -426,7 +424,7 @@ export function Licenses({ roles }: { roles: string[] }) {
     <>
       <div class="page-head">
         <h2>Licenses</h2>
-        {can(roles, managers) && !creating ? (
+        {can(roles, staff) && !creating ? (
           <button type="button" class="primary" onClick={() => setCreating(true)}>
             New license from a template
           </button>
@@ -484,7 +482,7 @@ export function License({ id, roles }: { id: string; roles: string[] }) {
   const [tick, setTick] = useState(0);
   const [token, setToken] = useState<string>();
   const action = useAction();
-  const write = can(roles, managers);
+  const write = can(roles, staff);
   // Seats and activations change while an application runs: read them again every few seconds.
   useEffect(() => {
     const timer = setInterval(() => (setTick((t) => t + 1), license.reload()), 3000);
@@ -580,6 +578,7 @@ export function License({ id, roles }: { id: string; roles: string[] }) {
                 : undefined
             }
           />
+          {can(roles, managers) ? (
           <ListView
             title="Traces"
             path="/v1/license-traces"
@@ -593,6 +592,7 @@ export function License({ id, roles }: { id: string; roles: string[] }) {
               { key: "clientName", label: "Client" },
             ]}
           />
+          ) : null}
         </>
       ) : null}
     </>
@@ -896,7 +896,12 @@ const logColumns = [
 ];
 
 export function Log() {
-  return <ListView title="Service log" path="/v1/log" defaultSort="-timestamp" filterHint='level >= "Warning"' columns={logColumns} />;
+  return (
+    <>
+      <h2>Service log</h2>
+      <ListView title="Log entries" path="/v1/log" defaultSort="-timestamp" filterHint='level >= "Warning"' columns={logColumns} />
+    </>
+  );
 }
 
 /** The audit trail: the service log's entries of category Audit (Administrators only). */

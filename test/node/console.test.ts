@@ -191,12 +191,14 @@ describe("the admin console in Chromium", () => {
     // A floating seat: the application asks for one; the open license page reads seats again by itself.
     const floating = await licenseByLicenseId(floatingLicense);
     const token = await appToken(floating["userKey"]);
-    const seat = await rest("POST", "/v1/license/request", { token, body: { userKey: floating["userKey"], machineId: "DESK-7", clientId: "alice", clientName: "Alice's desk" } });
-    expect(seat.status, JSON.stringify(seat.body)).toBe(200);
+    for (const [machineId, clientId] of [["DESK-7", "alice"], ["DESK-9", "bob"]]) {
+      const seat = await rest("POST", "/v1/license/request", { token, body: { userKey: floating["userKey"], machineId, clientId, clientName: `${clientId}'s desk` } });
+      expect(seat.status, JSON.stringify(seat.body)).toBe(200);
+    }
     const seats = page.getByRole("region", { name: "Activations and floating seats" });
     await seats.getByRole("cell", { name: "alice", exact: true }).waitFor({ timeout: 15_000 });
-    await seats.getByRole("cell", { name: "Floating", exact: true }).waitFor();
-    await page.getByRole("button", { name: "Free seat" }).waitFor();
+    await seats.getByRole("cell", { name: "bob", exact: true }).waitFor({ timeout: 15_000 });
+    expect(await seats.getByRole("cell", { name: "Floating", exact: true }).count()).toBe(2);
 
     // An activation, on an Activation license made from a second template (through the API, to keep the test short).
     const template = await rest("POST", "/v1/license-templates", { key: KEY, body: { licenseTemplate: { name: "Studio Pro", productId: Number(productId), licensingMode: "Activation", maxClients: 2 } } });
@@ -211,12 +213,12 @@ describe("the admin console in Chromium", () => {
     await page.getByRole("button", { name: "Free machine" }).waitFor();
     await page.locator(".badge", { hasText: "Activated" }).waitFor({ timeout: 15_000 });
 
-    // Freeing the floating seat from the console ends it in the API.
+    // Freeing bob's floating seat from the console ends it in the API; alice keeps hers.
     await page.goto(new URL(`/console/#/licenses/${floatingLicense}`, base).toString());
-    await page.getByRole("button", { name: "Free seat" }).click();
-    await seats.getByRole("cell", { name: "alice", exact: true }).waitFor({ state: "detached", timeout: 15_000 });
+    await seats.getByRole("row").filter({ hasText: "bob" }).getByRole("button", { name: "Free seat" }).click();
+    await seats.getByRole("cell", { name: "bob", exact: true }).waitFor({ state: "detached", timeout: 15_000 });
     const tokens = await rest("GET", `/v1/licenses/${floatingLicense}/tokens`, { key: KEY });
-    expect(tokens.body["licenseTokens"]).toEqual([]);
+    expect(tokens.body["licenseTokens"].map((t: { clientId: string }) => t.clientId)).toEqual(["alice"]);
   });
 
   it("revokes the license", async () => {
@@ -267,10 +269,18 @@ describe("the admin console in Chromium", () => {
     await page.getByRole("link", { name: "Overview" }).click();
     await page.getByRole("heading", { name: "Overview" }).waitFor();
     await page.getByText("Activations per day (last 14 days)").waitFor();
+    await page.getByText("Failed webhook deliveries per day").waitFor();
+    // Every list the overview reads answered (an API error would show as an alert).
+    expect(await page.getByRole("alert").count()).toBe(0);
+    // Today's bars: one activation, one floating seat in use (alice), one failed delivery.
+    const today = new Date().toISOString().slice(5, 10);
+    for (const chart of ["Activations per day", "Floating seats in use per day", "Failed webhook deliveries per day"]) {
+      expect(await page.getByRole("img", { name: new RegExp(`^${chart}.*${today} 1$`) }).count(), chart).toBe(1);
+    }
     mkdirSync(join(root, "docs"), { recursive: true });
     await page.screenshot({ path: join(root, "docs/console.png") });
     await page.getByRole("link", { name: "Service log" }).click();
-    await page.getByRole("region", { name: "Service log" }).waitFor();
+    await page.getByRole("region", { name: "Log entries" }).waitFor();
     // A filter the API refuses: its message is shown as the API words it.
     await page.getByLabel("Filter").fill("nope ==");
     await page.getByRole("button", { name: "Apply" }).click();
@@ -288,5 +298,26 @@ describe("the admin console in Chromium", () => {
     // The key and its token, replayed: refused.
     const res = await fetch(new URL("/v1/products", base), { headers: { cookie: `__Host-console-key=${cookie}`, "x-csrf-token": csrf } });
     expect(res.status).toBe(401);
+  });
+
+  it("shows a Sales user only what Sales may do", async () => {
+    const user = await rest("POST", "/v1/users", { key: KEY, body: { user: { userName: "sam", password: "Sales-12345", roles: ["Sales"] } } });
+    expect(user.status, JSON.stringify(user.body)).toBe(200);
+    await page.getByLabel("User name").fill("sam");
+    await page.getByLabel("Password").fill("Sales-12345");
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.getByText("sam (Sales)").waitFor();
+    const nav = page.getByRole("navigation", { name: "Console" });
+    for (const allowed of ["Products & releases", "Customers", "Licenses", "Service log"]) await nav.getByRole("link", { name: allowed }).waitFor();
+    for (const hidden of ["Webhooks", "Users", "API keys", "Settings", "Audit trail"]) expect(await nav.getByRole("link", { name: hidden }).count(), hidden).toBe(0);
+    // A page outside the roles, opened by its address, says so instead of calling the API.
+    await page.goto(new URL("/console/#/api-keys", base).toString());
+    expect(await page.getByRole("alert").textContent()).toBe("Your roles do not allow this page.");
+    // Templates are the managers': the list is readable, the button to make one is not offered.
+    await page.goto(new URL("/console/#/templates", base).toString());
+    await page.getByRole("region", { name: "License templates" }).getByRole("cell", { name: "Studio floating, 2 seats" }).waitFor();
+    expect(await page.getByRole("button", { name: "New license template" }).count()).toBe(0);
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.getByRole("button", { name: "Sign in" }).waitFor();
   });
 });
