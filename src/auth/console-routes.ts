@@ -81,16 +81,20 @@ export function registerConsoleAuth(app: Router): void {
       path: "/v1/auth/console/logout",
       tags: ["Authentication"],
       operationId: "consoleLogout",
-      summary: "Console sign-out: revokes the session's API key and clears its cookie",
+      summary: "Console sign-out: revokes the session's API key and clears its cookie (nothing to do without one)",
       // The cookie and its CSRF token are the credential; a key sent in the header is never the one revoked here.
       ...access.anonymous(),
       responses: { 200: json(Envelope, "Signed out"), ...anonymousErrorResponses },
     }),
     async (c) => {
+      // Idempotent: without a session cookie there is nothing to end. A cookie counts only with its CSRF token, so
+      // another site cannot sign the user out.
       const key = await consoleSessionKey(c);
-      if (!key) throw unauthorized(API_KEY_SCHEME);
-      await c.get("db").update(apiKeys).set({ revoked: true }).where(eq(apiKeys.keyDigest, await sha256Hex(key))).run();
-      invalidateApiKeyCache();
+      if (key === null) throw unauthorized(API_KEY_SCHEME);
+      if (key !== undefined) {
+        await c.get("db").update(apiKeys).set({ revoked: true }).where(eq(apiKeys.keyDigest, await sha256Hex(key))).run();
+        invalidateApiKeyCache();
+      }
       const res = ok(c, {});
       res.headers.append("Set-Cookie", sessionCookie("", 0));
       return res;
