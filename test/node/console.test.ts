@@ -9,7 +9,7 @@
  * Needs `npm run console:build` first (`npm test` does it) and Chromium (installed by scripts/ensure-chromium.mjs
  * when missing and possible; otherwise this file fails and says why).
  */
-import { existsSync, mkdirSync, mkdtempSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Browser, type Page, chromium } from "playwright-core";
@@ -86,6 +86,19 @@ afterAll(async () => {
   await browser?.close();
   await worker?.dispose();
   await receiver?.close();
+});
+
+describe("the console's typed client", () => {
+  it("was generated from the OpenAPI document the Worker serves now (else run `npm run console:schema`)", async () => {
+    const document = (await (await fetch(new URL("/swagger/v1/swagger.json", base))).json()) as { paths: Record<string, Record<string, unknown>> };
+    const served = Object.entries(document.paths).flatMap(([path, item]) => Object.keys(item).map((method) => `${method} ${path}`)).sort();
+    // schema.d.ts lists each path with its methods, the absent ones typed `never`.
+    const schema = readFileSync(join(root, "console/src/api/schema.d.ts"), "utf8");
+    const typed = [...schema.matchAll(/^ {4}"(\/[^"]*)": \{\n([\s\S]*?)^ {4}\};/gm)]
+      .flatMap(([, path, body]) => [...body!.matchAll(/^ {8}(get|put|post|delete|patch|head|options)(\?)?: (\S+)/gm)].filter((m) => m[3] !== "never;").map((m) => `${m[1]} ${path}`))
+      .sort();
+    expect(typed, "console/src/api/schema.d.ts is out of date: run `npm run console:schema` and commit it").toEqual(served);
+  });
 });
 
 describe("the admin console in Chromium", () => {
@@ -277,8 +290,10 @@ describe("the admin console in Chromium", () => {
     for (const chart of ["Activations per day", "Floating seats in use per day", "Failed webhook deliveries per day"]) {
       expect(await page.getByRole("img", { name: new RegExp(`^${chart}.*${today} 1$`) }).count(), chart).toBe(1);
     }
-    mkdirSync(join(root, "docs"), { recursive: true });
-    await page.screenshot({ path: join(root, "docs/console.png") });
+    // README's picture: refreshed in docs/ with UPDATE_SCREENSHOTS=1 (so a plain test run leaves the tree clean).
+    const shot = process.env["UPDATE_SCREENSHOTS"] === "1" ? join(root, "docs/console.png") : join(mkdtempSync(join(tmpdir(), "console-shot-")), "console.png");
+    await page.screenshot({ path: shot });
+    expect(readFileSync(shot).subarray(1, 4).toString()).toBe("PNG");
     await page.getByRole("link", { name: "Service log" }).click();
     await page.getByRole("region", { name: "Log entries" }).waitFor();
     // A filter the API refuses: its message is shown as the API words it.

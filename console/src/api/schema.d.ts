@@ -130,8 +130,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Console sign-out: revokes the session's API key and clears its cookie
-         * @description Console sign-out: revokes the session's API key and clears its cookie
+         * Console sign-out: revokes the session's API key and clears its cookie (nothing to do without one)
+         * @description Console sign-out: revokes the session's API key and clears its cookie (nothing to do without one)
          *
          *     Anonymous.
          */
