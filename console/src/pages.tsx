@@ -617,14 +617,13 @@ export function Webhooks() {
           </button>
         ) : null}
       </div>
-      <p class="hint">Event types: {typeNames.join(", ")}</p>
       {creating ? (
         <EntityForm
           title="New subscription"
           fields={[
             { name: "name", label: "Name", required: true },
             { name: "url", label: "URL", required: true },
-            { name: "eventTypes", label: "Event types (comma separated; * for all)", kind: "list", required: true },
+            { name: "eventTypes", label: "Event types", kind: "checks", options: ["*", ...typeNames] },
             { name: "maxRetryCount", label: "Max retries", kind: "number" },
             { name: "description", label: "Description" },
           ]}

@@ -39,7 +39,7 @@ export function useAction() {
   return { error, busy, run, setError };
 }
 
-export type FieldKind = "text" | "number" | "bool" | "date" | "list" | "select" | "textarea" | "password";
+export type FieldKind = "text" | "number" | "bool" | "date" | "list" | "select" | "checks" | "textarea" | "password";
 export interface FieldSpec {
   name: string;
   label: string;
@@ -56,6 +56,10 @@ export function formValues(fields: readonly FieldSpec[], form: HTMLFormElement):
   for (const f of fields) {
     if (f.kind === "bool") {
       values[f.name] = data.get(f.name) === "on";
+      continue;
+    }
+    if (f.kind === "checks") {
+      values[f.name] = data.getAll(f.name).map(String);
       continue;
     }
     const raw = String(data.get(f.name) ?? "").trim();
@@ -78,6 +82,19 @@ function initialText(spec: FieldSpec, value: unknown): string {
 
 export function Field({ spec, value }: { spec: FieldSpec; value?: unknown }) {
   const id = `f-${spec.name}`;
+  if (spec.kind === "checks") {
+    // A group of checkboxes, one per option, named by a fieldset legend (used by create forms: starts unchecked).
+    return (
+      <fieldset class="field checks">
+        <legend>{spec.label}</legend>
+        {spec.options?.map((o, i) => (
+          <label class="check" for={`${id}-${i}`}>
+            <input type="checkbox" id={`${id}-${i}`} name={spec.name} value={o} /> {o}
+          </label>
+        ))}
+      </fieldset>
+    );
+  }
   // Uncontrolled inputs: the initial value is written once, so a re-render never overwrites what the user typed.
   const ref = useRef<HTMLInputElement & HTMLSelectElement & HTMLTextAreaElement>(null);
   useEffect(() => {

@@ -249,10 +249,12 @@ describe("the admin console in Chromium", () => {
     await page.getByRole("button", { name: "New subscription" }).click();
     await page.getByLabel("Name", { exact: true }).fill("CRM (down)");
     await page.getByLabel("URL").fill(`${receiver.url}/fail500/console`);
-    await page.getByLabel(/Event types/).fill("license.revoked");
+    await page.getByRole("group", { name: "Event types" }).getByLabel("license.revoked", { exact: true }).check();
     await page.getByLabel("Max retries").fill("1");
     await page.getByRole("button", { name: "Subscribe" }).click();
     await page.getByText(/Signing secret \(shown once\): whsec_/).waitFor();
+    const subscriptions = await rest("GET", "/v1/webhooks/subscriptions", { key: KEY });
+    expect(subscriptions.body["subscriptions"][0]).toMatchObject({ name: "CRM (down)", eventTypes: ["license.revoked"], maxRetryCount: 1 });
     await page.getByRole("link", { name: "CRM (down)" }).click();
     await page.getByRole("button", { name: "Send a test delivery" }).click();
     await page.getByRole("status").filter({ hasText: /500/ }).first().waitFor();
