@@ -2,7 +2,7 @@
 import { render } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { type Session, api, errorText, loadSession, setSession, whenExpired } from "./api/client";
-import { ApiKeys, Audit, License, Licenses, Log, Overview, Product, Products, Release, Settings, Webhook, Webhooks } from "./pages";
+import { ApiKeys, Audit, License, Licenses, Log, OrderLines, Overview, Product, Products, Release, Settings, Webhook, Webhooks } from "./pages";
 import { ResourcePage, resources } from "./resources";
 import "./style.css";
 import { ErrorBox } from "./ui";
@@ -94,29 +94,7 @@ function Page({ hash, roles }: { hash: string; roles: string[] }) {
         <ResourcePage def={resources.orders!} roles={roles} extra={(row) => <a href={`#/order-lines/${String(row["id"])}`}>Order lines</a>} />
       );
     case "order-lines":
-      return (
-        <ResourcePage
-          roles={roles}
-          def={{
-            title: `Order ${parts[1]} lines`,
-            path: `/v1/orders/${parts[1]}/products`,
-            singular: "orderProduct",
-            writers: ALL,
-            columns: [
-              { key: "productId", label: "Product" },
-              { key: "quantity", label: "Quantity" },
-              { key: "unitPrice", label: "Unit price" },
-              { key: "discount", label: "Discount" },
-            ],
-            fields: [
-              { name: "productId", label: "Product id", kind: "number", required: true },
-              { name: "quantity", label: "Quantity", kind: "number" },
-              { name: "unitPrice", label: "Unit price", kind: "number" },
-              { name: "discount", label: "Discount", kind: "number" },
-            ],
-          }}
-        />
-      );
+      return <OrderLines orderId={Number(parts[1])} />;
     case "api-keys":
       return <ApiKeys />;
     case "settings":

@@ -912,3 +912,80 @@ export function Audit() {
     </>
   );
 }
+
+// ---------------------------------------------------------------- order lines
+
+const lineFields: FieldSpec[] = [
+  { name: "quantity", label: "Quantity", kind: "number" },
+  { name: "unitPrice", label: "Unit price", kind: "number" },
+  { name: "discount", label: "Discount", kind: "number" },
+  { name: "description", label: "Description" },
+];
+
+/** An order's lines: one per product, addressed as /v1/orders/{orderId}/products/{productId}. */
+export function OrderLines({ orderId }: { orderId: number }) {
+  const [mode, setMode] = useState<{ kind: "new" } | { kind: "edit"; row: Row }>();
+  const [reload, setReload] = useState(0);
+  const action = useAction();
+  const path = (productId: unknown) => `/v1/orders/${orderId}/products/${encodeURIComponent(String(productId))}`;
+  const done = () => (setMode(undefined), setReload((n) => n + 1));
+  return (
+    <>
+      <p>
+        <a href="#/orders">← Orders</a>
+      </p>
+      <div class="page-head">
+        <h2>Order {orderId}: lines</h2>
+        {!mode ? (
+          <button type="button" class="primary" onClick={() => setMode({ kind: "new" })}>
+            Add a product
+          </button>
+        ) : null}
+      </div>
+      {mode?.kind === "new" ? (
+        <EntityForm
+          title="Add a product to the order"
+          fields={[{ name: "productId", label: "Product id", kind: "number", required: true }, ...lineFields]}
+          submitLabel="Add line"
+          onSubmit={({ productId, ...orderProduct }) => call("POST", path(productId), { body: { orderProduct } })}
+          onDone={done}
+          onCancel={() => setMode(undefined)}
+        />
+      ) : null}
+      {mode?.kind === "edit" ? (
+        <EntityForm
+          title={`Edit the line of product ${String(mode.row["productId"])}`}
+          fields={lineFields}
+          initial={mode.row}
+          submitLabel="Save"
+          onSubmit={(orderProduct) => call("PUT", path(mode.row["productId"]), { body: { orderProduct } })}
+          onDone={done}
+          onCancel={() => setMode(undefined)}
+        />
+      ) : null}
+      <ErrorBox error={action.error} />
+      <ListView
+        title="Order lines"
+        path={`/v1/orders/${orderId}/products`}
+        reload={reload}
+        columns={[
+          { key: "productId", label: "Product" },
+          { key: "quantity", label: "Quantity" },
+          { key: "unitPrice", label: "Unit price" },
+          { key: "discount", label: "Discount" },
+          { key: "description", label: "Description" },
+        ]}
+        actions={(row, refresh) => (
+          <>
+            <button type="button" onClick={() => setMode({ kind: "edit", row })}>
+              Edit
+            </button>
+            <button type="button" class="danger" onClick={() => confirm(`Remove product ${String(row["productId"])} from the order?`) && action.run(async () => (await call("DELETE", path(row["productId"])), refresh()))}>
+              Remove
+            </button>
+          </>
+        )}
+      />
+    </>
+  );
+}

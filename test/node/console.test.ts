@@ -280,6 +280,35 @@ describe("the admin console in Chromium", () => {
     expect(session.body).toMatchObject({ user: "admin", permissions: 9, keyName: "CI publisher" });
   });
 
+  it("records a customer, an order and an order line", async () => {
+    await page.getByRole("link", { name: "Customers" }).click();
+    await page.getByRole("button", { name: "New customer" }).click();
+    await page.getByLabel("Company").fill("Initech");
+    await page.getByLabel("Email").fill("it@initech.example");
+    await page.getByRole("button", { name: "Create" }).click();
+    await page.getByRole("cell", { name: "Initech", exact: true }).waitFor();
+    const customer = (await rest("GET", "/v1/customers", { key: KEY })).body["customers"][0];
+    await page.getByRole("link", { name: "Orders" }).click();
+    await page.getByRole("button", { name: "New order" }).click();
+    await page.getByLabel("Customer id").fill(String(customer.id));
+    await page.getByLabel("Status", { exact: true }).selectOption("Completed");
+    await page.getByLabel("Total").fill("298");
+    await page.getByLabel("Currency").fill("EUR");
+    await page.getByRole("button", { name: "Create" }).click();
+    await page.getByRole("cell", { name: "EUR", exact: true }).waitFor();
+    await page.getByRole("link", { name: "Order lines" }).click();
+    await page.getByRole("button", { name: "Add a product" }).click();
+    await page.getByLabel("Product id").fill(productId);
+    await page.getByLabel("Quantity").fill("2");
+    await page.getByLabel("Unit price").fill("149");
+    await page.getByRole("button", { name: "Add line" }).click();
+    await page.getByRole("region", { name: "Order lines" }).getByRole("cell", { name: "149", exact: true }).waitFor();
+    const order = (await rest("GET", "/v1/orders", { key: KEY })).body["orders"][0];
+    expect(order).toMatchObject({ customerId: customer.id, total: 298, currency: "EUR" });
+    const lines = await rest("GET", `/v1/orders/${order.id}/products`, { key: KEY });
+    expect(lines.body["orderProducts"]).toMatchObject([{ productId: Number(productId), quantity: 2, unitPrice: 149 }]);
+  });
+
   it("shows the overview (the README's screenshot), and the service log with the API's words for errors", async () => {
     await page.getByRole("link", { name: "Overview" }).click();
     await page.getByRole("heading", { name: "Overview" }).waitFor();
