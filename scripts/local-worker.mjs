@@ -1,7 +1,7 @@
 // Runs the bundled Worker under workerd through Miniflare, configured from wrangler.toml, with fresh local state
 // and the migrations applied: what the benchmark and the Node-side tests start (no wrangler dev proxy in the path).
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { randomUUID } from "node:crypto";
 import { dirname, join } from "node:path";
@@ -37,6 +37,10 @@ export function bundleModules(scriptPath) {
  * it); a directory of its own by default, so parallel runs do not overwrite each other's bundle.
  */
 export function bundleWorker(outdir = join(root, "bench/.out", randomUUID())) {
+  // wrangler.toml's [assets] directory (the admin console) must exist for wrangler to bundle: build it once.
+  if (!existsSync(join(root, "console/dist/console/index.html"))) {
+    execFileSync("npm", ["run", "console:build"], { cwd: root, stdio: ["ignore", "ignore", "inherit"] });
+  }
   rmSync(outdir, { recursive: true, force: true });
   execFileSync(process.execPath, [join(root, "node_modules/wrangler/bin/wrangler.js"), "deploy", "--dry-run", "--outdir", outdir], {
     cwd: root,

@@ -11,6 +11,7 @@ import { clientAddress } from "./protection/client-ip";
 import { clock } from "./clock";
 import { API_KEY_SCHEME, BEARER_SCHEME, logoutFirst } from "./auth/guard";
 import { registerAuth } from "./auth/routes";
+import { registerConsoleAuth } from "./auth/console-routes";
 import { type Config, loadConfig, unsafeSetting } from "./config";
 import { openRequestDb, reportRequestDb } from "./http/d1-session";
 import { jsonBodyLimit } from "./http/body-limit";
@@ -21,6 +22,7 @@ import { errorResponse, renderError } from "./http/respond";
 import { type Router, createRouter } from "./http/router";
 import { registerApiKeys } from "./management/api-keys";
 import { registerAssemblies } from "./management/assemblies";
+import { registerConsole } from "./management/console";
 import { registerCustomers } from "./management/customers";
 import { registerEmail } from "./management/email";
 import { registerInfo } from "./management/info";
@@ -176,6 +178,7 @@ export function createApp(): Router {
   app.use("*", noStoreByDefault, requestLog, context, browserCors, ipProtection, health, gates, jsonBodyLimit);
 
   registerAuth(app);
+  registerConsoleAuth(app);
   registerResources(app);
   registerSigningKeys(app);
   registerUpdateRoutes(app);
@@ -199,6 +202,7 @@ export function createApp(): Router {
   registerInfo(app);
   registerEmail(app);
   registerWebhooks(app);
+  registerConsole(app);
 
   app.get(OPENAPI_PATH, (c) => c.json(openApiDocument(app, c.get("config")) as object));
   registerSwaggerUi(app, OPENAPI_PATH);

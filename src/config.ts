@@ -153,6 +153,7 @@ export const settingDefinitions = {
     "How long a validated API key is cached per isolate (at most 00:10:00).",
   ),
   "Application:TokenExpiration": def(duration, 1_800_000, "Lifetime of bearer tokens issued by login."),
+  "Application:ConsoleSessionLifetime": def(duration, 28_800_000, "Lifetime of the API key a console sign-in holds in its cookie (the admin console at /console)."),
   "Application:JwtSecret": def(optionalText, undefined, "HS256 key of bearer tokens (secret; required for login).", true),
   "Application:EncryptionKey": def(optionalText, undefined, "Key for secrets at rest and license integrity (secret).", true),
   "Application:AdminUsername": def(optionalText, undefined, "Administrator account created at startup."),

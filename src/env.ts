@@ -17,6 +17,8 @@ export interface Bindings {
   /** Producer of the webhook dead-letter queue: deliveries that exhausted their retries (webhooks/deliver.ts). */
   WEBHOOKS_DLQ?: Queue<unknown>;
   EMAIL?: SendEmail;
+  /** The admin console's files (wrangler.toml `[assets]`, built into console/dist); served at /console/. */
+  ASSETS?: Fetcher;
   /** The deployed version's id, tag and upload time (wrangler `[version_metadata]`); `GET /v1/info` reports it. */
   CF_VERSION_METADATA?: WorkerVersionMetadata;
   /** Only in tests: the migrations vitest.config.ts read. */

@@ -21,6 +21,8 @@ const ADMINS: Role[] = ["Administrator"];
 /** SPEC's access table, first match wins (more specific rows first). */
 const SPEC_ACCESS: { methods?: string[]; path: RegExp; credential: Credential; roles?: Role[] }[] = [
   { methods: ["POST"], path: /^\/v1\/auth\/login$/, credential: "none" },
+  // The admin console's sign-in and sign-out: anonymous routes; the session they make is an API key (issue 17).
+  { methods: ["POST"], path: /^\/v1\/auth\/console\/(login|logout)$/, credential: "none" },
   { path: /^\/v1\/auth\/(user|logout)$/, credential: "bearer" },
   { path: /^\/v1\/auth\/session$/, credential: "either" },
   { path: /^\/v1\/(updates\/|extensions\/keys$)/, credential: "none" },

@@ -12,6 +12,7 @@ import type { Db } from "../db/client";
 import { forbidden, unauthorized } from "../http/errors";
 import { authenticateApiKey, permissionFor } from "./api-keys";
 import { loggedOutQuery, verifyToken, verifyTokenClaims } from "./bearer";
+import { consoleSessionKey } from "./console-session";
 
 export const API_KEY_SCHEME = "ApiKey";
 export const BEARER_SCHEME = "Bearer";
@@ -85,7 +86,11 @@ export interface AuthenticateOptions {
 export async function authenticate(c: Context<AppEnv>, accepts: Credential, roles?: readonly Role[], options: AuthenticateOptions = {}): Promise<Principal> {
   const config = c.get("config");
   const db = c.get("db");
-  const key = c.req.header(config["Application:ApiKeyHeaderName"]);
+  // The admin console's cookie (with its CSRF token) stands for an API key when no credential header is sent.
+  const key =
+    c.req.header(config["Application:ApiKeyHeaderName"]) ??
+    (accepts !== "bearer" && c.req.header("authorization") === undefined ? await consoleSessionKey(c) : undefined);
+  if (key === null) throw unauthorized(API_KEY_SCHEME);
   let principal: Principal | undefined;
   if (key !== undefined && accepts !== "bearer") {
     principal = await authenticateApiKey(db, config, key);

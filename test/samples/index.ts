@@ -1,6 +1,7 @@
 /** Every area's sample requests, merged: one file per area so areas are added without touching each other. */
 import { accountSamples } from "./accounts";
 import { commerceSamples } from "./commerce";
+import { consoleSamples } from "./console";
 import { downloadSamples } from "./downloads";
 import type { Samples } from "./kit";
 import { updateSamples } from "./updates";
@@ -9,4 +10,4 @@ import { licenseSamples } from "./licenses";
 import { operationSamples } from "./operations";
 import { webhookSamples } from "./webhooks";
 
-export const SAMPLES: Samples = { ...accountSamples, ...commerceSamples, ...operationSamples, ...licenseSamples, ...updateSamples, ...licensingSamples, ...downloadSamples, ...webhookSamples };
+export const SAMPLES: Samples = { ...accountSamples, ...commerceSamples, ...operationSamples, ...licenseSamples, ...updateSamples, ...licensingSamples, ...downloadSamples, ...webhookSamples, ...consoleSamples };

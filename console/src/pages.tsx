@@ -1,0 +1,991 @@
+/** The console's pages beyond the plain resources: overview, products and releases, licenses, webhooks, keys, settings, log. */
+import { useEffect, useState } from "preact/hooks";
+import { api, call, must } from "./api/client";
+import { BarChart, CopyButton, EntityForm, ErrorBox, type FieldSpec, ListView, Notice, Table, cell, listOf, named, useAction } from "./ui";
+import { uploadArtifact } from "./upload";
+
+type Row = Record<string, unknown>;
+const managers = ["Administrator", "LicenseManager"];
+/** Everyone the management API lets in (SPEC's access table: products, releases and licenses are theirs too). */
+const staff = ["Administrator", "LicenseManager", "Sales"];
+const can = (roles: string[], allowed: string[]) => roles.some((r) => allowed.includes(r));
+const link = (href: string, text: unknown) => <a href={href}>{cell(text)}</a>;
+
+/** Loads once (and again when `deps` change); the error is the API's. */
+function useLoad<T>(load: () => Promise<T>, deps: unknown[]): { data?: T; error?: string; reload: () => void } {
+  const [state, setState] = useState<{ data?: T; error?: string }>({});
+  const [tick, setTick] = useState(0);
+  useEffect(() => {
+    let live = true;
+    load().then(
+      (data) => live && setState({ data }),
+      (e: Error) => live && setState({ error: e.message }),
+    );
+    return () => {
+      live = false;
+    };
+  }, [...deps, tick]);
+  return { ...state, reload: () => setTick((t) => t + 1) };
+}
+
+/** One record, read from its list with a filter (the API has no single-record GET for these). */
+async function one(path: string, filter: string): Promise<Row> {
+  const row = listOf(await call("GET", path, { query: { filter, take: 1 } })).rows[0];
+  if (!row) throw new Error(`Nothing matches ${filter}`);
+  return row;
+}
+
+async function all(path: string, query: Record<string, unknown> = {}): Promise<Row[]> {
+  return listOf(await call("GET", path, { query: { take: 1000, ...query } })).rows;
+}
+
+const dayKey = (iso: unknown) => (typeof iso === "string" ? iso.slice(0, 10) : "");
+function lastDays(n: number): string[] {
+  const days: string[] = [];
+  for (let i = n - 1; i >= 0; i--) days.push(new Date(Date.now() - i * 86_400_000).toISOString().slice(0, 10));
+  return days;
+}
+
+// ---------------------------------------------------------------- overview
+
+export function Overview({ roles }: { roles: string[] }) {
+  const { data, error } = useLoad(async () => {
+    const [info, tokens, traces] = await Promise.all([
+      call("GET", "/v1/info"),
+      all("/v1/license-tokens", { sort: "-id" }),
+      can(roles, managers) ? all("/v1/license-traces", { filter: 'action == "UpdateCheck" || action == "Download"', sort: "-id" }) : Promise.resolve([] as Row[]),
+    ]);
+    let failed: Row[] = [];
+    if (can(roles, managers)) {
+      const subs = await all("/v1/webhooks/subscriptions");
+      failed = (await Promise.all(subs.map((s) => all(`/v1/webhooks/subscriptions/${String(s["id"])}/events`, { filter: "isSuccess == false" })))).flat();
+    }
+    return { info, tokens, traces, failed };
+  }, []);
+  if (error) return <ErrorBox error={error} />;
+  if (!data) return <p aria-busy="true">Loading…</p>;
+  const days = lastDays(14);
+  const activations = days.map((d) => ({ label: d.slice(5), value: data.tokens.filter((t) => t["kind"] !== "Floating" && t["kind"] !== 1 && dayKey(t["issueDate"] ?? t["createdAt"]) === d).length }));
+  // A seat is in use on a day when it was taken on or before that day and had not expired before it.
+  const seats = days.map((d) => ({
+    label: d.slice(5),
+    value: data.tokens.filter((t) => (t["kind"] === "Floating" || t["kind"] === 1) && dayKey(t["issueDate"] ?? t["createdAt"]) <= d && (!t["expireDate"] || dayKey(t["expireDate"]) >= d)).length,
+  }));
+  // Traces say when a licensed client checked for updates or downloaded one (for licenses that trace); they keep
+  // no version, so adoption shows per day.
+  const isDownload = (t: Row) => t["action"] === "Download" || t["action"] === 8;
+  const checks = days.map((d) => ({ label: d.slice(5), value: data.traces.filter((t) => !isDownload(t) && dayKey(t["createdAt"]) === d).length }));
+  const downloads = days.map((d) => ({ label: d.slice(5), value: data.traces.filter((t) => isDownload(t) && dayKey(t["createdAt"]) === d).length }));
+  const failedByDay = days.map((d) => ({ label: d.slice(5), value: data.failed.filter((e) => dayKey(e["createdAt"]) === d).length }));
+  const counts = (data.info["database"] ?? {}) as Record<string, number>;
+  return (
+    <>
+      <h2>Overview</h2>
+      <section class="counts" aria-label="Counts">
+        {Object.entries(counts).map(([name, n]) => (
+          <div class="count card">
+            <span class="n">{n}</span>
+            <span>{name}</span>
+          </div>
+        ))}
+      </section>
+      <div class="charts">
+        <BarChart title="Activations per day (last 14 days)" data={activations} />
+        <BarChart title="Floating seats in use per day" data={seats} color="#1f7a4d" />
+        <BarChart title="Update checks per day (traced licenses)" data={checks} color="#7a4d1f" />
+        <BarChart title="Update downloads per day (traced licenses)" data={downloads} color="#5b2f8a" />
+        {can(roles, managers) ? <BarChart title="Failed webhook deliveries per day" data={failedByDay} color="#b3261e" /> : null}
+      </div>
+    </>
+  );
+}
+
+// ---------------------------------------------------------------- products and releases
+
+const productFields: FieldSpec[] = [
+  { name: "code", label: "Code", required: true, hint: "Used in update URLs" },
+  { name: "name", label: "Name", required: true },
+  { name: "description", label: "Description" },
+  { name: "isApplication", label: "Application (receives releases)", kind: "bool" },
+  { name: "purchaseUrl", label: "Purchase URL" },
+  { name: "supportEmail", label: "Support email" },
+];
+
+export function Products({ roles }: { roles: string[] }) {
+  const [creating, setCreating] = useState(false);
+  const [reload, setReload] = useState(0);
+  return (
+    <>
+      <div class="page-head">
+        <h2>Products</h2>
+        {can(roles, staff) && !creating ? (
+          <button type="button" class="primary" onClick={() => setCreating(true)}>
+            New product
+          </button>
+        ) : null}
+      </div>
+      {creating ? (
+        <EntityForm
+          title="New product"
+          fields={productFields}
+          submitLabel="Create product"
+          onSubmit={async (product) => must(await api.POST("/v1/products", { body: { product } as never }))}
+          onDone={(r) => {
+            setCreating(false);
+            setReload((n) => n + 1);
+            location.hash = `#/products/${String((r as Row)["productId"])}`;
+          }}
+          onCancel={() => setCreating(false)}
+        />
+      ) : null}
+      <ListView
+        title="Products"
+        path="/v1/products"
+        reload={reload}
+        filterHint='name.Contains("Studio")'
+        columns={[
+          { key: "id", label: "Id" },
+          { key: "code", label: "Code", render: (r) => link(`#/products/${String(r["id"])}`, r["code"]) },
+          { key: "name", label: "Name" },
+          { key: "isApplication", label: "Application" },
+        ]}
+      />
+    </>
+  );
+}
+
+const releaseFields: FieldSpec[] = [
+  { name: "version", label: "Version", required: true, hint: "Semantic version, e.g. 1.2.3" },
+  { name: "name", label: "Name" },
+  { name: "channel", label: "Channel", kind: "select", options: ["stable", "insider"] },
+  { name: "releaseDate", label: "Release date", kind: "date" },
+  { name: "public", label: "Published (clients see it)", kind: "bool" },
+  { name: "stagingPercentage", label: "Staged rollout %", kind: "number", hint: "0–100: the share of clients offered this release" },
+  { name: "requiresMaintenance", label: "Requires maintenance", kind: "bool" },
+  { name: "releaseNotes", label: "Release notes", kind: "textarea" },
+];
+
+export function Product({ id, roles }: { id: number; roles: string[] }) {
+  const product = useLoad(() => one("/v1/products", `id == ${id}`), [id]);
+  const [editing, setEditing] = useState(false);
+  const [creating, setCreating] = useState(false);
+  const [reload, setReload] = useState(0);
+  const p = product.data;
+  const write = can(roles, staff);
+  return (
+    <>
+      <p>
+        <a href="#/products">← Products</a>
+      </p>
+      <ErrorBox error={product.error} />
+      {p ? (
+        <>
+          <div class="page-head">
+            <h2>
+              {cell(p["name"])} <small>({cell(p["code"])})</small>
+            </h2>
+            {write ? (
+              <span>
+                <button type="button" onClick={() => setEditing(!editing)}>
+                  Edit product
+                </button>{" "}
+                <button type="button" class="primary" onClick={() => setCreating(true)}>
+                  New release
+                </button>
+              </span>
+            ) : null}
+          </div>
+          {editing ? (
+            <EntityForm
+              title="Edit product"
+              fields={productFields}
+              initial={p}
+              submitLabel="Save"
+              onSubmit={(values) => call("PUT", "/v1/products", { body: { product: { ...values, id } } })}
+              onDone={() => (setEditing(false), product.reload())}
+              onCancel={() => setEditing(false)}
+            />
+          ) : null}
+          {creating ? (
+            <EntityForm
+              title="New release"
+              fields={releaseFields}
+              initial={{ channel: "stable", public: false, requiresMaintenance: true }}
+              submitLabel="Create release"
+              onSubmit={(productRelease) => call("POST", `/v1/products/${id}/releases`, { body: { productRelease } })}
+              onDone={(r) => {
+                setCreating(false);
+                setReload((n) => n + 1);
+                location.hash = `#/products/${id}/releases/${String((r as Row)["productReleaseId"])}`;
+              }}
+              onCancel={() => setCreating(false)}
+            />
+          ) : null}
+          <ListView
+            title="Releases"
+            path={`/v1/products/${id}/releases`}
+            reload={reload}
+            filterHint='channel == "stable"'
+            columns={[
+              { key: "version", label: "Version", render: (r) => link(`#/products/${id}/releases/${String(r["id"])}`, r["version"]) },
+              { key: "name", label: "Name" },
+              { key: "channel", label: "Channel" },
+              { key: "public", label: "Published" },
+              { key: "stagingPercentage", label: "Rollout %" },
+              { key: "releaseDate", label: "Date" },
+            ]}
+          />
+        </>
+      ) : null}
+    </>
+  );
+}
+
+const PLATFORMS = ["win-x64", "win-arm64", "darwin-arm64", "darwin-x64", "linux-x64", "linux-arm64"];
+const KINDS = ["installer", "zip", "delta", "blockmap"];
+
+export function Release({ productId, releaseId, roles }: { productId: number; releaseId: number; roles: string[] }) {
+  const base = `/v1/products/${productId}/releases`;
+  const release = useLoad(() => one(base, `id == ${releaseId}`), [releaseId]);
+  const product = useLoad(() => one("/v1/products", `id == ${productId}`), [productId]);
+  const [reload, setReload] = useState(0);
+  const [progress, setProgress] = useState<{ sent: number; total: number }>();
+  const [notice, setNotice] = useState<string>();
+  const [feed, setFeed] = useState<string>();
+  const action = useAction();
+  const write = can(roles, staff);
+  // Artifacts (list, upload, verify) are the managers' (SPEC's access table).
+  const artifacts = can(roles, managers);
+  const r = release.data;
+  const update = (values: Row, said: string) =>
+    action.run(async () => {
+      await call("PUT", base, { body: { productRelease: { ...values, id: releaseId } } });
+      setNotice(said);
+      release.reload();
+    });
+  return (
+    <>
+      <p>
+        <a href={`#/products/${productId}`}>← {cell(product.data?.["name"] ?? "Product")}</a>
+      </p>
+      <ErrorBox error={release.error} />
+      {r ? (
+        <>
+          <h2>
+            Release {cell(r["version"])} <small>{r["public"] ? "published" : "hidden"}</small>
+          </h2>
+          <dl class="facts">
+            <dt>Channel</dt>
+            <dd>{cell(r["channel"])}</dd>
+            <dt>Staged rollout</dt>
+            <dd>{r["stagingPercentage"] === undefined ? "100 %" : `${cell(r["stagingPercentage"])} %`}</dd>
+            <dt>Release date</dt>
+            <dd>{cell(r["releaseDate"])}</dd>
+          </dl>
+          {write ? (
+            <div class="actions">
+              {r["public"] ? (
+                <button type="button" onClick={() => update({ public: false }, "The release is hidden")}>
+                  Hide
+                </button>
+              ) : (
+                <button type="button" class="primary" onClick={() => update({ public: true }, "The release is published")}>
+                  Publish
+                </button>
+              )}
+              <form
+                class="inline"
+                onSubmit={(e) => {
+                  e.preventDefault();
+                  const v = Number(new FormData(e.currentTarget).get("rollout"));
+                  void update({ stagingPercentage: v }, `Rollout set to ${v} %`);
+                }}
+              >
+                <label for="rollout">Rollout %</label>
+                <input id="rollout" name="rollout" type="number" min={0} max={100} placeholder={String(r["stagingPercentage"] ?? 100)} />
+                <button type="submit">Set rollout</button>
+              </form>
+              {artifacts ? (
+              <button
+                type="button"
+                onClick={() =>
+                  action.run(async () => {
+                    const res = await call("POST", `${base}/${releaseId}/downloads/verify`, { body: {} });
+                    setNotice(`Verified: ${JSON.stringify(Object.fromEntries(Object.entries(res).filter(([k]) => k !== "success" && k !== "code")))}`);
+                  })
+                }
+              >
+                Verify artifacts
+              </button>
+              ) : null}
+            </div>
+          ) : null}
+          <ErrorBox error={action.error} />
+          <Notice text={notice} />
+          {artifacts ? (
+            <form
+              class="card form"
+              aria-label="Upload an installer"
+              onSubmit={(e) => {
+                e.preventDefault();
+                const data = new FormData(e.currentTarget);
+                const file = data.get("file") as File | null;
+                if (!file || file.size === 0) return action.setError("Choose a file to upload");
+                void action.run(async () => {
+                  setProgress({ sent: 0, total: file.size });
+                  const res = await uploadArtifact({ productId, releaseId, platform: String(data.get("platform")), kind: String(data.get("kind")), file }, (sent, total) => setProgress({ sent, total }));
+                  setNotice(`Uploaded ${file.name}: ${cell(res["size"])} bytes, sha512 ${cell(res["sha512"])}`);
+                  setReload((n) => n + 1);
+                });
+              }}
+            >
+              <h3>Upload an installer</h3>
+              <div class="grid">
+                <div class="field">
+                  <label for="up-platform">Platform</label>
+                  <select id="up-platform" name="platform">
+                    {PLATFORMS.map((p) => (
+                      <option>{p}</option>
+                    ))}
+                  </select>
+                </div>
+                <div class="field">
+                  <label for="up-kind">Kind</label>
+                  <select id="up-kind" name="kind">
+                    {KINDS.map((k) => (
+                      <option>{k}</option>
+                    ))}
+                  </select>
+                </div>
+                <div class="field">
+                  <label for="up-file">File</label>
+                  <input id="up-file" name="file" type="file" required />
+                </div>
+              </div>
+              {progress ? (
+                <div class="progress">
+                  <label for="up-progress">Upload progress</label>
+                  <progress id="up-progress" max={progress.total} value={progress.sent} />
+                  <span aria-live="polite">{Math.floor((progress.sent / Math.max(1, progress.total)) * 100)} %</span>
+                </div>
+              ) : null}
+              <div class="actions">
+                <button type="submit" class="primary" disabled={action.busy}>
+                  Upload
+                </button>
+              </div>
+            </form>
+          ) : null}
+          {artifacts ? (
+          <ListView
+            title="Downloads"
+            path={`${base}/${releaseId}/downloads`}
+            reload={reload}
+            columns={[
+              { key: "platform", label: "Platform" },
+              { key: "kind", label: "Kind" },
+              { key: "fileName", label: "File" },
+              { key: "size", label: "Size" },
+              { key: "sourceKind", label: "Stored" },
+            ]}
+          />
+          ) : null}
+          <section class="card" aria-label="Feed">
+            <h3>The feed a client gets</h3>
+            <div class="actions">
+              {["latest.yml", "latest-mac.yml", "latest-linux.yml"].map((file) => (
+                <button
+                  type="button"
+                  onClick={async () => {
+                    const res = await fetch(`/v1/updates/${encodeURIComponent(String(product.data?.["code"] ?? ""))}/${file}${r["channel"] === "insider" ? "?channel=insider" : ""}`);
+                    setFeed(`GET ${file}: HTTP ${res.status}\n\n${await res.text()}`);
+                  }}
+                >
+                  {file}
+                </button>
+              ))}
+            </div>
+            {feed ? <pre class="feed">{feed}</pre> : null}
+          </section>
+        </>
+      ) : null}
+    </>
+  );
+}
+
+// ---------------------------------------------------------------- licenses
+
+export function Licenses({ roles }: { roles: string[] }) {
+  const templates = useLoad(() => all("/v1/license-templates"), []);
+  const [creating, setCreating] = useState(false);
+  const [reload, setReload] = useState(0);
+  const [created, setCreated] = useState<Row>();
+  return (
+    <>
+      <div class="page-head">
+        <h2>Licenses</h2>
+        {can(roles, staff) && !creating ? (
+          <button type="button" class="primary" onClick={() => setCreating(true)}>
+            New license from a template
+          </button>
+        ) : null}
+      </div>
+      {creating ? (
+        <EntityForm
+          title="New license from a template"
+          fields={[
+            { name: "templateId", label: "Template", kind: "select", required: true, options: (templates.data ?? []).map((t) => `${String(t["id"])}: ${String(t["name"])}`) },
+            { name: "licenseeName", label: "Licensee name" },
+            { name: "licenseeEmail", label: "Licensee email" },
+            { name: "customerId", label: "Customer id", kind: "number" },
+            { name: "orderId", label: "Order id", kind: "number" },
+          ]}
+          submitLabel="Create license"
+          onSubmit={async (values) => {
+            const templateId = Number(String(values["templateId"]).split(":")[0]);
+            const template = templates.data?.find((t) => t["id"] === templateId);
+            return call("POST", "/v1/licenses", { body: { license: { ...values, templateId, productId: template?.["productId"] } } });
+          }}
+          onDone={(r) => {
+            setCreating(false);
+            setCreated(r as Row);
+            setReload((n) => n + 1);
+          }}
+          onCancel={() => setCreating(false)}
+        />
+      ) : null}
+      {created ? (
+        <Notice text={`License ${String(created["licenseId"])} created`} />
+      ) : null}
+      <ListView
+        title="Licenses"
+        path="/v1/licenses"
+        reload={reload}
+        filterHint='status == "Activated" && licenseeName.Contains("Ini")'
+        columns={[
+          { key: "licenseId", label: "License", render: (r) => link(`#/licenses/${String(r["licenseId"])}`, r["licenseId"]) },
+          { key: "licenseeName", label: "Licensee" },
+          { key: "productId", label: "Product" },
+          { key: "licensingMode", label: "Mode" },
+          { key: "status", label: "Status" },
+          { key: "activeClientCount", label: "Clients" },
+          { key: "maxClients", label: "Max" },
+          { key: "expireDate", label: "Expires" },
+        ]}
+      />
+    </>
+  );
+}
+
+export function License({ id, roles }: { id: string; roles: string[] }) {
+  const license = useLoad(() => one("/v1/licenses", `licenseId == ${JSON.stringify(id)}`), [id]);
+  const [tick, setTick] = useState(0);
+  const [token, setToken] = useState<string>();
+  const action = useAction();
+  const write = can(roles, staff);
+  // Seats and activations change while an application runs: read them again every few seconds.
+  useEffect(() => {
+    const timer = setInterval(() => (setTick((t) => t + 1), license.reload()), 3000);
+    return () => clearInterval(timer);
+  }, [id]);
+  const l = license.data;
+  return (
+    <>
+      <p>
+        <a href="#/licenses">← Licenses</a>
+      </p>
+      <ErrorBox error={license.error} />
+      {l ? (
+        <>
+          <h2>
+            License {cell(l["licenseId"])} <span class={`badge ${String(l["status"])}`}>{cell(l["status"])}</span>
+          </h2>
+          <dl class="facts">
+            {["licenseeName", "productId", "edition", "licensingMode", "maxClients", "activeClientCount", "expireDate", "supportExpireDate", "userKey", "revoked"].map((k) => (
+              <>
+                <dt>{k}</dt>
+                <dd>{cell(named(k, l[k]))}</dd>
+              </>
+            ))}
+          </dl>
+          {write ? (
+            <div class="actions">
+              {l["revoked"] ? (
+                <button type="button" onClick={() => action.run(async () => (await call("PUT", "/v1/licenses", { body: { license: { id: l["id"], revoked: false } } }), license.reload()))}>
+                  Un-revoke
+                </button>
+              ) : (
+                <button type="button" class="danger" onClick={() => confirm(`Revoke license ${id}?`) && action.run(async () => (await call("PUT", "/v1/licenses", { body: { license: { id: l["id"], revoked: true } } }), license.reload()))}>
+                  Revoke
+                </button>
+              )}
+              <form
+                class="inline"
+                onSubmit={(e) => {
+                  e.preventDefault();
+                  const until = String(new FormData(e.currentTarget).get("support"));
+                  void action.run(async () => (await call("PUT", "/v1/licenses", { body: { license: { id: l["id"], supportExpireDate: new Date(until).toISOString() } } }), license.reload()));
+                }}
+              >
+                <label for="support">Support until</label>
+                <input id="support" name="support" type="date" required />
+                <button type="submit">Extend support</button>
+              </form>
+              <form
+                class="inline"
+                onSubmit={(e) => {
+                  e.preventDefault();
+                  const machineId = String(new FormData(e.currentTarget).get("machine"));
+                  void action.run(async () => {
+                    const res = await call("POST", `/v1/licenses/${encodeURIComponent(id)}/tokens`, { body: { licenseToken: { machineId } } });
+                    setToken(String(res["token"]));
+                    setTick((t) => t + 1);
+                  });
+                }}
+              >
+                <label for="machine">Machine id</label>
+                <input id="machine" name="machine" required />
+                <button type="submit">Issue offline activation token</button>
+              </form>
+            </div>
+          ) : null}
+          <ErrorBox error={action.error} />
+          {token ? (
+            <p class="notice" role="status">
+              Offline activation token (shown once): <code>{token}</code> <CopyButton text={token} />
+            </p>
+          ) : null}
+          <ListView
+            title="Activations and floating seats"
+            path={`/v1/licenses/${encodeURIComponent(id)}/tokens`}
+            reload={tick}
+            columns={[
+              { key: "kind", label: "Kind" },
+              { key: "machineId", label: "Machine" },
+              { key: "clientId", label: "Client" },
+              { key: "clientName", label: "Name" },
+              { key: "issueDate", label: "Since" },
+              { key: "lastHeartbeat", label: "Last heartbeat" },
+              { key: "expireDate", label: "Expires" },
+            ]}
+            actions={
+              write
+                ? (row, refresh) => (
+                    <button type="button" onClick={() => action.run(async () => (await call("DELETE", `/v1/licenses/${encodeURIComponent(id)}/tokens/${String(row["id"])}`), refresh(), license.reload()))}>
+                      {row["kind"] === "Floating" || row["kind"] === 1 ? "Free seat" : "Free machine"}
+                    </button>
+                  )
+                : undefined
+            }
+          />
+          {can(roles, managers) ? (
+          <ListView
+            title="Traces"
+            path="/v1/license-traces"
+            query={{ filter: `licenseId == "${String(l["licenseId"])}"` }}
+            reload={tick}
+            columns={[
+              { key: "createdAt", label: "When" },
+              { key: "action", label: "Action" },
+              { key: "machineId", label: "Machine" },
+              { key: "clientIp", label: "IP" },
+              { key: "clientName", label: "Client" },
+            ]}
+          />
+          ) : null}
+        </>
+      ) : null}
+    </>
+  );
+}
+
+// ---------------------------------------------------------------- webhooks
+
+export function Webhooks() {
+  const types = useLoad(async () => (await call("GET", "/v1/webhooks/event-types"))["eventTypes"] as unknown[], []);
+  const [creating, setCreating] = useState(false);
+  const [secret, setSecret] = useState<string>();
+  const [reload, setReload] = useState(0);
+  const typeNames = (types.data ?? []).map((t) => (typeof t === "string" ? t : String((t as Row)["name"] ?? (t as Row)["type"])));
+  return (
+    <>
+      <div class="page-head">
+        <h2>Webhooks</h2>
+        {!creating ? (
+          <button type="button" class="primary" onClick={() => setCreating(true)}>
+            New subscription
+          </button>
+        ) : null}
+      </div>
+      {creating ? (
+        <EntityForm
+          title="New subscription"
+          fields={[
+            { name: "name", label: "Name", required: true },
+            { name: "url", label: "URL", required: true },
+            { name: "eventTypes", label: "Event types", kind: "checks", options: ["*", ...typeNames] },
+            { name: "maxRetryCount", label: "Max retries", kind: "number" },
+            { name: "description", label: "Description" },
+          ]}
+          submitLabel="Subscribe"
+          onSubmit={(subscription) => call("POST", "/v1/webhooks/subscriptions", { body: { subscription } })}
+          onDone={(r) => {
+            setCreating(false);
+            setSecret(String(((r as Row)["subscription"] as Row)["secret"]));
+            setReload((n) => n + 1);
+          }}
+          onCancel={() => setCreating(false)}
+        />
+      ) : null}
+      {secret ? (
+        <p class="notice" role="status">
+          Signing secret (shown once): <code>{secret}</code> <CopyButton text={secret} />
+        </p>
+      ) : null}
+      <ListView
+        title="Subscriptions"
+        path="/v1/webhooks/subscriptions"
+        reload={reload}
+        columns={[
+          { key: "name", label: "Name", render: (r) => link(`#/webhooks/${String(r["id"])}`, r["name"]) },
+          { key: "url", label: "URL" },
+          { key: "eventTypes", label: "Events" },
+          { key: "isActive", label: "Active" },
+          { key: "maxRetryCount", label: "Retries" },
+        ]}
+      />
+    </>
+  );
+}
+
+export function Webhook({ id }: { id: number }) {
+  const sub = useLoad(async () => (await call("GET", `/v1/webhooks/subscriptions/${id}`))["subscription"] as Row, [id]);
+  const [reload, setReload] = useState(0);
+  const [shown, setShown] = useState<Row>();
+  const [notice, setNotice] = useState<string>();
+  const action = useAction();
+  const s = sub.data;
+  return (
+    <>
+      <p>
+        <a href="#/webhooks">← Webhooks</a>
+      </p>
+      <ErrorBox error={sub.error} />
+      {s ? (
+        <>
+          <h2>Subscription {cell(s["name"])}</h2>
+          <dl class="facts">
+            <dt>URL</dt>
+            <dd>{cell(s["url"])}</dd>
+            <dt>Events</dt>
+            <dd>{cell(s["eventTypes"])}</dd>
+            <dt>Active</dt>
+            <dd>{cell(s["isActive"])}</dd>
+          </dl>
+          <div class="actions">
+            <button
+              type="button"
+              onClick={() =>
+                action.run(async () => {
+                  const res = await call("POST", `/v1/webhooks/subscriptions/${id}/test`, { body: {} });
+                  setNotice(String(res["message"]));
+                  setReload((n) => n + 1);
+                })
+              }
+            >
+              Send a test delivery
+            </button>
+            <button type="button" onClick={() => action.run(async () => (await call("PUT", `/v1/webhooks/subscriptions/${id}`, { body: { subscription: { isActive: !s["isActive"] } } }), sub.reload()))}>
+              {s["isActive"] ? "Deactivate" : "Activate"}
+            </button>
+          </div>
+          <ErrorBox error={action.error} />
+          <Notice text={notice} />
+          <ListView
+            title="Delivery history"
+            path={`/v1/webhooks/subscriptions/${id}/events`}
+            reload={reload}
+            filterHint="isSuccess == false"
+            columns={[
+              { key: "eventId", label: "Event" },
+              { key: "eventType", label: "Type" },
+              { key: "isSuccess", label: "Delivered" },
+              { key: "statusCode", label: "HTTP" },
+              { key: "retryCount", label: "Retries" },
+              { key: "nextRetryAt", label: "Next retry" },
+              { key: "sentAt", label: "Sent" },
+            ]}
+            actions={(row, refresh) => (
+              <>
+                <button type="button" onClick={() => setShown(row)}>
+                  Details
+                </button>
+                {row["isSuccess"] ? null : (
+                  <button
+                    type="button"
+                    onClick={() =>
+                      action.run(async () => {
+                        const res = await call("POST", `/v1/webhooks/subscriptions/${id}/events/${String(row["id"])}/retry`, { body: {} });
+                        setNotice(`Retry of ${String(row["eventId"])}: ${String(res["message"])}`);
+                        setShown(res["event"] as Row);
+                        refresh();
+                      })
+                    }
+                  >
+                    Retry now
+                  </button>
+                )}
+              </>
+            )}
+          />
+          {shown ? (
+            <section class="card" aria-label="Delivery details">
+              <h3>Delivery {cell(shown["eventId"])}</h3>
+              <dl class="facts">
+                <dt>HTTP status</dt>
+                <dd>{cell(shown["statusCode"])}</dd>
+                <dt>Error</dt>
+                <dd>{cell(shown["errorMessage"])}</dd>
+                <dt>Retries</dt>
+                <dd>{cell(shown["retryCount"])}</dd>
+              </dl>
+              <h4>Response</h4>
+              <pre class="feed">{cell(shown["response"])}</pre>
+              <h4>Payload</h4>
+              <pre class="feed">{cell(shown["payload"])}</pre>
+            </section>
+          ) : null}
+        </>
+      ) : null}
+    </>
+  );
+}
+
+// ---------------------------------------------------------------- API keys, settings, log, audit
+
+export function ApiKeys() {
+  const users = useLoad(() => all("/v1/users"), []);
+  const [creating, setCreating] = useState(false);
+  const [created, setCreated] = useState<Row>();
+  const [reload, setReload] = useState(0);
+  return (
+    <>
+      <div class="page-head">
+        <h2>API keys</h2>
+        {!creating ? (
+          <button type="button" class="primary" onClick={() => (setCreating(true), setCreated(undefined))}>
+            New API key
+          </button>
+        ) : null}
+      </div>
+      {creating ? (
+        <EntityForm
+          title="New API key"
+          fields={[
+            { name: "name", label: "Name", required: true },
+            { name: "ownerId", label: "Owner", kind: "select", required: true, options: (users.data ?? []).map((u) => String(u["userName"])) },
+            { name: "permissions", label: "Permissions (bits: Read 1, Write 2, Delete 4, Create 8; All 15)", kind: "number" },
+            { name: "expireDate", label: "Expires", kind: "date" },
+            { name: "description", label: "Description" },
+          ]}
+          submitLabel="Create key"
+          onSubmit={async (values) => {
+            const owner = users.data?.find((u) => u["userName"] === values["ownerId"]);
+            return must(await api.POST("/v1/api-keys", { body: { apiKey: { ...values, ownerId: owner?.["id"] } } as never }));
+          }}
+          onDone={(r) => {
+            setCreating(false);
+            setCreated(r as Row);
+            setReload((n) => n + 1);
+          }}
+          onCancel={() => setCreating(false)}
+        />
+      ) : null}
+      {created ? (
+        <section class="card notice" role="status" aria-label="New key">
+          <p>
+            <strong>Store this key now: it is shown only once.</strong>
+          </p>
+          <p>
+            Key: <code id="new-key">{cell(created["key"])}</code> <CopyButton text={String(created["key"])} label="Copy key" />
+          </p>
+          <p>
+            Client secret: <code>{cell(created["clientSecret"])}</code> <CopyButton text={String(created["clientSecret"])} label="Copy secret" />
+          </p>
+        </section>
+      ) : null}
+      <ListView
+        title="API keys"
+        path="/v1/api-keys"
+        reload={reload}
+        columns={[
+          { key: "id", label: "Id" },
+          { key: "name", label: "Name" },
+          { key: "key", label: "Key" },
+          { key: "ownerId", label: "Owner" },
+          { key: "permissions", label: "Permissions" },
+          { key: "expireDate", label: "Expires" },
+          { key: "revoked", label: "Revoked" },
+        ]}
+        actions={(row, refresh) =>
+          row["revoked"] ? null : (
+            <button type="button" class="danger" onClick={async () => (await call("PUT", "/v1/api-keys", { body: { apiKey: { id: row["id"], revoked: true } } }), refresh())}>
+              Revoke
+            </button>
+          )
+        }
+      />
+    </>
+  );
+}
+
+export function Settings() {
+  const settings = useLoad(async () => (await call("GET", "/v1/settings"))["settings"] as Row[], []);
+  const action = useAction();
+  const [notice, setNotice] = useState<string>();
+  return (
+    <>
+      <h2>Settings</h2>
+      <ErrorBox error={settings.error ?? action.error} />
+      <Notice text={notice} />
+      {settings.data ? (
+        <Table
+          caption="Settings"
+          rows={settings.data}
+          columns={[
+            { key: "name", label: "Name" },
+            {
+              key: "value",
+              label: "Value",
+              render: (s) =>
+                s["readOnly"] || s["isSecret"] ? (
+                  <span>{s["isSecret"] ? (s["isSet"] ? "(set)" : "(not set)") : cell(s["value"])}</span>
+                ) : (
+                  <form
+                    class="inline"
+                    onSubmit={(e) => {
+                      e.preventDefault();
+                      const value = String(new FormData(e.currentTarget).get("value"));
+                      void action.run(async () => (await call("PUT", "/v1/settings", { body: { settings: [{ name: s["name"], value }] } }), setNotice(`${String(s["name"])} saved`), settings.reload()));
+                    }}
+                  >
+                    <label class="sr-only" for={`set-${String(s["name"])}`}>
+                      {cell(s["name"])}
+                    </label>
+                    <input id={`set-${String(s["name"])}`} name="value" placeholder={cell(s["value"])} required />
+                    <button type="submit">Save</button>
+                  </form>
+                ),
+            },
+            { key: "source", label: "Source" },
+            { key: "description", label: "What it does" },
+          ]}
+        />
+      ) : null}
+    </>
+  );
+}
+
+const logColumns = [
+  { key: "timestamp", label: "When" },
+  { key: "level", label: "Level" },
+  { key: "message", label: "Message" },
+  { key: "requestId", label: "Request" },
+  { key: "properties", label: "Properties", render: (r: Row) => <code class="small">{cell(r["properties"])}</code> },
+];
+
+export function Log() {
+  return (
+    <>
+      <h2>Service log</h2>
+      <ListView title="Log entries" path="/v1/log" defaultSort="-timestamp" filterHint='level >= "Warning"' columns={logColumns} />
+    </>
+  );
+}
+
+/** The audit trail: the service log's entries of category Audit (Administrators only). */
+export function Audit() {
+  return (
+    <>
+      <h2>Audit trail</h2>
+      <ListView title="Audit entries" path="/v1/log" defaultSort="-timestamp" query={{ filter: 'category == "Audit"' }} columns={logColumns} />
+    </>
+  );
+}
+
+// ---------------------------------------------------------------- order lines
+
+const lineFields: FieldSpec[] = [
+  { name: "quantity", label: "Quantity", kind: "number" },
+  { name: "unitPrice", label: "Unit price", kind: "number" },
+  { name: "discount", label: "Discount", kind: "number" },
+  { name: "description", label: "Description" },
+];
+
+/** An order's lines: one per product, addressed as /v1/orders/{orderId}/products/{productId}. */
+export function OrderLines({ orderId }: { orderId: number }) {
+  const [mode, setMode] = useState<{ kind: "new" } | { kind: "edit"; row: Row }>();
+  const [reload, setReload] = useState(0);
+  const action = useAction();
+  const path = (productId: unknown) => `/v1/orders/${orderId}/products/${encodeURIComponent(String(productId))}`;
+  const done = () => (setMode(undefined), setReload((n) => n + 1));
+  return (
+    <>
+      <p>
+        <a href="#/orders">← Orders</a>
+      </p>
+      <div class="page-head">
+        <h2>Order {orderId}: lines</h2>
+        {!mode ? (
+          <button type="button" class="primary" onClick={() => setMode({ kind: "new" })}>
+            Add a product
+          </button>
+        ) : null}
+      </div>
+      {mode?.kind === "new" ? (
+        <EntityForm
+          title="Add a product to the order"
+          fields={[{ name: "productId", label: "Product id", kind: "number", required: true }, ...lineFields]}
+          submitLabel="Add line"
+          onSubmit={({ productId, ...orderProduct }) => call("POST", path(productId), { body: { orderProduct } })}
+          onDone={done}
+          onCancel={() => setMode(undefined)}
+        />
+      ) : null}
+      {mode?.kind === "edit" ? (
+        <EntityForm
+          title={`Edit the line of product ${String(mode.row["productId"])}`}
+          fields={lineFields}
+          initial={mode.row}
+          submitLabel="Save"
+          onSubmit={(orderProduct) => call("PUT", path(mode.row["productId"]), { body: { orderProduct } })}
+          onDone={done}
+          onCancel={() => setMode(undefined)}
+        />
+      ) : null}
+      <ErrorBox error={action.error} />
+      <ListView
+        title="Order lines"
+        path={`/v1/orders/${orderId}/products`}
+        reload={reload}
+        columns={[
+          { key: "productId", label: "Product" },
+          { key: "quantity", label: "Quantity" },
+          { key: "unitPrice", label: "Unit price" },
+          { key: "discount", label: "Discount" },
+          { key: "description", label: "Description" },
+        ]}
+        actions={(row, refresh) => (
+          <>
+            <button type="button" onClick={() => setMode({ kind: "edit", row })}>
+              Edit
+            </button>
+            <button type="button" class="danger" onClick={() => confirm(`Remove product ${String(row["productId"])} from the order?`) && action.run(async () => (await call("DELETE", path(row["productId"])), refresh()))}>
+              Remove
+            </button>
+          </>
+        )}
+      />
+    </>
+  );
+}

@@ -1,0 +1,46 @@
+/**
+ * The admin console's credential (issue 17; decisions in docs/decisions.md, "Admin console"). SPEC lets only API
+ * keys reach the management routes, so a console sign-in (user name + password) creates a short-lived API key of
+ * that user and hands it to the browser in a cookie no script can read:
+ *
+ *   Set-Cookie: __Host-console-key=api_…; Path=/; HttpOnly; Secure; SameSite=Strict; Max-Age=<lifetime>
+ *
+ * The cookie alone is never enough: each request must also carry `X-CSRF-Token`, the token sign-in returned in its
+ * body, which is derived from the key (base64url SHA-256 of a label and the key). A page on another site can make
+ * the browser send the cookie (SameSite=Strict already stops that on modern browsers) but cannot read the token.
+ * An `x-api-key` or `Authorization` header always wins over the cookie. Sign-out revokes the key and clears the cookie.
+ */
+import type { Context } from "hono";
+import { generateCookie, getCookie } from "hono/cookie";
+import type { AppEnv } from "../app-env";
+import { timingSafeEqualText } from "./crypto";
+
+/** `__Host-`: only ever set by this origin over HTTPS, for path `/`, with no Domain (RFC 6265bis). */
+export const CONSOLE_COOKIE = "__Host-console-key";
+export const CSRF_HEADER = "x-csrf-token";
+/** The name console keys carry in the API key list, so administrators can tell sessions from issued keys. */
+export const CONSOLE_KEY_NAME = "Console session";
+
+/** The CSRF token of a console key: derived, so nothing is stored, and it never reveals the key. */
+export async function csrfTokenFor(key: string): Promise<string> {
+  const bytes = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(`console-csrf\0${key}`)));
+  return btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+/**
+ * The API key of the request's console cookie when it comes with its CSRF token; undefined without a cookie; null
+ * for a cookie with a missing or wrong token, which the guard refuses (401) rather than ignores, so a forged
+ * request cannot fall through to another check.
+ */
+export async function consoleSessionKey(c: Context<AppEnv>): Promise<string | null | undefined> {
+  const key = getCookie(c, CONSOLE_COOKIE);
+  if (key === undefined) return undefined;
+  const token = c.req.header(CSRF_HEADER);
+  return token !== undefined && timingSafeEqualText(token, await csrfTokenFor(key)) ? key : null;
+}
+
+/** The session cookie (an empty value with Max-Age 0 clears it). */
+export function sessionCookie(key: string, maxAge: number): string {
+  return generateCookie(CONSOLE_COOKIE, key, { path: "/", httpOnly: true, secure: true, sameSite: "Strict", maxAge });
+}
+

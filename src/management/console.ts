@@ -1,0 +1,38 @@
+/**
+ * The admin console (issue 17): the static files `npm run console:build` writes to console/dist, served by this
+ * Worker through its Workers static assets binding at /console/, and only while the REST API it drives is on
+ * (Application:EnableWebApi). wrangler.toml runs the Worker first, so this gate and the headers below always apply.
+ */
+import type { Context } from "hono";
+import type { AppEnv } from "../app-env";
+import { ApiError } from "../http/errors";
+import type { Router } from "../http/router";
+
+export const CONSOLE_PATH = "/console";
+
+/** The console's own pages load nothing from elsewhere and may not be framed. */
+const CONSOLE_HEADERS: Record<string, string> = {
+  "Content-Security-Policy":
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+  "X-Content-Type-Options": "nosniff",
+  "X-Frame-Options": "DENY",
+  "Referrer-Policy": "no-referrer",
+};
+
+async function serve(c: Context<AppEnv>): Promise<Response> {
+  if (!c.get("config")["Application:EnableWebApi"]) throw new ApiError(404, "The console is disabled with the REST API");
+  if (!c.env.ASSETS) throw new ApiError(404, "The console is not part of this build (npm run console:build)");
+  const answer = await c.env.ASSETS.fetch(c.req.raw);
+  if (answer.status === 404) throw new ApiError(404, `No console file at ${c.req.path}`);
+  const res = new Response(answer.body, answer);
+  for (const [name, value] of Object.entries(CONSOLE_HEADERS)) res.headers.set(name, value);
+  // index.html names the hashed bundles of the current build: never cache it; the hashed files may be cached.
+  if (!c.req.path.startsWith(`${CONSOLE_PATH}/assets/`)) res.headers.set("Cache-Control", "no-cache");
+  return res;
+}
+
+/** Registers GET /console and everything under it (outside the OpenAPI document: these are files, not API). */
+export function registerConsole(app: Router): void {
+  app.get(CONSOLE_PATH, (c) => c.redirect(`${CONSOLE_PATH}/`, 308));
+  app.get(`${CONSOLE_PATH}/*`, serve);
+}

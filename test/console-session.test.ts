@@ -1,0 +1,125 @@
+/**
+ * The admin console's credential (src/auth/console-session.ts): console sign-in yields a short-lived API key of the
+ * user in an HttpOnly, Secure, SameSite=Strict cookie that only counts together with its CSRF token; sign-out
+ * revokes the key. And the console's files: served at /console/ by the Worker, off with the REST API.
+ */
+import { describe, expect, it } from "vitest";
+import { ADMIN, admin, call, setSetting } from "./helpers";
+
+const COOKIE = "__Host-console-key";
+
+async function signIn(username = ADMIN.username, password = ADMIN.password) {
+  const res = await call("POST", "/v1/auth/console/login", { body: { username, password } });
+  const setCookie = res.headers.get("set-cookie") ?? "";
+  const key = new RegExp(`${COOKIE}=([^;]+)`).exec(setCookie)?.[1];
+  return { res, setCookie, key, csrf: res.body["csrfToken"] as string, cookie: `${COOKIE}=${key}` };
+}
+
+describe("console sign-in", () => {
+  it("sets the session's API key in an HttpOnly, Secure, SameSite=Strict cookie and returns a CSRF token", async () => {
+    const s = await signIn();
+    expect(s.res.status).toBe(200);
+    expect(s.res.body).toMatchObject({ success: true, user: "admin", roles: ["Administrator"] });
+    expect(s.key).toMatch(/^api_[0-9A-Za-z]{32}$/);
+    expect(s.setCookie).toMatch(/HttpOnly/);
+    expect(s.setCookie).toMatch(/Secure/);
+    expect(s.setCookie).toMatch(/SameSite=Strict/);
+    expect(s.setCookie).toMatch(/Path=\//);
+    expect(s.setCookie).toMatch(/Max-Age=28800/);
+    expect(s.csrf).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    // The body never carries the key itself.
+    expect(s.res.text).not.toContain(s.key);
+    // The key is a real API key of the user, named as a console session and expiring with it.
+    const keys = await admin("GET", `/v1/api-keys?filter=${encodeURIComponent('name == "Console session"')}&sort=-id&take=1`);
+    expect(keys.body["apiKeys"][0]).toMatchObject({ ownerId: expect.any(String), revoked: false, permissions: 15, expireDate: s.res.body["expiresAt"] });
+  });
+
+  it("refuses wrong credentials with the login message, and sets no cookie", async () => {
+    const s = await signIn("admin", "wrong");
+    expect(s.res.status).toBe(401);
+    expect(s.res.body["message"]).toBe("Invalid username or password.");
+    expect(s.setCookie).toBe("");
+  });
+
+  it("lets the cookie reach the management routes only with its CSRF token", async () => {
+    const s = await signIn();
+    const ok = await call("GET", "/v1/products", { headers: { cookie: s.cookie, "x-csrf-token": s.csrf } });
+    expect(ok.status).toBe(200);
+    const session = await call("GET", "/v1/auth/session", { headers: { cookie: s.cookie, "x-csrf-token": s.csrf } });
+    expect(session.body).toMatchObject({ user: "admin", roles: ["Administrator"], keyName: "Console session" });
+    // Cookie alone (what a forged cross-site request carries): 401, for reads and writes.
+    expect((await call("GET", "/v1/products", { headers: { cookie: s.cookie } })).status).toBe(401);
+    expect((await call("POST", "/v1/products", { headers: { cookie: s.cookie }, body: { product: { code: "x", name: "X" } } })).status).toBe(401);
+    // A token of another session does not fit this cookie.
+    const other = await signIn();
+    expect((await call("GET", "/v1/products", { headers: { cookie: s.cookie, "x-csrf-token": other.csrf } })).status).toBe(401);
+    // The token without the cookie is nothing.
+    expect((await call("GET", "/v1/products", { headers: { "x-csrf-token": s.csrf } })).status).toBe(401);
+  });
+
+  it("acts with the user's roles: a Sales user's console session cannot manage users", async () => {
+    const created = await admin("POST", "/v1/users", { user: { userName: "console-sales", password: "Secret#123", roles: ["Sales"] } });
+    expect(created.status).toBe(200);
+    const s = await signIn("console-sales", "Secret#123");
+    expect(s.res.body["roles"]).toEqual(["Sales"]);
+    const headers = { cookie: s.cookie, "x-csrf-token": s.csrf };
+    expect((await call("GET", "/v1/customers", { headers })).status).toBe(200);
+    expect((await call("GET", "/v1/users", { headers })).status).toBe(403);
+  });
+
+  it("sign-out revokes the key and clears the cookie", async () => {
+    const s = await signIn();
+    const headers = { cookie: s.cookie, "x-csrf-token": s.csrf };
+    // Sign-out needs the CSRF token too; without any session there is nothing to end.
+    expect((await call("POST", "/v1/auth/console/logout", { headers: { cookie: s.cookie } })).status).toBe(401);
+    expect((await call("GET", "/v1/products", { headers })).status).toBe(200);
+    expect((await call("POST", "/v1/auth/console/logout")).status).toBe(200);
+    const out = await call("POST", "/v1/auth/console/logout", { headers });
+    expect(out.status).toBe(200);
+    expect(out.headers.get("set-cookie")).toMatch(new RegExp(`^${COOKIE}=; Max-Age=0`));
+    expect((await call("GET", "/v1/products", { headers })).status).toBe(401);
+    expect((await call("GET", "/v1/products", { key: s.key })).status).toBe(401);
+  });
+
+  it("an expired session key is refused", async () => {
+    await setSetting("Application:ConsoleSessionLifetime", "00:00:01");
+    try {
+      const s = await signIn();
+      expect(s.setCookie).toMatch(/Max-Age=1/);
+      await new Promise((r) => setTimeout(r, 1100));
+      expect((await call("GET", "/v1/products", { headers: { cookie: s.cookie, "x-csrf-token": s.csrf } })).status).toBe(401);
+    } finally {
+      await setSetting("Application:ConsoleSessionLifetime", null);
+    }
+  });
+});
+
+describe("the console's files", () => {
+  it("are served at /console/ with a strict Content-Security-Policy", async () => {
+    const page = await call("GET", "/console/");
+    expect(page.status).toBe(200);
+    expect(page.headers.get("content-type")).toMatch(/text\/html/);
+    expect(page.text).toContain('<div id="app">');
+    expect(page.headers.get("content-security-policy")).toContain("default-src 'self'");
+    expect(page.headers.get("content-security-policy")).toContain("frame-ancestors 'none'");
+    // /console redirects to /console/ (the helper's fetch follows the redirect).
+    const bare = await call("GET", "/console");
+    expect(bare.status).toBe(200);
+    expect(bare.text).toContain('<div id="app">');
+    const script = /src="(\/console\/assets\/[^"]+\.js)"/.exec(page.text)?.[1];
+    const js = await call("GET", script!);
+    expect(js.status).toBe(200);
+    expect(js.headers.get("content-type")).toMatch(/javascript/);
+    expect((await call("GET", "/console/nope.js")).status).toBe(404);
+  });
+
+  it("are off with the REST API (Application:EnableWebApi false)", async () => {
+    await setSetting("Application:EnableWebApi", "false");
+    try {
+      expect((await call("GET", "/console/")).status).toBe(404);
+    } finally {
+      await setSetting("Application:EnableWebApi", null);
+    }
+    expect((await call("GET", "/console/")).status).toBe(200);
+  });
+});

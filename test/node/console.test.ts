@@ -1,0 +1,382 @@
+/**
+ * The admin console in a real browser: Debian's Chromium driven by playwright-core against the bundled Worker under
+ * Miniflare (real D1, R2, Durable Objects and Queue; the console's files from its static assets binding). One
+ * staff member's day: sign in, create a product and a release, upload an installer and watch the progress, create a
+ * license from a template, see an activation and a floating seat appear while an application calls the licensing
+ * API, revoke the license, read a failed webhook delivery and retry it, create an API key, sign out.
+ * It also takes the README's screenshot (docs/console.png).
+ *
+ * Needs `npm run console:build` first (`npm test` does it) and Chromium (installed by scripts/ensure-chromium.mjs
+ * when missing and possible; otherwise this file fails and says why).
+ */
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type Browser, type Page, chromium } from "playwright-core";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+// @ts-expect-error: plain JavaScript modules shared with the benchmark and the scripts
+import { root, startLocalWorker } from "../../scripts/local-worker.mjs";
+// @ts-expect-error: a plain JavaScript module
+import { ensureChromium } from "../../scripts/ensure-chromium.mjs";
+import { type WebhookReceiver, startWebhookReceiver } from "../webhook-receiver";
+
+const KEY = "api_ConsoleAdminKey0000000000000000";
+const PASSWORD = "Console-12345";
+let worker: { url: URL; dispose(): Promise<void> };
+let receiver: WebhookReceiver;
+let browser: Browser;
+let page: Page;
+let base: string;
+
+/** Calls the REST API as an application or a script would (not through the console). */
+async function rest(method: string, path: string, init: { key?: string; token?: string; body?: unknown } = {}) {
+  const headers: Record<string, string> = { "content-type": "application/json" };
+  if (init.key) headers["x-api-key"] = init.key;
+  if (init.token) headers["authorization"] = `Bearer ${init.token}`;
+  const res = await fetch(new URL(path, base), { method, headers, body: init.body === undefined ? undefined : JSON.stringify(init.body) });
+  return { status: res.status, body: (await res.json().catch(() => ({}))) as Record<string, any> };
+}
+
+/** Signs an application in with its license's user key; its bearer token. */
+async function appToken(userKey: string): Promise<string> {
+  const res = await rest("POST", "/v1/auth/login", { body: { userKey } });
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  return res.body["token"] as string;
+}
+
+async function licenseByLicenseId(licenseId: string) {
+  const res = await rest("GET", `/v1/licenses?filter=${encodeURIComponent(`licenseId == "${licenseId}"`)}`, { key: KEY });
+  return res.body["licenses"][0] as Record<string, any>;
+}
+
+beforeAll(async () => {
+  // Fails the file with the reason when Chromium is missing and cannot be installed.
+  const executablePath = ensureChromium();
+  if (!existsSync(join(root, "console/dist/console/index.html"))) throw new Error("The console is not built: run `npm run console:build` (npm test does).");
+  receiver = await startWebhookReceiver();
+  worker = await startLocalWorker({
+    bindings: {
+      Application__JwtSecret: "console-test-jwt-secret-0123456789abcdef",
+      Application__EncryptionKey: "console-test-encryption-key",
+      Application__AdminUsername: "admin",
+      Application__AdminPassword: PASSWORD,
+      Application__AdminApiKey: KEY,
+      Webhooks__AllowInsecureUrls: "true",
+    },
+  });
+  base = worker.url.toString();
+  browser = await chromium.launch({
+    executablePath,
+    args: ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
+  });
+  const context = await browser.newContext({ viewport: { width: 1366, height: 800 } });
+  page = await context.newPage();
+  page.on("dialog", (dialog) => void dialog.accept());
+}, 180_000);
+
+// A failed step leaves a picture of the page behind, named in the output.
+afterEach(async (context) => {
+  if (context.task.result?.state !== "fail" || !page) return;
+  const file = join(mkdtempSync(join(tmpdir(), "console-test-")), "failure.png");
+  await page.screenshot({ path: file, fullPage: true }).catch(() => undefined);
+  console.error(`console test "${context.task.name}" failed on ${page.url()}; screenshot: ${file}`);
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await worker?.dispose();
+  await receiver?.close();
+});
+
+describe("the console's typed client", () => {
+  it("was generated from the OpenAPI document the Worker serves now (else run `npm run console:schema`)", async () => {
+    const document = (await (await fetch(new URL("/swagger/v1/swagger.json", base))).json()) as { paths: Record<string, Record<string, unknown>> };
+    const served = Object.entries(document.paths).flatMap(([path, item]) => Object.keys(item).map((method) => `${method} ${path}`)).sort();
+    // schema.d.ts lists each path with its methods, the absent ones typed `never`.
+    const schema = readFileSync(join(root, "console/src/api/schema.d.ts"), "utf8");
+    const typed = [...schema.matchAll(/^ {4}"(\/[^"]*)": \{\n([\s\S]*?)^ {4}\};/gm)]
+      .flatMap(([, path, body]) => [...body!.matchAll(/^ {8}(get|put|post|delete|patch|head|options)(\?)?: (\S+)/gm)].filter((m) => m[3] !== "never;").map((m) => `${m[1]} ${path}`))
+      .sort();
+    expect(typed, "console/src/api/schema.d.ts is out of date: run `npm run console:schema` and commit it").toEqual(served);
+  });
+});
+
+describe("the admin console in Chromium", () => {
+  let productId: string;
+  let floatingLicense: string;
+
+  it("signs in with a user name and password; the session key is in an HttpOnly cookie scripts cannot read", async () => {
+    await page.goto(new URL("/console/", base).toString());
+    await page.getByLabel("User name").fill("admin");
+    await page.getByLabel("Password").fill("wrong-password");
+    await page.getByRole("button", { name: "Sign in" }).click();
+    // The API's own words.
+    await expect.poll(() => page.getByRole("alert").textContent()).toBe("Invalid username or password.");
+    await page.getByLabel("Password").fill(PASSWORD);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.getByRole("heading", { name: "Overview" }).waitFor();
+    const cookies = await page.context().cookies();
+    const session = cookies.find((c) => c.name === "__Host-console-key");
+    expect(session).toMatchObject({ httpOnly: true, secure: true, sameSite: "Strict", path: "/" });
+    expect(await page.evaluate("document.cookie")).not.toContain("api_");
+    // Only the navigation the Administrator may use (all of it), and the counts from /v1/info.
+    await page.getByRole("link", { name: "API keys" }).waitFor();
+    await page.getByRole("link", { name: "Audit trail" }).waitFor();
+  });
+
+  it("creates a product and a release, uploads an installer with a progress bar, publishes and stages it", async () => {
+    await page.getByRole("link", { name: "Products & releases" }).click();
+    await page.getByRole("button", { name: "New product" }).click();
+    await page.getByLabel("Code", { exact: true }).fill("studio");
+    await page.getByLabel("Name", { exact: true }).fill("Studio");
+    await page.getByLabel("Application (receives releases)").check();
+    await page.getByRole("button", { name: "Create product" }).click();
+    await page.getByRole("heading", { name: "Studio (studio)" }).waitFor();
+    productId = /#\/products\/(\d+)/.exec(page.url())![1]!;
+
+    await page.getByRole("button", { name: "New release" }).click();
+    await page.getByLabel("Version").fill("1.0.0");
+    await page.getByLabel("Name", { exact: true }).fill("Studio 1.0");
+    await page.getByRole("button", { name: "Create release" }).click();
+    await page.getByRole("heading", { name: /Release 1\.0\.0/ }).waitFor();
+    expect(await page.getByRole("heading", { name: /Release 1\.0\.0/ }).textContent()).toContain("hidden");
+
+    // Record every value the progress bar takes while the file goes up.
+    // (Browser code as a string: the test's TypeScript has no DOM types.)
+    await page.evaluate(`(() => {
+      const seen = (window.progressSeen = []);
+      new MutationObserver(() => {
+        const bar = document.querySelector("progress");
+        if (bar) seen.push(Number(bar.value) / Number(bar.max));
+      }).observe(document.body, { subtree: true, childList: true, attributes: true, attributeFilter: ["value"] });
+    })()`);
+    const size = 12 * 1024 * 1024;
+    await page.getByLabel("Platform").selectOption("win-x64");
+    await page.getByLabel("Kind").selectOption("installer");
+    await page.getByLabel("File").setInputFiles({ name: "Studio Setup 1.0.0.exe", mimeType: "application/octet-stream", buffer: Buffer.alloc(size, 7) });
+    await page.getByRole("button", { name: "Upload", exact: true }).click();
+    await page.getByText(/Uploaded Studio Setup 1\.0\.0\.exe: 12582912 bytes, sha512 /).waitFor({ timeout: 60_000 });
+    const seen = (await page.evaluate("window.progressSeen")) as number[];
+    expect(seen[0]).toBe(0);
+    expect(seen.at(-1)).toBe(1);
+    expect([...seen].sort((a, b) => a - b)).toEqual(seen);
+    expect(await page.locator("progress").getAttribute("value")).toBe(String(size));
+    await page.getByRole("cell", { name: "Studio Setup 1.0.0.exe" }).waitFor();
+
+    await page.getByRole("button", { name: "Publish" }).click();
+    await page.getByText("The release is published").waitFor();
+    await page.getByLabel("Rollout %").fill("40");
+    await page.getByRole("button", { name: "Set rollout" }).click();
+    await page.getByText("Rollout set to 40 %").waitFor();
+    const releases = await rest("GET", `/v1/products/${productId}/releases`, { key: KEY });
+    expect(releases.body["productReleases"][0]).toMatchObject({ version: "1.0.0", public: true, stagingPercentage: 40 });
+
+    await page.getByRole("button", { name: "Verify artifacts" }).click();
+    await page.getByText(/^Verified: /).waitFor();
+    await page.getByRole("button", { name: "latest.yml" }).click();
+    await page.getByText(/GET latest\.yml: HTTP \d+/).waitFor();
+  });
+
+  it("creates a license template and a Floating license from it", async () => {
+    await page.getByRole("link", { name: "License templates" }).click();
+    await page.getByRole("button", { name: "New license template" }).click();
+    await page.getByLabel("Name", { exact: true }).fill("Studio floating, 2 seats");
+    await page.getByLabel("Product id").fill(productId);
+    await page.getByLabel("Licensing mode").selectOption("Floating");
+    await page.getByLabel("Max clients").fill("2");
+    await page.getByLabel("Expire days").fill("365");
+    await page.getByRole("button", { name: "Create" }).click();
+    await page.getByRole("cell", { name: "Studio floating, 2 seats" }).waitFor();
+
+    await page.getByRole("link", { name: "Licenses" }).click();
+    await page.getByRole("button", { name: "New license from a template" }).click();
+    await page.getByLabel("Template", { exact: true }).selectOption({ label: "1: Studio floating, 2 seats" });
+    await page.getByLabel("Licensee name").fill("Initech");
+    await page.getByRole("button", { name: "Create license" }).click();
+    const notice = await page.getByText(/^License lic\w+ created$/).textContent();
+    floatingLicense = /License (lic\w+) created/.exec(notice!)![1]!;
+    await page.getByRole("link", { name: floatingLicense }).click();
+    await page.getByRole("heading", { name: new RegExp(`License ${floatingLicense}`) }).waitFor();
+    expect(await licenseByLicenseId(floatingLicense)).toMatchObject({ licensingMode: 2 /* Floating */, maxClients: 2, licenseeName: "Initech", productId: Number(productId) });
+  });
+
+  it("shows a floating seat and an activation appear while applications call the licensing API, and frees a seat", async () => {
+    // A floating seat: the application asks for one; the open license page reads seats again by itself.
+    const floating = await licenseByLicenseId(floatingLicense);
+    const token = await appToken(floating["userKey"]);
+    for (const [machineId, clientId] of [["DESK-7", "alice"], ["DESK-9", "bob"]]) {
+      const seat = await rest("POST", "/v1/license/request", { token, body: { userKey: floating["userKey"], machineId, clientId, clientName: `${clientId}'s desk` } });
+      expect(seat.status, JSON.stringify(seat.body)).toBe(200);
+    }
+    const seats = page.getByRole("region", { name: "Activations and floating seats" });
+    await seats.getByRole("cell", { name: "alice", exact: true }).waitFor({ timeout: 15_000 });
+    await seats.getByRole("cell", { name: "bob", exact: true }).waitFor({ timeout: 15_000 });
+    expect(await seats.getByRole("cell", { name: "Floating", exact: true }).count()).toBe(2);
+
+    // An activation, on an Activation license made from a second template (through the API, to keep the test short).
+    const template = await rest("POST", "/v1/license-templates", { key: KEY, body: { licenseTemplate: { name: "Studio Pro", productId: Number(productId), licensingMode: "Activation", maxClients: 2 } } });
+    const created = await rest("POST", "/v1/licenses", { key: KEY, body: { license: { productId: Number(productId), templateId: template.body["licenseTemplateId"], licenseeName: "Globex" } } });
+    const activation = await licenseByLicenseId(created.body["licenseId"]);
+    await page.goto(new URL(`/console/#/licenses/${activation["licenseId"]}`, base).toString());
+    await page.getByRole("heading", { name: new RegExp(`License ${activation["licenseId"]}`) }).waitFor();
+    const activated = await rest("POST", "/v1/license/activate", { token: await appToken(activation["userKey"]), body: { userKey: activation["userKey"], machineId: "PC-0042", clientName: "Office PC" } });
+    expect(activated.status, JSON.stringify(activated.body)).toBe(200);
+    await seats.getByRole("cell", { name: "PC-0042", exact: true }).waitFor({ timeout: 15_000 });
+    await seats.getByRole("cell", { name: "Activation", exact: true }).waitFor();
+    await page.getByRole("button", { name: "Free machine" }).waitFor();
+    await page.locator(".badge", { hasText: "Activated" }).waitFor({ timeout: 15_000 });
+
+    // Freeing bob's floating seat from the console ends it in the API; alice keeps hers.
+    await page.goto(new URL(`/console/#/licenses/${floatingLicense}`, base).toString());
+    await seats.getByRole("row").filter({ hasText: "bob" }).getByRole("button", { name: "Free seat" }).click();
+    await seats.getByRole("cell", { name: "bob", exact: true }).waitFor({ state: "detached", timeout: 15_000 });
+    const tokens = await rest("GET", `/v1/licenses/${floatingLicense}/tokens`, { key: KEY });
+    expect(tokens.body["licenseTokens"].map((t: { clientId: string }) => t.clientId)).toEqual(["alice"]);
+  });
+
+  it("revokes the license", async () => {
+    await page.getByRole("button", { name: "Revoke" }).click();
+    await page.getByRole("button", { name: "Un-revoke" }).waitFor();
+    expect(await licenseByLicenseId(floatingLicense)).toMatchObject({ revoked: true, status: "Revoked" });
+    // The application is refused a seat from now on.
+    const floating = await licenseByLicenseId(floatingLicense);
+    const refused = await rest("POST", "/v1/license/request", { key: KEY, body: { userKey: floating["userKey"], machineId: "DESK-8", clientId: "bob" } });
+    expect(refused.status, JSON.stringify(refused.body)).not.toBe(200);
+  });
+
+  it("reads a failed webhook delivery with its response and retries it", async () => {
+    await page.getByRole("link", { name: "Webhooks" }).click();
+    await page.getByRole("button", { name: "New subscription" }).click();
+    await page.getByLabel("Name", { exact: true }).fill("CRM (down)");
+    await page.getByLabel("URL").fill(`${receiver.url}/fail500/console`);
+    await page.getByRole("group", { name: "Event types" }).getByLabel("license.revoked", { exact: true }).check();
+    await page.getByLabel("Max retries").fill("1");
+    await page.getByRole("button", { name: "Subscribe" }).click();
+    await page.getByText(/Signing secret \(shown once\): whsec_/).waitFor();
+    const subscriptions = await rest("GET", "/v1/webhooks/subscriptions", { key: KEY });
+    expect(subscriptions.body["subscriptions"][0]).toMatchObject({ name: "CRM (down)", eventTypes: ["license.revoked"], maxRetryCount: 1 });
+    await page.getByRole("link", { name: "CRM (down)" }).click();
+    await page.getByRole("button", { name: "Send a test delivery" }).click();
+    await page.getByRole("status").filter({ hasText: /500/ }).first().waitFor();
+    await page.getByRole("button", { name: "Details" }).first().click();
+    await page.getByRole("region", { name: "Delivery details" }).getByText('{"error":"receiver failed"}').waitFor();
+    const before = receiver.deliveries.filter((d) => d.path.startsWith("/fail500/console")).length;
+    await page.getByRole("button", { name: "Retry now" }).first().click();
+    await page.getByText(/^Retry of evt_\w+: .*500/).waitFor();
+    expect(receiver.deliveries.filter((d) => d.path.startsWith("/fail500/console")).length).toBe(before + 1);
+  });
+
+  it("creates an API key, shown once with a copy button, and the key works", async () => {
+    await page.getByRole("link", { name: "API keys" }).click();
+    await page.getByRole("button", { name: "New API key" }).click();
+    await page.getByLabel("Name", { exact: true }).fill("CI publisher");
+    await page.getByLabel("Owner").selectOption("admin");
+    await page.getByLabel(/Permissions/).fill("9");
+    await page.getByRole("button", { name: "Create key" }).click();
+    const key = (await page.locator("#new-key").textContent())!;
+    expect(key).toMatch(/^api_[0-9A-Za-z]{32}$/);
+    await page.getByRole("button", { name: "Copy key" }).waitFor();
+    const session = await rest("GET", "/v1/auth/session", { key });
+    expect(session.body).toMatchObject({ user: "admin", permissions: 9, keyName: "CI publisher" });
+  });
+
+  it("records a customer, an order and an order line", async () => {
+    await page.getByRole("link", { name: "Customers" }).click();
+    await page.getByRole("button", { name: "New customer" }).click();
+    await page.getByLabel("Company").fill("Initech");
+    await page.getByLabel("Email").fill("it@initech.example");
+    await page.getByRole("button", { name: "Create" }).click();
+    await page.getByRole("cell", { name: "Initech", exact: true }).waitFor();
+    const customer = (await rest("GET", "/v1/customers", { key: KEY })).body["customers"][0];
+    await page.getByRole("link", { name: "Orders" }).click();
+    await page.getByRole("button", { name: "New order" }).click();
+    await page.getByLabel("Customer id").fill(String(customer.id));
+    await page.getByLabel("Status", { exact: true }).selectOption("Completed");
+    await page.getByLabel("Total").fill("298");
+    await page.getByLabel("Currency").fill("EUR");
+    await page.getByRole("button", { name: "Create" }).click();
+    await page.getByRole("cell", { name: "EUR", exact: true }).waitFor();
+    await page.getByRole("link", { name: "Order lines" }).click();
+    await page.getByRole("button", { name: "Add a product" }).click();
+    await page.getByLabel("Product id").fill(productId);
+    await page.getByLabel("Quantity").fill("2");
+    await page.getByLabel("Unit price").fill("149");
+    await page.getByRole("button", { name: "Add line" }).click();
+    await page.getByRole("region", { name: "Order lines" }).getByRole("cell", { name: "149", exact: true }).waitFor();
+    const order = (await rest("GET", "/v1/orders", { key: KEY })).body["orders"][0];
+    expect(order).toMatchObject({ customerId: customer.id, total: 298, currency: "EUR" });
+    const lines = await rest("GET", `/v1/orders/${order.id}/products`, { key: KEY });
+    expect(lines.body["orderProducts"]).toMatchObject([{ productId: Number(productId), quantity: 2, unitPrice: 149 }]);
+  });
+
+  it("shows the overview (the README's screenshot), and the service log with the API's words for errors", async () => {
+    await page.getByRole("link", { name: "Overview" }).click();
+    await page.getByRole("heading", { name: "Overview" }).waitFor();
+    await page.getByText("Activations per day (last 14 days)").waitFor();
+    await page.getByText("Failed webhook deliveries per day").waitFor();
+    // Every list the overview reads answered (an API error would show as an alert).
+    expect(await page.getByRole("alert").count()).toBe(0);
+    // Today's bars: one activation, one floating seat in use (alice), one failed delivery.
+    const today = new Date().toISOString().slice(5, 10);
+    for (const chart of ["Activations per day", "Floating seats in use per day", "Failed webhook deliveries per day"]) {
+      expect(await page.getByRole("img", { name: new RegExp(`^${chart}.*${today} 1$`) }).count(), chart).toBe(1);
+    }
+    // README's picture: refreshed in docs/ with UPDATE_SCREENSHOTS=1 (so a plain test run leaves the tree clean).
+    const shot = process.env["UPDATE_SCREENSHOTS"] === "1" ? join(root, "docs/console.png") : join(mkdtempSync(join(tmpdir(), "console-shot-")), "console.png");
+    await page.screenshot({ path: shot });
+    expect(readFileSync(shot).subarray(1, 4).toString()).toBe("PNG");
+    await page.getByRole("link", { name: "Service log" }).click();
+    await page.getByRole("region", { name: "Log entries" }).waitFor();
+    // A filter the API refuses: its message is shown as the API words it.
+    await page.getByLabel("Filter").fill("nope ==");
+    await page.getByRole("button", { name: "Apply" }).click();
+    const message = await page.getByRole("alert").textContent();
+    const direct = await rest("GET", `/v1/log?filter=${encodeURIComponent("nope ==")}`, { key: KEY });
+    expect(message).toBe(direct.body["message"] ?? direct.body["title"]);
+  });
+
+  it("changes a setting, and opens the audit trail", async () => {
+    await page.getByRole("link", { name: "Settings" }).click();
+    await page.getByLabel("Application:DefaultPageSize", { exact: true }).fill("50");
+    await page.getByRole("row").filter({ hasText: "Application:DefaultPageSize" }).getByRole("button", { name: "Save" }).click();
+    await page.getByText("Application:DefaultPageSize saved").waitFor();
+    const settings = await rest("GET", "/v1/settings", { key: KEY });
+    expect(settings.body["settings"].find((x: { name: string }) => x.name === "Application:DefaultPageSize")).toMatchObject({ value: "50", source: "database" });
+    // The audit trail reads the log's Audit category (its entries come with branch secauth; not asserted here).
+    await page.getByRole("link", { name: "Audit trail" }).click();
+    await page.getByRole("heading", { name: "Audit trail" }).waitFor();
+    await page.getByRole("region", { name: "Audit entries" }).waitFor();
+  });
+
+  it("signs out: the session's key is revoked and the sign-in form is back", async () => {
+    const csrf = (await page.evaluate(`JSON.parse(sessionStorage.getItem("licensing-console-session") ?? "{}").csrfToken`)) as string;
+    const cookie = (await page.context().cookies()).find((c) => c.name === "__Host-console-key")!.value;
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.getByRole("button", { name: "Sign in" }).waitFor();
+    expect((await page.context().cookies()).find((c) => c.name === "__Host-console-key")).toBeUndefined();
+    // The key and its token, replayed: refused.
+    const res = await fetch(new URL("/v1/products", base), { headers: { cookie: `__Host-console-key=${cookie}`, "x-csrf-token": csrf } });
+    expect(res.status).toBe(401);
+  });
+
+  it("shows a Sales user only what Sales may do", async () => {
+    const user = await rest("POST", "/v1/users", { key: KEY, body: { user: { userName: "sam", password: "Sales-12345", roles: ["Sales"] } } });
+    expect(user.status, JSON.stringify(user.body)).toBe(200);
+    await page.getByLabel("User name").fill("sam");
+    await page.getByLabel("Password").fill("Sales-12345");
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.getByText("sam (Sales)").waitFor();
+    const nav = page.getByRole("navigation", { name: "Console" });
+    for (const allowed of ["Products & releases", "Customers", "Licenses", "Service log"]) await nav.getByRole("link", { name: allowed }).waitFor();
+    for (const hidden of ["Webhooks", "Users", "API keys", "Settings", "Audit trail"]) expect(await nav.getByRole("link", { name: hidden }).count(), hidden).toBe(0);
+    // A page outside the roles, opened by its address, says so instead of calling the API.
+    await page.goto(new URL("/console/#/api-keys", base).toString());
+    expect(await page.getByRole("alert").textContent()).toBe("Your roles do not allow this page.");
+    // Templates are the managers': the list is readable, the button to make one is not offered.
+    await page.goto(new URL("/console/#/templates", base).toString());
+    await page.getByRole("region", { name: "License templates" }).getByRole("cell", { name: "Studio floating, 2 seats" }).waitFor();
+    expect(await page.getByRole("button", { name: "New license template" }).count()).toBe(0);
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.getByRole("button", { name: "Sign in" }).waitFor();
+  });
+});
