@@ -43,7 +43,7 @@ export interface paths {
         put?: never;
         /**
          * Change the signed-in user's own profile (only the properties sent)
-         * @description Change the signed-in user's own profile (only the properties sent)
+         * @description Changing the password, email or user name needs `currentPassword` (400 without it or when it is wrong; a wrong one counts as a failed login). A new password ends every bearer token of the user, this one included: sign in again.
          *
          *     Bearer token only.
          */
@@ -188,7 +188,7 @@ export interface paths {
         post?: never;
         /**
          * Delete a stored resource
-         * @description Delete a stored resource
+         * @description Deletes a resource. Signing keys (Administrator only) are retired instead: a retired key signs no more and stays published at GET /v1/extensions/keys until every license key it signed has expired.
          *
          *     API key only. Roles: Administrator, LicenseManager, Sales.
          */
@@ -649,7 +649,7 @@ export interface paths {
         };
         /**
          * List the roles
-         * @description List the roles
+         * @description Takes none of the list parameters (select, filter, sort, take, skip, include, countOnly): it always answers the whole list.
          *
          *     API key only. Roles: Administrator.
          */
@@ -1829,7 +1829,7 @@ export interface paths {
         };
         /**
          * List every setting with its effective value and source
-         * @description List every setting with its effective value and source
+         * @description Takes none of the list parameters (select, filter, sort, take, skip, include, countOnly): it always answers the whole list.
          *
          *     API key only. Roles: Administrator.
          */
@@ -1857,7 +1857,7 @@ export interface paths {
         };
         /**
          * List logs
-         * @description List logs
+         * @description Audit entries (category `Audit`) are listed for Administrators only.
          *
          *     API key only. Roles: Administrator, LicenseManager, Sales.
          */
@@ -1866,7 +1866,7 @@ export interface paths {
         post?: never;
         /**
          * Delete log entries (all, or those before a date and/or of a level)
-         * @description Delete log entries (all, or those before a date and/or of a level)
+         * @description Audit entries (category `Audit`) are deleted only when an Administrator asks; other roles delete the rest.
          *
          *     API key only. Roles: Administrator, LicenseManager, Sales.
          */
@@ -2179,6 +2179,8 @@ export interface components {
              */
             code: number;
             message?: string;
+            /** @description Licensing refusals (520 + gRPC code) only: a stable, machine-readable reason such as licenseRevoked. */
+            reason?: string;
         };
         ProblemDetails: {
             type: string;
@@ -2268,7 +2270,7 @@ export interface components {
         };
         OwnProfileUpdate: {
             userName?: string;
-            /** @description Write-only; stored as a PBKDF2-SHA256 hash. */
+            /** @description Write-only; at least 12 characters; stored as a PBKDF2-SHA256 hash. */
             password?: string | null;
             email?: string | null;
             phoneNumber?: string | null;
@@ -2311,6 +2313,7 @@ export interface components {
             code?: string;
             description?: string;
             source?: string;
+            /** @description Never returned for signing keys (SignatureKey, RetiredSignatureKey): it holds their private part. */
             data?: string;
             dataFormat?: string;
             meta?: string;
@@ -2326,8 +2329,9 @@ export interface components {
             code?: string | null;
             description?: string | null;
             source?: string | null;
-            /** @description Protects the resource; accepted, never returned. */
+            /** @description Protects the resource; stored encrypted, accepted, never returned. */
             password?: string | null;
+            /** @description Never returned for signing keys (SignatureKey, RetiredSignatureKey): it holds their private part. */
             data?: string | null;
             dataFormat?: string | null;
             meta?: string | null;
@@ -2341,8 +2345,9 @@ export interface components {
             code?: string | null;
             description?: string | null;
             source?: string | null;
-            /** @description Protects the resource; accepted, never returned. */
+            /** @description Protects the resource; stored encrypted, accepted, never returned. */
             password?: string | null;
+            /** @description Never returned for signing keys (SignatureKey, RetiredSignatureKey): it holds their private part. */
             data?: string | null;
             dataFormat?: string | null;
             meta?: string | null;
@@ -2391,8 +2396,8 @@ export interface components {
                 email?: string;
                 company?: string;
             };
-            /** @description Compact JWS (ES256, header kid) over the license; verify offline with GET /v1/extensions/keys. */
-            licenseKey: string;
+            /** @description Compact JWS (ES256, header kid) over the license; verify offline with GET /v1/extensions/keys. Present only where it proves a usable license on the caller's machine: File mode always, Activation mode for a machine with a live activation, Floating mode for the machine/client holding a live seat. */
+            licenseKey?: string;
         };
         ActivateRequest: {
             userKey?: string;
@@ -2449,7 +2454,7 @@ export interface components {
         };
         UserCreate: {
             userName: string;
-            /** @description Write-only; stored as a PBKDF2-SHA256 hash. */
+            /** @description Write-only; at least 12 characters; stored as a PBKDF2-SHA256 hash. */
             password?: string | null;
             email?: string | null;
             phoneNumber?: string | null;
@@ -2479,7 +2484,7 @@ export interface components {
         UserUpdate: {
             id: string;
             userName?: string;
-            /** @description Write-only; stored as a PBKDF2-SHA256 hash. */
+            /** @description Write-only; at least 12 characters; stored as a PBKDF2-SHA256 hash. */
             password?: string | null;
             email?: string | null;
             phoneNumber?: string | null;
@@ -3432,6 +3437,11 @@ export interface components {
             timestamp?: string;
             /** @description 0 = Verbose, 1 = Debug, 2 = Information, 3 = Warning, 4 = Error, 5 = Fatal */
             level?: number | ("Verbose" | "Debug" | "Information" | "Warning" | "Error" | "Fatal");
+            /**
+             * @description What the entry is about: `Service`, or `Audit` for security events (listed for Administrators only).
+             * @enum {string}
+             */
+            category?: "Service" | "Audit";
             message?: string;
             /** @description The error's name, message and stack. */
             exception?: string;
@@ -3550,7 +3560,7 @@ export interface components {
             url?: string;
             /** @description Event types delivered to this subscription; `*` = all (GET /v1/webhooks/event-types). */
             eventTypes?: string[];
-            /** @description Extra request headers sent with each delivery. */
+            /** @description Extra request headers sent with each delivery; their values are stored encrypted and shown as ********. */
             headers?: {
                 [key: string]: string;
             };
@@ -3570,6 +3580,8 @@ export interface components {
         MessageEnvelope: {
             success: boolean;
             message?: string;
+            /** @description Licensing refusals (520 + gRPC code) only: a stable, machine-readable reason such as licenseRevoked. */
+            reason?: string;
         };
         WebhookSubscriptionCreate: {
             name: string;
@@ -3804,6 +3816,8 @@ export interface operations {
             content: {
                 "application/json": {
                     user: components["schemas"]["OwnProfileUpdate"];
+                    /** @description The present password: required to change the password, email or user name. */
+                    currentPassword?: string;
                 };
             };
         };
@@ -5048,8 +5062,10 @@ export interface operations {
     downloadArtifact: {
         parameters: {
             query?: {
-                /** @description Single-use download token (gated releases). */
+                /** @description Download token (gated releases): used up by the first complete download; ranges resume until it expires. */
                 token?: string;
+                /** @description The artifact's id, as the URLs of feeds and update checks carry it: an ungated answer naming it is cached as immutable. */
+                artifact?: string;
                 kind?: "installer" | "zip" | "delta" | "blockmap";
                 /** @description The caller's user key; prefer the X-Service-User-Key header. */
                 userKey?: string;
