@@ -87,7 +87,13 @@ function changesCredentials(values: Record<string, unknown>, existing: Record<st
 }
 
 const CURRENT_PASSWORD_REQUIRED = "The current password is required to change the password, email or user name.";
-const CURRENT_PASSWORD_WRONG = "The current password is not correct.";
+
+/** A wrong current password: a 400 that login protection counts as a failed attempt. */
+class WrongCurrentPassword extends ApiError {
+  constructor() {
+    super(400, "The current password is not correct.");
+  }
+}
 
 /**
  * Checks the signed-in user's present password before a credential change: a stolen bearer token alone cannot take
@@ -100,9 +106,9 @@ async function confirmPassword(ctx: ServiceContext, userName: string, currentPas
     ctx,
     passwordAttempt(userName),
     async () => {
-      if (!(await checkPassword(ctx.db, userName, currentPassword))) throw new ApiError(400, CURRENT_PASSWORD_WRONG);
+      if (!(await checkPassword(ctx.db, userName, currentPassword))) throw new WrongCurrentPassword();
     },
-    (e) => e instanceof ApiError && e.message === CURRENT_PASSWORD_WRONG,
+    (e) => e instanceof WrongCurrentPassword,
   );
 }
 
