@@ -267,7 +267,7 @@ export const MIN_SECRET_BYTES = 32;
 export const PUBLISHED_SECRETS: ReadonlySet<string> = new Set([
   "dev-only-jwt-secret-change-me-0123456789abcdef",
   "dev-only-encryption-key-change-me",
-  "Admin-12345",
+  "Admin-12345678",
   "api_DevAdminKey000000000000000000000",
   "dev-only-gateway-secret-change-me-0123456789",
 ]);

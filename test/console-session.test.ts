@@ -58,9 +58,9 @@ describe("console sign-in", () => {
   });
 
   it("acts with the user's roles: a Sales user's console session cannot manage users", async () => {
-    const created = await admin("POST", "/v1/users", { user: { userName: "console-sales", password: "Secret#123", roles: ["Sales"] } });
+    const created = await admin("POST", "/v1/users", { user: { userName: "console-sales", password: "Secret#123456", roles: ["Sales"] } });
     expect(created.status).toBe(200);
-    const s = await signIn("console-sales", "Secret#123");
+    const s = await signIn("console-sales", "Secret#123456");
     expect(s.res.body["roles"]).toEqual(["Sales"]);
     const headers = { cookie: s.cookie, "x-csrf-token": s.csrf };
     expect((await call("GET", "/v1/customers", { headers })).status).toBe(200);

@@ -47,7 +47,7 @@ describe("outside development", () => {
     ["the published JwtSecret", { Application__JwtSecret: "dev-only-jwt-secret-change-me-0123456789abcdef" }, "Application:JwtSecret"],
     ["the published EncryptionKey", { Application__EncryptionKey: "dev-only-encryption-key-change-me" }, "Application:EncryptionKey"],
     ["the published administrator API key", { Application__AdminApiKey: "api_DevAdminKey000000000000000000000" }, "Application:AdminApiKey"],
-    ["the published administrator password", { Application__AdminUsername: "root", Application__AdminPassword: "Admin-12345" }, "Application:AdminPassword"],
+    ["the published administrator password", { Application__AdminUsername: "root", Application__AdminPassword: "Admin-12345678" }, "Application:AdminPassword"],
     ["the published gateway secret", { IpFiltering__GatewaySecret: "dev-only-gateway-secret-change-me-0123456789" }, "IpFiltering:GatewaySecret"],
     ["insecure webhook URLs", { Webhooks__AllowInsecureUrls: "true" }, "Webhooks:AllowInsecureUrls"],
   ];
@@ -71,7 +71,7 @@ describe("outside development", () => {
   }
 
   it("creates no administrator from a published password before refusing", async () => {
-    await fetchAs(production({ Application__AdminUsername: "published-admin", Application__AdminPassword: "Admin-12345" }), "/health");
+    await fetchAs(production({ Application__AdminUsername: "published-admin", Application__AdminPassword: "Admin-12345678" }), "/health");
     const row = await env.DB.prepare("SELECT count(*) AS n FROM users WHERE normalized_user_name = 'published-admin'").first<{ n: number }>();
     expect(row?.n).toBe(0);
   });

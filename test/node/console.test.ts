@@ -360,10 +360,10 @@ describe("the admin console in Chromium", () => {
   });
 
   it("shows a Sales user only what Sales may do", async () => {
-    const user = await rest("POST", "/v1/users", { key: KEY, body: { user: { userName: "sam", password: "Sales-12345", roles: ["Sales"] } } });
+    const user = await rest("POST", "/v1/users", { key: KEY, body: { user: { userName: "sam", password: "Sales-12345678", roles: ["Sales"] } } });
     expect(user.status, JSON.stringify(user.body)).toBe(200);
     await page.getByLabel("User name").fill("sam");
-    await page.getByLabel("Password").fill("Sales-12345");
+    await page.getByLabel("Password").fill("Sales-12345678");
     await page.getByRole("button", { name: "Sign in" }).click();
     await page.getByText("sam (Sales)").waitFor();
     const nav = page.getByRole("navigation", { name: "Console" });
