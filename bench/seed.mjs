@@ -1,6 +1,6 @@
 // Bulk seeding for the benchmark's scale runs: licenses inserted straight into D1 (through Miniflare's
 // getD1Database) as batches of multi-row INSERTs, signed with the integrity HMAC the service computes
-// (src/licensing/licenses.ts), so the filler reads as ordinary licenses to every route that lists or counts them.
+// (src/licensing/license-core.ts), so the filler reads as ordinary licenses to every route that lists or counts them.
 // The few licenses the scenarios use are created through the API; `verifyIntegrity` checks this file's HMAC against
 // one of them, so a change to the service's signing is caught before any number is taken.
 import { createHmac, hkdfSync, randomInt } from "node:crypto";
@@ -11,14 +11,14 @@ const CROCKFORD32 = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 const DAY_MS = 86_400_000;
 
 /**
- * The HMAC key of src/licensing/licenses.ts: HKDF-SHA256 of Application:EncryptionKey with an empty salt and the
+ * The HMAC key of src/licensing/license-core.ts: HKDF-SHA256 of Application:EncryptionKey with an empty salt and the
  * purpose as `info`, 256 bits (what WebCrypto's deriveKey produces for an HMAC-SHA256 key of that length).
  */
 function integrityKey(secret) {
   return Buffer.from(hkdfSync("sha256", Buffer.from(secret, "utf8"), Buffer.alloc(0), Buffer.from("licensing/license-integrity/v1", "utf8"), 32));
 }
 
-/** canonicalLicense of src/licensing/licenses.ts, over a row in D1's column names. */
+/** canonicalLicense of src/licensing/license-core.ts, over a row in D1's column names. */
 function canonical(row) {
   return JSON.stringify([
     "license/v1",
@@ -46,7 +46,7 @@ export async function verifyIntegrity(db, secret, licenseRowId) {
   const row = await db.prepare("SELECT * FROM licenses WHERE id = ?").bind(licenseRowId).first();
   if (!row) throw new Error(`license ${licenseRowId} not found`);
   if (sign(integrityKey(secret), row) !== row.integrity) {
-    throw new Error("bench/seed.mjs signs licenses differently from src/licensing/licenses.ts: update its canonical form");
+    throw new Error("bench/seed.mjs signs licenses differently from src/licensing/license-core.ts: update its canonical form");
   }
 }
 

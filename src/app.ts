@@ -4,19 +4,19 @@
  * one error path. Built once per isolate.
  */
 import type { Context, MiddlewareHandler } from "hono";
-import type { AppEnv } from "./app-env";
+import type { AppEnv } from "./http/app-env";
 import { ensureAdmin } from "./auth/bootstrap";
-import { ipProtection } from "./protection/guard";
+import { ipProtection } from "./protection/limits";
 import { clientAddress } from "./protection/client-ip";
 import { clock } from "./clock";
 import { API_KEY_SCHEME, BEARER_SCHEME, logoutFirst } from "./auth/guard";
-import { registerAuth } from "./auth/routes";
+import { registerAuth } from "./auth/auth-routes";
 import { registerConsoleAuth } from "./auth/console-routes";
 import { type Config, loadConfig, unsafeSetting } from "./config";
 import { openRequestDb, reportRequestDb } from "./http/d1-session";
 import { jsonBodyLimit } from "./http/body-limit";
 import { browserCors } from "./http/cors";
-import { ApiError } from "./http/errors";
+import { ApiError } from "./errors";
 import { requestLog } from "./http/request-log";
 import { errorResponse, renderError } from "./http/respond";
 import { type Router, createRouter } from "./http/router";
@@ -36,14 +36,14 @@ import { registerProducts } from "./management/products";
 import { registerReleases } from "./management/releases";
 import { registerReports } from "./management/reports";
 import { registerResources } from "./management/resources";
-import { registerDownloads } from "./updates/downloads";
-import { registerSigningKeys } from "./updates/keys";
-import { registerUpdateRoutes } from "./updates/routes";
-import { registerLicensingRoutes } from "./licensing/routes";
+import { registerDownloads } from "./management/release-downloads";
+import { registerSigningKeys } from "./auth/signing-key-routes";
+import { registerUpdateRoutes } from "./updates/update-routes";
+import { registerLicensingRoutes } from "./licensing/licensing-routes";
 import { registerRpc } from "./rpc/server";
 import { registerSettings } from "./management/settings";
 import { registerUsers } from "./management/users";
-import { registerWebhooks } from "./webhooks/routes";
+import { registerWebhooks } from "./webhooks/webhook-routes";
 import { registerSwaggerUi } from "./swagger-ui";
 import { SERVICE_VERSION } from "./version";
 

@@ -3,7 +3,6 @@
  * delivery history under retention). Each step is one statement and safe to repeat.
  */
 import { loadConfig } from "./config";
-import type { Bindings } from "./env";
 import { pruneLogsStatement } from "./logging";
 import { pruneDeliveriesStatement } from "./webhooks/history";
 import { pruneInlineReportsStatement, pruneStoredReports, pruneTracesStatement } from "./licensing/retention";

@@ -1,6 +1,5 @@
 /** Worker entry: fetch (the Hono app), queue (background jobs by kind) and scheduled (housekeeping). */
 import { createApp } from "./app";
-import type { Bindings } from "./env";
 import { consumeBatch } from "./jobs";
 import { housekeeping } from "./housekeeping";
 

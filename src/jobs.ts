@@ -1,10 +1,3 @@
-/**
- * The queue consumer: each message names its job kind, and the module that owns the kind handles it (webhook
- * delivery registers `webhook.delivery`). A handler decides per message whether to ack or retry; a message of a
- * kind nobody handles is logged and acknowledged, so a stray message never loops until the dead-letter queue.
- */
-import type { Bindings } from "./env";
-
 export interface Job {
   kind: string;
   [field: string]: unknown;

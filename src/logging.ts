@@ -5,7 +5,7 @@
  * Writing the log is best effort: a failure is reported to the Worker's console and never thrown.
  */
 import { type SQL, and, eq, lt, ne } from "drizzle-orm";
-import type { Principal } from "./app-env";
+import type { Principal } from "./http/app-env";
 import { clock, nowIso } from "./clock";
 import type { Config } from "./config";
 import type { Db } from "./db/client";

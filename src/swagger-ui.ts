@@ -7,7 +7,7 @@
 import type { Context } from "hono";
 import bundle from "swagger-ui-dist/swagger-ui-bundle.js";
 import stylesheet from "swagger-ui-dist/swagger-ui.css";
-import type { AppEnv } from "./app-env";
+import type { AppEnv } from "./http/app-env";
 import type { Router } from "./http/router";
 
 /** Absolute paths: the page is served at `/swagger` and `/swagger/` alike, so relative ones would differ. */

@@ -38,7 +38,7 @@ import "../client/src/grpc-web";
 import { clock } from "../src/clock";
 import { loadConfig } from "../src/config";
 import { getDb } from "../src/db/client";
-import { signBytes } from "../src/updates/signing-keys";
+import { signBytes } from "../src/auth/signing-keys";
 import { ADMIN, BASE, admin } from "./helpers";
 
 const TRANSPORTS = ["http", "grpc-web"] as const;

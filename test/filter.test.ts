@@ -3,7 +3,7 @@ import { and, eq } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import { integer, real, SQLiteSyncDialect, sqliteTable, text } from "drizzle-orm/sqlite-core";
 import { beforeAll, describe, expect, it } from "vitest";
-import { ApiError } from "../src/http/errors";
+import { ApiError } from "../src/errors";
 import { compileFilter, type QuerySchema, resolveProperty } from "../src/http/filter";
 
 // A table of its own, so the rows exercise every field type and the awkward characters of the language.

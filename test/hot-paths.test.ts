@@ -13,9 +13,8 @@ import { loadConfig } from "../src/config";
 import { getDb } from "../src/db/client";
 import { renderError } from "../src/http/respond";
 import { createRouter } from "../src/http/router";
-import { bumpReleaseGeneration } from "../src/management/releases";
 import { ANSWER_MEMO_MS, forgetAnswers, keepAnswer, recallAnswer } from "../src/updates/answer-memo";
-import { PRODUCT_MEMO_MS, productByCodeMemo } from "../src/updates/product-memo";
+import { PRODUCT_MEMO_MS, productByCodeMemo, bumpReleaseGeneration } from "../src/updates/product-memo";
 import { ADMIN, BASE, admin, call, login, movableClock, setSetting } from "./helpers";
 
 const moveClock = (await movableClock()).move;

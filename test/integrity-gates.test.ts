@@ -10,7 +10,7 @@ import { createGrpcWebTransport } from "@connectrpc/connect-web";
 import { decodeProtectedHeader } from "jose";
 import { describe, expect, it, vi } from "vitest";
 import { ReportServer } from "../src/gen/licensing/v1/report_server_pb";
-import { forgetSigningKeys } from "../src/updates/signing-keys";
+import { forgetSigningKeys } from "../src/auth/signing-keys";
 import { ADMIN, BASE, admin, call, keyFor, movableClock } from "./helpers";
 
 const moveClock = (await movableClock()).move;

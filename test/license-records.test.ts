@@ -6,7 +6,7 @@
  */
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { GeoLookupError, lookupGeoLocation } from "../src/licensing/geolocation";
+import { GeoLookupError, lookupGeoLocation } from "../src/licensing/geo-lookup";
 import { ADMIN, admin, call, countRows, setSetting } from "./helpers";
 import { newLicense, newReport } from "./samples/licenses";
 

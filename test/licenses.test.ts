@@ -7,7 +7,7 @@
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { getDb } from "../src/db/client";
-import { createLicense, generateLicenseKeys } from "../src/licensing/licenses";
+import { createLicense, generateLicenseKeys } from "../src/licensing/license-core";
 import { admin, countRows, setSetting } from "./helpers";
 import { newCustomer, newOrder, newProduct } from "./samples/commerce";
 import { newLicense } from "./samples/licenses";

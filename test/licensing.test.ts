@@ -8,9 +8,9 @@ import { env } from "cloudflare:workers";
 import { compactVerify, createLocalJWKSet, type JSONWebKeySet } from "jose";
 import { describe, expect, it } from "vitest";
 import { clock } from "../src/clock";
-import { Messages, Reasons } from "../src/licensing/runtime";
 import { admin, call, countRows, movableClock, queuedTraces } from "./helpers";
 import { newLicense } from "./samples/licensing";
+import { Messages, Reasons } from "../src/licensing/license-lookup";
 
 const moveClock = (await movableClock()).move;
 

@@ -7,10 +7,10 @@ import { createExecutionContext, createScheduledController, waitOnExecutionConte
 import { env } from "cloudflare:workers";
 import type { Handler } from "hono";
 import { describe, expect, it } from "vitest";
-import type { AppEnv } from "../src/app-env";
+import type { AppEnv } from "../src/http/app-env";
 import { createApp } from "../src/app";
 import { getDb } from "../src/db/client";
-import { GrpcCode, LicensingError } from "../src/http/errors";
+import { GrpcCode, LicensingError } from "../src/errors";
 import { housekeeping } from "../src/housekeeping";
 import worker from "../src/index";
 import { LOG_LEVELS, ServiceLog, exceptionText } from "../src/logging";

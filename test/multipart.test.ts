@@ -3,7 +3,7 @@
  * down to one byte: parts, names, file names, bytes that nearly match the delimiter, and malformed bodies.
  */
 import { describe, expect, it } from "vitest";
-import { ValidationProblem } from "../src/http/errors";
+import { ValidationProblem } from "../src/errors";
 import { MultipartReader, formBoundary } from "../src/updates/multipart";
 import { bytesOf } from "./artifacts-kit";
 

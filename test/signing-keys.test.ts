@@ -7,7 +7,7 @@ import { compactVerify, createLocalJWKSet, importJWK } from "jose";
 import { describe, expect, it } from "vitest";
 import { buildConfig } from "../src/config";
 import { getDb } from "../src/db/client";
-import { forgetSigningKeys, signBytes, signJws, signingKeys } from "../src/updates/signing-keys";
+import { forgetSigningKeys, signBytes, signJws, signingKeys } from "../src/auth/signing-keys";
 import { call, setSetting } from "./helpers";
 
 const config = buildConfig({ Application__EncryptionKey: "test-encryption-key" }, []).config;

@@ -6,12 +6,12 @@
  */
 import { type SQL, sql } from "drizzle-orm";
 import { SignJWT, jwtVerify } from "jose";
-import { ROLES, type Principal, type Role } from "../app-env";
+import { ROLES, type Principal, type Role } from "../http/app-env";
 import { clock } from "../clock";
 import { type Config, ConfigError } from "../config";
 import type { Db } from "../db/client";
 import { revokedTokens, users } from "../db/schema";
-import { randomString } from "./crypto";
+import { randomString } from "../crypto";
 
 const ISSUER = "licensing-service";
 const keys = new Map<string, Promise<CryptoKey>>();

@@ -8,8 +8,8 @@
  */
 import { nowIso } from "../clock";
 import { type Config, ConfigError } from "../config";
-import { generateApiKey, keyPrefix } from "./api-keys";
-import { sha256Hex } from "./crypto";
+import { generateApiKey, keyPrefix } from "./api-key-service";
+import { sha256Hex } from "../crypto";
 import { MIN_PASSWORD_LENGTH, hashPassword } from "./passwords";
 
 const BOOTSTRAP_KEY_NAME = "Administrator (bootstrap)";

@@ -1,20 +1,20 @@
 /** `/v1/auth/console/*`: sign-in and sign-out of the admin console (the cookie itself: auth/console-session.ts). */
 import { createRoute, z } from "@hono/zod-openapi";
 import { eq } from "drizzle-orm";
-import type { Role } from "../app-env";
+import type { Role } from "../http/app-env";
 import { clock, nowIso } from "../clock";
 import { apiKeys, users } from "../db/schema";
 import { serviceContext } from "../http/context";
-import { ApiError, unauthorized } from "../http/errors";
+import { ApiError, unauthorized } from "../errors";
 import { Envelope, anonymousErrorResponses, enveloped, json } from "../http/openapi";
 import { ok } from "../http/respond";
 import type { Router } from "../http/router";
-import { passwordAttempt, protectLogin } from "../protection/guard";
-import { Permission, generateApiKey, invalidateApiKeyCache, keyPrefix } from "./api-keys";
+import { passwordAttempt, protectLogin } from "../protection/limits";
+import { Permission, generateApiKey, invalidateApiKeyCache, keyPrefix } from "./api-key-service";
 import { CONSOLE_COOKIE, CONSOLE_KEY_NAME, CSRF_HEADER, consoleSessionKey, csrfTokenFor, sessionCookie } from "./console-session";
-import { sha256Hex } from "./crypto";
+import { sha256Hex } from "../crypto";
 import { API_KEY_SCHEME, access } from "./guard";
-import { INVALID_LOGIN, checkPassword } from "./routes";
+import { INVALID_LOGIN, checkPassword } from "./sign-in";
 
 const ConsoleLoginRequest = z
   .object({ username: z.string().min(1).max(256), password: z.string().max(256) })

@@ -12,8 +12,8 @@
  */
 import type { Context } from "hono";
 import { generateCookie, getCookie } from "hono/cookie";
-import type { AppEnv } from "../app-env";
-import { timingSafeEqualText } from "./crypto";
+import type { AppEnv } from "../http/app-env";
+import { timingSafeEqualText } from "../crypto";
 
 /** `__Host-`: only ever set by this origin over HTTPS, for path `/`, with no Domain (RFC 6265bis). */
 export const CONSOLE_COOKIE = "__Host-console-key";

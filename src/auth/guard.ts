@@ -7,10 +7,10 @@
  * Each returns the route's `middleware` and its OpenAPI `security`, so the document always says what is enforced.
  */
 import type { Context, MiddlewareHandler } from "hono";
-import type { AppEnv, Principal, Role } from "../app-env";
+import type { AppEnv, Principal, Role } from "../http/app-env";
 import type { Db } from "../db/client";
-import { forbidden, unauthorized } from "../http/errors";
-import { authenticateApiKey, permissionFor } from "./api-keys";
+import { forbidden, unauthorized } from "../errors";
+import { authenticateApiKey, permissionFor } from "./api-key-service";
 import { loggedOutQuery, verifyToken, verifyTokenClaims } from "./bearer";
 import { consoleSessionKey } from "./console-session";
 

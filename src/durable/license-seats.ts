@@ -13,10 +13,9 @@ import { clock } from "../clock";
 import { loadConfig } from "../config";
 import { getDb } from "../db/client";
 import { licenses } from "../db/schema";
-import type { Bindings } from "../env";
 import { judgeLicense } from "../licensing/policy";
 import { TraceAction } from "../licensing/vocabulary";
-import { emitSeatsExpired } from "../webhooks/license-events";
+import { emitSeatsExpired } from "../licensing/license-events";
 
 export interface SeatRequest {
   tokenDigest: string;

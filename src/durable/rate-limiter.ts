@@ -5,7 +5,6 @@
  * The caller passes the time and the settings, so the object follows run-time setting changes and test clocks.
  */
 import { DurableObject } from "cloudflare:workers";
-import type { Bindings } from "../env";
 
 export interface Verdict {
   allowed: boolean;

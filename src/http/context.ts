@@ -1,9 +1,8 @@
 import type { Context } from "hono";
-import type { AppEnv, Principal } from "../app-env";
+import type { AppEnv, Principal } from "./app-env";
 import type { DeferredLogoutCheck } from "../auth/guard";
 import type { Config } from "../config";
 import type { Db } from "../db/client";
-import type { Bindings } from "../env";
 import type { ServiceLog } from "../logging";
 
 /** What services get from a request: its dependencies, never the HTTP request itself (DESIGN house style). */
@@ -41,4 +40,20 @@ export function serviceContext(c: Context<AppEnv>): ServiceContext {
       }
     },
   };
+}
+
+/** Who is asking, as the transport saw it. */
+export interface ClientInfo {
+  address: string;
+  /** `request.cf` geodata as JSON (country, region, city, latitude, longitude, timezone), when known. */
+  geoLocation?: string | undefined;
+}
+
+/** The client's address and `request.cf` geodata, as traces and reports keep them. */
+export function clientInfo(c: Context<AppEnv>): ClientInfo {
+  const cf = (c.req.raw as Request & { cf?: Record<string, unknown> }).cf;
+  const geo = cf
+    ? Object.fromEntries(["country", "region", "city", "latitude", "longitude", "timezone"].filter((k) => cf[k] !== undefined).map((k) => [k, cf[k]]))
+    : {};
+  return { address: c.get("clientIp"), ...(Object.keys(geo).length > 0 ? { geoLocation: JSON.stringify(geo) } : {}) };
 }

@@ -6,7 +6,7 @@
  */
 import type { Context, MiddlewareHandler } from "hono";
 import { cors } from "hono/cors";
-import type { AppEnv } from "../app-env";
+import type { AppEnv } from "./app-env";
 
 /** Paths browsers may call: the application-facing surface, nothing of the Management API. */
 const BROWSER_PATHS = /^\/(?:v1\/license\/[^/]+$|v1\/report$|v1\/auth\/login$|v1\/updates\/|v1\/extensions\/keys$|licensing\.v1\.[A-Za-z]+\/[A-Za-z]+$)/;

@@ -5,7 +5,7 @@
  * `x-d1-bookmark`, and, when `Application:ServerTiming` is on, the request's D1 work in a `Server-Timing` header.
  */
 import type { Context } from "hono";
-import type { AppEnv } from "../app-env";
+import type { AppEnv } from "./app-env";
 import { type RequestDb, requestDb } from "../db/work";
 
 /** Request and response header carrying a D1 session bookmark. */

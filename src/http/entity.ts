@@ -148,7 +148,7 @@ export interface EntityDefinition<F extends Fields, R extends keyof F & string> 
   required?: readonly R[];
   /**
    * A generated public identifier (a unique string column) that paths accept beside the integer id: a license's
-   * `lic…` (CONTRACT section 7). See `resolveId` in db/repository.ts.
+   * `lic…` (CONTRACT section 7). See `resolveId` in http/repository.ts.
    */
   publicId?: keyof F & string;
 }

@@ -19,7 +19,7 @@
  */
 import { type SQL, sql } from "drizzle-orm";
 import { type SQLiteColumn, SQLiteSyncDialect } from "drizzle-orm/sqlite-core";
-import { ApiError } from "./errors";
+import { ApiError } from "../errors";
 
 /** How a property is stored and compared. Dates are ISO-8601 UTC text "yyyy-MM-ddTHH:mm:ss.fffZ"; booleans 0/1
  * integers; enums integers (compare with a number or with a member name string, case-insensitive); "json" columns

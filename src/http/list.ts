@@ -9,7 +9,7 @@ import { type SQL, and, asc, count, desc } from "drizzle-orm";
 import type { Config } from "../config";
 import type { Db } from "../db/client";
 import type { Entity } from "./entity";
-import { ApiError } from "./errors";
+import { ApiError } from "../errors";
 import { MAX_FILTER_LENGTH, compileFilter, resolveProperty } from "./filter";
 import { INT32_MAX } from "./openapi";
 

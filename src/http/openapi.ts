@@ -69,7 +69,7 @@ export function jsonBody<T extends z.ZodType>(schema: T) {
 
 /**
  * 429 from the per-IP request limit (SPEC "Limits" rule 2): any counted route can answer it, with `Retry-After` and a
- * text body saying how long to wait (protection/guard.ts).
+ * text body saying how long to wait (protection/limits.ts).
  */
 export const tooManyRequests = {
   description: "Too many requests from the client's IP address (IpFiltering:BruteForceProtection); the text says how many seconds to wait.",

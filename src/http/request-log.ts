@@ -4,7 +4,7 @@
  * adds for every request that fails with a 5xx status. Nothing here can change or delay the response.
  */
 import type { Context, MiddlewareHandler } from "hono";
-import type { AppEnv } from "../app-env";
+import type { AppEnv } from "./app-env";
 import { getDb } from "../db/client";
 import { ServiceLog } from "../logging";
 

@@ -7,9 +7,9 @@ import type { Context, TypedResponse } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { ZodError } from "zod";
-import type { AppEnv } from "../app-env";
+import type { AppEnv } from "./app-env";
 import { ConfigError } from "../config";
-import { ApiError, LicensingError, RefusalError, ValidationProblem } from "./errors";
+import { ApiError, LicensingError, RefusalError, ValidationProblem } from "../errors";
 import { logFailure } from "./request-log";
 
 export const TOON_TYPE = "application/toon";

@@ -1,6 +1,6 @@
 import { OpenAPIHono, type RouteConfig } from "@hono/zod-openapi";
 import type { Handler } from "hono";
-import type { AppEnv } from "../app-env";
+import type { AppEnv } from "./app-env";
 import { validationHook } from "./respond";
 
 /** A router whose schema violations become problem details; every module registers its routes on one. */

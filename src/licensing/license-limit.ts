@@ -7,7 +7,7 @@
  */
 import { clock } from "../clock";
 import type { ServiceContext } from "../http/context";
-import { ApiError } from "../http/errors";
+import { ApiError } from "../errors";
 
 /** The RateLimiter object's name for a license (never an IP address). */
 export function licenseLimiterName(licenseRowId: number): string {

@@ -10,7 +10,7 @@
  * install (updates/catalog.ts), never whether the license itself may be used.
  */
 import type { Db } from "../db/client";
-import { type LicenseCore, type LicenseRow, activeClientCounts, clientCount, isLicenseIntact } from "./licenses";
+import { type LicenseCore, type LicenseRow, activeClientCounts, clientCount, isLicenseIntact } from "./license-core";
 import { type LicenseStatus, Mode } from "./vocabulary";
 
 /** Why a license may not be used, in the order the policy checks. */

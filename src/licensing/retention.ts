@@ -5,7 +5,6 @@
  * left without its row; a body R2 fails to delete keeps its row for the next run.
  */
 import type { Config } from "../config";
-import type { Bindings } from "../env";
 
 const DAY = 86_400_000;
 /** Reports with an R2 body removed per run: one R2 delete call takes at most 1,000 keys. */

@@ -4,11 +4,12 @@
  * Free of HTTP: the Management API issues activation tokens by hand here, the licensing runtime will too.
  */
 import { eq } from "drizzle-orm";
-import { BASE62, randomString, sha256Hex } from "../auth/crypto";
+import { BASE62, randomString, sha256Hex } from "../crypto";
 import type { Db } from "../db/client";
-import type { Bindings } from "../env";
 import { licenseTokens } from "../db/schema";
 import { TOKEN_KINDS, TOKEN_PREFIXES, TokenKind } from "./vocabulary";
+import { defineEntity, f } from "../http/entity";
+import { licenseReference } from "./license-records";
 
 export { TOKEN_KINDS, TOKEN_PREFIXES, TokenKind };
 
@@ -99,3 +100,26 @@ export async function issueActivationToken(db: Db, request: ActivationRequest, n
 export async function dropSeats(env: Bindings, licenseRowId: number, tokenDigests?: string[]): Promise<void> {
   await env.LICENSE_SEATS.getByName(String(licenseRowId)).drop(tokenDigests);
 }
+
+export const LicenseToken = defineEntity({
+  name: "LicenseToken",
+  singular: "licenseToken",
+  plural: "licenseTokens",
+  table: licenseTokens,
+  fields: {
+    id: f.id(),
+    token: f.string({ readOnly: true, description: "Masked (actk_AbCd…): the full token is returned only by the POST that issues it." }),
+    kind: f.enumOf(TOKEN_KINDS, { readOnly: true }),
+    licenseId: licenseReference(licenseTokens.licenseId),
+    machineId: f.string({ max: 256 }),
+    clientId: f.string({ max: 256 }),
+    clientName: f.string({ max: 256 }),
+    address: f.string({ readOnly: true, description: "IP address of the client that obtained the token." }),
+    issueDate: f.date({ readOnly: true }),
+    expireDate: f.date({ description: "None = valid until deleted." }),
+    lastHeartbeat: f.date({ readOnly: true }),
+    createdAt: f.date({ readOnly: true }),
+    updatedAt: f.date({ readOnly: true }),
+  },
+  required: ["machineId"],
+});

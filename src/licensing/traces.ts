@@ -2,8 +2,10 @@
 import { and, eq, lt } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { licenseTraces } from "../db/schema";
-import type { Bindings } from "../env";
 import { type Job, handleJobBatches } from "../jobs";
+import { defineEntity, f } from "../http/entity";
+import { TRACE_ACTIONS } from "./vocabulary";
+import { licenseReference } from "./license-records";
 
 export { TRACE_ACTIONS } from "./vocabulary";
 
@@ -85,3 +87,24 @@ async function writeTraces(messages: Message<Job>[], env: Bindings): Promise<voi
 }
 
 handleJobBatches(TRACE_JOB, writeTraces);
+
+const ro = { readOnly: true } as const;
+
+export const LicenseTrace = defineEntity({
+  name: "LicenseTrace",
+  singular: "licenseTrace",
+  plural: "licenseTraces",
+  table: licenseTraces,
+  fields: {
+    id: f.id(),
+    licenseId: licenseReference(licenseTraces.licenseId),
+    action: f.enumOf(TRACE_ACTIONS, ro),
+    clientIp: f.string(ro),
+    clientId: f.string(ro),
+    clientName: f.string(ro),
+    machineId: f.string(ro),
+    geoLocation: f.string({ ...ro, description: "JSON text: country, region, city, latitude, longitude, timezone." }),
+    meta: f.string(ro),
+    createdAt: f.date(ro),
+  },
+});

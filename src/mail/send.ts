@@ -8,7 +8,7 @@ import { clock } from "../clock";
 import { type Config, ConfigError } from "../config";
 import type { Db } from "../db/client";
 import { emailOutbox } from "../db/schema";
-import { ApiError } from "../http/errors";
+import { ApiError } from "../errors";
 import { buildMime } from "./mime";
 
 /** A message to send: one recipient, a subject, a text or HTML body. */

@@ -4,45 +4,15 @@
  * A key must have an owner (SPEC "Authentication" rule 8).
  */
 import { z } from "@hono/zod-openapi";
-import { generateApiKey, generateClientSecret, invalidateApiKeyCache, keyPrefix } from "../auth/api-keys";
-import { sha256Hex } from "../auth/crypto";
+import { generateApiKey, generateClientSecret, invalidateApiKeyCache, keyPrefix, ApiKey, maskKeys } from "../auth/api-key-service";
+import { sha256Hex } from "../crypto";
 import { Roles } from "../auth/guard";
 import { nowIso } from "../clock";
-import type { Row } from "../db/repository";
-import { apiKeys } from "../db/schema";
+import type { Row } from "../http/repository";
 import type { ServiceContext } from "../http/context";
-import { crud } from "../http/crud";
-import { defineEntity, f } from "../http/entity";
-import { int32 } from "../http/openapi";
+import { crud } from "./crud";
 import type { Router } from "../http/router";
-import { User } from "./users";
-
-export const ApiKey = defineEntity({
-  name: "ApiKey",
-  singular: "apiKey",
-  plural: "apiKeys",
-  table: apiKeys,
-  fields: {
-    id: f.id(),
-    name: f.string({ max: 256 }),
-    key: { ...f.string({ readOnly: true, description: "Masked: the full key is returned only when created." }), filter: undefined },
-    ownerId: f.string({ max: 64, description: "The user whose roles the key acts with." }),
-    description: f.string(),
-    createdDate: f.date({ readOnly: true }),
-    expireDate: f.date(),
-    revoked: f.bool(),
-    permissions: {
-      ...f.int({ min: 0, max: 15 }),
-      output: int32(0, 15).openapi({ description: "Bits: Read 1 (GET), Write 2 (PUT, PATCH), Delete 4, Create 8; All 15." }),
-    },
-  },
-  required: ["ownerId"],
-});
-
-/** The masked key shown in lists (`api_AbCd…`). */
-export function maskKeys(items: Record<string, unknown>[], rows: Record<string, unknown>[]): void {
-  items.forEach((item, i) => (item["key"] = rows[i]?.["keyPrefix"]));
-}
+import { User } from "../auth/users";
 
 /** Properties of a key an audit entry may name: never the key, its digest, prefix or client secret. */
 const AUDITED = ["name", "ownerId", "permissions", "revoked", "expireDate", "description"] as const;

@@ -4,12 +4,12 @@
  */
 import { Roles } from "../auth/guard";
 import { assemblies, productReleases } from "../db/schema";
-import { crud } from "../http/crud";
+import { crud } from "./crud";
 import { defineEntity, f } from "../http/entity";
 import type { Router } from "../http/router";
-import { Product } from "./products";
-import { ProductRelease } from "./release-entity";
+import { ProductRelease } from "../updates/release";
 import { Resource } from "./resources";
+import { Product } from "../licensing/products";
 
 export const Assembly = defineEntity({
   name: "Assembly",

@@ -4,8 +4,8 @@
  * (Application:EnableWebApi). wrangler.toml runs the Worker first, so this gate and the headers below always apply.
  */
 import type { Context } from "hono";
-import type { AppEnv } from "../app-env";
-import { ApiError } from "../http/errors";
+import type { AppEnv } from "../http/app-env";
+import { ApiError } from "../errors";
 import type { Router } from "../http/router";
 
 export const CONSOLE_PATH = "/console";

@@ -4,71 +4,14 @@
  * Deleting a customer deletes its contacts and is refused while orders or licenses point at it.
  */
 import { Roles } from "../auth/guard";
-import { type Row, generateCode, refuseIfReferenced } from "../db/repository";
-import { contacts, customers, licenses, orders } from "../db/schema";
-import { crud } from "../http/crud";
-import { defineEntity, f } from "../http/entity";
-import { ApiError } from "../http/errors";
+import { type Row, generateCode, refuseIfReferenced } from "../http/repository";
+import { contacts, licenses, orders } from "../db/schema";
+import { crud } from "./crud";
+import { ApiError } from "../errors";
 import type { Router } from "../http/router";
+import { Customer, Contact } from "../licensing/customers";
 
 const all = { list: Roles.management, create: Roles.management, update: Roles.management, delete: Roles.management };
-
-export const Customer = defineEntity({
-  name: "Customer",
-  singular: "customer",
-  plural: "customers",
-  table: customers,
-  fields: {
-    id: f.id(),
-    code: f.string({ max: 64, description: "Generated (C-XXXXXXXX) when omitted; unique." }),
-    title: f.string({ max: 64 }),
-    firstName: f.string({ max: 128 }),
-    lastName: f.string({ max: 128 }),
-    company: f.string({ max: 256 }),
-    email: f.string({ max: 256 }),
-    phone: f.string({ max: 64 }),
-    mobile: f.string({ max: 64 }),
-    fax: f.string({ max: 64 }),
-    website: f.string({ max: 512 }),
-    address: f.string({ max: 512 }),
-    postalCode: f.string({ max: 32 }),
-    city: f.string({ max: 128 }),
-    region: f.string({ max: 128 }),
-    country: f.string({ max: 128 }),
-    countryCode: f.string({ max: 8 }),
-    vatCode: f.string({ max: 64 }),
-    isReseller: f.bool(),
-    rating: f.int({ min: 0, max: 100 }),
-    notes: f.string(),
-    meta: f.string(),
-    createdAt: f.date({ readOnly: true }),
-    updatedAt: f.date({ readOnly: true }),
-  },
-});
-
-export const Contact = defineEntity({
-  name: "Contact",
-  singular: "contact",
-  plural: "contacts",
-  table: contacts,
-  fields: {
-    id: f.id(),
-    customerId: f.int({ min: 1 }),
-    title: f.string({ max: 64 }),
-    firstName: f.string({ max: 128 }),
-    lastName: f.string({ max: 128 }),
-    email: f.string({ max: 256 }),
-    phone: f.string({ max: 64 }),
-    mobile: f.string({ max: 64 }),
-    fax: f.string({ max: 64 }),
-    details: f.string(),
-    notify: f.bool(),
-    meta: f.string(),
-    createdAt: f.date({ readOnly: true }),
-    updatedAt: f.date({ readOnly: true }),
-  },
-  required: ["customerId", "lastName"],
-});
 
 /** CONTRACT section 3: one of company, lastName or email identifies a customer. */
 function requireIdentity(row: Row): void {

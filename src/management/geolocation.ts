@@ -1,6 +1,6 @@
 /**
  * `POST /v1/license-traces/geolocation` and `POST /v1/reports/geolocation` (CONTRACT section 3): one route shape over
- * licensing/geolocation.ts. Body `{ ids?: number[] }` (none: every record lacking a geolocation); answer envelope +
+ * licensing/geo-lookup.ts. Body `{ ids?: number[] }` (none: every record lacking a geolocation); answer envelope +
  * `updated` (records) + `failed` (addresses not located), with a message saying why when any failed.
  */
 import { createRoute, z } from "@hono/zod-openapi";
@@ -9,7 +9,7 @@ import { serviceContext } from "../http/context";
 import { enveloped, errorResponses, int32, int64, json } from "../http/openapi";
 import { ok } from "../http/respond";
 import type { Router } from "../http/router";
-import { GEO_SETTING, type GeoFillResult, type GeoTarget, MAX_ADDRESSES_PER_CALL, fillGeoLocations, geoLocationTemplate } from "../licensing/geolocation";
+import { GEO_SETTING, type GeoFillResult, type GeoTarget, MAX_ADDRESSES_PER_CALL, fillGeoLocations, geoLocationTemplate } from "../licensing/geo-lookup";
 
 const GeoRequest = z.object({
   ids: z.array(int32(1)).max(1000).optional().openapi({ description: "Only these records; default every record without a geolocation." }),

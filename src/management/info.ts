@@ -12,7 +12,6 @@ import { nowIso } from "../clock";
 import type { Config } from "../config";
 import type { Db } from "../db/client";
 import * as schema from "../db/schema";
-import type { Bindings } from "../env";
 import { enveloped, errorResponses, int64, json } from "../http/openapi";
 import { ok } from "../http/respond";
 import type { Router } from "../http/router";

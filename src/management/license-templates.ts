@@ -4,43 +4,11 @@
  * Deleting a template leaves its licenses as they are (their templateId is cleared).
  */
 import { Roles } from "../auth/guard";
-import { LICENSE_TYPES, LICENSING_MODES } from "../licensing/vocabulary";
-import { licenseTemplates } from "../db/schema";
-import { crud } from "../http/crud";
-import { defineEntity, f } from "../http/entity";
+import { crud } from "./crud";
 import type { Router } from "../http/router";
-import { Product } from "./products";
-import { ProductRelease } from "./release-entity";
-
-/** The names of the stored numbers (licensing/vocabulary.ts). */
-export const LicenseType = LICENSE_TYPES;
-export const LicensingMode = LICENSING_MODES;
-
-export const LicenseTemplate = defineEntity({
-  name: "LicenseTemplate",
-  singular: "licenseTemplate",
-  plural: "licenseTemplates",
-  table: licenseTemplates,
-  fields: {
-    id: f.id(),
-    name: f.string({ max: 256 }),
-    code: f.string({ max: 64 }),
-    productId: f.int({ min: 1 }),
-    releaseId: f.int({ min: 1 }),
-    licenseType: f.enumOf(LicenseType),
-    edition: f.string({ max: 64 }),
-    licensingMode: f.enumOf(LicensingMode),
-    maxClients: f.int({ min: 0, description: "Activations (Activation mode) or concurrent seats (Floating); 0 = unlimited." }),
-    expireDays: f.int({ min: 0, description: "Days from the issue date to expiry; none = perpetual." }),
-    supportDays: f.int({ min: 0, description: "Days from the issue date to the end of maintenance." }),
-    features: f.strings(),
-    description: f.string(),
-    meta: f.string(),
-    createdAt: f.date({ readOnly: true }),
-    updatedAt: f.date({ readOnly: true }),
-  },
-  required: ["name", "productId"],
-});
+import { ProductRelease } from "../updates/release";
+import { Product } from "../licensing/products";
+import { LicenseTemplate } from "../licensing/license-templates";
 
 export function registerLicenseTemplates(app: Router): void {
   crud(app, {

@@ -9,41 +9,17 @@ import { Roles } from "../auth/guard";
 import { clock } from "../clock";
 import type { Config } from "../config";
 import type { Db } from "../db/client";
-import type { Row } from "../db/repository";
+import type { Row } from "../http/repository";
 import { licenseTokens, licenses } from "../db/schema";
 import type { ServiceContext } from "../http/context";
-import { crud } from "../http/crud";
-import { defineEntity, f } from "../http/entity";
-import { ApiError, notFound400 } from "../http/errors";
+import { crud } from "./crud";
+import { ApiError, notFound400 } from "../errors";
 import type { ListParam } from "../http/list";
 import type { Router } from "../http/router";
 import { type LicenseRefusal, judgeLicense } from "../licensing/policy";
-import { dropSeats, issueActivationToken } from "../licensing/tokens";
-import { Mode, TOKEN_KINDS, TokenKind } from "../licensing/vocabulary";
-import { License, licenseReference, showPublicLicenseIds } from "./licenses";
-
-export const LicenseToken = defineEntity({
-  name: "LicenseToken",
-  singular: "licenseToken",
-  plural: "licenseTokens",
-  table: licenseTokens,
-  fields: {
-    id: f.id(),
-    token: f.string({ readOnly: true, description: "Masked (actk_AbCd…): the full token is returned only by the POST that issues it." }),
-    kind: f.enumOf(TOKEN_KINDS, { readOnly: true }),
-    licenseId: licenseReference(licenseTokens.licenseId),
-    machineId: f.string({ max: 256 }),
-    clientId: f.string({ max: 256 }),
-    clientName: f.string({ max: 256 }),
-    address: f.string({ readOnly: true, description: "IP address of the client that obtained the token." }),
-    issueDate: f.date({ readOnly: true }),
-    expireDate: f.date({ description: "None = valid until deleted." }),
-    lastHeartbeat: f.date({ readOnly: true }),
-    createdAt: f.date({ readOnly: true }),
-    updatedAt: f.date({ readOnly: true }),
-  },
-  required: ["machineId"],
-});
+import { dropSeats, issueActivationToken, LicenseToken } from "../licensing/tokens";
+import { Mode, TokenKind } from "../licensing/vocabulary";
+import { License, showPublicLicenseIds } from "../licensing/license-records";
 
 const TOKEN_LIST_PARAMS: readonly ListParam[] = ["select", "filter", "sort", "take", "skip", "countOnly"];
 

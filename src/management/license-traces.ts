@@ -4,38 +4,15 @@
  */
 import { createRoute, z } from "@hono/zod-openapi";
 import { Roles, access } from "../auth/guard";
-import { resolveId } from "../db/repository";
-import { licenseTraces } from "../db/schema";
+import { resolveId } from "../http/repository";
 import { serviceContext } from "../http/context";
-import { crud } from "../http/crud";
-import { defineEntity, f } from "../http/entity";
+import { crud } from "./crud";
 import { enveloped, errorResponses, int64, json } from "../http/openapi";
 import { ok } from "../http/respond";
 import type { Router } from "../http/router";
-import { TRACE_ACTIONS, deleteTraces } from "../licensing/traces";
+import { deleteTraces, LicenseTrace } from "../licensing/traces";
 import { registerGeoLocationRoute } from "./geolocation";
-import { License, licenseReference, showPublicLicenseIds } from "./licenses";
-
-const ro = { readOnly: true } as const;
-
-export const LicenseTrace = defineEntity({
-  name: "LicenseTrace",
-  singular: "licenseTrace",
-  plural: "licenseTraces",
-  table: licenseTraces,
-  fields: {
-    id: f.id(),
-    licenseId: licenseReference(licenseTraces.licenseId),
-    action: f.enumOf(TRACE_ACTIONS, ro),
-    clientIp: f.string(ro),
-    clientId: f.string(ro),
-    clientName: f.string(ro),
-    machineId: f.string(ro),
-    geoLocation: f.string({ ...ro, description: "JSON text: country, region, city, latitude, longitude, timezone." }),
-    meta: f.string(ro),
-    createdAt: f.date(ro),
-  },
-});
+import { License, showPublicLicenseIds } from "../licensing/license-records";
 
 const isoDate = z
   .string()

@@ -10,7 +10,7 @@ import { Roles, access } from "../auth/guard";
 import { logs } from "../db/schema";
 import { ne } from "drizzle-orm";
 import { serviceContext } from "../http/context";
-import { crud } from "../http/crud";
+import { crud } from "./crud";
 import { defineEntity, f } from "../http/entity";
 import { enveloped, errorResponses, int64, json } from "../http/openapi";
 import { ok } from "../http/respond";

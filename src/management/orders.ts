@@ -7,68 +7,19 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { and, eq, sql } from "drizzle-orm";
 import { Roles, access } from "../auth/guard";
 import type { Db } from "../db/client";
-import { type Row, deleteRow, generateCode, insertRow, refuseIfReferenced, requireById, updateRow } from "../db/repository";
+import { type Row, deleteRow, generateCode, insertRow, refuseIfReferenced, requireById, updateRow } from "../http/repository";
 import { licenses, orderProducts, orders } from "../db/schema";
 import { type ServiceContext, serviceContext } from "../http/context";
-import { crud, intIdParam } from "../http/crud";
-import { defineEntity, f } from "../http/entity";
-import { ApiError } from "../http/errors";
+import { crud, intIdParam } from "./crud";
+import { ApiError } from "../errors";
 import { enveloped, errorResponses, int32, json, jsonBody } from "../http/openapi";
 import { ok } from "../http/respond";
 import type { Router } from "../http/router";
 import { changedFields, emit } from "../webhooks/emit";
 import type { EventType } from "../webhooks/events";
-import { Customer } from "./customers";
-import { Product } from "./products";
-
-export const OrderStatus = ["Pending", "Processing", "Completed", "Cancelled"] as const;
-export const PaymentStatus = ["Unpaid", "Paid", "Refunded"] as const;
-
-export const Order = defineEntity({
-  name: "Order",
-  singular: "order",
-  plural: "orders",
-  table: orders,
-  fields: {
-    id: f.id(),
-    orderNumber: f.string({ max: 64, description: "Generated (O-XXXXXXXX) when omitted; unique." }),
-    customerId: f.int({ min: 1 }),
-    resellerId: f.int({ min: 1 }),
-    status: f.enumOf(OrderStatus),
-    paymentStatus: f.enumOf(PaymentStatus),
-    total: f.number(),
-    currency: f.string({ max: 8 }),
-    purchaseOrder: f.string({ max: 128 }),
-    invoiceNumber: f.string({ max: 128 }),
-    paymentType: f.string({ max: 64 }),
-    paymentNumber: f.string({ max: 128 }),
-    paymentDate: f.date(),
-    description: f.string(),
-    meta: f.string(),
-    createdAt: f.date({ readOnly: true }),
-    updatedAt: f.date({ readOnly: true }),
-  },
-  required: ["customerId"],
-});
-
-export const OrderProduct = defineEntity({
-  name: "OrderProduct",
-  singular: "orderProduct",
-  plural: "orderProducts",
-  table: orderProducts,
-  fields: {
-    id: f.id(),
-    orderId: f.int({ readOnly: true }),
-    productId: f.int({ readOnly: true }),
-    quantity: f.int({ min: 1 }),
-    unitPrice: f.number(),
-    discount: f.number(),
-    taxes: f.number(),
-    description: f.string(),
-    createdAt: f.date({ readOnly: true }),
-    updatedAt: f.date({ readOnly: true }),
-  },
-});
+import { Customer } from "../licensing/customers";
+import { Order, OrderProduct } from "../licensing/orders";
+import { Product } from "../licensing/products";
 
 const ORDER_EVENTS: Record<"create" | "update" | "delete", EventType> = { create: "order.created", update: "order.updated", delete: "order.deleted" };
 

@@ -1,32 +1,14 @@
-/**
- * Product releases (`/v1/products/{productId}/releases`) and a release's license templates. SPEC rules: channel
- * `stable` (default) or `insider`; `requiresMaintenance` defaults to true, and `false` on an application product is
- * refused (400) unless Updates:AllowPublicApplicationReleases. Every change bumps the product's release generation,
- * which keys the cached update feeds (CONTRACT section 5).
- */
-import { eq, sql } from "drizzle-orm";
 import { Roles } from "../auth/guard";
-import type { Db } from "../db/client";
-import { refuseIfReferenced, requireById } from "../db/repository";
-import { licenseTemplates, productReleases, products, releaseDownloads } from "../db/schema";
+import { refuseIfReferenced, requireById } from "../http/repository";
+import { licenseTemplates, productReleases, releaseDownloads } from "../db/schema";
 import type { ServiceContext } from "../http/context";
-import { crud } from "../http/crud";
-import { ApiError } from "../http/errors";
+import { crud } from "./crud";
+import { ApiError } from "../errors";
 import type { Router } from "../http/router";
-import { forgetProducts } from "../updates/product-memo";
-import { LicenseTemplate } from "./license-templates";
-import { Product } from "./products";
-import { ProductRelease } from "./release-entity";
-
-/**
- * Cached update answers are keyed by this number: any change to releases or downloads makes them stale. This isolate's
- * product memo forgets the old number once the new one is stored, so its next answer uses it (other isolates within
- * PRODUCT_MEMO_MS).
- */
-export async function bumpReleaseGeneration(db: Db, productId: number): Promise<void> {
-  await db.update(products).set({ releaseGeneration: sql`${products.releaseGeneration} + 1` }).where(eq(products.id, productId));
-  forgetProducts();
-}
+import { ProductRelease } from "../updates/release";
+import { Product } from "../licensing/products";
+import { LicenseTemplate } from "../licensing/license-templates";
+import { bumpReleaseGeneration } from "../updates/product-memo";
 
 async function checkMaintenanceRule(ctx: ServiceContext, productId: number, requiresMaintenance: unknown): Promise<void> {
   if (requiresMaintenance !== false || ctx.config["Updates:AllowPublicApplicationReleases"]) return;

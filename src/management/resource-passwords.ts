@@ -2,9 +2,9 @@
  * Resource passwords at rest (issue 14): encrypted with Application:EncryptionKey when written (the CRUD hooks of
  * resources.ts), and the ones stored in plain text before that encrypted in place by the cron trigger.
  */
-import { encryptSecret } from "../auth/secrets";
+import { encryptSecret } from "../secrets";
 import type { Config } from "../config";
-import type { Row } from "../db/repository";
+import type { Row } from "../http/repository";
 import type { ServiceContext } from "../http/context";
 
 /** Encrypts a password being written (null clears it). */

@@ -2,19 +2,19 @@
  * `/v1/resources` (SPEC "Resources routes"): stored resources such as signature keys, files and email templates.
  * The service's signing keys are resources too (type SignatureKey, and RetiredSignatureKey once deleted), and they
  * are the service's own (issue 12): only an Administrator creates, changes or deletes one, their stored private
- * part (`data`) is never returned, and deleting the active key retires it (updates/signing-keys.ts).
+ * part (`data`) is never returned, and deleting the active key retires it (auth/signing-keys.ts).
  * A resource's `password` is a secret: stored AES-GCM-encrypted with Application:EncryptionKey, never returned.
  */
 import { sealPassword } from "./resource-passwords";
 import { Roles } from "../auth/guard";
 import { resources } from "../db/schema";
-import { crud } from "../http/crud";
+import { crud } from "./crud";
 import type { ServiceContext } from "../http/context";
 import { defineEntity, f } from "../http/entity";
-import { ApiError, forbidden } from "../http/errors";
+import { ApiError, forbidden } from "../errors";
 import type { Router } from "../http/router";
-import { type Row, deleteRow } from "../db/repository";
-import { forgetSigningKeys, retireSigningKey, retiredKeyHeldUntil, signingKeyState } from "../updates/signing-keys";
+import { type Row, deleteRow } from "../http/repository";
+import { forgetSigningKeys, retireSigningKey, retiredKeyHeldUntil, signingKeyState } from "../auth/signing-keys";
 
 export const Resource = defineEntity({
   name: "Resource",

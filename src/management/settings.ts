@@ -11,7 +11,7 @@ import { enveloped, errorResponses, int64, json, jsonBody } from "../http/openap
 import { NO_LIST_PARAMS, refuseListParams } from "../http/list";
 import { ok } from "../http/respond";
 import type { Router } from "../http/router";
-import { describeSetting, describeSettings, validateChanges, writeSettings } from "../settings";
+import { describeSetting, describeSettings, validateChanges, writeSettings } from "../settings-store";
 
 /** One setting as listed (CONTRACT section 3 "Setting"). */
 export const SettingRecord = z

@@ -3,21 +3,20 @@
  * `/v1/roles`): Administrator only (SPEC access table). Passwords are write-only, stored as PBKDF2 hashes.
  */
 import { createRoute, z } from "@hono/zod-openapi";
-import { ROLES, type Role } from "../app-env";
-import { invalidateApiKeyCache } from "../auth/api-keys";
+import { ROLES, type Role } from "../http/app-env";
+import { invalidateApiKeyCache } from "../auth/api-key-service";
 import { Roles, access } from "../auth/guard";
 import { tokensEndNow } from "../auth/bearer";
-import { MIN_PASSWORD_LENGTH, hashPassword } from "../auth/passwords";
-import { type Row, requireById, updateRow } from "../db/repository";
-import { userSettings, users } from "../db/schema";
+import { type Row, requireById, updateRow } from "../http/repository";
+import { userSettings } from "../db/schema";
 import { type ServiceContext, serviceContext } from "../http/context";
-import { crud, idParamSchema } from "../http/crud";
-import { DECEPTIVE_CHARACTERS, defineEntity, f } from "../http/entity";
-import { ApiError } from "../http/errors";
+import { crud, idParamSchema } from "./crud";
+import { ApiError } from "../errors";
 import { enveloped, errorResponses, int32, int64, json, jsonBody } from "../http/openapi";
 import { NO_LIST_PARAMS, refuseListParams } from "../http/list";
 import { ok } from "../http/respond";
 import type { Router } from "../http/router";
+import { User, UserSetting, userWriteValues } from "../auth/users";
 
 const ROLE_DESCRIPTIONS: Record<Role, string> = {
   Administrator: "Everything, including users, roles, API keys, assemblies and service settings.",
@@ -26,62 +25,6 @@ const ROLE_DESCRIPTIONS: Record<Role, string> = {
   Customer: "A customer's own account; no REST route requires it.",
   Application: "A protected application signed in with its user key; no REST route requires it.",
 };
-
-export const User = defineEntity({
-  name: "User",
-  singular: "user",
-  plural: "users",
-  table: users,
-  fields: {
-    id: f.stringId(),
-    // No spaces, controls or bidirectional characters: a user name must read as what it is.
-    userName: f.string({ max: 256, pattern: new RegExp(`^[^\\s${DECEPTIVE_CHARACTERS}]+$`) }),
-    password: f.string({ min: MIN_PASSWORD_LENGTH, max: 256, writeOnly: true, description: `Write-only; at least ${MIN_PASSWORD_LENGTH} characters; stored as a PBKDF2-SHA256 hash.` }),
-    email: f.string({ max: 256 }),
-    phoneNumber: f.string({ max: 64 }),
-    title: f.string({ max: 64 }),
-    firstName: f.string({ max: 128 }),
-    lastName: f.string({ max: 128 }),
-    department: f.string({ max: 128 }),
-    image: f.string({ max: 100_000 }),
-    address: f.string({ max: 512 }),
-    postalCode: f.string({ max: 32 }),
-    region: f.string({ max: 128 }),
-    city: f.string({ max: 128 }),
-    country: f.string({ max: 128 }),
-    countryCode: f.string({ max: 8 }),
-    mobile: f.string({ max: 64 }),
-    notes: f.string(),
-    birthDate: f.date(),
-    rank: f.int(),
-    customerId: f.int(),
-    roles: f.strings({ values: ROLES }),
-    lastDismissMessages: f.date(),
-    lastLogIn: f.date({ readOnly: true }),
-    createdAt: f.date({ readOnly: true }),
-    updatedAt: f.date({ readOnly: true }),
-  },
-  required: ["userName"],
-});
-
-export const UserSetting = defineEntity({
-  name: "UserSetting",
-  singular: "userSetting",
-  plural: "userSettings",
-  table: userSettings,
-  fields: {
-    id: f.id(),
-    userId: f.stringId(),
-    category: f.string({ max: 128 }),
-    group: f.string({ max: 128 }),
-    name: f.string({ max: 256 }),
-    value: f.string(),
-    type: f.string({ max: 64 }),
-    description: f.string(),
-    readOnly: f.bool(),
-  },
-  required: ["name"],
-});
 
 /**
  * Whether a write to a user ends that user's bearer tokens: a new password, or a role taken away (a token carries
@@ -110,17 +53,6 @@ export function auditUserWrite(ctx: ServiceContext, operation: "create" | "updat
   if (JSON.stringify(row["roles"] ?? []) !== before) ctx.log?.audit("RolesChanged", `Roles of user ${name} changed`, ctx, { ...about, from: previous["roles"] ?? [], to: row["roles"] ?? [] });
   const fields = Object.keys(row).filter((k) => !UNAUDITED.has(k) && JSON.stringify(row[k] ?? null) !== JSON.stringify(previous[k] ?? null));
   if (fields.length > 0) ctx.log?.audit("UserChanged", `User ${name} changed`, ctx, { ...about, fields });
-}
-
-/** Derived columns of a user write: the case-insensitive name and the password hash (never the password). */
-export async function userWriteValues(values: Row): Promise<Row> {
-  const { password, ...rest } = values;
-  const out: Row = { ...rest };
-  if (typeof rest["userName"] === "string") out["normalizedUserName"] = rest["userName"].toLowerCase();
-  if (typeof password === "string") out["passwordHash"] = await hashPassword(password);
-  if (password === null) out["passwordHash"] = null;
-  if (Array.isArray(rest["roles"])) out["roles"] = [...new Set(rest["roles"] as string[])];
-  return out;
 }
 
 const RolesBody = z.object({ roles: z.array(z.enum(ROLES)).min(1).max(ROLES.length) }).openapi("RoleNames");

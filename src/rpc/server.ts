@@ -12,22 +12,24 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type ConnectRouter, type Interceptor, createConnectRouter, createContextKey, createContextValues } from "@connectrpc/connect";
 import { type UniversalHandler, universalServerRequestFromFetch, universalServerResponseToFetch } from "@connectrpc/connect/protocol";
 import type { Context } from "hono";
-import type { AppEnv, Principal } from "../app-env";
+import type { AppEnv, Principal } from "../http/app-env";
 import { authenticate } from "../auth/guard";
-import { INVALID_LOGIN, signInWithPassword } from "../auth/routes";
-import { USER_KEY_ATTEMPT, passwordAttempt, protectLogin } from "../protection/guard";
-import { fromBase64, toBase64 } from "../auth/crypto";
+import { USER_KEY_ATTEMPT, passwordAttempt, protectLogin } from "../protection/limits";
+import { fromBase64, toBase64 } from "../crypto";
 import { ConfigError } from "../config";
 import { Authentication } from "../gen/licensing/v1/authentication_pb";
 import { LicenseServer, LicenseStatus } from "../gen/licensing/v1/license_server_pb";
 import { ReportServer } from "../gen/licensing/v1/report_server_pb";
-import { type ServiceContext, serviceContext } from "../http/context";
-import { ApiError, LicensingError } from "../http/errors";
+import { type ServiceContext, serviceContext, type ClientInfo, clientInfo } from "../http/context";
+import { ApiError, LicensingError } from "../errors";
 import type { Router } from "../http/router";
 import { LICENSE_TYPES as LicenseType, LICENSING_MODES as LicensingMode } from "../licensing/vocabulary";
-import { clientInfo } from "../licensing/routes";
-import { MAX_REPORT_BYTES, storeReport } from "../licensing/reports";
-import { type ClientInfo, type LicenseView, activate, deactivate, heartbeat, releaseSeat, requestSeat, signInWithUserKey, validate } from "../licensing/runtime";
+import { MAX_REPORT_BYTES, storeReport } from "../licensing/report-store";
+import { type LicenseView } from "../licensing/license-view";
+import { activate, deactivate } from "../licensing/activation";
+import { validate } from "../licensing/validation";
+import { heartbeat, releaseSeat, requestSeat } from "../licensing/floating";
+import { signInWithUserKey, INVALID_LOGIN, signInWithPassword } from "../auth/sign-in";
 
 /** What a call carries into the service implementations. */
 interface CallState {
@@ -203,7 +205,7 @@ function routes(router: ConnectRouter): void {
 }
 
 /**
- * REST validates every licensing field at its edge (licensing/routes.ts: 256 characters, `version` 64, a report's
+ * REST validates every licensing field at its edge (licensing/licensing-routes.ts: 256 characters, `version` 64, a report's
  * `content` 4 MiB, a property's `value` 4096, at most 1,000 properties); a protobuf message has no such limits, so
  * the same ones are checked here before a call reaches the services, which share them with REST.
  */

@@ -6,19 +6,18 @@
  * bytes first leaves the artifact invisible and removes those bytes again when anything fails.
  */
 import { and, eq, inArray, like, lt } from "drizzle-orm";
-import { randomString } from "../auth/crypto";
+import { randomString } from "../crypto";
 import { clock } from "../clock";
 import type { Config } from "../config";
 import type { Db } from "../db/client";
-import { type Row, insertRow, updateRow } from "../db/repository";
+import { type Row, insertRow, updateRow } from "../http/repository";
 import { artifactChunks, productReleases, products, releaseDownloads } from "../db/schema";
-import type { Bindings } from "../env";
 import type { ServiceContext } from "../http/context";
-import { ApiError, notFound400 } from "../http/errors";
-import { bumpReleaseGeneration } from "../management/releases";
+import { ApiError, notFound400 } from "../errors";
 import { ChunkSink, type Digests, R2Sink, digestStream, storeStream } from "./artifact-writer";
-import { PLATFORMS, ReleaseDownload, UPLOAD_SOURCE_KINDS, type UploadFields } from "./download-entity";
+import { PLATFORMS, ReleaseDownload, UPLOAD_SOURCE_KINDS, type UploadFields } from "./release-download";
 import { CHUNK_BYTES, type ReleaseDownloadRow, deleteArtifactBytes, readArtifact } from "./storage";
+import { bumpReleaseGeneration } from "./product-memo";
 
 /** SPEC: a release that receives downloads has `major.minor.patch`, optionally `-prerelease`. */
 const DOWNLOAD_VERSION = /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$/;

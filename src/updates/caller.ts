@@ -8,10 +8,10 @@ import { clock } from "../clock";
 import type { Db } from "../db/client";
 import { customers, licenses } from "../db/schema";
 import type { ServiceContext } from "../http/context";
-import { ApiError } from "../http/errors";
-import type { LicenseRow } from "../licensing/licenses";
+import { ApiError } from "../errors";
+import type { LicenseRow } from "../licensing/license-core";
 import { judgeLicense } from "../licensing/policy";
-import { countFailedLogin } from "../protection/guard";
+import { countFailedLogin } from "../protection/limits";
 
 /** The name fields of a license's customer (the update check's `maintenance.licensee`). */
 export interface CustomerName {

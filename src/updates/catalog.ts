@@ -4,11 +4,10 @@
  * maintenance rules" as pure functions over a license and a release.
  */
 import { and, eq, inArray } from "drizzle-orm";
-import type { PlatformEditions } from "../config";
-import type { Config } from "../config";
+import type { PlatformEditions, Config } from "../config";
 import type { Db } from "../db/client";
 import { productReleases, products, releaseDownloads } from "../db/schema";
-import type { LicenseRow } from "../licensing/licenses";
+import type { LicenseRow } from "../licensing/license-core";
 import { CHANNELS, LicenseTypeCode, editionIn } from "../licensing/vocabulary";
 import { compareVersions, isReleaseVersion } from "./versions";
 

@@ -17,12 +17,12 @@
  * deletes it then.
  */
 import { sql } from "drizzle-orm";
-import { BASE62, randomString, sha256Hex, timingSafeEqualText } from "../auth/crypto";
-import { deriveKey, requireEncryptionKey } from "../auth/secrets";
+import { BASE62, randomString, sha256Hex, timingSafeEqualText } from "../crypto";
+import { deriveKey, requireEncryptionKey } from "../secrets";
 import { clock } from "../clock";
 import { downloadTokens } from "../db/schema";
 import type { ServiceContext } from "../http/context";
-import { ApiError } from "../http/errors";
+import { ApiError } from "../errors";
 import { BAD_DOWNLOAD_TOKEN } from "./caller";
 import type { Span } from "./ranges";
 

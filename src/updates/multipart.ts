@@ -4,7 +4,7 @@
  * in order and hands out a part's bytes as they arrive, so a file part can be hashed and stored while it streams.
  * Memory stays at one network chunk plus the length of the boundary.
  */
-import { ValidationProblem } from "../http/errors";
+import { ValidationProblem } from "../errors";
 
 /** A part's headers: its form field name and, for files, the file name the client sent. */
 export interface FormPart {

@@ -11,6 +11,8 @@
 import { clock } from "../clock";
 import type { Db } from "../db/client";
 import { type ProductRow, productByCode } from "./catalog";
+import { eq, sql } from "drizzle-orm";
+import { products } from "../db/schema";
 
 /** How long an isolate trusts a remembered product: the most another isolate may lag behind a release change. */
 export const PRODUCT_MEMO_MS = 5_000;
@@ -49,4 +51,14 @@ export function productByCodeMemo(db: Db, code: string): Promise<ProductRow | un
 /** Forgets every remembered product: after a change to a product or its releases, in the isolate that made it. */
 export function forgetProducts(): void {
   remembered.clear();
+}
+
+/**
+ * Cached update answers are keyed by this number: any change to releases or downloads makes them stale. This isolate's
+ * product memo forgets the old number once the new one is stored, so its next answer uses it (other isolates within
+ * PRODUCT_MEMO_MS).
+ */
+export async function bumpReleaseGeneration(db: Db, productId: number): Promise<void> {
+  await db.update(products).set({ releaseGeneration: sql`${products.releaseGeneration} + 1` }).where(eq(products.id, productId));
+  forgetProducts();
 }

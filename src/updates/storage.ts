@@ -8,7 +8,6 @@
 import { and, eq, inArray, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { artifactChunks, releaseDownloads } from "../db/schema";
-import type { Bindings } from "../env";
 
 export type ReleaseDownloadRow = typeof releaseDownloads.$inferSelect;
 

@@ -9,11 +9,11 @@ import { eq } from "drizzle-orm";
 import { clock } from "../clock";
 import { customers } from "../db/schema";
 import type { ServiceContext } from "../http/context";
-import type { LicenseRow } from "../licensing/licenses";
+import type { LicenseRow } from "../licensing/license-core";
 import { type Caller, type CustomerName, licenseOf } from "./caller";
 import { issueDownloadToken } from "./download-tokens";
 import { type DownloadRow, type Platform, type ProductRow, type ReleaseWithFiles, coveredByMaintenance, mainFile, maintenanceEnd, platformVerdict, publishedAt } from "./catalog";
-import { signBytes } from "./signing-keys";
+import { signBytes } from "../auth/signing-keys";
 import { compareVersions } from "./versions";
 
 export const UPDATE_CHECK_FORMAT = 2;

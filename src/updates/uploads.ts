@@ -7,14 +7,14 @@
  * One object per part (rather than one list) lets parts arrive in parallel without overwriting each other's record.
  * Completing assembles the parts, hashes the object by streaming it once, and inserts the row like the POST does.
  */
-import { randomString } from "../auth/crypto";
+import { randomString } from "../crypto";
 import { nowIso } from "../clock";
-import { type Row, insertRow } from "../db/repository";
+import { type Row, insertRow } from "../http/repository";
 import type { ServiceContext } from "../http/context";
-import { ApiError } from "../http/errors";
+import { ApiError } from "../errors";
 import { type Digests, R2_MIN_PART_BYTES, digestStream } from "./artifact-writer";
 import { type DownloadTarget, artifactBucket, artifactKey, commitStaged, refuseTaken } from "./artifacts";
-import { ReleaseDownload } from "./download-entity";
+import { ReleaseDownload } from "./release-download";
 
 /** R2 numbers parts 1 to 10,000. */
 export const MAX_PART_NUMBER = 10_000;

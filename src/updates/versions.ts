@@ -18,7 +18,7 @@ export function parseVersion(text: string): Version | undefined {
   return { major: Number(m[1]), minor: Number(m[2]), patch: Number(m[3]), prerelease: m[4] ? m[4].split(".") : [] };
 }
 
-/** Longest version text: what a release's `version` may hold (management/release-entity.ts). */
+/** Longest version text: what a release's `version` may hold (updates/release.ts). */
 export const MAX_VERSION_LENGTH = 64;
 
 export function isReleaseVersion(text: string): boolean {

@@ -14,12 +14,11 @@
  * inactive subscription or `Webhooks:Enabled` false records why and stops.
  */
 import { and, eq } from "drizzle-orm";
-import { decryptSecret } from "../auth/secrets";
+import { decryptSecret } from "../secrets";
 import { clock, nowIso } from "../clock";
 import { type Config, loadConfig } from "../config";
 import { type Db, getDb } from "../db/client";
 import { webhookEvents, webhookSubscriptions } from "../db/schema";
-import type { Bindings } from "../env";
 import { type Job, handleJobs } from "../jobs";
 import { SERVICE_VERSION } from "../version";
 import { DELIVERY_JOB, type DeliveryJob } from "./emit";

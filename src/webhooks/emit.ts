@@ -6,12 +6,11 @@
  * `webhook.delivery` message per subscription goes to the WEBHOOKS queue for the consumer (deliver.ts).
  */
 import { sql } from "drizzle-orm";
-import { BASE62, randomString } from "../auth/crypto";
+import { BASE62, randomString } from "../crypto";
 import { nowIso } from "../clock";
 import { type Config, loadConfig } from "../config";
 import { type Db, getDb } from "../db/client";
 import { webhookEvents, webhookSubscriptions } from "../db/schema";
-import type { Bindings } from "../env";
 import { omitNulls } from "../http/respond";
 import { ALL_EVENTS, type EventType } from "./events";
 

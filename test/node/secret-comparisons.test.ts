@@ -3,7 +3,7 @@
  * the service, the client library and the tools is scanned for `==`/`!=`/`===`/`!==` where an operand names a secret
  * (token, secret, password, HMAC, signature, digest, integrity); comparisons with a literal, `undefined`, `null` or a
  * type are not comparisons of secrets. What remains must be a reviewed comparison below, each with the reason it is
- * safe; a new one fails this test until it is made constant-time (src/auth/crypto.ts `timingSafeEqual`) or
+ * safe; a new one fails this test until it is made constant-time (src/crypto.ts `timingSafeEqual`) or
  * digest-indexed, or reviewed here. Runs in Node: it reads the source files.
  */
 import { readFileSync, readdirSync, statSync } from "node:fs";
@@ -25,12 +25,12 @@ const REVIEWED: { file: string; comparison: string; reason: string }[] = [
     reason: "a fingerprint of the configured administrator, compared with the one this isolate already bootstrapped; no client input",
   },
   {
-    file: "src/licensing/runtime.ts",
+    file: "src/licensing/validation.ts",
     comparison: "t.tokenDigest === digest",
     reason: "SHA-256 digests of the presented token, among rows found by the digest index: timing reveals bits of a digest, not of a token",
   },
   {
-    file: "src/updates/signing-keys.ts",
+    file: "src/auth/signing-keys.ts",
     comparison: "cache.secret !== secret",
     reason: "the configured Application:EncryptionKey against the one the key cache was built with; no client input",
   },

@@ -16,7 +16,7 @@ import { drizzle } from "drizzle-orm/d1";
 import { SQLiteSyncDialect, integer, real, sqliteTable, text } from "drizzle-orm/sqlite-core";
 import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
-import { ApiError } from "../../src/http/errors";
+import { ApiError } from "../../src/errors";
 import { type QuerySchema, compileFilter } from "../../src/http/filter";
 
 const items = sqliteTable("prop_items", {

@@ -6,13 +6,13 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { generateApiKey, generateClientSecret } from "../../src/auth/api-keys";
-import { BASE62, CROCKFORD32, randomString } from "../../src/auth/crypto";
+import { generateApiKey, generateClientSecret } from "../../src/auth/api-key-service";
+import { BASE62, CROCKFORD32, randomString } from "../../src/crypto";
 import { buildConfig } from "../../src/config";
-import { generateCode } from "../../src/db/repository";
-import { generateLicenseId, generateUserKey } from "../../src/licensing/licenses";
-import { clientToken } from "../../src/licensing/runtime";
+import { generateCode } from "../../src/http/repository";
+import { generateLicenseId, generateUserKey } from "../../src/licensing/license-core";
 import { TokenKind, generateToken } from "../../src/licensing/tokens";
+import { clientToken } from "../../src/licensing/client-tokens";
 
 const CROCKFORD = "[0-9A-HJKMNP-TV-Z]";
 

@@ -5,9 +5,9 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { Customer } from "../../src/management/customers";
-import { Order, OrderStatus, PaymentStatus } from "../../src/management/orders";
 import { admin } from "../helpers";
+import { Customer } from "../../src/licensing/customers";
+import { Order, OrderStatus, PaymentStatus } from "../../src/licensing/orders";
 
 /** Text of 1 to `max` UTF-16 units (the unit zod counts), any graphemes. */
 const text = (max: number) => fc.string({ unit: "grapheme", minLength: 1, maxLength: Math.min(max, 12) }).filter((t) => t.length <= max);

@@ -1,8 +1,7 @@
-import type { DeferredLogoutCheck } from "./auth/guard";
-import type { Config } from "./config";
-import type { Db } from "./db/client";
-import type { Bindings } from "./env";
-import type { ServiceLog } from "./logging";
+import type { DeferredLogoutCheck } from "../auth/guard";
+import type { Config } from "../config";
+import type { Db } from "../db/client";
+import type { ServiceLog } from "../logging";
 
 /** The roles of SPEC "Authentication" rule 12. */
 export const ROLES = ["Administrator", "LicenseManager", "Sales", "Customer", "Application"] as const;
@@ -41,7 +40,7 @@ export interface AppEnv {
     log: ServiceLog;
     /** A bearer token's logout check the route runs in its first D1 batch (licensing routes; auth/guard.ts). */
     logoutCheck: DeferredLogoutCheck;
-    /** Set when the request's API key was refused: it counts like a failed login (protection/guard.ts). */
+    /** Set when the request's API key was refused: it counts like a failed login (protection/limits.ts). */
     refusedApiKey: boolean;
   };
 }

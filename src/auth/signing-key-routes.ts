@@ -1,6 +1,6 @@
 /** `GET /v1/extensions/keys` (anonymous): the JWK Set of the keys that sign license keys and update checks. */
 import { createRoute, z } from "@hono/zod-openapi";
-import { access } from "../auth/guard";
+import { access } from "./guard";
 import { anonymousErrorResponses, json } from "../http/openapi";
 import { send } from "../http/respond";
 import type { Router } from "../http/router";

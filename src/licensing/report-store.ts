@@ -8,13 +8,19 @@ import { eq } from "drizzle-orm";
 import { nowIso } from "../clock";
 import { licenses, reports } from "../db/schema";
 import type { ServiceContext } from "../http/context";
-import { ApiError, GrpcCode, LicensingError } from "../http/errors";
-import { reportRecord } from "../management/reports";
+import { ApiError, GrpcCode, LicensingError } from "../errors";
 import { emit } from "../webhooks/emit";
-import { type ClientInfo, Messages } from "./runtime";
 import { TraceAction } from "./vocabulary";
 import { spendLicenseBudget } from "./license-limit";
 import { recordTrace } from "./traces";
+import { type ClientInfo } from "../http/context";
+import { Messages } from "./license-lookup";
+import { z } from "@hono/zod-openapi";
+import type { Config } from "../config";
+import type { Db } from "../db/client";
+import type { Row } from "../http/repository";
+import { type Field, defineEntity, f } from "../http/entity";
+import { licenseReference, showPublicLicenseIds } from "./license-records";
 
 export const MAX_REPORT_BYTES = 4 * 1024 * 1024;
 export const MAX_INLINE_CONTENT_BYTES = 256 * 1024;
@@ -87,4 +93,43 @@ export async function storeReport(ctx: ServiceContext, input: ReportInput, clien
     recordTrace(ctx, { licenseId: license.id, action: TraceAction.Report, address: client.address, geoLocation: client.geoLocation, ...input }, now);
   }
   return row.id;
+}
+
+const ro = { readOnly: true } as const;
+
+const Property = z.object({ name: z.string(), value: z.string().nullable() }).openapi("ReportProperty");
+
+/** `properties`: name/value pairs sent with the report, stored as JSON. */
+const properties: Field = { filter: "json", output: z.array(Property), input: z.array(Property), readOnly: true };
+
+export const Report = defineEntity({
+  name: "Report",
+  singular: "report",
+  plural: "reports",
+  table: reports,
+  fields: {
+    id: f.id(),
+    uid: f.string(ro),
+    name: f.string({ ...ro, description: "ExceptionReport, LicenseReport or a custom name." }),
+    version: f.string(ro),
+    date: f.date(ro),
+    licenseId: licenseReference(reports.licenseId),
+    machineId: f.string(ro),
+    clientId: f.string(ro),
+    clientName: f.string(ro),
+    contentType: f.string(ro),
+    content: f.string(ro),
+    address: f.string({ ...ro, description: "IP address the report came from." }),
+    geoLocation: f.string({ ...ro, description: "JSON text: country, region, city, latitude, longitude, timezone." }),
+    properties,
+    createdAt: f.date(ro),
+    updatedAt: f.date(ro),
+  },
+});
+
+/** A received report as the API returns it (the license's lic… id), for events. */
+export async function reportRecord(db: Db, config: Config, row: Row): Promise<Record<string, unknown>> {
+  const item = Report.toWire(row, config) as Record<string, unknown>;
+  await showPublicLicenseIds([item], [row], { db });
+  return item;
 }

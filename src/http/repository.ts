@@ -4,11 +4,11 @@
  */
 import { type SQL, and, count, eq } from "drizzle-orm";
 import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
-import { CROCKFORD32, randomString } from "../auth/crypto";
+import { CROCKFORD32, randomString } from "../crypto";
 import { nowIso } from "../clock";
-import type { Entity } from "../http/entity";
-import { ApiError, notFound400 } from "../http/errors";
-import type { Db } from "./client";
+import type { Entity } from "./entity";
+import { ApiError, notFound400 } from "../errors";
+import type { Db } from "../db/client";
 
 export type Row = Record<string, unknown>;
 export type Id = number | string;

@@ -4,12 +4,14 @@
  * Application:ApiKeyCacheDuration; revocation or a permission change can take that long in other isolates.
  */
 import { eq } from "drizzle-orm";
-import { ROLES, type Principal, type Role } from "../app-env";
+import { ROLES, type Principal, type Role } from "../http/app-env";
 import { clock } from "../clock";
 import type { Config } from "../config";
 import type { Db } from "../db/client";
 import { apiKeys, users } from "../db/schema";
-import { randomString, sha256Hex } from "./crypto";
+import { randomString, sha256Hex } from "../crypto";
+import { defineEntity, f } from "../http/entity";
+import { int32 } from "../http/openapi";
 
 /** Permission bits (SPEC rule 5). */
 export const Permission = { Read: 1, Write: 2, Delete: 4, Create: 8, All: 15 } as const;
@@ -106,4 +108,31 @@ export async function authenticateApiKey(db: Db, config: Config, key: string): P
     keyId: entry.id,
     ...(entry.name ? { keyName: entry.name } : {}),
   };
+}
+
+export const ApiKey = defineEntity({
+  name: "ApiKey",
+  singular: "apiKey",
+  plural: "apiKeys",
+  table: apiKeys,
+  fields: {
+    id: f.id(),
+    name: f.string({ max: 256 }),
+    key: { ...f.string({ readOnly: true, description: "Masked: the full key is returned only when created." }), filter: undefined },
+    ownerId: f.string({ max: 64, description: "The user whose roles the key acts with." }),
+    description: f.string(),
+    createdDate: f.date({ readOnly: true }),
+    expireDate: f.date(),
+    revoked: f.bool(),
+    permissions: {
+      ...f.int({ min: 0, max: 15 }),
+      output: int32(0, 15).openapi({ description: "Bits: Read 1 (GET), Write 2 (PUT, PATCH), Delete 4, Create 8; All 15." }),
+    },
+  },
+  required: ["ownerId"],
+});
+
+/** The masked key shown in lists (`api_AbCd…`). */
+export function maskKeys(items: Record<string, unknown>[], rows: Record<string, unknown>[]): void {
+  items.forEach((item, i) => (item["key"] = rows[i]?.["keyPrefix"]));
 }

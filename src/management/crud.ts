@@ -13,15 +13,15 @@ import { type RouteConfig, createRoute, z } from "@hono/zod-openapi";
 import { type SQL, and, eq } from "drizzle-orm";
 import type { Context } from "hono";
 import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
-import type { AppEnv, Role } from "../app-env";
+import type { AppEnv, Role } from "../http/app-env";
 import { access } from "../auth/guard";
-import { type Id, type Row, checkReferences, deleteRow, insertRow, requireById, resolveId, updateRow } from "../db/repository";
-import { type ServiceContext, serviceContext } from "./context";
-import type { Entity } from "./entity";
-import { type ListOptions, type ListParam, type ListParams, listBody, listQuery } from "./list";
-import { enveloped, errorResponses, int32, int32PathParam, int64, json, jsonBody } from "./openapi";
-import { ok } from "./respond";
-import type { Router } from "./router";
+import { type Id, type Row, checkReferences, deleteRow, insertRow, requireById, resolveId, updateRow } from "../http/repository";
+import { type ServiceContext, serviceContext } from "../http/context";
+import type { Entity } from "../http/entity";
+import { type ListOptions, type ListParam, type ListParams, listBody, listQuery } from "../http/list";
+import { enveloped, errorResponses, int32, int32PathParam, int64, json, jsonBody } from "../http/openapi";
+import { ok } from "../http/respond";
+import type { Router } from "../http/router";
 
 export type Operation = "list" | "create" | "update" | "delete";
 

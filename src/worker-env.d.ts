@@ -1,12 +1,17 @@
+/**
+ * The Worker's global types (as `wrangler types` makes them): the bindings of wrangler.toml and what the test pool adds.
+ * A declaration file that nothing imports, so no import circle closes through it.
+ */
 import type { D1Migration } from "cloudflare:test";
 import type { LicenseSeats } from "./durable/license-seats";
 import type { RateLimiter } from "./durable/rate-limiter";
 
+declare global {
 /**
  * The Worker's bindings (wrangler.toml) plus its string variables. Settings arrive as `Section__Name` variables
  * (CONTRACT section 1) and are read through `config.ts`, never directly.
  */
-export interface Bindings {
+interface Bindings {
   DB: D1Database;
   ARTIFACTS?: R2Bucket;
   RATE_LIMITER: DurableObjectNamespace<RateLimiter>;
@@ -28,7 +33,6 @@ export interface Bindings {
   [variable: string]: unknown;
 }
 
-declare global {
   namespace Cloudflare {
     interface Env extends Bindings {
       TEST_MIGRATIONS: D1Migration[];
@@ -39,3 +43,5 @@ declare global {
     }
   }
 }
+
+export {};

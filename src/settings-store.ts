@@ -21,7 +21,7 @@ import {
 import { nowIso } from "./clock";
 import type { Db } from "./db/client";
 import { settings } from "./db/schema";
-import { ApiError } from "./http/errors";
+import { ApiError } from "./errors";
 
 /** How a setting's text is read. */
 export type SettingType = "boolean" | "integer" | "duration" | "string" | "list" | "json";

@@ -12,11 +12,11 @@
  * have signed has expired (Licensing:LicenseKeyLifetime after its retirement).
  */
 import { CompactSign, calculateJwkThumbprint } from "jose";
-import { decryptSecret, encryptSecret } from "../auth/secrets";
+import { decryptSecret, encryptSecret } from "../secrets";
 import { clock } from "../clock";
 import type { Config } from "../config";
 import type { Db } from "../db/client";
-import { toBase64 } from "../auth/crypto";
+import { toBase64 } from "../crypto";
 
 export const SIGNATURE_KEY_TYPE = "SignatureKey";
 /** A deleted signing key: it signs no more, and is published until `meta.publishedUntil`. */

@@ -8,12 +8,11 @@
  * clients are counted per /64.
  */
 import type { MiddlewareHandler } from "hono";
-import type { AppEnv } from "../app-env";
+import type { AppEnv } from "../http/app-env";
 import { clock } from "../clock";
 import type { Config } from "../config";
-import type { Bindings } from "../env";
 import { type ServiceContext, serviceContext } from "../http/context";
-import { ApiError, RefusalError } from "../http/errors";
+import { ApiError, RefusalError } from "../errors";
 import { ServiceLog } from "../logging";
 import { ipInList, parseIp } from "./ip";
 

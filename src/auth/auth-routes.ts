@@ -1,24 +1,23 @@
 /** `/v1/auth/*` (SPEC "Authentication routes"): login, the signed-in user, the session and logout. */
 import { createRoute, z } from "@hono/zod-openapi";
 import { and, eq } from "drizzle-orm";
-import type { Role } from "../app-env";
-import { clock, nowIso } from "../clock";
+import { clock } from "../clock";
 import type { Db } from "../db/client";
-import { requireById, updateRow } from "../db/repository";
-import { apiKeys, userSettings, users } from "../db/schema";
+import { requireById, updateRow } from "../http/repository";
+import { apiKeys, userSettings } from "../db/schema";
 import { type ServiceContext, serviceContext } from "../http/context";
-import { USER_KEY_ATTEMPT, passwordAttempt, protectLogin } from "../protection/guard";
-import { ApiError } from "../http/errors";
+import { USER_KEY_ATTEMPT, passwordAttempt, protectLogin } from "../protection/limits";
+import { ApiError } from "../errors";
 import { Envelope, anonymousErrorResponses, enveloped, errorResponses, int32, json, jsonBody } from "../http/openapi";
 import { ok } from "../http/respond";
 import type { Router } from "../http/router";
-import { ApiKey, maskKeys } from "../management/api-keys";
-import { User, UserSetting, auditUserWrite, endsTokens, userWriteValues } from "../management/users";
+import { auditUserWrite, endsTokens } from "../management/users";
 import type { Config } from "../config";
 import { access } from "./guard";
-import { issueToken, revokeToken, tokensEndNow } from "./bearer";
-import { verifyPassword } from "./passwords";
-import { signInWithUserKey } from "../licensing/runtime";
+import { revokeToken, tokensEndNow } from "./bearer";
+import { signInWithUserKey, INVALID_LOGIN, checkPassword, signInWithPassword } from "./sign-in";
+import { ApiKey, maskKeys } from "./api-key-service";
+import { User, UserSetting, userWriteValues } from "./users";
 
 const LoginRequest = z
   .object({
@@ -42,25 +41,6 @@ const UserProfile = User.record
 
 /** Fields a signed-in user may change on their own account; roles and the customer link stay with administrators. */
 const OwnProfileUpdate = User.updateInput.omit({ id: true, roles: true, customerId: true, rank: true }).openapi("OwnProfileUpdate");
-
-export const INVALID_LOGIN = "Invalid username or password.";
-
-/** Checks a user name and password; the user row on success. Costs the same whether or not the user exists. */
-export async function checkPassword(db: Db, username: string, password: string) {
-  const user = await db.select().from(users).where(eq(users.normalizedUserName, username.toLowerCase())).get();
-  const valid = await verifyPassword(password, user?.passwordHash);
-  return valid && user ? user : undefined;
-}
-
-/** A user name and password sign-in: a bearer token, or 401 `Invalid username or password.` */
-export async function signInWithPassword(ctx: ServiceContext, username: string | undefined, password: string | undefined): Promise<{ token: string; expiresIn: number; roles: Role[] }> {
-  const user = username && password !== undefined ? await checkPassword(ctx.db, username, password) : undefined;
-  if (!user) throw new ApiError(401, INVALID_LOGIN);
-  const roles = (user.roles ?? []) as Role[];
-  const issued = await issueToken(ctx.config, { subject: user.id, name: user.userName, roles, validAfter: user.tokensValidAfter });
-  ctx.waitUntil(ctx.db.update(users).set({ lastLogIn: nowIso() }).where(eq(users.id, user.id)).run());
-  return { ...issued, roles };
-}
 
 /** The signed-in user's record with settings and active API keys (SPEC `GET /v1/auth/user`). */
 async function profile(db: Db, config: Config, userId: string): Promise<Record<string, unknown>> {

@@ -6,10 +6,9 @@
  */
 import { eq } from "drizzle-orm";
 import { licenses } from "../db/schema";
-import type { Bindings } from "../env";
-import { licenseRecords } from "../management/licenses";
-import { type EmitContext, backgroundContext, emit } from "./emit";
-import type { EventType } from "./events";
+import { type EmitContext, backgroundContext, emit } from "../webhooks/emit";
+import type { EventType } from "../webhooks/events";
+import { licenseRecords } from "./license-records";
 
 /** The client an event is about. */
 export interface EventClient {

@@ -10,17 +10,15 @@
  */
 import { createRoute, z } from "@hono/zod-openapi";
 import { Roles, access } from "../auth/guard";
-import type { Row } from "../db/repository";
+import type { Row } from "../http/repository";
 import { productReleases, releaseDownloads } from "../db/schema";
 import { type ServiceContext, serviceContext } from "../http/context";
-import { crud, intIdParam } from "../http/crud";
-import { ApiError } from "../http/errors";
+import { crud, intIdParam } from "./crud";
+import { ApiError } from "../errors";
 import { enveloped, errorResponses, int32, int64, json, jsonBody } from "../http/openapi";
 import { ok, zodProblem } from "../http/respond";
 import type { Router } from "../http/router";
-import { Product } from "../management/products";
-import { bumpReleaseGeneration } from "../management/releases";
-import { ProductRelease } from "../management/release-entity";
+import { ProductRelease } from "../updates/release";
 import {
   type DownloadTarget,
   addHosted,
@@ -33,10 +31,12 @@ import {
   stageLocal,
   stageResource,
   verifyRelease,
-} from "./artifacts";
-import { HostedDownloadInput, ReleaseDownload, UploadFields, UploadInput, hostedUrlProblem } from "./download-entity";
-import { MultipartReader, formBoundary } from "./multipart";
-import { MAX_PART_NUMBER, abortUpload, completeUpload, createUpload, uploadPart } from "./uploads";
+} from "../updates/artifacts";
+import { HostedDownloadInput, ReleaseDownload, UploadFields, UploadInput, hostedUrlProblem } from "../updates/release-download";
+import { MultipartReader, formBoundary } from "../updates/multipart";
+import { MAX_PART_NUMBER, abortUpload, completeUpload, createUpload, uploadPart } from "../updates/uploads";
+import { Product } from "../licensing/products";
+import { bumpReleaseGeneration } from "../updates/product-memo";
 
 const PATH = "/v1/products/{productId}/releases/{releaseId}/downloads";
 const TAG = "Release downloads";

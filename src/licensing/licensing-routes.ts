@@ -5,26 +5,17 @@
  * gRPC calls too.
  */
 import { createRoute, z } from "@hono/zod-openapi";
-import type { Context } from "hono";
 import { bodyLimit } from "hono/body-limit";
-import type { AppEnv } from "../app-env";
 import { access } from "../auth/guard";
-import { serviceContext } from "../http/context";
-import { ApiError } from "../http/errors";
+import { serviceContext, clientInfo } from "../http/context";
+import { ApiError } from "../errors";
 import { Envelope, enveloped, errorResponses, int32, json, jsonBody } from "../http/openapi";
 import { ok } from "../http/respond";
 import type { Router } from "../http/router";
-import { MAX_REPORT_BYTES, storeReport } from "./reports";
-import { type ClientInfo, activate, deactivate, heartbeat, releaseSeat, requestSeat, validate } from "./runtime";
-
-/** The client's address and `request.cf` geodata, as traces and reports keep them. */
-export function clientInfo(c: Context<AppEnv>): ClientInfo {
-  const cf = (c.req.raw as Request & { cf?: Record<string, unknown> }).cf;
-  const geo = cf
-    ? Object.fromEntries(["country", "region", "city", "latitude", "longitude", "timezone"].filter((k) => cf[k] !== undefined).map((k) => [k, cf[k]]))
-    : {};
-  return { address: c.get("clientIp"), ...(Object.keys(geo).length > 0 ? { geoLocation: JSON.stringify(geo) } : {}) };
-}
+import { MAX_REPORT_BYTES, storeReport } from "./report-store";
+import { activate, deactivate } from "./activation";
+import { validate } from "./validation";
+import { heartbeat, releaseSeat, requestSeat } from "./floating";
 
 const text = (max = 256) => z.string().max(max).optional();
 const licensingErrors = {

@@ -4,7 +4,7 @@
  * from the setting are imported once per isolate and separated by purpose (HKDF `info`), so the same setting can
  * key encryption and the license integrity HMAC without one use weakening the other.
  */
-import { ConfigError } from "../config";
+import { ConfigError } from "./config";
 import { fromBase64, toBase64 } from "./crypto";
 
 const encoder = new TextEncoder();

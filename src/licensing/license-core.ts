@@ -4,8 +4,8 @@
  * computed status (CONTRACT section 4) and the one way a license is stored.
  */
 import { type SQL, and, count, eq, gt, isNull, or, sql } from "drizzle-orm";
-import { CROCKFORD32, randomString, timingSafeEqualText, toHex } from "../auth/crypto";
-import { deriveKey, requireEncryptionKey } from "../auth/secrets";
+import { CROCKFORD32, randomString, timingSafeEqualText, toHex } from "../crypto";
+import { deriveKey, requireEncryptionKey } from "../secrets";
 import type { Db } from "../db/client";
 import { licenseTokens, licenses } from "../db/schema";
 import { Mode } from "./vocabulary";
@@ -82,7 +82,7 @@ export function canonicalLicense(license: LicenseCore): string {
 
 /**
  * The HMAC key, derived from Application:EncryptionKey for this one purpose and imported once per isolate (the same
- * setting also keys AES-GCM encryption of secrets at rest: auth/secrets.ts).
+ * setting also keys AES-GCM encryption of secrets at rest: secrets.ts).
  */
 function integrityKey(secret: string): Promise<CryptoKey> {
   return deriveKey(secret, "licensing/license-integrity/v1", { name: "HMAC", hash: "SHA-256", length: 256 }, ["sign"]);

@@ -7,23 +7,18 @@
  * any change to the product's releases bumps the generation, so a stale answer is never served.
  */
 import { createRoute, z } from "@hono/zod-openapi";
-import { and, eq } from "drizzle-orm";
 import type { Context } from "hono";
-import type { AppEnv } from "../app-env";
-import { sha256Hex } from "../auth/crypto";
+import type { AppEnv } from "../http/app-env";
+import { sha256Hex } from "../crypto";
 import { access } from "../auth/guard";
-import { productReleases, releaseDownloads } from "../db/schema";
 import { type ServiceContext, serviceContext } from "../http/context";
-import { ApiError } from "../http/errors";
+import { ApiError } from "../errors";
 import { Envelope, json, tooManyRequests } from "../http/openapi";
 import { send } from "../http/respond";
 import { type Router, documented } from "../http/router";
 import { clock } from "../clock";
-import type { LicenseRow } from "../licensing/licenses";
-import { clientInfo } from "../licensing/routes";
-import { recordTrace } from "../licensing/traces";
 import { TraceAction } from "../licensing/vocabulary";
-import { BAD_DOWNLOAD_TOKEN, type Caller, REVOKED_OR_EXPIRED, callerKey, callerLicenseQuery, judgeCaller, licenseOf, requireTokenLicense, resolveCaller } from "./caller";
+import { type Caller, callerKey, callerLicenseQuery, judgeCaller } from "./caller";
 import {
   CHANNELS,
   type DownloadRow,
@@ -34,24 +29,15 @@ import {
   feedFiles,
   groupOfferedReleases,
   offeredReleaseReads,
-  platformVerdict,
-  requiresMaintenance,
   withCurrentGates,
 } from "./catalog";
-import { artifactEtag, artifactHeaders, contentDisposition, ifRangeHolds, multipartBody, noneMatchHits } from "./download";
-import { type DownloadClaim, coversWholeFile, recordTokenUse, verifyDownloadToken } from "./download-tokens";
+import { noneMatchHits, USER_KEY_HEADER, requirePlatform, requireChannel, requireProduct, userKeyOf, traceFor, downloadResponse } from "./artifact-download";
 import { emptyFeedYaml, feedRelease, feedYaml } from "./feed";
 import { keepAnswer, recallAnswer } from "./answer-memo";
-import { productByCodeMemo } from "./product-memo";
-import { parseRange } from "./ranges";
-import { artifactExists, readArtifact } from "./storage";
 import { checkForUpdate, signUpdateCheck } from "./update-check";
 import { MAX_VERSION_LENGTH, isReleaseVersion } from "./versions";
 
-const USER_KEY_HEADER = "X-Service-User-Key";
 const TRACE_UPDATE_CHECK = TraceAction.UpdateCheck;
-const TRACE_DOWNLOAD = TraceAction.Download;
-
 const problems = {
   400: { description: "Unknown platform, channel or version.", content: { "application/json": { schema: Envelope } } },
   403: { description: "`License revoked or expired`, a refused platform, or `Download token invalid, expired or already used`.", content: { "application/json": { schema: Envelope } } },
@@ -70,28 +56,6 @@ const fileNameParam = z.string().max(255);
 
 const productCodeParam = z.string().min(1).max(64).openapi({ param: { name: "productCode", in: "path" } });
 const userKeyQuery = z.string().max(128).optional().openapi({ description: `The caller's user key; prefer the ${USER_KEY_HEADER} header.` });
-
-function requirePlatform(value: string | undefined, fallback?: Platform): Platform {
-  const platform = value ?? fallback;
-  if (!platform || !(PLATFORMS as readonly string[]).includes(platform)) throw new ApiError(400, `Unknown platform '${value}': one of ${PLATFORMS.join(", ")}`);
-  return platform as Platform;
-}
-
-function requireChannel(value: string | undefined): string {
-  const channel = value ?? "stable";
-  if (!(CHANNELS as readonly string[]).includes(channel)) throw new ApiError(400, `Unknown channel '${value}': stable or insider`);
-  return channel;
-}
-
-async function requireProduct(ctx: ServiceContext, code: string): Promise<ProductRow> {
-  const product = await productByCodeMemo(ctx.db, code);
-  if (!product) throw new ApiError(404, `Unknown product '${code}'`);
-  return product;
-}
-
-function userKeyOf(c: Context<AppEnv>): string | undefined {
-  return c.req.header(USER_KEY_HEADER) ?? c.req.query("userKey") ?? undefined;
-}
 
 /**
  * Absolute download URLs on this service (CONTRACT section 5): tokenised when a token is given, otherwise pinned to
@@ -164,13 +128,6 @@ async function callerAndReleases(ctx: ServiceContext, product: ProductRow, userK
   // The caller is judged first, as when the reads were sequential: a refused key answers 403 whatever the releases.
   const caller = await judgeCaller(ctx, licenseRows[0]);
   return { caller, releases: withCurrentGates(ctx.config, product, groupOfferedReleases(releases, files)) };
-}
-
-function traceFor(c: Context<AppEnv>, caller: Caller, action: number): void {
-  const license = licenseOf(caller);
-  if (!license?.trace) return;
-  const client = clientInfo(c);
-  recordTrace(serviceContext(c), { licenseId: license.id, action, address: client.address, geoLocation: client.geoLocation }, new Date().toISOString());
 }
 
 async function feedResponse(c: Context<AppEnv>, codeParam: string, channelParam: string | undefined, platformParam: string | undefined, file: string, fallback?: Platform): Promise<Response> {
@@ -335,121 +292,4 @@ export function registerUpdateRoutes(app: Router): void {
     }),
     downloadResponse,
   );
-}
-
-/** 403 naming the platform rule when the platform's family is not open to this license (SPEC rule 3). */
-function refuseByPlatform(ctx: ServiceContext, platform: Platform, license: LicenseRow | undefined): void {
-  const verdict = platformVerdict(ctx.config, platform, license);
-  if (!verdict.allowed) {
-    throw new ApiError(403, verdict.reason === "platformRequiresEdition" ? `${platform} needs a license of the ${verdict.requiredEdition} edition` : `${platform} needs a license`);
-  }
-}
-
-/** The caller behind a user key on the download route, where a revoked or expired license gets the token's message (SPEC rule 5). */
-async function downloadCaller(ctx: ServiceContext, productId: number, userKey: string | undefined): Promise<Caller> {
-  try {
-    return await resolveCaller(ctx, productId, userKey);
-  } catch (e) {
-    if (e instanceof ApiError && e.message === REVOKED_OR_EXPIRED) throw new ApiError(403, BAD_DOWNLOAD_TOKEN);
-    throw e;
-  }
-}
-
-async function downloadResponse(c: Context<AppEnv>): Promise<Response> {
-  const ctx = serviceContext(c);
-  const params = c.req.param();
-  const query = c.req.query();
-  const platform = requirePlatform(params["platform"]);
-  const version = params["version"] ?? "";
-  if (!isReleaseVersion(version)) throw new ApiError(400, `Unknown version '${version}': major.minor.patch`);
-  const channel = query["channel"] !== undefined ? requireChannel(query["channel"]) : undefined;
-  const product = await requireProduct(ctx, params["productCode"] ?? "");
-  const rows = await ctx.db
-    .select({ release: productReleases, file: releaseDownloads })
-    .from(releaseDownloads)
-    .innerJoin(productReleases, eq(productReleases.id, releaseDownloads.releaseId))
-    .where(
-      and(
-        eq(productReleases.productId, product.id),
-        eq(productReleases.version, version),
-        eq(productReleases.public, true),
-        eq(releaseDownloads.platform, platform),
-        eq(releaseDownloads.fileName, params["fileName"] ?? ""),
-        query["kind"] ? eq(releaseDownloads.kind, query["kind"]) : undefined,
-        channel ? eq(productReleases.channel, channel) : undefined,
-      ),
-    );
-  if (rows.length === 0) throw new ApiError(404, "Unknown artifact");
-  if (rows.length > 1) throw new ApiError(400, "Several artifacts have this file name: say which with `kind`");
-  const { release, file } = rows[0]!;
-
-  const head = c.req.method === "HEAD";
-  const etag = artifactEtag(file);
-  // A Range whose If-Range names other bytes is answered with the whole file (RFC 9110 section 13.1.5).
-  const range = ifRangeHolds(c.req.header("if-range"), etag) ? parseRange(c.req.header("range"), file.size) : parseRange(undefined, file.size);
-  const caller = await downloadCaller(ctx, product.id, userKeyOf(c));
-  const token = query["token"];
-  // Blockmaps describe, they do not install: auto-updaters fetch them beside the installer without its token. Whether
-  // the rest needs a token is decided from the release and product as they are now.
-  const gated = requiresMaintenance(ctx.config, product, release) && file.kind !== "blockmap";
-  // The platform rule comes before the token is used, and before it is looked at whenever the license is known
-  // without it (a user key) or there is no token to look at.
-  const early = licenseOf(caller);
-  if (early || !gated || !token) refuseByPlatform(ctx, platform, early);
-  // Only a gated artifact looks at the token: auto-updaters carry the installer's query (and so its token) over to
-  // the blockmap URLs they derive from it, where the token names another artifact.
-  let claim: DownloadClaim | undefined;
-  let license = early;
-  if (gated) {
-    // Its signature, expiry and artifact, without D1: whose token it is, so the platform rule can judge that license.
-    claim = await verifyDownloadToken(ctx, token, file.id);
-    if (early && early.id !== claim.licenseId) throw new ApiError(403, BAD_DOWNLOAD_TOKEN);
-    license = await requireTokenLicense(ctx, claim.licenseId);
-    if (!early) refuseByPlatform(ctx, platform, license);
-  }
-  // Public and the same for everyone: ungated, and the platform open without a license. Pinned to this artifact's id
-  // (the URLs feeds and update checks hand out), the bytes never change.
-  const cacheControl =
-    gated || !platformVerdict(ctx.config, platform, undefined).allowed
-      ? "private, no-store"
-      : query["artifact"] === String(file.id)
-        ? "public, max-age=31536000, immutable"
-        : `public, max-age=${ctx.config["Updates:FeedCacheSeconds"]}`;
-  const hosted = file.sourceKind === "url" && file.url;
-  if (!hosted && noneMatchHits(c.req.header("if-none-match"), etag)) return new Response(null, { status: 304, headers: { ETag: etag, "Cache-Control": cacheControl } });
-
-  // What this answer serves; a token records it in one statement (download-tokens.ts) before any byte is sent.
-  const complete = hosted || range.kind === "all" || (range.kind === "ranges" && coversWholeFile(range.ranges, file.size));
-  if (claim && !head && range.kind !== "unsatisfiable") {
-    const bytes = range.kind === "ranges" && !hosted ? range.ranges.reduce((n, r) => n + r.end - r.start + 1, 0) : file.size;
-    await recordTokenUse(ctx, claim, { bytes, complete: Boolean(complete), size: file.size });
-  }
-  if (complete && !head) traceFor(c, license ? { kind: "licensed", license } : caller, TRACE_DOWNLOAD);
-
-  if (hosted) return new Response(null, { status: 302, headers: { Location: file.url!, "Cache-Control": "private, no-store" } });
-
-  const headers = { ...artifactHeaders(file, cacheControl), "Content-Disposition": contentDisposition(file.fileName) };
-  // HEAD reads no bytes, so it asks storage whether they are there: it must not promise what GET would answer 404.
-  if (head && !(await artifactExists(ctx.env, ctx.db, file))) throw new ApiError(404, "The artifact's bytes are missing");
-  if (range.kind === "unsatisfiable") return new Response(null, { status: 416, headers: { ...headers, "Content-Range": `bytes */${file.size}` } });
-  if (range.kind === "all") {
-    const body = head ? null : await readArtifact(ctx.env, ctx.db, file);
-    if (!head && !body) throw new ApiError(404, "The artifact's bytes are missing");
-    return new Response(body, { status: 200, headers: { ...headers, "Content-Type": "application/octet-stream", "Content-Length": String(file.size) } });
-  }
-  if (range.ranges.length === 1) {
-    const r = range.ranges[0]!;
-    const body = head ? null : await readArtifact(ctx.env, ctx.db, file, r);
-    if (!head && !body) throw new ApiError(404, "The artifact's bytes are missing");
-    return new Response(body, {
-      status: 206,
-      headers: { ...headers, "Content-Type": "application/octet-stream", "Content-Range": `bytes ${r.start}-${r.end}/${file.size}`, "Content-Length": String(r.end - r.start + 1) },
-    });
-  }
-  const multipart = await multipartBody(ctx.env, ctx.db, file, range.ranges, undefined, !head);
-  if (!multipart) throw new ApiError(404, "The artifact's bytes are missing");
-  return new Response(multipart.body, {
-    status: 206,
-    headers: { ...headers, "Content-Type": `multipart/byteranges; boundary=${multipart.boundary}`, "Content-Length": String(multipart.length) },
-  });
 }

@@ -1,0 +1,112 @@
+/** Activation mode (CONTRACT section 4): activate and deactivate a machine. Free of HTTP: REST and gRPC call these. */
+import { and, eq } from "drizzle-orm";
+import { sha256Hex } from "../crypto";
+import { licenseTokens } from "../db/schema";
+import type { ServiceContext } from "../http/context";
+import { GrpcCode } from "../errors";
+import { emitClientEvent } from "./license-events";
+import { clientCount } from "./license-core";
+import { activationStatement } from "./tokens";
+import { Mode, TokenKind, TraceAction } from "./vocabulary";
+import { type ClientInfo } from "../http/context";
+import { type LicenseView, licenseView, trace, ACTIVE_CLIENTS_SQL, activeClients } from "./license-view";
+import { Messages, fail, openLicense, now, required } from "./license-lookup";
+import { clientToken } from "./client-tokens";
+
+export interface ActivateInput {
+  userKey?: string;
+  machineId?: string;
+  clientId?: string;
+  clientName?: string;
+  productCode?: string;
+  version?: string;
+  nonce?: string;
+}
+
+export interface ActivateResult {
+  licenseToken: string;
+  tokenExpireAt?: string | undefined;
+  activeClientCount: number;
+  maxClientCount: number;
+  license: LicenseView;
+  /** A machine that was not activated before (for the license.activated event). */
+  newMachine: boolean;
+}
+
+/**
+ * Activates a machine: idempotent per (license, machine, client), counting distinct machines against maxClients.
+ * The limit check, the insert and the refresh of an existing activation are one statement, so two concurrent
+ * activations can never exceed the limit.
+ */
+export async function activate(ctx: ServiceContext, input: ActivateInput, client: ClientInfo): Promise<ActivateResult> {
+  const license = await openLicense(ctx, input.userKey, input.productCode);
+  if (license.licensingMode !== Mode.Activation) throw fail(GrpcCode.FailedPrecondition, Messages.noActivation);
+  const machineId = required(input.machineId, Messages.machineRequired);
+  const clientId = input.clientId?.trim() ?? "";
+  const token = await clientToken(ctx.config, TokenKind.Activation, license.id, machineId, clientId);
+  const at = now();
+  const stamp = at.toISOString();
+  const insert = await activationStatement(
+    ctx.db,
+    token,
+    { licenseId: license.id, machineId, clientId, clientName: input.clientName ?? null, address: client.address, expireDate: "license" },
+    at,
+  );
+  // The count of machines after the insert, in the same round trip (a batch runs its statements in order).
+  const counted = ctx.db.$client.prepare(ACTIVE_CLIENTS_SQL).bind(license.id, stamp);
+  const [inserted, counts] = await ctx.db.$client.batch<Record<string, unknown>>([insert, counted]);
+  const row = inserted?.results[0] as { created_at: string; updated_at: string; expire_date: string | null } | undefined;
+  if (!row) throw fail(GrpcCode.AlreadyExists, Messages.alreadyActivated);
+  const newMachine = row.created_at === row.updated_at;
+  trace(ctx, license, TraceAction.Activate, client, { machineId, clientId, clientName: input.clientName ?? null });
+  if (newMachine) void emitClientEvent(ctx, "license.activated", license, { machineId, clientId, clientName: input.clientName ?? null });
+  const active = clientCount(license.licensingMode, counts?.results[0] as { tokens: number; machines: number } | undefined);
+  const view = await licenseView(ctx, license, {
+    status: "Activated",
+    machineId,
+    ...(clientId ? { clientId } : {}),
+    nonce: input.nonce,
+    ...(row.expire_date ? { until: Date.parse(row.expire_date) } : {}),
+  });
+  return {
+    licenseToken: token,
+    ...(row.expire_date ? { tokenExpireAt: row.expire_date } : {}),
+    activeClientCount: active,
+    maxClientCount: license.maxClients,
+    license: view,
+    newMachine,
+  };
+}
+
+export interface DeactivateInput {
+  userKey?: string;
+  machineId?: string;
+  clientId?: string;
+  licenseToken?: string;
+}
+
+export interface CountResult {
+  licenseId: string;
+  activeClientCount: number;
+  maxClientCount: number;
+}
+
+/** Frees a machine's activation (by its token, or by machine and client). */
+export async function deactivate(ctx: ServiceContext, input: DeactivateInput, client: ClientInfo): Promise<CountResult> {
+  const license = await openLicense(ctx, input.userKey);
+  const machineId = required(input.machineId, Messages.machineRequired);
+  const byToken = input.licenseToken?.trim();
+  const where = byToken
+    ? and(eq(licenseTokens.licenseId, license.id), eq(licenseTokens.tokenDigest, await sha256Hex(byToken)))
+    : and(
+        eq(licenseTokens.licenseId, license.id),
+        eq(licenseTokens.kind, TokenKind.Activation),
+        eq(licenseTokens.machineId, machineId),
+        input.clientId !== undefined ? eq(licenseTokens.clientId, input.clientId) : undefined,
+      );
+  const removed = await ctx.db.delete(licenseTokens).where(where).returning({ id: licenseTokens.id });
+  if (removed.length === 0) throw byToken ? fail(GrpcCode.NotFound, Messages.tokenNotFound) : fail(GrpcCode.FailedPrecondition, Messages.notActivated);
+  trace(ctx, license, TraceAction.Deactivate, client, { machineId, clientId: input.clientId ?? null });
+  void emitClientEvent(ctx, "license.deactivated", license, { machineId, clientId: input.clientId ?? null });
+  return { licenseId: license.licenseId, activeClientCount: await activeClients(ctx.db, license), maxClientCount: license.maxClients };
+}

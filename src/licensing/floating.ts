@@ -1,0 +1,168 @@
+/**
+ * Floating mode (CONTRACT section 4): seats requested, kept alive and released through the LicenseSeats Durable Object.
+ */
+import { and, eq, sql } from "drizzle-orm";
+import { sha256Hex } from "../crypto";
+import type { Config } from "../config";
+import { licenseTokens, licenses, products } from "../db/schema";
+import type { SeatGrant } from "../durable/license-seats";
+import type { ServiceContext } from "../http/context";
+import { GrpcCode } from "../errors";
+import { emitClientEvent } from "./license-events";
+import { tokenPrefix } from "./tokens";
+import { spendLicenseBudget } from "./license-limit";
+import { Mode, TokenKind, TraceAction } from "./vocabulary";
+import { type ClientInfo } from "../http/context";
+import { licenseView, trace } from "./license-view";
+import { Messages, fail, firstReads, requireUsable, requireOwnLicense, openLicense, now, required } from "./license-lookup";
+import { clientToken } from "./client-tokens";
+import { type ActivateResult, type CountResult } from "./activation";
+import { seats } from "./validation";
+
+/** A seat lives twice the heartbeat interval plus 30 s after its last heartbeat (CONTRACT section 4). */
+export function leaseMs(config: Config): number {
+  return 2 * config["Licensing:HeartbeatInterval"] + 30_000;
+}
+
+export interface RequestInput {
+  userKey?: string;
+  machineId?: string;
+  clientId?: string;
+  clientName?: string;
+}
+
+export interface RequestResult extends Omit<ActivateResult, "newMachine"> {
+  heartbeatInterval: number;
+  tokenExpireAt: string;
+  /** A seat the client did not already hold (for the license.seat.requested event). */
+  newSeat: boolean;
+}
+
+/** Grants a floating seat, or returns the seat this machine and client already hold; 528 when all are taken. */
+export async function requestSeat(ctx: ServiceContext, input: RequestInput, client: ClientInfo): Promise<RequestResult> {
+  const license = await openLicense(ctx, input.userKey);
+  if (license.licensingMode !== Mode.Floating) throw fail(GrpcCode.FailedPrecondition, Messages.notFloating);
+  await spendLicenseBudget(ctx, license.id);
+  const machineId = required(input.machineId, Messages.machineRequired);
+  const clientId = required(input.clientId, Messages.clientRequired);
+  const token = await clientToken(ctx.config, TokenKind.Floating, license.id, machineId, clientId);
+  const digest = await sha256Hex(token);
+  const at = now();
+  const grant: SeatGrant = await seats(ctx, license.id).request({
+    tokenDigest: digest,
+    tokenPrefix: tokenPrefix(token),
+    machineId,
+    clientId,
+    clientName: input.clientName ?? null,
+    address: client.address,
+    maxClients: license.maxClients,
+    leaseMs: leaseMs(ctx.config),
+    now: at.getTime(),
+  });
+  if (!grant.granted) throw fail(GrpcCode.ResourceExhausted, Messages.exhausted);
+  const expireAt = new Date(grant.expiresAt).toISOString();
+  await ctx.db.$client
+    .prepare(
+      `INSERT INTO license_tokens
+         (token_digest, token_prefix, kind, license_id, machine_id, client_id, client_name, address, issue_date, expire_date, last_heartbeat, created_at, updated_at)
+       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?9, ?9, ?9)
+       ON CONFLICT (token_digest) DO UPDATE SET expire_date = excluded.expire_date, last_heartbeat = excluded.last_heartbeat,
+         client_name = coalesce(excluded.client_name, client_name), address = excluded.address, updated_at = excluded.updated_at`,
+    )
+    .bind(digest, tokenPrefix(token), TokenKind.Floating, license.id, machineId, clientId, input.clientName ?? null, client.address, at.toISOString(), expireAt)
+    .run();
+  trace(ctx, license, TraceAction.Request, client, { machineId, clientId, clientName: input.clientName ?? null });
+  if (!grant.renewed) void emitClientEvent(ctx, "license.seat.requested", license, { machineId, clientId, clientName: input.clientName ?? null });
+  return {
+    licenseToken: token,
+    tokenExpireAt: expireAt,
+    heartbeatInterval: Math.round(ctx.config["Licensing:HeartbeatInterval"] / 1000),
+    activeClientCount: grant.active,
+    maxClientCount: license.maxClients,
+    license: await licenseView(ctx, license, { status: "Activated", machineId, clientId, until: grant.expiresAt }),
+    newSeat: !grant.renewed,
+  };
+}
+
+/** The floating token's row and its license, by the token alone (heartbeat and release carry no user key). */
+async function findSeatToken(ctx: ServiceContext, licenseToken: string | undefined) {
+  const token = required(licenseToken, Messages.tokenNotFound);
+  const digest = await sha256Hex(token);
+  // The token's columns are aliased: a D1 batch keys each row by column name, and the license's id, license_id,
+  // issue_date, expire_date and created_at would otherwise overwrite the token's.
+  const [rows] = await firstReads(ctx, [
+    ctx.db
+      .select({
+        token: {
+          expireDate: sql<string | null>`${licenseTokens.expireDate}`.as("token_expire_date"),
+          machineId: sql<string | null>`${licenseTokens.machineId}`.as("token_machine_id"),
+          clientId: sql<string | null>`${licenseTokens.clientId}`.as("token_client_id"),
+          clientName: sql<string | null>`${licenseTokens.clientName}`.as("token_client_name"),
+        },
+        license: licenses,
+        productCode: products.code,
+      })
+      .from(licenseTokens)
+      .innerJoin(licenses, eq(licenses.id, licenseTokens.licenseId))
+      .innerJoin(products, eq(products.id, licenses.productId))
+      .where(and(eq(licenseTokens.tokenDigest, digest), eq(licenseTokens.kind, TokenKind.Floating)))
+      .limit(1),
+  ]);
+  const row = rows[0];
+  if (!row) throw fail(GrpcCode.NotFound, Messages.tokenNotFound);
+  const license = { ...row.license, productCode: row.productCode };
+  requireOwnLicense(ctx, license);
+  return { digest, token: row.token, license };
+}
+
+export interface HeartbeatResult {
+  tokenExpireAt: string;
+  heartbeatInterval: number;
+  activeClientCount: number;
+  maxClientCount: number;
+}
+
+/**
+ * Keeps a seat alive. The hot path: one D1 read (token and license) and one Durable Object call; the token row's
+ * expiry in D1 is written behind, only when it would lapse within half a lease.
+ */
+export async function heartbeat(ctx: ServiceContext, input: { licenseToken?: string }): Promise<HeartbeatResult> {
+  const { digest, token, license } = await findSeatToken(ctx, input.licenseToken);
+  const at = now();
+  await Promise.all([requireUsable(ctx.config, license, at), spendLicenseBudget(ctx, license.id)]);
+  const lease = leaseMs(ctx.config);
+  const beat = await seats(ctx, license.id).heartbeat(digest, lease, at.getTime());
+  if (!beat.found) throw fail(GrpcCode.NotFound, Messages.tokenNotFound);
+  if (beat.expired) throw fail(GrpcCode.PermissionDenied, Messages.tokenExpired);
+  const expireAt = new Date(beat.expiresAt).toISOString();
+  if (!token.expireDate || Date.parse(token.expireDate) - at.getTime() < lease / 2) {
+    ctx.waitUntil(
+      ctx.db
+        .update(licenseTokens)
+        .set({ expireDate: expireAt, lastHeartbeat: at.toISOString(), updatedAt: at.toISOString() })
+        .where(eq(licenseTokens.tokenDigest, digest))
+        .run(),
+    );
+  }
+  return {
+    tokenExpireAt: expireAt,
+    heartbeatInterval: Math.round(ctx.config["Licensing:HeartbeatInterval"] / 1000),
+    activeClientCount: beat.active,
+    maxClientCount: license.maxClients,
+  };
+}
+
+/** Frees a floating seat; 525 for a token that holds none. */
+export async function releaseSeat(ctx: ServiceContext, input: { licenseToken?: string; userKey?: string }, client: ClientInfo): Promise<CountResult> {
+  const { digest, token, license } = await findSeatToken(ctx, input.licenseToken);
+  if (input.userKey && input.userKey.trim() !== license.userKey) throw fail(GrpcCode.NotFound, Messages.tokenNotFound);
+  await spendLicenseBudget(ctx, license.id);
+  const at = now();
+  await requireUsable(ctx.config, license, at);
+  const released = await seats(ctx, license.id).release(digest, at.getTime());
+  await ctx.db.delete(licenseTokens).where(eq(licenseTokens.tokenDigest, digest));
+  if (!released.released) throw fail(GrpcCode.NotFound, Messages.tokenNotFound);
+  trace(ctx, license, TraceAction.Release, client, { machineId: token.machineId, clientId: token.clientId });
+  void emitClientEvent(ctx, "license.seat.released", license, { machineId: token.machineId, clientId: token.clientId, clientName: token.clientName });
+  return { licenseId: license.licenseId, activeClientCount: released.active, maxClientCount: license.maxClients };
+}

@@ -1,0 +1,141 @@
+/**
+ * Finding a license by its user key and refusing it in CONTRACT section 4's order; the operations' shared vocabulary
+ * (messages, trace actions). Free of HTTP.
+ */
+import { GrpcCode, LicensingError } from "../errors";
+import { type LicenseRow } from "./license-core";
+import { eq } from "drizzle-orm";
+import type { BatchItem, BatchResponse } from "drizzle-orm/batch";
+import { clock } from "../clock";
+import type { Config } from "../config";
+import type { Db } from "../db/client";
+import { licenses, products } from "../db/schema";
+import type { ServiceContext } from "../http/context";
+import { type LicenseRefusal, judgeLicense } from "./policy";
+
+export const Messages = {
+  invalidKey: "Invalid license key",
+  machineRequired: "The machine code is required for license activation",
+  clientRequired: "The client id is required for a floating license",
+  keyNotFound: "License key not found",
+  tokenNotFound: "License token not found",
+  alreadyActivated: "The license has already been activated",
+  revoked: "The license has been revoked",
+  expired: "The license has expired",
+  tokenExpired: "The license token has expired",
+  wrongProduct: "The license is not valid for this product",
+  exhausted: "The maximum number of concurrent users for the license has been reached",
+  notActivated: "The license has not been activated",
+  notFloating: "The license is not a floating license",
+  noActivation: "The license does not require activation",
+  tampered: "The license has been tampered",
+  tokenTampered: "The license token has been tampered",
+} as const;
+
+/**
+ * The machine-readable reason of each message (LicensingError.reason): stable names an application can switch on,
+ * whatever the wording of the message.
+ */
+export const Reasons: Record<keyof typeof Messages, string> = {
+  invalidKey: "invalidUserKey",
+  machineRequired: "machineIdRequired",
+  clientRequired: "clientIdRequired",
+  keyNotFound: "licenseNotFound",
+  tokenNotFound: "licenseTokenNotFound",
+  alreadyActivated: "alreadyActivated",
+  revoked: "licenseRevoked",
+  expired: "licenseExpired",
+  tokenExpired: "licenseTokenExpired",
+  wrongProduct: "wrongProduct",
+  exhausted: "seatsExhausted",
+  notActivated: "notActivated",
+  notFloating: "notFloating",
+  noActivation: "activationNotRequired",
+  tampered: "licenseTampered",
+  tokenTampered: "licenseTokenTampered",
+};
+
+const reasonOfMessage = new Map(Object.entries(Messages).map(([name, message]) => [message as string, Reasons[name as keyof typeof Messages]]));
+
+export const fail = (code: GrpcCode, message: string) => new LicensingError(code, message, reasonOfMessage.get(message));
+
+export type LicenseWithProduct = LicenseRow & { productCode: string };
+
+/** A user key as the operations take it: trimmed; 523 when it is empty or too long to be one. */
+export function userKeyOf(userKey: string | undefined): string {
+  const key = userKey?.trim() ?? "";
+  if (key === "" || key.length > 128) throw fail(GrpcCode.InvalidArgument, Messages.invalidKey);
+  return key;
+}
+
+/** The license with this user key and its product's code, unexecuted (operations batch it with other reads). */
+export function licenseByUserKey(db: Db, key: string) {
+  return db.select({ license: licenses, productCode: products.code }).from(licenses).innerJoin(products, eq(products.id, licenses.productId)).where(eq(licenses.userKey, key)).limit(1);
+}
+
+export function foundLicense(row: { license: LicenseRow; productCode: string } | undefined): LicenseWithProduct {
+  if (!row) throw fail(GrpcCode.NotFound, Messages.keyNotFound);
+  return { ...row.license, productCode: row.productCode };
+}
+
+/** The license a user key names, with its product's code; 523 for a malformed key, 525 for an unknown one. */
+export async function findByUserKey(db: Db, userKey: string | undefined): Promise<LicenseWithProduct> {
+  const [row] = await licenseByUserKey(db, userKeyOf(userKey));
+  return foundLicense(row);
+}
+
+/**
+ * An operation's first D1 round trip: its reads in one batch, together with the caller's bearer-token logout check
+ * when the route deferred it (auth/guard.ts DeferredLogoutCheck), which is settled (401 for a logged-out token)
+ * before anything read is used. So validate and heartbeat cost one round trip with a bearer token as with a key.
+ */
+export async function firstReads<const Q extends readonly [BatchItem<"sqlite">, ...BatchItem<"sqlite">[]]>(ctx: ServiceContext, queries: Q): Promise<BatchResponse<Q>> {
+  const check = ctx.logoutCheck && !ctx.logoutCheck.settled ? ctx.logoutCheck : undefined;
+  if (!check) return (queries.length === 1 ? [await queries[0]] : await ctx.db.batch(queries)) as BatchResponse<Q>;
+  const [loggedOut, ...rows] = await ctx.db.batch([check.query(ctx.db), ...queries]);
+  check.settle(loggedOut);
+  return rows as unknown as BatchResponse<Q>;
+}
+
+/** findByUserKey as an operation's first read (with the deferred logout check). */
+async function findLicense(ctx: ServiceContext, userKey: string | undefined): Promise<LicenseWithProduct> {
+  const key = userKeyOf(userKey);
+  const [rows] = await firstReads(ctx, [licenseByUserKey(ctx.db, key)]);
+  return foundLicense(rows[0]);
+}
+
+/** The licensing operations' answer to each refusal of the license policy (CONTRACT section 4's table). */
+const REFUSAL_ERRORS: Record<LicenseRefusal, () => LicensingError> = {
+  notFound: () => fail(GrpcCode.NotFound, Messages.keyNotFound),
+  tampered: () => fail(GrpcCode.DataLoss, Messages.tampered),
+  revoked: () => fail(GrpcCode.PermissionDenied, Messages.revoked),
+  expired: () => fail(GrpcCode.PermissionDenied, Messages.expired),
+  wrongProduct: () => fail(GrpcCode.PermissionDenied, Messages.wrongProduct),
+};
+
+/** Asks the license policy (licensing/policy.ts) and throws its refusal as the licensing error (52x). */
+export async function requireUsable(config: Config, license: LicenseWithProduct, now: Date, productCode?: string): Promise<void> {
+  const verdict = await judgeLicense(config["Application:EncryptionKey"], license, now, { productCode });
+  if (!verdict.usable) throw REFUSAL_ERRORS[verdict.refusal]();
+}
+
+/** A license-bound bearer token may act only for its own license. */
+export function requireOwnLicense(ctx: ServiceContext, license: LicenseRow): void {
+  const bound = ctx.principal?.licenseId;
+  if (bound !== undefined && bound !== license.licenseId) throw fail(GrpcCode.PermissionDenied, Messages.wrongProduct);
+}
+
+export async function openLicense(ctx: ServiceContext, userKey: string | undefined, productCode?: string): Promise<LicenseWithProduct> {
+  const license = await findLicense(ctx, userKey);
+  requireOwnLicense(ctx, license);
+  await requireUsable(ctx.config, license, now(), productCode);
+  return license;
+}
+
+export const now = (): Date => clock.now();
+
+export function required(value: string | undefined | null, message: string): string {
+  const v = value?.trim() ?? "";
+  if (v === "") throw fail(GrpcCode.InvalidArgument, message);
+  return v;
+}

@@ -1,0 +1,91 @@
+/**
+ * Licenses as the API returns them: the record, its computed status, and the `lic…` id of records that point at a
+ * license.
+ */
+import { sql } from "drizzle-orm";
+import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
+import { clock } from "../clock";
+import type { Config } from "../config";
+import type { Db } from "../db/client";
+import { type Row } from "../http/repository";
+import { licenses } from "../db/schema";
+import { type Field, defineEntity, f } from "../http/entity";
+import { LICENSE_STATUSES, type LicenseRow, publicLicenseIds } from "./license-core";
+import { describeLicenses } from "./policy";
+import { LicenseType, LicensingMode } from "./license-templates";
+
+export const License = defineEntity({
+  name: "License",
+  singular: "license",
+  plural: "licenses",
+  table: licenses,
+  publicId: "licenseId",
+  fields: {
+    id: f.id(),
+    licenseId: f.string({ readOnly: true, description: "Public identifier: lic + 8 upper-case hex characters; generated, unique." }),
+    userKey: f.string({ readOnly: true, description: "Generated from Licensing:UserKeyFormat (Crockford base32); unique." }),
+    productId: f.int({ min: 1 }),
+    customerId: f.int({ min: 1 }),
+    orderId: f.int({ min: 1 }),
+    templateId: f.int({ min: 1, description: "On create, the template fills every property the body omits; its product must be the license's." }),
+    licenseType: f.enumOf(LicenseType),
+    edition: f.string({ max: 64, description: "Standard, Professional, Ultimate …" }),
+    licensingMode: f.enumOf(LicensingMode),
+    maxClients: f.int({ min: 0, description: "Activations (Activation mode, distinct machines) or concurrent seats (Floating); 0 = unlimited." }),
+    issueDate: f.date({ description: "Default: now." }),
+    expireDate: f.date({ description: "None = perpetual; from the template's expireDays when omitted." }),
+    supportExpireDate: f.date({ description: "End of maintenance; from the template's supportDays when omitted." }),
+    revoked: f.bool({ description: "true revokes; only an explicit false un-revokes (partial update)." }),
+    features: f.strings(),
+    licenseeName: f.string({ max: 256 }),
+    licenseeEmail: f.string({ max: 256 }),
+    licenseeCompany: f.string({ max: 256 }),
+    description: f.string(),
+    trace: f.bool({ description: "Record licensing operations as traces (default true)." }),
+    meta: f.string(),
+    status: f.oneOf(LICENSE_STATUSES, {
+      readOnly: true,
+      description: "Computed (not filterable): Tampered (changed outside the API), Revoked, Expired, else Activated or NotActivated.",
+    }),
+    activeClientCount: f.int({ readOnly: true, description: "Computed: machines (Activation) or seats (Floating) holding a live token." }),
+    createdAt: f.date({ readOnly: true }),
+    updatedAt: f.date({ readOnly: true }),
+  },
+  required: ["productId"],
+});
+
+/** Computed properties of a page of licenses: one query for the page's tokens (list `decorate`). */
+export async function showStatus(items: Row[], rows: Row[], context: { db: Db; config: Config }): Promise<void> {
+  const facts = await describeLicenses(context.db, context.config["Application:EncryptionKey"], rows as LicenseRow[], clock.now());
+  items.forEach((item, i) => Object.assign(item, facts[i]));
+}
+
+/** Licenses as the API returns them (wire form with status and activeClientCount): one token query for all. */
+export async function licenseRecords(db: Db, config: Config, rows: readonly Row[]): Promise<Record<string, unknown>[]> {
+  const items = rows.map((row) => License.toWire(row, config) as Record<string, unknown>);
+  await showStatus(items, [...rows], { db, config });
+  return items;
+}
+
+/**
+ * The `licenseId` property of a record that stores a license's integer key in `column`: the license's `lic…` id on
+ * the wire (filled by `showPublicLicenseIds`), filtered and sorted through a subquery so `licenseId == "lic…"` works.
+ */
+export function licenseReference(column: SQLiteColumn): Field {
+  return {
+    ...f.string({ readOnly: true, description: "The license's public identifier (lic…)." }),
+    sql: sql`(SELECT ${licenses.licenseId} FROM ${licenses} WHERE ${licenses.id} = ${column})`,
+  };
+}
+
+/** List `decorate`: replaces the integer `licenseId` of each item with the license's `lic…` id (one query a page). */
+export async function showPublicLicenseIds(items: Row[], rows: Row[], context: { db: Db }): Promise<void> {
+  const ids = await publicLicenseIds(
+    context.db,
+    rows.map((r) => r["licenseId"] as number | null),
+  );
+  items.forEach((item, i) => {
+    const key = rows[i]?.["licenseId"];
+    item["licenseId"] = typeof key === "number" ? (ids.get(key) ?? null) : null;
+  });
+}

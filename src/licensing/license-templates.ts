@@ -1,0 +1,35 @@
+/** License templates as records and the license type and licensing mode vocabularies (SPEC "License template"). */
+import { LICENSE_TYPES, LICENSING_MODES } from "./vocabulary";
+import { licenseTemplates } from "../db/schema";
+import { defineEntity, f } from "../http/entity";
+
+/** The names of the stored numbers (licensing/vocabulary.ts). */
+export const LicenseType = LICENSE_TYPES;
+
+export const LicensingMode = LICENSING_MODES;
+
+export const LicenseTemplate = defineEntity({
+  name: "LicenseTemplate",
+  singular: "licenseTemplate",
+  plural: "licenseTemplates",
+  table: licenseTemplates,
+  fields: {
+    id: f.id(),
+    name: f.string({ max: 256 }),
+    code: f.string({ max: 64 }),
+    productId: f.int({ min: 1 }),
+    releaseId: f.int({ min: 1 }),
+    licenseType: f.enumOf(LicenseType),
+    edition: f.string({ max: 64 }),
+    licensingMode: f.enumOf(LicensingMode),
+    maxClients: f.int({ min: 0, description: "Activations (Activation mode) or concurrent seats (Floating); 0 = unlimited." }),
+    expireDays: f.int({ min: 0, description: "Days from the issue date to expiry; none = perpetual." }),
+    supportDays: f.int({ min: 0, description: "Days from the issue date to the end of maintenance." }),
+    features: f.strings(),
+    description: f.string(),
+    meta: f.string(),
+    createdAt: f.date({ readOnly: true }),
+    updatedAt: f.date({ readOnly: true }),
+  },
+  required: ["name", "productId"],
+});

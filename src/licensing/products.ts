@@ -1,0 +1,30 @@
+/** The product record (SPEC "Product"): licensed by licensing/, released by updates/. */
+import { products } from "../db/schema";
+import { defineEntity, f } from "../http/entity";
+
+export const Product = defineEntity({
+  name: "Product",
+  singular: "product",
+  plural: "products",
+  table: products,
+  fields: {
+    id: f.id(),
+    // Not `.` or `..`: the code is a segment of update and download URLs, which URL parsers would remove.
+    code: f.string({ max: 64, pattern: /^(?!\.\.?$)[A-Za-z0-9._-]{1,64}$/, description: "Unique; letters, digits, '.', '_' and '-' (not '.' or '..')." }),
+    name: f.string({ max: 256 }),
+    description: f.string(),
+    url: f.string({ max: 2048 }),
+    copyright: f.string({ max: 512 }),
+    isApplication: f.bool({ description: "An application receives releases with downloads (update feeds)." }),
+    purchaseUrl: f.string({ max: 2048 }),
+    renewalUrl: f.string({ max: 2048 }),
+    supportEmail: f.string({ max: 256 }),
+    maintenanceNoticeDays: f.int({ min: 0, max: 3650 }),
+    price: f.number({ min: 0 }),
+    currency: f.string({ max: 8 }),
+    meta: f.string(),
+    createdAt: f.date({ readOnly: true }),
+    updatedAt: f.date({ readOnly: true }),
+  },
+  required: ["code", "name"],
+});

@@ -1,0 +1,130 @@
+/** Validation (CONTRACT section 4): is this license, and this machine's activation, good now? Free of HTTP. */
+import { and, eq, gt, isNull, or, sql } from "drizzle-orm";
+import { sha256Hex } from "../crypto";
+import type { Db } from "../db/client";
+import { licenseTokens, licenses } from "../db/schema";
+import type { ServiceContext } from "../http/context";
+import { GrpcCode } from "../errors";
+import { type LicenseRow } from "./license-core";
+import { type LicenseStatus, Mode, TokenKind, TraceAction } from "./vocabulary";
+import { type ClientInfo } from "../http/context";
+import { type LicenseView, licenseView, trace } from "./license-view";
+import { Messages, fail, userKeyOf, licenseByUserKey, foundLicense, firstReads, requireUsable, requireOwnLicense, now } from "./license-lookup";
+import { clientToken } from "./client-tokens";
+
+export interface ValidateInput {
+  userKey?: string;
+  machineId?: string;
+  clientId?: string;
+  licenseToken?: string;
+  productCode?: string;
+  version?: string;
+  nonce?: string;
+}
+
+export interface ValidateResult {
+  licenseId: string;
+  status: LicenseStatus;
+  license: LicenseView;
+  licenseToken?: string;
+  tokenExpireAt?: string;
+  serverTime: string;
+  nonce?: string;
+}
+
+/**
+ * Validates a license for a client. Answers only for a usable license: Activated, or NotActivated when no machine
+ * was named or the license is File mode; a named machine without an activation is 529.
+ */
+export async function validate(ctx: ServiceContext, input: ValidateInput, client: ClientInfo): Promise<ValidateResult> {
+  const key = userKeyOf(input.userKey);
+  const machineId = input.machineId?.trim() || undefined;
+  const clientId = input.clientId?.trim() ?? "";
+  const givenToken = input.licenseToken?.trim() || undefined;
+  const named = machineId !== undefined || (input.licenseToken ?? "") !== "";
+  const at = now();
+  // One D1 round trip: the license and, when the client names a machine or a token, the live tokens that can be
+  // the activation it names (which one it is needs the license's id: liveActivation decides).
+  const candidatesQuery = named ? activationCandidates(ctx.db, key, givenToken ? await sha256Hex(givenToken) : undefined, machineId ?? "", clientId, at) : undefined;
+  const [licenseRows, candidates] = candidatesQuery
+    ? await firstReads(ctx, [licenseByUserKey(ctx.db, key), candidatesQuery])
+    : [(await firstReads(ctx, [licenseByUserKey(ctx.db, key)]))[0], []];
+  const license = foundLicense(licenseRows[0]);
+  requireOwnLicense(ctx, license);
+  await requireUsable(ctx.config, license, now(), input.productCode);
+  // The live token the client names, and the machine and client it belongs to (what the license key will name).
+  let token: { value: string; expireAt?: string; until?: number; machineId?: string; clientId?: string } | undefined;
+  if (license.licensingMode === Mode.Activation && named) {
+    token = await liveActivation(ctx, license, machineId, clientId, givenToken, candidates);
+  } else if (license.licensingMode === Mode.Floating && (input.licenseToken || (machineId && clientId))) {
+    const value = input.licenseToken?.trim() || (await clientToken(ctx.config, TokenKind.Floating, license.id, machineId ?? "", clientId));
+    const seat = await seats(ctx, license.id).seat(await sha256Hex(value), at.getTime());
+    // A seat held by another machine is not this machine's: as for an activation, it is not found.
+    if (seat.live && (machineId === undefined || seat.machineId === machineId)) {
+      token = { value, expireAt: new Date(seat.expiresAt!).toISOString(), until: seat.expiresAt!, machineId: seat.machineId, clientId: seat.clientId };
+    }
+  }
+  if (license.licensingMode !== Mode.File && named && !token) throw fail(GrpcCode.FailedPrecondition, Messages.notActivated);
+  trace(ctx, license, TraceAction.Validate, client, { machineId: machineId ?? null, clientId: clientId || null });
+  return {
+    licenseId: license.licenseId,
+    status: token ? "Activated" : "NotActivated",
+    // The key proves the license usable on this machine: File mode always, otherwise only with its live token.
+    license: await licenseView(
+      ctx,
+      license,
+      license.licensingMode === Mode.File || token
+        ? {
+            status: token ? "Activated" : "NotActivated",
+            machineId: token?.machineId ?? machineId,
+            ...((token?.clientId ?? clientId) ? { clientId: token?.clientId ?? clientId } : {}),
+            nonce: input.nonce,
+            until: token?.until ?? (token?.expireAt ? Date.parse(token.expireAt) : undefined),
+          }
+        : undefined,
+    ),
+    ...(token ? { licenseToken: token.value, ...(token.expireAt ? { tokenExpireAt: token.expireAt } : {}) } : {}),
+    serverTime: at.toISOString(),
+    ...(input.nonce !== undefined ? { nonce: input.nonce } : {}),
+  };
+}
+
+/**
+ * The live tokens of the license with this user key that can be the activation a validate names, unexecuted: it is
+ * batched with the license's read, before the license's id is known. A given token is found by its digest. A
+ * derived token depends on the license's id, so the query takes the live tokens of the named machine and client,
+ * among which the derived token's row is when it exists (activate stores it with exactly these values), and
+ * liveActivation picks it by digest.
+ */
+function activationCandidates(db: Db, key: string, givenDigest: string | undefined, machineId: string, clientId: string, at: Date) {
+  return db
+    .select({ licenseId: licenseTokens.licenseId, tokenDigest: licenseTokens.tokenDigest, expireDate: licenseTokens.expireDate, machineId: licenseTokens.machineId })
+    .from(licenseTokens)
+    .where(
+      and(
+        sql`${licenseTokens.licenseId} = (SELECT ${licenses.id} FROM ${licenses} WHERE ${licenses.userKey} = ${key})`,
+        givenDigest !== undefined ? eq(licenseTokens.tokenDigest, givenDigest) : and(eq(licenseTokens.machineId, machineId), eq(licenseTokens.clientId, clientId)),
+        or(isNull(licenseTokens.expireDate), gt(licenseTokens.expireDate, at.toISOString())),
+      ),
+    );
+}
+
+/** The activation a validate names, among the candidates read with the license (activationCandidates). */
+async function liveActivation(
+  ctx: ServiceContext,
+  license: LicenseRow,
+  machineId: string | undefined,
+  clientId: string,
+  givenToken: string | undefined,
+  candidates: readonly { licenseId: number; tokenDigest: string; expireDate: string | null; machineId: string | null }[],
+): Promise<{ value: string; expireAt?: string; machineId?: string } | undefined> {
+  const value = givenToken ?? (await clientToken(ctx.config, TokenKind.Activation, license.id, machineId ?? "", clientId));
+  const digest = await sha256Hex(value);
+  const row = candidates.find((t) => t.licenseId === license.id && t.tokenDigest === digest);
+  if (!row || (machineId !== undefined && row.machineId !== machineId)) return undefined;
+  return { value, ...(row.expireDate ? { expireAt: row.expireDate } : {}), ...(row.machineId ? { machineId: row.machineId } : {}) };
+}
+
+export function seats(ctx: ServiceContext, licenseRowId: number) {
+  return ctx.env.LICENSE_SEATS.getByName(String(licenseRowId));
+}
