@@ -9,7 +9,8 @@ import { ensureAdmin } from "./auth/bootstrap";
 import { ipProtection } from "./protection/limits";
 import { clientAddress } from "./protection/client-ip";
 import { clock } from "./clock";
-import { API_KEY_SCHEME, BEARER_SCHEME, logoutFirst } from "./auth/guard";
+import { API_KEY_SCHEME, BEARER_SCHEME } from "./auth/guard";
+import { settleFirst } from "./http/context";
 import { registerAuth } from "./auth/auth-routes";
 import { registerConsoleAuth } from "./auth/console-routes";
 import { type Config, loadConfig, unsafeSetting } from "./config";
@@ -209,6 +210,6 @@ export function createApp(): Router {
 
   app.notFound((c: Context<AppEnv>) => errorResponse(c, new ApiError(404, `No route for ${c.req.method} ${c.req.path}`)));
   // A bearer token's deferred logout check is settled before any error is answered: a logged-out token gets 401 first.
-  app.onError(async (err, c) => renderError(await logoutFirst(c, err), c));
+  app.onError(async (err, c) => renderError(await settleFirst(c, err), c));
   return app;
 }

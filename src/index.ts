@@ -1,9 +1,19 @@
-/** Worker entry: fetch (the Hono app), queue (background jobs by kind) and scheduled (housekeeping). */
+/** Worker entry: fetch (the Hono app), queue (its job handlers in one table) and scheduled (housekeeping). */
 import { createApp } from "./app";
-import { consumeBatch } from "./jobs";
+import { type JobHandlers, consumeBatch } from "./jobs";
+import { consumeExpiredSeats } from "./licensing/license-events";
+import { writeTraces } from "./licensing/traces";
+import { consumeDelivery } from "./webhooks/deliver";
 import { housekeeping } from "./housekeeping";
 
 const app = createApp();
+
+/** The queue's job handlers, one per kind of jobs.ts (a missing one does not type-check). */
+const jobs: JobHandlers = {
+  "webhook.delivery": consumeDelivery,
+  "license.seats.expired": consumeExpiredSeats,
+  "license.traces": { batch: writeTraces },
+};
 
 /** SPEC's example calls send `text/json`; it is read as JSON like `application/json-patch+json`. */
 function normalizeContentType(request: Request): Request {
@@ -19,7 +29,7 @@ export default {
     return app.fetch(normalizeContentType(request), env, ctx);
   },
   queue(batch, env, ctx) {
-    return consumeBatch(batch, env, ctx);
+    return consumeBatch(batch, env, ctx, jobs);
   },
   scheduled(controller, env, ctx) {
     ctx.waitUntil(housekeeping(env, new Date(controller.scheduledTime)));
@@ -27,4 +37,4 @@ export default {
 } satisfies ExportedHandler<Bindings>;
 
 export { RateLimiter } from "./durable/rate-limiter";
-export { LicenseSeats } from "./durable/license-seats";
+export { LicenseSeats } from "./licensing/seat-object";

@@ -5,7 +5,6 @@
  * Writing the log is best effort: a failure is reported to the Worker's console and never thrown.
  */
 import { type SQL, and, eq, lt, ne } from "drizzle-orm";
-import type { Principal } from "./http/app-env";
 import { clock, nowIso } from "./clock";
 import type { Config } from "./config";
 import type { Db } from "./db/client";
@@ -38,9 +37,19 @@ export interface LogDetails {
   properties?: Record<string, unknown>;
 }
 
+/** What the audit trail records of a credential: names and ids, never a secret. */
+export interface AuditPrincipal {
+  userId?: string | undefined;
+  userName?: string | undefined;
+  keyId?: number | undefined;
+  keyName?: string | undefined;
+  licenseId?: string | undefined;
+}
+
 /** Who caused an audit event: the request's credential (none for anonymous events such as a blocked login) and IP. */
 export interface AuditActor {
-  principal?: Principal | undefined;
+  /** The credential's identity, as the request's principal (http/app-env.ts) carries it. */
+  principal?: AuditPrincipal | undefined;
   clientIp: string;
 }
 

@@ -3,7 +3,7 @@
  * A declaration file that nothing imports, so no import circle closes through it.
  */
 import type { D1Migration } from "cloudflare:test";
-import type { LicenseSeats } from "./durable/license-seats";
+import type { LicenseSeats } from "./licensing/seat-object";
 import type { RateLimiter } from "./durable/rate-limiter";
 
 declare global {

@@ -9,20 +9,22 @@ import worker from "../src/index";
 import { buildConfig } from "../src/config";
 import { getDb } from "../src/db/client";
 import { listBody } from "../src/http/list";
-import { handleJobs } from "../src/jobs";
+import { type JobHandler, consumeBatch } from "../src/jobs";
 import { Resource } from "../src/management/resources";
 import { admin } from "./helpers";
 
 describe("queue consumer", () => {
   it("hands each message to its kind's handler, retries a failing one and acknowledges unknown kinds", async () => {
     const seen: unknown[] = [];
-    handleJobs("test.ok", async (message) => {
-      seen.push(message.body);
-      message.ack();
-    });
-    handleJobs("test.fails", async () => {
-      throw new Error("receiver down");
-    });
+    const handlers: Record<string, JobHandler> = {
+      "test.ok": async (message) => {
+        seen.push(message.body);
+        message.ack();
+      },
+      "test.fails": async () => {
+        throw new Error("receiver down");
+      },
+    };
     const batch = createMessageBatch<unknown>("licensing-webhooks", [
       { id: "m1", timestamp: new Date(), attempts: 1, body: { kind: "test.ok", n: 1 } },
       { id: "m2", timestamp: new Date(), attempts: 1, body: { kind: "test.fails" } },
@@ -30,7 +32,7 @@ describe("queue consumer", () => {
       { id: "m4", timestamp: new Date(), attempts: 1, body: "not a job" },
     ]);
     const ctx = createExecutionContext();
-    await worker.queue(batch, env, ctx);
+    await consumeBatch(batch, env, ctx, handlers);
     const result = await getQueueResult(batch, ctx);
     expect(seen).toEqual([{ kind: "test.ok", n: 1 }]);
     expect(result.explicitAcks.sort()).toEqual(["m1", "m3", "m4"]);

@@ -99,7 +99,7 @@ describe("license events", () => {
     await emitted(s.id, "license.seat.requested", 2);
     clock.move(2 * 300_000 + 31_000);
     expect(await runDurableObjectAlarm(env.LICENSE_SEATS.getByName(String(lic.id)))).toBe(true);
-    const [expired] = await emitted(s.id, "license.seat.expired");
+    const [expired] = await emitted(s.id, "license.seat.expired", 1, 15_000);
     expect(expired!.data).toMatchObject({ licenseId: lic.licenseId, activeClientCount: 0, client: { machineId: "m2", clientId: "c2" } });
     expect(await settledTypes(s.id)).toEqual(["license.seat.requested", "license.seat.released", "license.seat.requested", "license.seat.expired"]);
   });

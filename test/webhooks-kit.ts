@@ -55,15 +55,18 @@ export async function eventRows(subscriptionId: number): Promise<EventRowView[]>
   return results;
 }
 
-/** Waits (emission runs after the answer, under waitUntil) until the subscription has `count` rows of a type. */
-export async function emitted(subscriptionId: number, type: string, count = 1): Promise<{ id: string; type: string; createdAt: string; data: any; previous?: any }[]> {
+/**
+ * Waits (emission runs after the answer, under waitUntil) until the subscription has `count` rows of a type; events
+ * that come through the queue (license.seat.expired) need `timeout` above the consumer's 5 s batch window.
+ */
+export async function emitted(subscriptionId: number, type: string, count = 1, timeout = 5000): Promise<{ id: string; type: string; createdAt: string; data: any; previous?: any }[]> {
   return vi.waitFor(
     async () => {
       const rows = (await eventRows(subscriptionId)).filter((r) => r.event_type === type);
       if (rows.length < count) throw new Error(`${rows.length} ${type} events so far`);
       return rows.map((r) => JSON.parse(r.payload));
     },
-    { timeout: 5000, interval: 50 },
+    { timeout, interval: 50 },
   );
 }
 

@@ -91,7 +91,7 @@ export function tokensEndNow(): SQL {
 
 /**
  * Verifies a bearer token's signature and claims, without the logout check (verifyToken adds it; a route that
- * defers it must run loggedOutQuery before it acts: auth/guard.ts DeferredLogoutCheck).
+ * defers it must run loggedOutQuery before it acts: http/first-batch.ts).
  */
 export async function verifyTokenClaims(config: Config, token: string): Promise<Principal | undefined> {
   let payload;

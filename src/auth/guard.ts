@@ -8,7 +8,8 @@
  */
 import type { Context, MiddlewareHandler } from "hono";
 import type { AppEnv, Principal, Role } from "../http/app-env";
-import type { Db } from "../db/client";
+import { firstBatchOf } from "../http/context";
+import type { PendingCheck } from "../http/first-batch";
 import { forbidden, unauthorized } from "../errors";
 import { authenticateApiKey, permissionFor } from "./api-key-service";
 import { loggedOutQuery, verifyToken, verifyTokenClaims } from "./bearer";
@@ -28,53 +29,20 @@ function hasRole(principal: Principal, roles: readonly Role[] | undefined): bool
 
 export type Credential = "key" | "bearer" | "either";
 
-/**
- * A bearer token's logout check, deferred from the guard to the route's first D1 round trip, so that a licensing
- * call (validate, heartbeat, ...) costs one round trip instead of two. The route sends `query` in its batch and
- * hands the rows to `settle` before it acts on anything it read; an error answered before that (a bad body, a
- * malformed key) settles it first (`logoutFirst`), and the guard settles it alone if the route never did, so a
- * logged-out token is always answered 401, as when the guard checks it up front.
- */
-export class DeferredLogoutCheck {
-  settled = false;
-
-  constructor(readonly token: Principal) {}
-
-  /** The token's logout record or its user's cut (no rows: still valid). */
-  query(db: Db) {
-    return loggedOutQuery(db, this.token);
-  }
-
-  /** Takes the rows of `query`; throws the 401 of a logged-out token. */
-  settle(rows: readonly unknown[]): void {
-    this.settled = true;
-    if (rows.length > 0) throw unauthorized(BEARER_SCHEME);
-  }
-
-  /** Runs the check on its own when no batch did. */
-  async run(db: Db): Promise<void> {
-    if (!this.settled) this.settle(await this.query(db));
-  }
-}
-
-/**
- * The error to answer for `error` raised before a deferred logout check was settled: the 401 of a logged-out token
- * comes first, as it would have from the guard. Called by the app's error handler.
- */
-export async function logoutFirst(c: Context<AppEnv>, error: Error): Promise<Error> {
-  const check = c.get("logoutCheck") as DeferredLogoutCheck | undefined;
-  if (!check || check.settled) return error;
-  try {
-    await check.run(c.get("db"));
-    return error;
-  } catch (refusal) {
-    return refusal instanceof Error ? refusal : error;
-  }
+/** A bearer token's logout check as a check of the request's first D1 batch: 401 for a logged-out token. */
+function logoutCheck(token: Principal): PendingCheck {
+  return {
+    // The token's logout record or its user's cut (no rows: still valid).
+    query: (db) => loggedOutQuery(db, token),
+    settle: (rows) => {
+      if (rows.length > 0) throw unauthorized(BEARER_SCHEME);
+    },
+  };
 }
 
 /** How a route's guard checks its credential. */
 export interface AuthenticateOptions {
-  /** Leave a bearer token's logout check to the route's first D1 batch (DeferredLogoutCheck). */
+  /** Leave a bearer token's logout check to the route's first D1 batch (http/first-batch.ts). */
   deferLogoutCheck?: boolean;
 }
 
@@ -105,7 +73,7 @@ export async function authenticate(c: Context<AppEnv>, accepts: Credential, role
     if (token === undefined) throw unauthorized(accepts === "key" ? API_KEY_SCHEME : BEARER_SCHEME);
     if (options.deferLogoutCheck) {
       principal = await verifyTokenClaims(config, token);
-      if (principal?.jti) c.set("logoutCheck", new DeferredLogoutCheck(principal));
+      if (principal?.jti) firstBatchOf(c).add(logoutCheck(principal));
     } else {
       principal = await verifyToken(config, db, token);
     }
@@ -126,8 +94,7 @@ function guard(accepts: Credential, roles?: readonly Role[], options: Authentica
     c.set("principal", await authenticate(c, accepts, roles, options));
     await next();
     // A route that never batched the check still answers a logged-out token 401 (after the fact, but never 200).
-    const check = c.get("logoutCheck") as DeferredLogoutCheck | undefined;
-    if (check && !check.settled) await check.run(c.get("db"));
+    await firstBatchOf(c).flush(c.get("db"));
   };
 }
 

@@ -4,18 +4,15 @@
  * synchronously on that storage (no await between reading and writing the seats), so concurrent requests can never
  * grant more seats than `maxClients`. A seat lives until `expiresAt`; heartbeats move it; an alarm reclaims dead
  * seats (and every seat of a license the license policy no longer finds usable: deleted, tampered, revoked or
- * expired) and writes that through to D1 (the token rows go, a TokenExpired trace is written when the license traces)
- * and emits license.seat.expired for each.
+ * expired) and writes that through to D1 (the token rows go, a trace is written when the license traces) and hands
+ * the seats to the `license.seats.expired` queue job, whose consumer emits license.seat.expired for each.
+ *
+ * This class knows seats only: which license may still be used and which trace action a reclaimed seat records are
+ * the licensing domain's, given by its subclass (licensing/seat-object.ts, the class the Worker exports).
  */
 import { DurableObject } from "cloudflare:workers";
-import { eq } from "drizzle-orm";
 import { clock } from "../clock";
-import { loadConfig } from "../config";
-import { getDb } from "../db/client";
-import { licenses } from "../db/schema";
-import { judgeLicense } from "../licensing/policy";
-import { TraceAction } from "../licensing/vocabulary";
-import { emitSeatsExpired } from "../licensing/license-events";
+import type { JobOf } from "../jobs";
 
 export interface SeatRequest {
   tokenDigest: string;
@@ -40,7 +37,7 @@ interface SeatRow extends Record<string, SqlStorageValue> {
   expires_at: number;
 }
 
-export class LicenseSeats extends DurableObject<Bindings> {
+export abstract class SeatStore extends DurableObject<Bindings> {
   private readonly sql: SqlStorage;
 
   constructor(ctx: DurableObjectState, env: Bindings) {
@@ -141,12 +138,11 @@ export class LicenseSeats extends DurableObject<Bindings> {
     if (current === null || current > next) await this.ctx.storage.setAlarm(next);
   }
 
-  /** Whether the license policy (licensing/policy.ts) still lets this object's license be used. */
-  private async licenseUsable(now: number): Promise<boolean> {
-    const { config } = await loadConfig(this.env, this.env.DB);
-    const license = await getDb(this.env.DB).select().from(licenses).where(eq(licenses.id, this.licenseId())).get();
-    return (await judgeLicense(config["Application:EncryptionKey"], license, new Date(now))).usable;
-  }
+  /** Whether the license policy still lets the license of this object (its integer id) be used. */
+  protected abstract licenseUsable(licenseId: number, now: Date): Promise<boolean>;
+
+  /** The trace action a reclaimed seat records. */
+  protected abstract readonly reclaimedSeatAction: number;
 
   /**
    * Reclaims dead seats, and every seat when the license may no longer be used, and writes them through to D1: their
@@ -154,7 +150,7 @@ export class LicenseSeats extends DurableObject<Bindings> {
    */
   override async alarm(): Promise<void> {
     const now = clock.now().getTime();
-    const reclaimAll = !(await this.licenseUsable(now));
+    const reclaimAll = !(await this.licenseUsable(this.licenseId(), new Date(now)));
     const dead = reclaimAll
       ? this.sql.exec<SeatRow>("SELECT * FROM seats").toArray()
       : this.sql.exec<SeatRow>("SELECT * FROM seats WHERE expires_at <= ?", now).toArray();
@@ -166,13 +162,16 @@ export class LicenseSeats extends DurableObject<Bindings> {
         this.env.DB.prepare(
           `INSERT INTO license_traces (license_id, action, client_id, machine_id, created_at)
            SELECT id, ?, ?, ?, ? FROM licenses WHERE id = ? AND trace = 1`,
-        ).bind(TraceAction.TokenExpired, seat.client_id, seat.machine_id, stamp, licenseId),
+        ).bind(this.reclaimedSeatAction, seat.client_id, seat.machine_id, stamp, licenseId),
       ]);
       // D1 first: if it fails, the alarm is retried and the seats are still here to be reclaimed.
       await this.env.DB.batch(statements);
       for (const seat of dead) this.sql.exec("DELETE FROM seats WHERE token_digest = ? AND (expires_at <= ? OR ?)", seat.token_digest, now, reclaimAll ? 1 : 0);
-      // After the write-through, so a subscriber hears of a seat only once it is gone; never throws.
-      await emitSeatsExpired(this.env, (p) => this.ctx.waitUntil(p), licenseId, dead.map((seat) => ({ machineId: seat.machine_id, clientId: seat.client_id })));
+      // After the write-through, so a subscriber hears of a seat only once it is gone. The events are licensing's
+      // (license.seat.expired): a queue job hands them over. A failed send is logged, never thrown, so the alarm
+      // does not reclaim the seats again.
+      const job: JobOf<"license.seats.expired"> = { kind: "license.seats.expired", licenseRowId: licenseId, seats: dead.map((seat) => ({ machineId: seat.machine_id, clientId: seat.client_id })) };
+      await this.env.WEBHOOKS.send(job).catch((e: unknown) => console.error(`license seats: handing over the expired seats of license ${licenseId} failed`, e));
     }
     await this.scheduleAlarm();
   }

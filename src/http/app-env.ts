@@ -1,7 +1,7 @@
-import type { DeferredLogoutCheck } from "../auth/guard";
 import type { Config } from "../config";
 import type { Db } from "../db/client";
 import type { ServiceLog } from "../logging";
+import type { FirstBatch } from "./first-batch";
 
 /** The roles of SPEC "Authentication" rule 12. */
 export const ROLES = ["Administrator", "LicenseManager", "Sales", "Customer", "Application"] as const;
@@ -38,8 +38,8 @@ export interface AppEnv {
     principal: Principal;
     /** The request's service log entries, written after the response (http/request-log.ts). */
     log: ServiceLog;
-    /** A bearer token's logout check the route runs in its first D1 batch (licensing routes; auth/guard.ts). */
-    logoutCheck: DeferredLogoutCheck;
+    /** Checks waiting for the route's first D1 batch (http/first-batch.ts), e.g. a bearer token's logout check. */
+    firstBatch: FirstBatch;
     /** Set when the request's API key was refused: it counts like a failed login (protection/limits.ts). */
     refusedApiKey: boolean;
   };

@@ -1,6 +1,6 @@
 import type { Context } from "hono";
 import type { AppEnv, Principal } from "./app-env";
-import type { DeferredLogoutCheck } from "../auth/guard";
+import { FirstBatch } from "./first-batch";
 import type { Config } from "../config";
 import type { Db } from "../db/client";
 import type { ServiceLog } from "../logging";
@@ -17,8 +17,8 @@ export interface ServiceContext {
   waitUntil(promise: Promise<unknown>): void;
   /** The service log of the request: warnings and errors written after the response (logging.ts). */
   log?: ServiceLog;
-  /** The caller's bearer-token logout check, when the route deferred it to its first D1 batch (auth/guard.ts). */
-  logoutCheck?: DeferredLogoutCheck | undefined;
+  /** Checks waiting for the request's first D1 batch (http/first-batch.ts); services read through `firstReads`. */
+  firstBatch?: FirstBatch | undefined;
 }
 
 export function serviceContext(c: Context<AppEnv>): ServiceContext {
@@ -30,7 +30,7 @@ export function serviceContext(c: Context<AppEnv>): ServiceContext {
     requestId: c.get("requestId"),
     clientIp: c.get("clientIp"),
     log: c.get("log"),
-    logoutCheck: c.get("logoutCheck") as DeferredLogoutCheck | undefined,
+    firstBatch: c.get("firstBatch") as FirstBatch | undefined,
     waitUntil: (p) => {
       try {
         c.executionCtx.waitUntil(p);
@@ -56,4 +56,29 @@ export function clientInfo(c: Context<AppEnv>): ClientInfo {
     ? Object.fromEntries(["country", "region", "city", "latitude", "longitude", "timezone"].filter((k) => cf[k] !== undefined).map((k) => [k, cf[k]]))
     : {};
   return { address: c.get("clientIp"), ...(Object.keys(geo).length > 0 ? { geoLocation: JSON.stringify(geo) } : {}) };
+}
+
+/** The request's first batch, made on first use. */
+export function firstBatchOf(c: Context<AppEnv>): FirstBatch {
+  let batch = c.get("firstBatch") as FirstBatch | undefined;
+  if (!batch) {
+    batch = new FirstBatch();
+    c.set("firstBatch", batch);
+  }
+  return batch;
+}
+
+/**
+ * The error to answer for `error` raised before the request's pending checks were settled: a check's refusal comes
+ * first, as it would have from the guard. Called by the app's error handler.
+ */
+export async function settleFirst(c: Context<AppEnv>, error: Error): Promise<Error> {
+  const batch = c.get("firstBatch") as FirstBatch | undefined;
+  if (!batch) return error;
+  try {
+    await batch.flush(c.get("db"));
+    return error;
+  } catch (refusal) {
+    return refusal instanceof Error ? refusal : error;
+  }
 }

@@ -2,9 +2,10 @@
  * Events about a license's clients (CONTRACT section 7): activations, deactivations and floating seats. Their data
  * is the license as the API returns it (status and activeClientCount as they are after the change) with `client`
  * naming the machine and client the event is about. Shared by the licensing runtime (REST and gRPC) and the
- * LicenseSeats Durable Object, whose alarm reclaims lapsed seats.
+ * LicenseSeats alarm's queue job (consumeExpiredSeats), for lapsed seats it reclaimed.
  */
 import { eq } from "drizzle-orm";
+import type { Job, JobOf } from "../jobs";
 import { licenses } from "../db/schema";
 import { type EmitContext, backgroundContext, emit } from "../webhooks/emit";
 import type { EventType } from "../webhooks/events";
@@ -41,4 +42,15 @@ export async function emitSeatsExpired(env: Bindings, waitUntil: (promise: Promi
   } catch (e) {
     console.error(`webhooks: license.seat.expired of license ${licenseRowId} failed`, e);
   }
+}
+
+/** The consumer of `license.seats.expired` jobs: a LicenseSeats alarm's reclaimed seats, as license.seat.expired events. */
+export async function consumeExpiredSeats(message: Message<Job>, env: Bindings, ctx: ExecutionContext): Promise<void> {
+  const job = message.body as Partial<JobOf<"license.seats.expired">>;
+  if (typeof job.licenseRowId !== "number" || !Array.isArray(job.seats)) {
+    console.error(`license seats: malformed job ${message.id}`, JSON.stringify(job).slice(0, 200));
+    return message.ack();
+  }
+  await emitSeatsExpired(env, (p) => ctx.waitUntil(p), job.licenseRowId, job.seats);
+  message.ack();
 }

@@ -11,6 +11,7 @@ import type { Config } from "../config";
 import type { Db } from "../db/client";
 import { licenses, products } from "../db/schema";
 import type { ServiceContext } from "../http/context";
+import { firstReads as readFirstBatch } from "../http/first-batch";
 import { type LicenseRefusal, judgeLicense } from "./policy";
 
 export const Messages = {
@@ -85,16 +86,12 @@ export async function findByUserKey(db: Db, userKey: string | undefined): Promis
 }
 
 /**
- * An operation's first D1 round trip: its reads in one batch, together with the caller's bearer-token logout check
- * when the route deferred it (auth/guard.ts DeferredLogoutCheck), which is settled (401 for a logged-out token)
- * before anything read is used. So validate and heartbeat cost one round trip with a bearer token as with a key.
+ * An operation's first D1 round trip: its reads in one batch, with whatever checks the request's guard left to the
+ * first batch (a bearer token's logout check), which are settled before anything read is used. So validate and
+ * heartbeat cost one round trip with a bearer token as with a key.
  */
-export async function firstReads<const Q extends readonly [BatchItem<"sqlite">, ...BatchItem<"sqlite">[]]>(ctx: ServiceContext, queries: Q): Promise<BatchResponse<Q>> {
-  const check = ctx.logoutCheck && !ctx.logoutCheck.settled ? ctx.logoutCheck : undefined;
-  if (!check) return (queries.length === 1 ? [await queries[0]] : await ctx.db.batch(queries)) as BatchResponse<Q>;
-  const [loggedOut, ...rows] = await ctx.db.batch([check.query(ctx.db), ...queries]);
-  check.settle(loggedOut);
-  return rows as unknown as BatchResponse<Q>;
+export function firstReads<const Q extends readonly [BatchItem<"sqlite">, ...BatchItem<"sqlite">[]]>(ctx: ServiceContext, queries: Q): Promise<BatchResponse<Q>> {
+  return readFirstBatch(ctx, queries);
 }
 
 /** findByUserKey as an operation's first read (with the deferred logout check). */

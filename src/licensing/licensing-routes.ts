@@ -58,7 +58,7 @@ function route<B extends z.ZodType, R extends z.ZodRawShape>(path: string, opera
     tags: ["Licensing"],
     operationId,
     summary,
-    // A bearer token's logout check rides in the operation's first D1 batch (runtime.ts firstReads): one round trip.
+    // A bearer token's logout check rides in the operation's first D1 batch (http/first-batch.ts): one round trip.
     ...access.either(undefined, { deferLogoutCheck: true }),
     request: { body: jsonBody(body) },
     responses: { 200: json(enveloped(answer), summary), ...licensingErrors },

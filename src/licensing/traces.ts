@@ -2,7 +2,7 @@
 import { and, eq, lt } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { licenseTraces } from "../db/schema";
-import { type Job, handleJobBatches } from "../jobs";
+import type { Job } from "../jobs";
 import { defineEntity, f } from "../http/entity";
 import { TRACE_ACTIONS } from "./vocabulary";
 import { licenseReference } from "./license-records";
@@ -72,7 +72,7 @@ function insertTraces(db: D1Database, rows: QueuedTrace[]): D1PreparedStatement 
 }
 
 /** Writes the traces of a queue batch: multi-row INSERTs within D1's parameter limit, all in one D1 batch. */
-async function writeTraces(messages: Message<Job>[], env: Bindings): Promise<void> {
+export async function writeTraces(messages: Message<Job>[], env: Bindings): Promise<void> {
   const rows: QueuedTrace[] = [];
   for (const message of messages) {
     const traces = (message.body as { traces?: unknown }).traces;
@@ -86,7 +86,6 @@ async function writeTraces(messages: Message<Job>[], env: Bindings): Promise<voi
   for (const message of messages) message.ack();
 }
 
-handleJobBatches(TRACE_JOB, writeTraces);
 
 const ro = { readOnly: true } as const;
 

@@ -19,7 +19,7 @@ import { clock, nowIso } from "../clock";
 import { type Config, loadConfig } from "../config";
 import { type Db, getDb } from "../db/client";
 import { webhookEvents, webhookSubscriptions } from "../db/schema";
-import { type Job, handleJobs } from "../jobs";
+import type { Job } from "../jobs";
 import { SERVICE_VERSION } from "../version";
 import { DELIVERY_JOB, type DeliveryJob } from "./emit";
 import { signatureHeaders } from "./signing";
@@ -226,4 +226,3 @@ export async function consumeDelivery(message: Message<Job>, env: Bindings): Pro
   message.ack();
 }
 
-handleJobs(DELIVERY_JOB, consumeDelivery);

@@ -12,17 +12,14 @@ import { type Config, loadConfig } from "../config";
 import { type Db, getDb } from "../db/client";
 import { webhookEvents, webhookSubscriptions } from "../db/schema";
 import { omitNulls } from "../http/respond";
+import type { JobKind, JobOf } from "../jobs";
 import { ALL_EVENTS, type EventType } from "./events";
 
 /** The queue message kind the delivery consumer handles (jobs.ts). */
-export const DELIVERY_JOB = "webhook.delivery";
+export const DELIVERY_JOB = "webhook.delivery" satisfies JobKind;
 
 /** What a `webhook.delivery` message carries: the delivery event row it delivers, by its unique key. */
-export interface DeliveryJob {
-  kind: typeof DELIVERY_JOB;
-  eventId: string;
-  subscriptionId: number;
-}
+export type DeliveryJob = JobOf<typeof DELIVERY_JOB>;
 
 /** What emission needs: the same shape as a request's ServiceContext, so routes and services pass theirs. */
 export interface EmitContext {

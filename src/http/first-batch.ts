@@ -1,0 +1,64 @@
+/**
+ * A request's first D1 round trip, shared. A check that would cost a round trip of its own before the route runs
+ * (the guard's bearer-token logout check) is added here instead, and the route's first batch carries it, so a
+ * licensing call costs one round trip with a bearer token as with an API key. Services know no check by name: they
+ * send their first reads through `firstReads`, and every pending check is settled (and throws its refusal) before
+ * anything read is used. An error raised before that settles the pending checks first (`settleFirst` in context.ts, called
+ * by the app's error handler), and the guard settles them alone if the route never batched (`flush`), so a check's refusal
+ * always wins, as if it had run up front.
+ */
+import type { BatchItem, BatchResponse } from "drizzle-orm/batch";
+import type { Db } from "../db/client";
+
+/** A check waiting for the request's first batch. */
+export interface PendingCheck {
+  /** The check's query, unexecuted. */
+  query(db: Db): BatchItem<"sqlite">;
+  /** Takes the query's rows; throws the refusal. */
+  settle(rows: readonly unknown[]): void;
+}
+
+type Queries = readonly [BatchItem<"sqlite">, ...BatchItem<"sqlite">[]];
+
+export class FirstBatch {
+  private pending: PendingCheck[] = [];
+
+  /** Adds a check to the first batch of the request. */
+  add(check: PendingCheck): void {
+    this.pending.push(check);
+  }
+
+  /** The pending checks, handed out once: whoever takes them settles them. */
+  private take(): PendingCheck[] {
+    const taken = this.pending;
+    this.pending = [];
+    return taken;
+  }
+
+  /** Runs `queries` with the pending checks in one batch; settles the checks before returning the queries' rows. */
+  async run<const Q extends Queries>(db: Db, queries: Q): Promise<BatchResponse<Q>> {
+    const checks = this.take();
+    if (checks.length === 0) return runAlone(db, queries);
+    const rows = (await db.batch([...checks.map((check) => check.query(db)), ...queries] as unknown as Q)) as unknown[];
+    checks.forEach((check, i) => check.settle(rows[i] as readonly unknown[]));
+    return rows.slice(checks.length) as unknown as BatchResponse<Q>;
+  }
+
+  /** Settles the pending checks on their own (the route sent no batch). */
+  async flush(db: Db): Promise<void> {
+    const checks = this.take();
+    if (checks.length === 0) return;
+    const queries = checks.map((check) => check.query(db)) as unknown as Queries;
+    const rows = (await runAlone(db, queries)) as readonly unknown[];
+    checks.forEach((check, i) => check.settle(rows[i] as readonly unknown[]));
+  }
+}
+
+async function runAlone<const Q extends Queries>(db: Db, queries: Q): Promise<BatchResponse<Q>> {
+  return (queries.length === 1 ? [await queries[0]] : await db.batch(queries)) as BatchResponse<Q>;
+}
+
+/** A service's first reads: in one batch with the request's pending checks, if any (none outside a request). */
+export function firstReads<const Q extends Queries>(ctx: { db: Db; firstBatch?: FirstBatch | undefined }, queries: Q): Promise<BatchResponse<Q>> {
+  return ctx.firstBatch ? ctx.firstBatch.run(ctx.db, queries) : runAlone(ctx.db, queries);
+}
