@@ -32,11 +32,33 @@ module.exports = {
       from: { path: "^src/" },
       to: { circular: true },
     },
-    layer("layer-kernel", "The kernel (clock, config, errors, crypto, secrets, version, jobs, gen/) imports no other layer.", KERNEL, any(DB, HTTP, AUTH, DOMAINS, ROUTES, APP)),
-    layer("layer-db", "db/, durable/, logging and the settings store import only the kernel.", DB, any(HTTP, AUTH, DOMAINS, ROUTES, APP)),
+    layer(
+      "layer-kernel",
+      "The kernel (clock, config, errors, crypto, secrets, version, jobs, gen/) imports no other layer.",
+      KERNEL,
+      any(DB, HTTP, AUTH, DOMAINS, ROUTES, APP),
+    ),
+    layer(
+      "layer-db",
+      "db/, durable/, logging and the settings store import only the kernel.",
+      DB,
+      any(HTTP, AUTH, DOMAINS, ROUTES, APP),
+    ),
     layer("layer-http", "http/ conventions import only the kernel and db.", HTTP, any(AUTH, DOMAINS, ROUTES, APP)),
-    layer("layer-auth", "auth/ and protection/ import only kernel, db and http.", AUTH, any(DOMAINS, ROUTES, APP), any(ROUTES, SIGN_IN)),
-    layer("layer-domains", "Domains (licensing, updates, webhooks, mail) never import route modules or the app.", DOMAINS, any(ROUTES, APP), ROUTES),
+    layer(
+      "layer-auth",
+      "auth/ and protection/ import only kernel, db and http.",
+      AUTH,
+      any(DOMAINS, ROUTES, APP),
+      any(ROUTES, SIGN_IN),
+    ),
+    layer(
+      "layer-domains",
+      "Domains (licensing, updates, webhooks, mail) never import route modules or the app.",
+      DOMAINS,
+      any(ROUTES, APP),
+      ROUTES,
+    ),
     layer("layer-routes", "Route modules (management/, rpc/, *routes.ts) never import the app.", ROUTES, APP),
     {
       name: "durable-objects-know-no-domain",
@@ -60,7 +82,11 @@ module.exports = {
     // typescript 7 (the native compiler) has no JS API yet; dependency-cruiser reads TypeScript through swc instead.
     parser: "swc",
     tsConfig: { fileName: "tsconfig.json" },
-    enhancedResolveOptions: { exportsFields: ["exports"], conditionNames: ["import", "require", "node", "default", "types"], extensions: [".ts", ".d.ts", ".js", ".mjs"] },
+    enhancedResolveOptions: {
+      exportsFields: ["exports"],
+      conditionNames: ["import", "require", "node", "default", "types"],
+      extensions: [".ts", ".d.ts", ".js", ".mjs"],
+    },
     reporterOptions: { text: { highlightFocused: true } },
   },
 };

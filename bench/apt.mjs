@@ -4,7 +4,8 @@ import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
 
 function find(binary) {
-  for (const dir of ["/usr/sbin", "/usr/local/sbin", "/usr/bin", "/usr/local/bin"]) if (existsSync(`${dir}/${binary}`)) return `${dir}/${binary}`;
+  for (const dir of ["/usr/sbin", "/usr/local/sbin", "/usr/bin", "/usr/local/bin"])
+    if (existsSync(`${dir}/${binary}`)) return `${dir}/${binary}`;
   try {
     return execFileSync("sh", ["-c", `command -v ${binary}`], { encoding: "utf8" }).trim() || undefined;
   } catch {
@@ -16,10 +17,15 @@ function find(binary) {
 export function ensurePackage(pkg, binary = pkg, log = console.log) {
   const found = find(binary);
   if (found) return { binary: found };
-  if (!find("apt-get")) return { skipped: `${binary} is not installed and apt-get is not available (not a Debian-based system)` };
-  if (process.getuid?.() !== 0) return { skipped: `${binary} is not installed; install it with \`sudo apt-get install -y ${pkg}\` (the benchmark is not running as root)` };
+  if (!find("apt-get"))
+    return { skipped: `${binary} is not installed and apt-get is not available (not a Debian-based system)` };
+  if (process.getuid?.() !== 0)
+    return {
+      skipped: `${binary} is not installed; install it with \`sudo apt-get install -y ${pkg}\` (the benchmark is not running as root)`,
+    };
   const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
-  const install = () => execFileSync("apt-get", ["install", "-y", "--no-install-recommends", pkg], { stdio: "ignore", env });
+  const install = () =>
+    execFileSync("apt-get", ["install", "-y", "--no-install-recommends", pkg], { stdio: "ignore", env });
   log(`installing ${pkg} with apt-get ...`);
   try {
     install();

@@ -25,7 +25,10 @@ run.on("response", (_client, status, _bytes, ms) => {
 });
 const result = await run;
 times.sort((a, b) => a - b);
-const percentile = (p) => (times.length === 0 ? 0 : Math.round(times[Math.min(times.length - 1, Math.floor((p / 100) * times.length))] * 10) / 10);
+const percentile = (p) =>
+  times.length === 0
+    ? 0
+    : Math.round(times[Math.min(times.length - 1, Math.floor((p / 100) * times.length))] * 10) / 10;
 process.stdout.write(
   `${JSON.stringify({
     rps: result.requests.average,

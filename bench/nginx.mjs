@@ -60,17 +60,30 @@ http {
   const url = `http://127.0.0.1:${port}`;
   let child;
   try {
-    child = await spawnAndWait(found.binary, ["-p", prefix, "-c", join(prefix, "nginx.conf"), ...(process.getuid?.() === 0 ? ["-g", `user ${workerUser()};`] : [])], {
-      url: `${url}/${encodeURIComponent(fileName)}`,
-      timeoutMs: 5000,
-      stdio: "ignore",
-    });
+    child = await spawnAndWait(
+      found.binary,
+      [
+        "-p",
+        prefix,
+        "-c",
+        join(prefix, "nginx.conf"),
+        ...(process.getuid?.() === 0 ? ["-g", `user ${workerUser()};`] : []),
+      ],
+      {
+        url: `${url}/${encodeURIComponent(fileName)}`,
+        timeoutMs: 5000,
+        stdio: "ignore",
+      },
+    );
   } catch (e) {
     rmSync(prefix, { recursive: true, force: true });
     return { skipped: `nginx did not start: ${e instanceof Error ? e.message : e}` };
   }
   // `nginx -v` writes its version to stderr.
-  const version = spawnSync(found.binary, ["-v"], { encoding: "utf8" }).stderr.trim().replace(/^nginx version:\s*/, "") || "nginx";
+  const version =
+    spawnSync(found.binary, ["-v"], { encoding: "utf8" })
+      .stderr.trim()
+      .replace(/^nginx version:\s*/, "") || "nginx";
   return {
     url,
     version,

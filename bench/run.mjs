@@ -46,11 +46,16 @@ const quick = process.argv.includes("--quick") || env.BENCH_QUICK === "1";
 const connections = Number(env.BENCH_CONNECTIONS ?? 50);
 const seconds = Number(env.BENCH_SECONDS ?? (quick ? 3 : 8));
 const warmup = Number(env.BENCH_WARMUP_SECONDS ?? (quick ? 1 : 2));
-const scales = (env.BENCH_SCALES ?? (quick ? "10,10000" : "10,1000,100000,1000000")).split(",").filter((s) => s.trim() !== "").map(Number);
+const scales = (env.BENCH_SCALES ?? (quick ? "10,10000" : "10,1000,100000,1000000"))
+  .split(",")
+  .filter((s) => s.trim() !== "")
+  .map(Number);
 const latencySeconds = Number(env.BENCH_LATENCY_SECONDS ?? (quick ? 2 : 3));
 const scaleSeconds = Number(env.BENCH_SCALE_SECONDS ?? 3);
 const scaleWarmup = Number(env.BENCH_SCALE_WARMUP_SECONDS ?? 1);
-const only = env.BENCH_ONLY?.split(",").map((s) => s.trim().toLowerCase()).filter(Boolean);
+const only = env.BENCH_ONLY?.split(",")
+  .map((s) => s.trim().toLowerCase())
+  .filter(Boolean);
 const wanted = (name) => !only || only.some((prefix) => name.toLowerCase().startsWith(prefix));
 const ADMIN_KEY = "api_BenchAdminKey0000000000000000000";
 const ENCRYPTION_KEY = "bench-encryption-key";
@@ -61,7 +66,9 @@ const notes = [];
 // 0. The load generator.
 const wrkFound = ensurePackage("wrk", "wrk", (m) => console.log(m));
 if (wrkFound.skipped) {
-  notes.push(`wrk unavailable (${wrkFound.skipped}): load came from autocannon, which is the bottleneck on small machines; ratios look better than they are.`);
+  notes.push(
+    `wrk unavailable (${wrkFound.skipped}): load came from autocannon, which is the bottleneck on small machines; ratios look better than they are.`,
+  );
   console.warn(`wrk unavailable: ${wrkFound.skipped}; falling back to autocannon`);
 }
 
@@ -136,7 +143,9 @@ const baseline = new Miniflare(
 const baselineUrl = await baseline.ready;
 // Found again at every sample: a workerd that Miniflare restarted after a crash has a new pid.
 const baselinePids = workerdChildren().filter((pid) => !before.has(pid) && !servicePids.includes(pid));
-const memory = new MemorySampler(() => workerdChildren().filter((pid) => !before.has(pid) && !baselinePids.includes(pid)));
+const memory = new MemorySampler(() =>
+  workerdChildren().filter((pid) => !before.has(pid) && !baselinePids.includes(pid)),
+);
 const baselineMemory = new MemorySampler(() => baselinePids);
 
 // 4. Seed through the API.
@@ -148,29 +157,45 @@ async function call(method, path, { body, headers = { "x-api-key": ADMIN_KEY } }
   });
   const text = await res.text();
   if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-  return { text, json: text && (res.headers.get("content-type") ?? "").includes("json") ? JSON.parse(text) : undefined };
+  return {
+    text,
+    json: text && (res.headers.get("content-type") ?? "").includes("json") ? JSON.parse(text) : undefined,
+  };
 }
 const api = (method, path, body) => call(method, path, { body });
 
 for (let i = 0; i < 200; i++) {
-  await api("POST", "/v1/resources", { resource: { name: `Template ${i}`, type: i % 4 === 0 ? "EmailTemplate" : "File", code: `T-${i}` } });
+  await api("POST", "/v1/resources", {
+    resource: { name: `Template ${i}`, type: i % 4 === 0 ? "EmailTemplate" : "File", code: `T-${i}` },
+  });
 }
 // An application with a free release holding a 1 MiB installer.
 const fileName = "Bench Setup 1.0.0.exe";
 const fileBytes = Uint8Array.from({ length: MiB }, (_, i) => i % 251);
-const productId = (await api("POST", "/v1/products", { product: { code: "bench", name: "Bench", isApplication: true } })).json.productId;
-const releaseId = (await api("POST", `/v1/products/${productId}/releases`, { productRelease: { version: "1.0.0", public: true, requiresMaintenance: false } })).json.productReleaseId;
+const productId = (
+  await api("POST", "/v1/products", { product: { code: "bench", name: "Bench", isApplication: true } })
+).json.productId;
+const releaseId = (
+  await api("POST", `/v1/products/${productId}/releases`, {
+    productRelease: { version: "1.0.0", public: true, requiresMaintenance: false },
+  })
+).json.productReleaseId;
 const form = new FormData();
 form.set("platform", "win-x64");
 form.set("kind", "installer");
 form.set("file", new Blob([fileBytes]), fileName);
-const uploaded = await fetch(new URL(`/v1/products/${productId}/releases/${releaseId}/downloads`, serviceUrl), { method: "POST", headers: { "x-api-key": ADMIN_KEY }, body: form });
+const uploaded = await fetch(new URL(`/v1/products/${productId}/releases/${releaseId}/downloads`, serviceUrl), {
+  method: "POST",
+  headers: { "x-api-key": ADMIN_KEY },
+  body: form,
+});
 if (uploaded.status !== 201) throw new Error(`seeding the artifact: ${uploaded.status} ${await uploaded.text()}`);
 
 /** A license through the API, with its user key and its own bearer token (user-key sign-in, as applications do). */
 async function newLicense(fields = {}) {
   const id = (await api("POST", "/v1/licenses", { license: { productId, ...fields } })).json.id;
-  const userKey = (await api("GET", `/v1/licenses?filter=${encodeURIComponent(`id == ${id}`)}&select=userKey`)).json.licenses[0].userKey;
+  const userKey = (await api("GET", `/v1/licenses?filter=${encodeURIComponent(`id == ${id}`)}&select=userKey`)).json
+    .licenses[0].userKey;
   const token = (await call("POST", "/v1/auth/login", { body: { userKey }, headers: {} })).json.token;
   return { id, userKey, bearer: { authorization: `Bearer ${token}` } };
 }
@@ -178,9 +203,17 @@ async function newLicense(fields = {}) {
 // fresh Activation license per activate run, so earlier runs' activations do not weigh on later ones.
 const updater = await newLicense();
 const validating = await newLicense({ licensingMode: 1, maxClients: 0 });
-await call("POST", "/v1/license/activate", { body: { userKey: validating.userKey, machineId: "bench-validate" }, headers: validating.bearer });
+await call("POST", "/v1/license/activate", {
+  body: { userKey: validating.userKey, machineId: "bench-validate" },
+  headers: validating.bearer,
+});
 const floating = await newLicense({ licensingMode: 2, maxClients: 0 });
-const seat = (await call("POST", "/v1/license/request", { body: { userKey: floating.userKey, machineId: "bench-floating", clientId: "bench" }, headers: floating.bearer })).json;
+const seat = (
+  await call("POST", "/v1/license/request", {
+    body: { userKey: floating.userKey, machineId: "bench-floating", clientId: "bench" },
+    headers: floating.bearer,
+  })
+).json;
 const activating = [];
 for (let i = 0; i < 1 + scales.length; i++) activating.push(await newLicense({ licensingMode: 1, maxClients: 0 }));
 // A fresh stub at each use: stubs die with a workerd that Miniflare restarts.
@@ -207,28 +240,74 @@ let activateRuns = 0;
 const scenarios = [
   { name: "health", request: { path: "/health" } },
   { name: "session (API key)", request: { path: "/v1/auth/session", headers: { "x-api-key": ADMIN_KEY } } },
-  { name: "session (API key) from a counted IP", request: { path: "/v1/auth/session", headers: { "x-api-key": ADMIN_KEY, "cf-connecting-ip": "198.51.100.7" } } },
+  {
+    name: "session (API key) from a counted IP",
+    request: { path: "/v1/auth/session", headers: { "x-api-key": ADMIN_KEY, "cf-connecting-ip": "198.51.100.7" } },
+  },
   { name: "list with filter (API key)", request: { path: resourceListPath, headers: { "x-api-key": ADMIN_KEY } } },
   // Its scale runs use one connection only, after the hot paths: at 50 connections its count of every matching row
   // (a million at the last scale) keeps the local D1, which answers one query at a time, busy for minutes, and every
   // other request (the settings reload included) would wait behind it.
-  { name: "license list with filter (API key)", scale: true, scaleLoaded: false, request: { path: licenseListPath, headers: { "x-api-key": ADMIN_KEY } } },
+  {
+    name: "license list with filter (API key)",
+    scale: true,
+    scaleLoaded: false,
+    request: { path: licenseListPath, headers: { "x-api-key": ADMIN_KEY } },
+  },
   { name: "feed (anonymous, cached)", scale: true, latency: true, request: { path: feedPath } },
-  { name: "feed (user key)", scale: true, latency: true, request: { path: feedPath, headers: { "X-Service-User-Key": updater.userKey } } },
-  { name: "update check (user key, signed)", scale: true, latency: true, request: { path: checkPath, headers: { "X-Service-User-Key": updater.userKey } } },
-  { name: "license validate (bearer)", scale: true, latency: true, request: { path: "/v1/license/validate", method: "POST", body: validateBody, headers: { ...json, ...validating.bearer } } },
-  { name: "floating heartbeat (bearer)", scale: true, latency: true, request: { path: "/v1/license/heartbeat", method: "POST", body: heartbeatBody, headers: { ...json, ...floating.bearer } } },
+  {
+    name: "feed (user key)",
+    scale: true,
+    latency: true,
+    request: { path: feedPath, headers: { "X-Service-User-Key": updater.userKey } },
+  },
+  {
+    name: "update check (user key, signed)",
+    scale: true,
+    latency: true,
+    request: { path: checkPath, headers: { "X-Service-User-Key": updater.userKey } },
+  },
+  {
+    name: "license validate (bearer)",
+    scale: true,
+    latency: true,
+    request: {
+      path: "/v1/license/validate",
+      method: "POST",
+      body: validateBody,
+      headers: { ...json, ...validating.bearer },
+    },
+  },
+  {
+    name: "floating heartbeat (bearer)",
+    scale: true,
+    latency: true,
+    request: {
+      path: "/v1/license/heartbeat",
+      method: "POST",
+      body: heartbeatBody,
+      headers: { ...json, ...floating.bearer },
+    },
+  },
   {
     name: "activate, a new machine each (bearer)",
     scale: true,
     request: () => {
       const license = activating[activateRuns++ % activating.length];
-      return { path: "/v1/license/activate", method: "POST", body: JSON.stringify({ userKey: license.userKey, machineId: "bench-[<id>]" }), headers: { ...json, ...license.bearer } };
+      return {
+        path: "/v1/license/activate",
+        method: "POST",
+        body: JSON.stringify({ userKey: license.userKey, machineId: "bench-[<id>]" }),
+        headers: { ...json, ...license.bearer },
+      };
     },
   },
   { name: "download 1 MiB", request: { path: downloadPath }, nginx: true },
   { name: "differential: 200 ranges", request: { path: downloadPath, headers: { range: differentialRange } } },
-  { name: "login (PBKDF2, 100k iterations)", request: { path: "/v1/auth/login", method: "POST", body: loginBody, headers: json } },
+  {
+    name: "login (PBKDF2, 100k iterations)",
+    request: { path: "/v1/auth/login", method: "POST", body: loginBody, headers: json },
+  },
 ].filter((s) => wanted(s.name));
 
 const requestOf = (scenario) => (typeof scenario.request === "function" ? scenario.request() : scenario.request);
@@ -249,15 +328,31 @@ async function baselinePathFor(request) {
 
 /** One autocannon run from its own process (the previous generator: kept for the generator check). */
 async function autocannonLoad(url, request, duration, conns = connections) {
-  const spec = { url: new URL(request.path, url).toString(), method: request.method, headers: request.headers, body: request.body, connections: conns, duration };
-  const { stdout } = await run(process.execPath, [join(root, "bench/load.mjs"), JSON.stringify(spec)], { maxBuffer: 1 << 20 });
+  const spec = {
+    url: new URL(request.path, url).toString(),
+    method: request.method,
+    headers: request.headers,
+    body: request.body,
+    connections: conns,
+    duration,
+  };
+  const { stdout } = await run(process.execPath, [join(root, "bench/load.mjs"), JSON.stringify(spec)], {
+    maxBuffer: 1 << 20,
+  });
   return JSON.parse(stdout);
 }
 
 /** One load run with wrk (autocannon when wrk is unavailable). */
 async function load(url, request, duration, conns = connections) {
   if (wrkFound.skipped) return autocannonLoad(url, request, duration, conns);
-  return wrk(wrkFound.binary, { url: new URL(request.path, url).toString(), method: request.method, headers: request.headers, body: request.body, connections: conns, duration });
+  return wrk(wrkFound.binary, {
+    url: new URL(request.path, url).toString(),
+    method: request.method,
+    headers: request.headers,
+    body: request.body,
+    connections: conns,
+    duration,
+  });
 }
 
 /** CPU time (user + system, ms) the service's workerd processes have used so far (/proc/<pid>/stat, in clock ticks). */
@@ -283,7 +378,8 @@ async function measure(url, request, duration, warm, conns = connections) {
   const r = await load(url, request, duration, conns);
   if (url === serviceUrl && r.total > 0) r.cpuMs = (serviceCpuMs() - cpuBefore) / r.total;
   r.warmTotal = warmed.total;
-  if (r.non2xx > 0 || r.errors > 0 || r.timeouts > 0) console.warn(`  warning: ${r.non2xx} non-2xx answers, ${r.errors} errors, ${r.timeouts} timeouts`);
+  if (r.non2xx > 0 || r.errors > 0 || r.timeouts > 0)
+    console.warn(`  warning: ${r.non2xx} non-2xx answers, ${r.errors} errors, ${r.timeouts} timeouts`);
   return r;
 }
 
@@ -306,7 +402,11 @@ async function d1WorkOf(request) {
 
 /** Rows of the tables written after a response or by the queue (traces, download tokens, the service log). */
 async function laterRows() {
-  const row = await (await d1()).prepare("SELECT (SELECT count(*) FROM license_traces) + (SELECT count(*) FROM download_tokens) + (SELECT count(*) FROM logs) AS n").first();
+  const row = await (await d1())
+    .prepare(
+      "SELECT (SELECT count(*) FROM license_traces) + (SELECT count(*) FROM download_tokens) + (SELECT count(*) FROM logs) AS n",
+    )
+    .first();
   return row.n;
 }
 
@@ -314,7 +414,8 @@ const fmt = (r) => `${r.rps.toFixed(0)} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms`
 
 async function fillTo(target) {
   const filled = await fillLicenses(await d1(), { secret: ENCRYPTION_KEY, productId, target });
-  if (filled.added > 0) console.log(`  ${filled.added} filler licenses inserted in ${filled.seconds.toFixed(1)} s (${filled.total} in D1)`);
+  if (filled.added > 0)
+    console.log(`  ${filled.added} filler licenses inserted in ${filled.seconds.toFixed(1)} s (${filled.total} in D1)`);
   return filled.total;
 }
 
@@ -338,10 +439,14 @@ if (!wrkFound.skipped) {
   if (nginx) generator.nginx = await measure(nginx.url, { path: "/tiny.txt" }, seconds, warmup);
   generator.baseline = await measure(baselineUrl, { path: "/?body=Healthy" }, seconds, warmup);
   generator.autocannon = await autocannonLoad(baselineUrl, { path: "/?body=Healthy" }, seconds);
-  console.log(`  wrk -> nginx (7 bytes): ${generator.nginx ? fmt(generator.nginx) : "skipped"} | wrk -> no-logic Worker: ${fmt(generator.baseline)} | autocannon -> no-logic Worker: ${fmt(generator.autocannon)}`);
+  console.log(
+    `  wrk -> nginx (7 bytes): ${generator.nginx ? fmt(generator.nginx) : "skipped"} | wrk -> no-logic Worker: ${fmt(generator.baseline)} | autocannon -> no-logic Worker: ${fmt(generator.autocannon)}`,
+  );
 }
 
-console.log(`\nMain table: ${connections} connections, ${seconds} s after ${warmup} s warm-up, ${mainLicenses} licenses in D1`);
+console.log(
+  `\nMain table: ${connections} connections, ${seconds} s after ${warmup} s warm-up, ${mainLicenses} licenses in D1`,
+);
 memory.phase("main");
 const rows = [];
 for (const scenario of scenarios) {
@@ -360,14 +465,17 @@ for (const scenario of scenarios) {
     // queue, per request of the scenario (warm-up, run and the sample; plus the requests each connection still had
     // in flight when wrk stopped, which the service answers but wrk does not count).
     await new Promise((r) => setTimeout(r, 5500));
-    row.later = ((await laterRows()) - laterBefore) / (svc.total + svc.warmTotal + 1 + (warmup > 0 ? 2 : 1) * connections);
+    row.later =
+      ((await laterRows()) - laterBefore) / (svc.total + svc.warmTotal + 1 + (warmup > 0 ? 2 : 1) * connections);
   }
   if (scenario.nginx && nginx) {
     row.nginx = await measure(nginx.url, { path: `/${encodeURIComponent(fileName)}` }, seconds, warmup);
     row.nginxRatio = svc.rps / row.nginx.rps;
   }
   rows.push(row);
-  console.log(`${fmt(svc)} | baseline ${fmt(base)} | ratio ${row.ratio.toFixed(2)}${row.nginx ? ` | nginx ${fmt(row.nginx)} | ratio ${row.nginxRatio.toFixed(2)}` : ""}`);
+  console.log(
+    `${fmt(svc)} | baseline ${fmt(base)} | ratio ${row.ratio.toFixed(2)}${row.nginx ? ` | nginx ${fmt(row.nginx)} | ratio ${row.nginxRatio.toFixed(2)}` : ""}`,
+  );
 }
 await nginx?.stop();
 
@@ -383,7 +491,9 @@ if (latencySeconds > 0) {
 }
 
 // 7. Scale: the license-bound scenarios with more licenses in D1, service only (the baseline does not change).
-const scaleScenarios = scenarios.filter((s) => s.scale).sort((a, b) => Number(a.scaleLoaded === false) - Number(b.scaleLoaded === false));
+const scaleScenarios = scenarios
+  .filter((s) => s.scale)
+  .sort((a, b) => Number(a.scaleLoaded === false) - Number(b.scaleLoaded === false));
 const scaleRows = new Map(scaleScenarios.map((s) => [s.name, []]));
 const scaleMemory = [];
 for (const target of scaleScenarios.length > 0 ? scales : []) {
@@ -393,7 +503,10 @@ for (const target of scaleScenarios.length > 0 ? scales : []) {
   const load1 = loadavg()[0];
   for (const scenario of scaleScenarios) {
     const request = requestOf(scenario);
-    const r = scenario.scaleLoaded === false ? { rps: NaN, p50: NaN, p99: NaN } : await measure(serviceUrl, request, scaleSeconds, scaleWarmup);
+    const r =
+      scenario.scaleLoaded === false
+        ? { rps: NaN, p50: NaN, p99: NaN }
+        : await measure(serviceUrl, request, scaleSeconds, scaleWarmup);
     // The one-connection run shows what data does to a request's own cost, without the queueing of the loaded run.
     const one = latencySeconds > 0 ? await measure(serviceUrl, request, latencySeconds, 1, 1) : undefined;
     scaleRows.get(scenario.name).push({ ...r, one });
@@ -405,7 +518,11 @@ for (const target of scaleScenarios.length > 0 ? scales : []) {
 memory.stop();
 baselineMemory.stop();
 const highWater = memory.highWater();
-const counts = await (await d1()).prepare("SELECT (SELECT count(*) FROM licenses) AS licenses, (SELECT count(*) FROM license_tokens) AS tokens, (SELECT count(*) FROM license_traces) AS traces").first();
+const counts = await (await d1())
+  .prepare(
+    "SELECT (SELECT count(*) FROM licenses) AS licenses, (SELECT count(*) FROM license_tokens) AS tokens, (SELECT count(*) FROM license_traces) AS traces",
+  )
+  .first();
 await service.dispose();
 await baseline.dispose();
 
@@ -421,7 +538,10 @@ const mib = (n) => `${(n / MiB).toFixed(1)} MiB`;
 const cpu = cpus();
 const healthRps = rows.find((r) => r.scenario === "health")?.svc.rps;
 // No growth is computed when a run completed no request (p50 0): that is a failure, not a speed-up.
-const growth = (list) => (list.length > 1 && list[0]?.p50 > 0 && list.at(-1)?.p50 > 0 ? `${(((list.at(-1).p50 - list[0].p50) / list[0].p50) * 100).toFixed(0)} %` : "");
+const growth = (list) =>
+  list.length > 1 && list[0]?.p50 > 0 && list.at(-1)?.p50 > 0
+    ? `${(((list.at(-1).p50 - list[0].p50) / list[0].p50) * 100).toFixed(0)} %`
+    : "";
 const lines = [
   `# Benchmark ${new Date().toISOString()}`,
   "",
@@ -454,7 +574,11 @@ if (generator.baseline) {
     "",
     "| generator -> target | req/s | p50 ms | p99 ms |",
     "|---|---|---|---|",
-    ...(generator.nginx ? [`| wrk -> nginx, a 7-byte file | ${generator.nginx.rps.toFixed(0)} | ${generator.nginx.p50} | ${generator.nginx.p99} |`] : []),
+    ...(generator.nginx
+      ? [
+          `| wrk -> nginx, a 7-byte file | ${generator.nginx.rps.toFixed(0)} | ${generator.nginx.p50} | ${generator.nginx.p99} |`,
+        ]
+      : []),
     `| wrk -> no-logic Worker | ${generator.baseline.rps.toFixed(0)} | ${generator.baseline.p50} | ${generator.baseline.p99} |`,
     `| autocannon (previous generator) -> no-logic Worker | ${generator.autocannon.rps.toFixed(0)} | ${generator.autocannon.p50} | ${generator.autocannon.p99} |`,
     "",
@@ -493,7 +617,10 @@ if (scaleMemory.length > 0) {
     "",
     `| scenario | ${heads.map((h) => `${h}: req/s | p50 | p99`).join(" | ")} | p50 growth |`,
     `|---|${heads.map(() => "---|---|---|").join("")}---|`,
-    ...[...scaleRows].map(([name, list]) => `| ${name} | ${list.map((r) => (Number.isNaN(r.rps) ? "— | — | —" : `${r.rps.toFixed(0)} | ${r.p50} | ${r.p99}`)).join(" | ")} | ${Number.isNaN(list[0]?.rps) ? "" : growth(list)} |`),
+    ...[...scaleRows].map(
+      ([name, list]) =>
+        `| ${name} | ${list.map((r) => (Number.isNaN(r.rps) ? "— | — | —" : `${r.rps.toFixed(0)} | ${r.p50} | ${r.p99}`)).join(" | ")} | ${Number.isNaN(list[0]?.rps) ? "" : growth(list)} |`,
+    ),
     "",
   );
   if (latencySeconds > 0) {
@@ -502,7 +629,10 @@ if (scaleMemory.length > 0) {
       "",
       `| scenario | ${heads.map((h) => `${h}: p50 | p99`).join(" | ")} | p50 growth |`,
       `|---|${heads.map(() => "---|---|").join("")}---|`,
-      ...[...scaleRows].map(([name, list]) => `| ${name} | ${list.map((r) => `${r.one.p50} | ${r.one.p99}`).join(" | ")} | ${growth(list.map((r) => r.one))} |`),
+      ...[...scaleRows].map(
+        ([name, list]) =>
+          `| ${name} | ${list.map((r) => `${r.one.p50} | ${r.one.p99}`).join(" | ")} | ${growth(list.map((r) => r.one))} |`,
+      ),
       "",
     );
   }

@@ -15,7 +15,15 @@ const DAY_MS = 86_400_000;
  * purpose as `info`, 256 bits (what WebCrypto's deriveKey produces for an HMAC-SHA256 key of that length).
  */
 function integrityKey(secret) {
-  return Buffer.from(hkdfSync("sha256", Buffer.from(secret, "utf8"), Buffer.alloc(0), Buffer.from("licensing/license-integrity/v1", "utf8"), 32));
+  return Buffer.from(
+    hkdfSync(
+      "sha256",
+      Buffer.from(secret, "utf8"),
+      Buffer.alloc(0),
+      Buffer.from("licensing/license-integrity/v1", "utf8"),
+      32,
+    ),
+  );
 }
 
 /** canonicalLicense of src/licensing/license-core.ts, over a row in D1's column names. */
@@ -46,7 +54,9 @@ export async function verifyIntegrity(db, secret, licenseRowId) {
   const row = await db.prepare("SELECT * FROM licenses WHERE id = ?").bind(licenseRowId).first();
   if (!row) throw new Error(`license ${licenseRowId} not found`);
   if (sign(integrityKey(secret), row) !== row.integrity) {
-    throw new Error("bench/seed.mjs signs licenses differently from src/licensing/license-core.ts: update its canonical form");
+    throw new Error(
+      "bench/seed.mjs signs licenses differently from src/licensing/license-core.ts: update its canonical form",
+    );
   }
 }
 
@@ -124,7 +134,8 @@ export async function fillLicenses(db, { secret, productId, target }) {
     const statements = [];
     for (let s = 0; s < STATEMENTS_PER_BATCH && added < missing; s++) {
       const rows = [];
-      for (let r = 0; r < ROWS_PER_STATEMENT && added < missing; r++, added++) rows.push(fillerRow(key, productId, next + added, now));
+      for (let r = 0; r < ROWS_PER_STATEMENT && added < missing; r++, added++)
+        rows.push(fillerRow(key, productId, next + added, now));
       statements.push(db.prepare(INSERT).bind(JSON.stringify(rows)));
     }
     await db.batch(statements);

@@ -19,7 +19,8 @@ function luaString(text) {
 
 function script({ method = "GET", headers = {}, body }) {
   const lines = [`wrk.method = ${luaString(method)}`];
-  for (const [name, value] of Object.entries(headers)) lines.push(`wrk.headers[ ${luaString(name)} ] = ${luaString(String(value))}`);
+  for (const [name, value] of Object.entries(headers))
+    lines.push(`wrk.headers[ ${luaString(name)} ] = ${luaString(String(value))}`);
   if (typeof body === "string" && body.includes("[<id>]")) {
     // A fresh id in every request (the activate scenario: a new machine each time); each thread seeds on its own.
     lines.push(
@@ -49,9 +50,24 @@ export async function wrk(binary, spec, threads = 2) {
     const file = join(dir, "request.lua");
     writeFileSync(file, script(spec));
     const conns = Math.max(spec.connections, 1);
-    const args = ["-t", String(Math.min(threads, conns)), "-c", String(conns), "-d", `${spec.duration}s`, "--timeout", "10s", "-s", file, spec.url];
+    const args = [
+      "-t",
+      String(Math.min(threads, conns)),
+      "-c",
+      String(conns),
+      "-d",
+      `${spec.duration}s`,
+      "--timeout",
+      "10s",
+      "-s",
+      file,
+      spec.url,
+    ];
     const { stdout, stderr } = await run(binary, args, { maxBuffer: 1 << 20 });
-    const line = stdout.split("\n").reverse().find((l) => l.startsWith("{"));
+    const line = stdout
+      .split("\n")
+      .reverse()
+      .find((l) => l.startsWith("{"));
     if (!line) throw new Error(`wrk printed no result: ${stdout}${stderr}`);
     const r = JSON.parse(line);
     const seconds = r.duration / 1e6;

@@ -27,11 +27,28 @@ const migrate = spawnSync(process.execPath, [wrangler, "d1", "migrations", "appl
 if (migrate.status !== 0) process.exit(migrate.status ?? 1);
 
 // A .dev.vars written before Application:Environment existed still runs as Development (the default is Production).
-const environment = /^\s*Application__Environment\s*=/m.test(readFileSync(".dev.vars", "utf8")) ? [] : ["--var", "Application__Environment:Development"];
-const dev = spawn(process.execPath, [wrangler, "dev", "--port", port, "--ip", host, "--local-protocol", protocol, ...environment, ...process.argv.slice(2)], {
-  stdio: "inherit",
-  env,
-});
+const environment = /^\s*Application__Environment\s*=/m.test(readFileSync(".dev.vars", "utf8"))
+  ? []
+  : ["--var", "Application__Environment:Development"];
+const dev = spawn(
+  process.execPath,
+  [
+    wrangler,
+    "dev",
+    "--port",
+    port,
+    "--ip",
+    host,
+    "--local-protocol",
+    protocol,
+    ...environment,
+    ...process.argv.slice(2),
+  ],
+  {
+    stdio: "inherit",
+    env,
+  },
+);
 for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => dev.kill(signal));
 dev.on("exit", (code) => process.exit(code ?? 0));
 
@@ -50,7 +67,9 @@ for (let i = 0; i < 120; i++) {
     const res = await fetch(`${base}/health`);
     if (res.ok) {
       console.log(`\nLicensing service ready at ${base}  (Swagger UI: ${base}/swagger)`);
-      console.log(`Admin: ${vars.Application__AdminUsername} / ${vars.Application__AdminPassword}   API key: ${vars.Application__AdminApiKey}\n`);
+      console.log(
+        `Admin: ${vars.Application__AdminUsername} / ${vars.Application__AdminPassword}   API key: ${vars.Application__AdminApiKey}\n`,
+      );
       break;
     }
   } catch {

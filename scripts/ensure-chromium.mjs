@@ -11,13 +11,21 @@ export const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 export function ensureChromium() {
   if (existsSync(CHROMIUM)) return CHROMIUM;
   const root = typeof process.getuid === "function" && process.getuid() === 0;
-  if (!root) throw new Error(`Chromium is not installed at ${CHROMIUM}, and installing it needs root: run \`apt-get update && apt-get install -y chromium\` as root.`);
+  if (!root)
+    throw new Error(
+      `Chromium is not installed at ${CHROMIUM}, and installing it needs root: run \`apt-get update && apt-get install -y chromium\` as root.`,
+    );
   console.log("Chromium missing: apt-get install -y chromium (Debian package) ...");
   const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
   const update = spawnSync("apt-get", ["update"], { stdio: "inherit", env });
-  const install = update.status === 0 ? spawnSync("apt-get", ["install", "-y", "--no-install-recommends", "chromium"], { stdio: "inherit", env }) : update;
+  const install =
+    update.status === 0
+      ? spawnSync("apt-get", ["install", "-y", "--no-install-recommends", "chromium"], { stdio: "inherit", env })
+      : update;
   if (install.status !== 0 || !existsSync(CHROMIUM)) {
-    throw new Error(`Chromium could not be installed (apt-get exited ${install.status ?? install.error?.message}); the browser tests cannot run without it.`);
+    throw new Error(
+      `Chromium could not be installed (apt-get exited ${install.status ?? install.error?.message}); the browser tests cannot run without it.`,
+    );
   }
   console.log(execFileSync(CHROMIUM, ["--version"], { encoding: "utf8" }).trim());
   return CHROMIUM;

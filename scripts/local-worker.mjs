@@ -42,11 +42,15 @@ export function bundleWorker(outdir = join(root, "bench/.out", randomUUID())) {
     execFileSync("npm", ["run", "console:build"], { cwd: root, stdio: ["ignore", "ignore", "inherit"] });
   }
   rmSync(outdir, { recursive: true, force: true });
-  execFileSync(process.execPath, [join(root, "node_modules/wrangler/bin/wrangler.js"), "deploy", "--dry-run", "--outdir", outdir], {
-    cwd: root,
-    stdio: ["ignore", "ignore", "inherit"],
-    env: { ...process.env, WRANGLER_SEND_METRICS: "false" },
-  });
+  execFileSync(
+    process.execPath,
+    [join(root, "node_modules/wrangler/bin/wrangler.js"), "deploy", "--dry-run", "--outdir", outdir],
+    {
+      cwd: root,
+      stdio: ["ignore", "ignore", "inherit"],
+      env: { ...process.env, WRANGLER_SEND_METRICS: "false" },
+    },
+  );
   // The entry module, not the text modules beside it (bundleModules).
   const file = readdirSync(outdir).find((f) => f.endsWith(".js") && !/-swagger-ui-bundle\.js$/.test(f));
   return join(outdir, file);
@@ -82,7 +86,9 @@ export async function startLocalWorker({ script, bindings = {}, log } = {}) {
   );
   const url = await mf.ready;
   const db = await mf.getD1Database("DB");
-  for (const file of readdirSync(join(root, "migrations")).filter((f) => f.endsWith(".sql")).sort()) {
+  for (const file of readdirSync(join(root, "migrations"))
+    .filter((f) => f.endsWith(".sql"))
+    .sort()) {
     for (const statement of readFileSync(join(root, "migrations", file), "utf8").split("--> statement-breakpoint")) {
       if (statement.trim()) await db.prepare(statement).run();
     }

@@ -6,7 +6,12 @@ import { writeFileSync } from "node:fs";
 import { startLocalWorker } from "./local-worker.mjs";
 
 const file = process.argv[2] ?? "openapi.json";
-const worker = await startLocalWorker({ bindings: { Application__JwtSecret: "openapi-export-secret-0123456789abcdef", Application__EncryptionKey: "openapi-export" } });
+const worker = await startLocalWorker({
+  bindings: {
+    Application__JwtSecret: "openapi-export-secret-0123456789abcdef",
+    Application__EncryptionKey: "openapi-export",
+  },
+});
 try {
   const res = await fetch(new URL("/swagger/v1/swagger.json", worker.url));
   if (!res.ok) throw new Error(`GET /swagger/v1/swagger.json: ${res.status}`);

@@ -9,7 +9,14 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { gzipSync } from "node:zlib";
 
-const { values } = parseArgs({ options: { out: { type: "string" }, version: { type: "string", default: "1.1.0" }, name: { type: "string", default: "Studio" }, size: { type: "string", default: "65536" } } });
+const { values } = parseArgs({
+  options: {
+    out: { type: "string" },
+    version: { type: "string", default: "1.1.0" },
+    name: { type: "string", default: "Studio" },
+    size: { type: "string", default: "65536" },
+  },
+});
 if (!values.out) {
   console.error("usage: node scripts/sample-dist.mjs --out DIR [--version 1.1.0] [--name Studio] [--size BYTES]");
   process.exit(2);
@@ -42,11 +49,21 @@ const releaseDate = new Date().toISOString();
 function updateInfo(yml, files) {
   const lines = [`version: ${version}`, "files:"];
   for (const f of files) lines.push(`  - url: ${f.url}`, `    sha512: ${f.sha512}`, `    size: ${f.size}`);
-  lines.push(`path: ${files[0].url}`, `sha512: ${files[0].sha512}`, `releaseName: ${name} ${version}`, "releaseNotes: |-", "  Faster start-up.", `releaseDate: '${releaseDate}'`);
+  lines.push(
+    `path: ${files[0].url}`,
+    `sha512: ${files[0].sha512}`,
+    `releaseName: ${name} ${version}`,
+    "releaseNotes: |-",
+    "  Faster start-up.",
+    `releaseDate: '${releaseDate}'`,
+  );
   writeFileSync(join(out, yml), `${lines.join("\n")}\n`);
 }
 
 updateInfo("latest.yml", [file(`${name} Setup ${version}.exe`, true)]);
-updateInfo("latest-mac.yml", [file(`${name}-${version}-arm64-mac.zip`, true), file(`${name}-${version}-mac.zip`, true)]);
+updateInfo("latest-mac.yml", [
+  file(`${name}-${version}-arm64-mac.zip`, true),
+  file(`${name}-${version}-mac.zip`, true),
+]);
 updateInfo("latest-linux.yml", [file(`${name}-${version}.AppImage`, false)]);
 console.log(`${out}: ${name} ${version} for Windows, macOS (arm64, x64) and Linux`);

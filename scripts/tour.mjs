@@ -14,7 +14,16 @@
 // 5. Runs the whole tour a second time against the same service: the docs must work when run again.
 // Exits 1 naming each step that failed, with its command, output and what the docs show.
 import { execFileSync, spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync, existsSync, chmodSync, mkdirSync } from "node:fs";
+import {
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  writeFileSync,
+  existsSync,
+  chmodSync,
+  mkdirSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { root, startLocalWorker } from "./local-worker.mjs";
@@ -29,7 +38,8 @@ export function tourBlocks(file) {
   for (let i = 0; i < lines.length; i++) {
     if (lines[i].trim() !== "<!-- tour -->") continue;
     const fence = i + 1;
-    if (!/^```(sh|bash)\b/.test(lines[fence] ?? "")) throw new Error(`${file}:${i + 1}: <!-- tour --> must precede a \`\`\`sh block`);
+    if (!/^```(sh|bash)\b/.test(lines[fence] ?? ""))
+      throw new Error(`${file}:${i + 1}: <!-- tour --> must precede a \`\`\`sh block`);
     const body = [];
     let j = fence + 1;
     for (; j < lines.length && !lines[j].startsWith("```"); j++) body.push(lines[j]);
@@ -79,7 +89,12 @@ export function steps(block) {
       command = m[1];
       inline = m[2].replace(/(\S)\s{3,}\S.*$/, "$1");
     }
-    current = { command, line: block.line + k - (lines.length - 1), file: block.file, ...(inline !== undefined && /^[{\[\d"]|^[A-Z][a-z]+$/.test(inline) ? { expected: inline } : {}) };
+    current = {
+      command,
+      line: block.line + k - (lines.length - 1),
+      file: block.file,
+      ...(inline !== undefined && /^[{\[\d"]|^[A-Z][a-z]+$/.test(inline) ? { expected: inline } : {}),
+    };
     out.push(current);
     lastWasCommand = true;
   }
@@ -97,7 +112,7 @@ function complete(text) {
   }
 }
 
-const escape = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+const escapeRegExp = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
 /**
  * The regular expression an output must match for a shown answer: `…` is anything; the value of an id or count
@@ -111,13 +126,13 @@ export function answerPattern(expected) {
     idValue.lastIndex = i;
     const id = idValue.exec(expected);
     if (id) {
-      source += `${escape(id[1])}\\d+`;
+      source += `${escapeRegExp(id[1])}\\d+`;
       i = idValue.lastIndex;
     } else if (expected[i] === "…") {
       source += "[\\s\\S]*?";
       i++;
     } else {
-      source += escape(expected[i]);
+      source += escapeRegExp(expected[i]);
       i++;
     }
   }
@@ -139,14 +154,20 @@ function ensureJq(binDir) {
   if (missing.length > 0 && process.getuid?.() === 0 && has("apt-get")) {
     console.log(`tour: installing ${missing.join(", ")} (apt-get install -y ${missing.join(" ")})`);
     try {
-      execFileSync("apt-get", ["install", "-y", "-q", ...missing], { stdio: "inherit", env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" } });
+      execFileSync("apt-get", ["install", "-y", "-q", ...missing], {
+        stdio: "inherit",
+        env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" },
+      });
     } catch {
       // No package lists or no network: jq has the stand-in below; curl and openssl are reported by the tour.
     }
   }
   if (has("jq") && process.env.TOUR_JQ !== "node") return;
   console.log("tour: using jq compiled to WebAssembly (jq-web, scripts/tour/jq.mjs)");
-  writeFileSync(join(binDir, "jq"), `#!/bin/sh\nexec "${process.execPath}" "${join(root, "scripts/tour/jq.mjs")}" "$@"\n`);
+  writeFileSync(
+    join(binDir, "jq"),
+    `#!/bin/sh\nexec "${process.execPath}" "${join(root, "scripts/tour/jq.mjs")}" "$@"\n`,
+  );
   chmodSync(join(binDir, "jq"), 0o755);
 }
 
@@ -178,7 +199,11 @@ async function runOnce(all, base, env, run) {
   const dir = mkdtempSync(join(tmpdir(), "tour-run-"));
   try {
     writeFileSync(join(dir, "done"), "");
-    const child = spawn("bash", ["-c", script(all, dir)], { cwd: root, env: { ...env, BASE: base }, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn("bash", ["-c", script(all, dir)], {
+      cwd: root,
+      env: { ...env, BASE: base },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (d) => (stdout += d));
@@ -193,7 +218,9 @@ async function runOnce(all, base, env, run) {
     }
     let ok = true;
     for (const [n, step] of all.entries()) {
-      const statuses = readFileSync(join(dir, `status.${n}`), "utf8").split("\n").filter(Boolean);
+      const statuses = readFileSync(join(dir, `status.${n}`), "utf8")
+        .split("\n")
+        .filter(Boolean);
       if (step.expected !== undefined) {
         const output = readFileSync(join(dir, `out.${n}`), "utf8").trim();
         if (!answerPattern(step.expected.trim()).test(output)) {
@@ -225,7 +252,15 @@ function devVars() {
 }
 
 async function main() {
-  const docs = [join(root, "README.md"), ...(existsSync(join(root, "docs")) ? readdirSync(join(root, "docs")).filter((f) => f.endsWith(".md")).sort().map((f) => join(root, "docs", f)) : [])];
+  const docs = [
+    join(root, "README.md"),
+    ...(existsSync(join(root, "docs"))
+      ? readdirSync(join(root, "docs"))
+          .filter((f) => f.endsWith(".md"))
+          .sort()
+          .map((f) => join(root, "docs", f))
+      : []),
+  ];
   const all = docs.flatMap(tourBlocks).flatMap(steps);
   if (all.length === 0) throw new Error("no <!-- tour --> blocks found");
   const binDir = mkdtempSync(join(tmpdir(), "tour-bin-"));
@@ -234,7 +269,12 @@ async function main() {
   const worker = await startLocalWorker({ bindings: devVars() });
   const base = worker.url.toString().replace(/\/$/, "");
   console.log(`tour: ${all.length} steps from ${docs.length} files against ${base}`);
-  const env = { ...process.env, PATH: `${binDir}:${process.env.PATH}`, TOUR_WORK: work, NODE_TLS_REJECT_UNAUTHORIZED: "0" };
+  const env = {
+    ...process.env,
+    PATH: `${binDir}:${process.env.PATH}`,
+    TOUR_WORK: work,
+    NODE_TLS_REJECT_UNAUTHORIZED: "0",
+  };
   delete env.KEY;
   try {
     for (let run = 1; run <= RUNS; run++) {

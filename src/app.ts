@@ -91,7 +91,8 @@ const noStoreByDefault: MiddlewareHandler<AppEnv> = async (c, next) => {
 /** The health check (SPEC 8): outside the OpenAPI document, anonymous, at the configured path. */
 const health: MiddlewareHandler<AppEnv> = async (c, next) => {
   const config = c.get("config");
-  if (!config["Application:EnableHealthCheck"] || c.req.path !== config["Application:HealthCheckEndPoint"]) return next();
+  if (!config["Application:EnableHealthCheck"] || c.req.path !== config["Application:HealthCheckEndPoint"])
+    return next();
   if (c.req.method !== "GET" && c.req.method !== "HEAD") return next();
   try {
     await c.get("db").$client.prepare("SELECT 1").first();
@@ -106,9 +107,14 @@ const health: MiddlewareHandler<AppEnv> = async (c, next) => {
 const gates: MiddlewareHandler<AppEnv> = async (c, next) => {
   const config = c.get("config");
   const path = c.req.path;
-  if (path.startsWith("/v1/") && !config["Application:EnableWebApi"]) throw new ApiError(404, "The REST API is disabled");
-  if (path.startsWith("/licensing.v1.") && !config["Application:EnableGrpcWeb"]) throw new ApiError(404, "gRPC-Web is disabled");
-  if ((path === "/swagger" || path.startsWith("/swagger/")) && !(config["Application:EnableSwagger"] && config["Application:EnableWebApi"])) {
+  if (path.startsWith("/v1/") && !config["Application:EnableWebApi"])
+    throw new ApiError(404, "The REST API is disabled");
+  if (path.startsWith("/licensing.v1.") && !config["Application:EnableGrpcWeb"])
+    throw new ApiError(404, "gRPC-Web is disabled");
+  if (
+    (path === "/swagger" || path.startsWith("/swagger/")) &&
+    !(config["Application:EnableSwagger"] && config["Application:EnableWebApi"])
+  ) {
     throw new ApiError(404, "Swagger is disabled");
   }
   await next();
@@ -128,7 +134,13 @@ interface Operation {
 function accessNote(op: Operation): string {
   const schemes = (op.security ?? []).flatMap((s) => Object.keys(s));
   const credential =
-    schemes.length === 0 ? "Anonymous." : schemes.length > 1 ? "API key or bearer token." : schemes[0] === API_KEY_SCHEME ? "API key only." : "Bearer token only.";
+    schemes.length === 0
+      ? "Anonymous."
+      : schemes.length > 1
+        ? "API key or bearer token."
+        : schemes[0] === API_KEY_SCHEME
+          ? "API key only."
+          : "Bearer token only.";
   return op["x-roles"] ? `${credential} Roles: ${op["x-roles"].join(", ")}.` : credential;
 }
 
@@ -148,7 +160,11 @@ function complete(document: { paths?: Record<string, Record<string, Operation>>;
 export function openApiDocument(app: Router, config: Config): unknown {
   const header = config["Application:ApiKeyHeaderName"];
   if (documents?.header !== header) {
-    app.openAPIRegistry.registerComponent("securitySchemes", API_KEY_SCHEME, { type: "apiKey", in: "header", name: header });
+    app.openAPIRegistry.registerComponent("securitySchemes", API_KEY_SCHEME, {
+      type: "apiKey",
+      in: "header",
+      name: header,
+    });
     app.openAPIRegistry.registerComponent("securitySchemes", BEARER_SCHEME, {
       type: "http",
       scheme: "bearer",
@@ -165,7 +181,9 @@ export function openApiDocument(app: Router, config: Config): unknown {
         contact: { name: "Licensing service operators" },
       },
       // The service's own origin, whether local (wrangler dev) or production: every route here is public.
-      servers: [{ url: "/", description: "This service (production, or local under wrangler dev)", "x-internal": false }],
+      servers: [
+        { url: "/", description: "This service (production, or local under wrangler dev)", "x-internal": false },
+      ],
     });
     complete(document as unknown as Parameters<typeof complete>[0]);
     documents = { header, document };
@@ -208,7 +226,9 @@ export function createApp(): Router {
   app.get(OPENAPI_PATH, (c) => c.json(openApiDocument(app, c.get("config")) as object));
   registerSwaggerUi(app, OPENAPI_PATH);
 
-  app.notFound((c: Context<AppEnv>) => errorResponse(c, new ApiError(404, `No route for ${c.req.method} ${c.req.path}`)));
+  app.notFound((c: Context<AppEnv>) =>
+    errorResponse(c, new ApiError(404, `No route for ${c.req.method} ${c.req.path}`)),
+  );
   // A bearer token's deferred logout check is settled before any error is answered: a logged-out token gets 401 first.
   app.onError(async (err, c) => renderError(await settleFirst(c, err), c));
   return app;

@@ -42,7 +42,11 @@ export const duration: Parser<number> = (raw) => {
   if (!m) throw new Error(`expected a duration hh:mm:ss or d.hh:mm:ss, got "${raw}"`);
   const [, d, h, min, s, frac] = m;
   if (Number(min) > 59 || Number(s) > 59 || Number(h) > 23) throw new Error(`duration out of range: "${raw}"`);
-  return ((Number(d ?? 0) * 24 + Number(h)) * 60 + Number(min)) * 60_000 + Number(s) * 1000 + Number((frac ?? "0").padEnd(3, "0"));
+  return (
+    ((Number(d ?? 0) * 24 + Number(h)) * 60 + Number(min)) * 60_000 +
+    Number(s) * 1000 +
+    Number((frac ?? "0").padEnd(3, "0"))
+  );
 };
 
 /** A duration of at most `maxMs` (a ceiling that keeps a security promise, such as how late a revocation applies). */
@@ -72,7 +76,8 @@ const optionalText: Parser<string | undefined> = (raw) => (raw.trim() === "" ? u
 const optionalEmail: Parser<string | undefined> = (raw) => {
   const v = raw.trim();
   if (v === "") return undefined;
-  if (!/^[^\s@<>",;]+@[^\s@<>",;]+$/.test(v)) throw new Error(`expected an email address such as licensing@example.com, got "${raw}"`);
+  if (!/^[^\s@<>",;]+@[^\s@<>",;]+$/.test(v))
+    throw new Error(`expected an email address such as licensing@example.com, got "${raw}"`);
   return v;
 };
 
@@ -139,13 +144,26 @@ export const settingDefinitions = {
     "Development, or any other name (Production, Staging …). Outside Development weak or published secrets and insecure webhook URLs stop the service; read from the environment only.",
   ),
   "Application:EnableWebApi": def(bool, true, "Serve the REST API under /v1 (404 when false)."),
-  "Application:EnableSwagger": devDef(bool, false, true, "Serve the OpenAPI document at /swagger/v1/swagger.json and the UI at /swagger (default: on in Development only)."),
-  "Application:EnableGrpcWeb": def(bool, true, "Serve the gRPC services with gRPC-Web and Connect on the main endpoint."),
+  "Application:EnableSwagger": devDef(
+    bool,
+    false,
+    true,
+    "Serve the OpenAPI document at /swagger/v1/swagger.json and the UI at /swagger (default: on in Development only).",
+  ),
+  "Application:EnableGrpcWeb": def(
+    bool,
+    true,
+    "Serve the gRPC services with gRPC-Web and Connect on the main endpoint.",
+  ),
   "Application:EnableHealthCheck": def(bool, true, "Serve the health check."),
   "Application:HealthCheckEndPoint": def(text(/^\/[^\s?#]*$/), "/health", "Path of the health check."),
   "Application:SerializeJSonEnumAsString": def(bool, false, "Write enumerations as names instead of numbers."),
   "Application:IgnoreJSonDefaultValues": def(bool, true, "Omit properties whose value is null from responses."),
-  "Application:CorsOrigins": def(list, [], "Origins (https://app.example.com; * for any) that browsers and Electron renderers may call the licensing operations, update routes, signing keys and gRPC-Web from; none by default, never the Management API."),
+  "Application:CorsOrigins": def(
+    list,
+    [],
+    "Origins (https://app.example.com; * for any) that browsers and Electron renderers may call the licensing operations, update routes, signing keys and gRPC-Web from; none by default, never the Management API.",
+  ),
   "Application:ApiKeyHeaderName": def(text(/^[A-Za-z0-9-]+$/), "x-api-key", "Request header that carries the API key."),
   "Application:ApiKeyCacheDuration": def(
     durationUpTo(600_000, "a revoked or deleted key must stop working within it"),
@@ -153,24 +171,75 @@ export const settingDefinitions = {
     "How long a validated API key is cached per isolate (at most 00:10:00).",
   ),
   "Application:TokenExpiration": def(duration, 1_800_000, "Lifetime of bearer tokens issued by login."),
-  "Application:ConsoleSessionLifetime": def(duration, 28_800_000, "Lifetime of the API key a console sign-in holds in its cookie (the admin console at /console)."),
-  "Application:JwtSecret": def(optionalText, undefined, "HS256 key of bearer tokens (secret; required for login).", true),
-  "Application:EncryptionKey": def(optionalText, undefined, "Key for secrets at rest and license integrity (secret).", true),
+  "Application:ConsoleSessionLifetime": def(
+    duration,
+    28_800_000,
+    "Lifetime of the API key a console sign-in holds in its cookie (the admin console at /console).",
+  ),
+  "Application:JwtSecret": def(
+    optionalText,
+    undefined,
+    "HS256 key of bearer tokens (secret; required for login).",
+    true,
+  ),
+  "Application:EncryptionKey": def(
+    optionalText,
+    undefined,
+    "Key for secrets at rest and license integrity (secret).",
+    true,
+  ),
   "Application:AdminUsername": def(optionalText, undefined, "Administrator account created at startup."),
   "Application:AdminPassword": def(optionalText, undefined, "Password of that administrator (secret).", true),
-  "Application:AdminApiKey": def(optionalText, undefined, "Value of the administrator's API key (secret; generated and logged once when unset).", true),
+  "Application:AdminApiKey": def(
+    optionalText,
+    undefined,
+    "Value of the administrator's API key (secret; generated and logged once when unset).",
+    true,
+  ),
   "Application:MaxPageSize": def(int(1, 100_000), 1000, "Largest `take` of a list; larger values are clamped."),
   "Application:DefaultPageSize": def(int(1, 100_000), 100, "`take` of a list when omitted."),
-  "Application:GeoLocationService": def(optionalText, undefined, "URL template with {ip} used to fill missing geolocations."),
-  "Application:ServerTiming": def(bool, false, "Report each request's D1 work (statements, round trips, rows written and read, time) in a Server-Timing header."),
-  "Application:SettingsCacheSeconds": def(int(0, 3600), 5, "How long other isolates may use settings before re-reading the table."),
-  "Application:LogRetentionDays": def(int(1, 36_500), 30, "Days the service log keeps an entry; the cron trigger prunes older ones."),
-  "Email:OutboxRetentionDays": def(int(1, 36_500), 30, "Days a message of the email outbox is kept; the cron trigger prunes older ones."),
-  "Email:From": def(optionalEmail, undefined, "Sender address of mail sent through the EMAIL send_email binding (required when it is bound)."),
-  "IpFiltering:BruteForceProtection:Enabled": def(bool, true, "Count requests per client IP and block IPs over the limit."),
+  "Application:GeoLocationService": def(
+    optionalText,
+    undefined,
+    "URL template with {ip} used to fill missing geolocations.",
+  ),
+  "Application:ServerTiming": def(
+    bool,
+    false,
+    "Report each request's D1 work (statements, round trips, rows written and read, time) in a Server-Timing header.",
+  ),
+  "Application:SettingsCacheSeconds": def(
+    int(0, 3600),
+    5,
+    "How long other isolates may use settings before re-reading the table.",
+  ),
+  "Application:LogRetentionDays": def(
+    int(1, 36_500),
+    30,
+    "Days the service log keeps an entry; the cron trigger prunes older ones.",
+  ),
+  "Email:OutboxRetentionDays": def(
+    int(1, 36_500),
+    30,
+    "Days a message of the email outbox is kept; the cron trigger prunes older ones.",
+  ),
+  "Email:From": def(
+    optionalEmail,
+    undefined,
+    "Sender address of mail sent through the EMAIL send_email binding (required when it is bound).",
+  ),
+  "IpFiltering:BruteForceProtection:Enabled": def(
+    bool,
+    true,
+    "Count requests per client IP and block IPs over the limit.",
+  ),
   "IpFiltering:BruteForceProtection:MaxRequestsPerTimeFrame": def(int(1), 60, "Requests allowed per time frame."),
   "IpFiltering:BruteForceProtection:TimeFrameDuration": def(duration, 60_000, "Length of the time frame."),
-  "IpFiltering:BruteForceProtection:RequestsBlockDuration": def(duration, 900_000, "Block time for an IP over the limit."),
+  "IpFiltering:BruteForceProtection:RequestsBlockDuration": def(
+    duration,
+    900_000,
+    "Block time for an IP over the limit.",
+  ),
   "IpFiltering:BruteForceProtection:ExcludedPaths": def(
     list,
     [
@@ -193,7 +262,11 @@ export const settingDefinitions = {
     true,
   ),
   "IpFiltering:Blacklist": def(list, [], "IPs that always get 403."),
-  "IpFiltering:AuthenticationProtection:MaxFailedAttempts": def(int(1), 5, "Failed logins before the IP is blocked from logging in."),
+  "IpFiltering:AuthenticationProtection:MaxFailedAttempts": def(
+    int(1),
+    5,
+    "Failed logins before the IP is blocked from logging in.",
+  ),
   "IpFiltering:AuthenticationProtection:LoginBlockDuration": def(duration, 300_000, "How long login stays blocked."),
   "IpFiltering:AuthenticationProtection:MaxLoginRequestsPerTimeFrame": def(
     int(1),
@@ -201,22 +274,54 @@ export const settingDefinitions = {
     "Login requests (REST and gRPC Authenticate) allowed per IP and TimeFrameDuration, counted apart from the request limit; over it: 429 until the frame ends.",
   ),
   "Extensions:TokenLifetimeMinutes": def(int(1, 10_080), 10, "Lifetime of download tokens, in minutes."),
-  "Extensions:DownloadRoot": def(optionalText, undefined, "Key prefix of uploaded artifacts in the ARTIFACTS R2 bucket."),
-  "Extensions:MaxResourceArtifactBytes": def(int(0), 64 * MiB, "Largest artifact stored in the database (sourceKind=resource)."),
-  "Licensing:HeartbeatInterval": def(duration, 300_000, "Interval floating clients heartbeat at; a seat lives 2x this + 30 s."),
-  "Licensing:LicenseKeyLifetime": def(duration, 30 * 86_400_000, "How long a license key (the signed JWS in licensing answers) stays valid offline; never past the license's expiry."),
+  "Extensions:DownloadRoot": def(
+    optionalText,
+    undefined,
+    "Key prefix of uploaded artifacts in the ARTIFACTS R2 bucket.",
+  ),
+  "Extensions:MaxResourceArtifactBytes": def(
+    int(0),
+    64 * MiB,
+    "Largest artifact stored in the database (sourceKind=resource).",
+  ),
+  "Licensing:HeartbeatInterval": def(
+    duration,
+    300_000,
+    "Interval floating clients heartbeat at; a seat lives 2x this + 30 s.",
+  ),
+  "Licensing:LicenseKeyLifetime": def(
+    duration,
+    30 * 86_400_000,
+    "How long a license key (the signed JWS in licensing answers) stays valid offline; never past the license's expiry.",
+  ),
   "Licensing:MaxRequestsPerLicense": def(
     int(1),
     600,
     "Floating requests, heartbeats, releases and reports one license may make per Licensing:LicenseRequestTimeFrame (REST and gRPC together); more answer 429.",
   ),
   "Licensing:LicenseRequestTimeFrame": def(duration, 60_000, "Time frame of Licensing:MaxRequestsPerLicense."),
-  "Licensing:TraceRetentionDays": def(int(1, 36_500), 365, "Days a license trace is kept; the cron trigger prunes older ones."),
-  "Licensing:ReportRetentionDays": def(int(1, 36_500), 90, "Days a report (and its body in R2) is kept; the cron trigger prunes older ones."),
-  "Licensing:UserKeyFormat": def(text(/^[X-]*X[X-]*$/), "XXXXX-XXXXX-XXXXX-XXXXX-XXXXX", "Shape of generated user keys (X = a Crockford base32 character)."),
+  "Licensing:TraceRetentionDays": def(
+    int(1, 36_500),
+    365,
+    "Days a license trace is kept; the cron trigger prunes older ones.",
+  ),
+  "Licensing:ReportRetentionDays": def(
+    int(1, 36_500),
+    90,
+    "Days a report (and its body in R2) is kept; the cron trigger prunes older ones.",
+  ),
+  "Licensing:UserKeyFormat": def(
+    text(/^[X-]*X[X-]*$/),
+    "XXXXX-XXXXX-XXXXX-XXXXX-XXXXX",
+    "Shape of generated user keys (X = a Crockford base32 character).",
+  ),
   "Webhooks:Enabled": def(bool, true, "Deliver webhooks."),
   "Webhooks:AllowInsecureUrls": def(bool, false, "Allow http:// and private-address webhook URLs (local development)."),
-  "Webhooks:EventRetentionDays": def(int(1, 36_500), 30, "Days webhook delivery history (delivery events) is kept; the cron trigger prunes older ones."),
+  "Webhooks:EventRetentionDays": def(
+    int(1, 36_500),
+    30,
+    "Days webhook delivery history (delivery events) is kept; the cron trigger prunes older ones.",
+  ),
   "Updates:FeedCacheSeconds": def(int(0, 86_400), 60, "max-age of cached anonymous feed and update-check answers."),
   "Updates:PlatformEditions": def(
     platformEditions,
@@ -224,7 +329,11 @@ export const settingDefinitions = {
     'Editions allowed per platform family, JSON {"windows":[],"mac":["Ultimate"],"linux":["Ultimate"]}; empty = all.',
   ),
   "Updates:EnforcePlatformEditions": def(bool, true, "Apply Updates:PlatformEditions."),
-  "Updates:AllowPublicApplicationReleases": def(bool, false, "Allow requiresMaintenance=false on application products."),
+  "Updates:AllowPublicApplicationReleases": def(
+    bool,
+    false,
+    "Allow requiresMaintenance=false on application products.",
+  ),
   "Updates:EmptyFeedAsYaml": def(bool, false, "Answer an empty feed with 200 and stagingPercentage 0 instead of 204."),
 } as const satisfies Record<string, SettingDefinition<unknown>>;
 
@@ -282,7 +391,8 @@ export function unsafeSetting(config: Config): ConfigError | undefined {
   const outside = `outside development (Application:Environment is ${config["Application:Environment"]})`;
   for (const name of ["Application:JwtSecret", "Application:EncryptionKey"] as const) {
     const bytes = new TextEncoder().encode(config[name] ?? "").length;
-    if (bytes < MIN_SECRET_BYTES) return new ConfigError(name, `it must be set to at least ${MIN_SECRET_BYTES} bytes ${outside}; it has ${bytes}`);
+    if (bytes < MIN_SECRET_BYTES)
+      return new ConfigError(name, `it must be set to at least ${MIN_SECRET_BYTES} bytes ${outside}; it has ${bytes}`);
   }
   for (const name of Object.keys(settingDefinitions) as SettingName[]) {
     const value = config[name];
@@ -290,7 +400,8 @@ export function unsafeSetting(config: Config): ConfigError | undefined {
       return new ConfigError(name, `its value is published in .dev.vars.example and must not be used ${outside}`);
     }
   }
-  if (config["Webhooks:AllowInsecureUrls"]) return new ConfigError("Webhooks:AllowInsecureUrls", `it must be false ${outside}`);
+  if (config["Webhooks:AllowInsecureUrls"])
+    return new ConfigError("Webhooks:AllowInsecureUrls", `it must be false ${outside}`);
   return undefined;
 }
 
@@ -319,14 +430,23 @@ export interface SettingRow {
 }
 
 /** Builds the configuration from the environment and the settings rows (later wins). Pure. */
-export function buildConfig(vars: Record<string, unknown>, rows: readonly SettingRow[]): { config: Config; sources: Record<SettingName, SettingSource> } {
+export function buildConfig(
+  vars: Record<string, unknown>,
+  rows: readonly SettingRow[],
+): { config: Config; sources: Record<SettingName, SettingSource> } {
   const config: Record<string, unknown> = {};
   const sources = {} as Record<SettingName, SettingSource>;
   // The environment decides the production checks, so a settings row (written through the API, or by hand) never
   // changes it: it comes from the deployment's variables only.
-  const fromDb = new Map(rows.filter((r) => r.value !== null && !ENVIRONMENT_ONLY.has(r.name)).map((r) => [r.name, r.value as string]));
+  const fromDb = new Map(
+    rows.filter((r) => r.value !== null && !ENVIRONMENT_ONLY.has(r.name)).map((r) => [r.name, r.value as string]),
+  );
   const environment = vars[envName("Application:Environment")];
-  const development = isDevelopmentName(typeof environment === "string" ? parseSetting("Application:Environment", environment) : settingDefinitions["Application:Environment"].default);
+  const development = isDevelopmentName(
+    typeof environment === "string"
+      ? parseSetting("Application:Environment", environment)
+      : settingDefinitions["Application:Environment"].default,
+  );
   for (const name of Object.keys(settingDefinitions) as SettingName[]) {
     const envValue = vars[envName(name)];
     const dbValue = fromDb.get(name);
@@ -338,7 +458,8 @@ export function buildConfig(vars: Record<string, unknown>, rows: readonly Settin
       config[name] = parseSetting(name, envValue);
       sources[name] = "environment";
     } else {
-      config[name] = development && "developmentDefault" in definition ? definition.developmentDefault : definition.default;
+      config[name] =
+        development && "developmentDefault" in definition ? definition.developmentDefault : definition.default;
       sources[name] = "default";
     }
   }
@@ -360,7 +481,12 @@ let loading: Promise<Cached> | undefined;
  */
 export async function loadConfig(vars: Record<string, unknown>, db: D1Database): Promise<Cached> {
   const now = clock.now().getTime();
-  if (cached && now >= cached.loadedAt && now - cached.loadedAt < cached.config["Application:SettingsCacheSeconds"] * 1000) return cached;
+  if (
+    cached &&
+    now >= cached.loadedAt &&
+    now - cached.loadedAt < cached.config["Application:SettingsCacheSeconds"] * 1000
+  )
+    return cached;
   if (loading) return loading;
   const load = readConfig(vars, db, now);
   loading = load;

@@ -140,7 +140,8 @@ export class ServiceLog {
     const dropped = this.dropped;
     this.entries = [];
     this.dropped = 0;
-    if (dropped > 0) console.warn(`service log: ${dropped} entries of request ${requestId ?? "-"} dropped (more than ${MAX_ENTRIES})`);
+    if (dropped > 0)
+      console.warn(`service log: ${dropped} entries of request ${requestId ?? "-"} dropped (more than ${MAX_ENTRIES})`);
     if (rows.length === 0) return;
     try {
       // One INSERT per entry: a multi-row INSERT would run into D1's 100 bound parameters.
@@ -174,7 +175,10 @@ export async function deleteLogs(db: Db, which: LogDeletion): Promise<number> {
   if (which.before) conditions.push(lt(logs.timestamp, which.before.toISOString()));
   if (which.level) conditions.push(eq(logs.level, LOG_LEVELS.indexOf(which.level)));
   if (which.keepAudit) conditions.push(ne(logs.category, "Audit"));
-  const result = await db.delete(logs).where(and(...conditions)).run();
+  const result = await db
+    .delete(logs)
+    .where(and(...conditions))
+    .run();
   return result.meta.changes;
 }
 

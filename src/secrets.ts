@@ -20,26 +20,48 @@ export function requireEncryptionKey(secret: string | undefined, purpose: string
  * A key derived from a secret with HKDF-SHA256 for one purpose (`info`), cached per isolate.
  * `algorithm` and `usages` describe the derived key (AES-GCM for encryption, HMAC for integrity).
  */
-export function deriveKey(secret: string, info: string, algorithm: SubtleCryptoImportKeyAlgorithm, usages: string[]): Promise<CryptoKey> {
+export function deriveKey(
+  secret: string,
+  info: string,
+  algorithm: SubtleCryptoImportKeyAlgorithm,
+  usages: string[],
+): Promise<CryptoKey> {
   const cacheKey = `${info}\n${secret}`;
   let key = derived.get(cacheKey);
   if (!key) {
     key = crypto.subtle
       .importKey("raw", encoder.encode(secret), "HKDF", false, ["deriveKey"])
-      .then((base) => crypto.subtle.deriveKey({ name: "HKDF", hash: "SHA-256", salt: new Uint8Array(0), info: encoder.encode(info) }, base, algorithm, false, usages));
+      .then((base) =>
+        crypto.subtle.deriveKey(
+          { name: "HKDF", hash: "SHA-256", salt: new Uint8Array(0), info: encoder.encode(info) },
+          base,
+          algorithm,
+          false,
+          usages,
+        ),
+      );
     derived.set(cacheKey, key);
   }
   return key;
 }
 
 function encryptionKey(secret: string | undefined): Promise<CryptoKey> {
-  return deriveKey(requireEncryptionKey(secret, "encrypting secrets at rest"), "licensing/secrets-at-rest/v1", { name: "AES-GCM", length: 256 }, ["encrypt", "decrypt"]);
+  return deriveKey(
+    requireEncryptionKey(secret, "encrypting secrets at rest"),
+    "licensing/secrets-at-rest/v1",
+    { name: "AES-GCM", length: 256 },
+    ["encrypt", "decrypt"],
+  );
 }
 
 /** Encrypts a secret for storage. */
 export async function encryptSecret(secret: string | undefined, plaintext: string): Promise<string> {
   const iv = crypto.getRandomValues(new Uint8Array(12));
-  const ciphertext = await crypto.subtle.encrypt({ name: "AES-GCM", iv }, await encryptionKey(secret), encoder.encode(plaintext));
+  const ciphertext = await crypto.subtle.encrypt(
+    { name: "AES-GCM", iv },
+    await encryptionKey(secret),
+    encoder.encode(plaintext),
+  );
   return `v1:${toBase64(iv)}:${toBase64(ciphertext)}`;
 }
 
@@ -47,6 +69,10 @@ export async function encryptSecret(secret: string | undefined, plaintext: strin
 export async function decryptSecret(secret: string | undefined, stored: string): Promise<string> {
   const [version, iv, ciphertext] = stored.split(":");
   if (version !== "v1" || !iv || !ciphertext) throw new Error("stored secret is not in the v1 format");
-  const plaintext = await crypto.subtle.decrypt({ name: "AES-GCM", iv: fromBase64(iv) }, await encryptionKey(secret), fromBase64(ciphertext));
+  const plaintext = await crypto.subtle.decrypt(
+    { name: "AES-GCM", iv: fromBase64(iv) },
+    await encryptionKey(secret),
+    fromBase64(ciphertext),
+  );
   return new TextDecoder().decode(plaintext);
 }

@@ -49,7 +49,11 @@ export interface SettingView {
  * Settings that are not secrets and still stay out of the API: turning the Web API off through the Web API would
  * leave no way back through it, and the bootstrap account belongs with its password in the environment.
  */
-const API_READ_ONLY: ReadonlySet<SettingName> = new Set(["Application:EnableWebApi", "Application:AdminUsername", ...(ENVIRONMENT_ONLY as ReadonlySet<SettingName>)]);
+const API_READ_ONLY: ReadonlySet<SettingName> = new Set([
+  "Application:EnableWebApi",
+  "Application:AdminUsername",
+  ...(ENVIRONMENT_ONLY as ReadonlySet<SettingName>),
+]);
 
 function definitionOf(name: SettingName): SettingDefinition<unknown> {
   return settingDefinitions[name] as SettingDefinition<unknown>;
@@ -186,7 +190,9 @@ function upsert(db: Db, change: ValidChange & { value: string }, now: string) {
 export async function writeSettings(db: Db, changes: readonly ValidChange[]): Promise<void> {
   const now = nowIso();
   const statements = changes.map((change) =>
-    change.value === null ? db.delete(settings).where(eq(settings.name, change.name)) : upsert(db, { name: change.name, value: change.value }, now),
+    change.value === null
+      ? db.delete(settings).where(eq(settings.name, change.name))
+      : upsert(db, { name: change.name, value: change.value }, now),
   );
   const [first, ...rest] = statements;
   if (first) await db.batch([first, ...rest]);

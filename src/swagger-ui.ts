@@ -29,21 +29,29 @@ const page = `<!DOCTYPE html>
 </html>
 `;
 
-const initializer = (documentPath: string) => `window.ui = SwaggerUIBundle({ url: ${JSON.stringify(documentPath)}, dom_id: "#swagger-ui", deepLinking: true });
+const initializer = (
+  documentPath: string,
+) => `window.ui = SwaggerUIBundle({ url: ${JSON.stringify(documentPath)}, dom_id: "#swagger-ui", deepLinking: true });
 `;
 
 // Swagger UI sets inline styles and shows data: images; scripts and everything else come from this origin only.
-const POLICY = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
+const POLICY =
+  "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
 
 /** Registers the Swagger UI page and its assets; `documentPath` is the OpenAPI document's path. */
 export function registerSwaggerUi(app: Router, documentPath: string): void {
   const script = initializer(documentPath);
-  const html = (c: Context<AppEnv>) => c.html(page, 200, { "Content-Security-Policy": POLICY, "Cache-Control": "no-cache" });
+  const html = (c: Context<AppEnv>) =>
+    c.html(page, 200, { "Content-Security-Policy": POLICY, "Cache-Control": "no-cache" });
   app.get("/swagger", html);
   app.get("/swagger/", html);
   // The assets change only with the package's pinned version, which a deployment changes: revalidated hourly.
   const asset = (type: string, body: string) => (c: Context<AppEnv>) =>
-    c.body(body, 200, { "Content-Type": type, "Cache-Control": "public, max-age=3600", "X-Content-Type-Options": "nosniff" });
+    c.body(body, 200, {
+      "Content-Type": type,
+      "Cache-Control": "public, max-age=3600",
+      "X-Content-Type-Options": "nosniff",
+    });
   app.get(`${ASSETS}/swagger-ui-bundle.js`, asset("text/javascript; charset=utf-8", bundle));
   app.get(`${ASSETS}/swagger-ui.css`, asset("text/css; charset=utf-8", stylesheet));
   app.get(`${ASSETS}/swagger-initializer.js`, asset("text/javascript; charset=utf-8", script));

@@ -86,7 +86,9 @@ describe("the access table of SPEC covers every route", () => {
   it("documents each route's credential as its security requirement", () => {
     for (const op of operations) {
       const schemes = op.security.flatMap((s) => Object.keys(s)).sort();
-      const expected = { none: [], key: ["ApiKey"], bearer: ["Bearer"], either: ["ApiKey", "Bearer"] }[specAccess(op.method, op.path)!.credential];
+      const expected = { none: [], key: ["ApiKey"], bearer: ["Bearer"], either: ["ApiKey", "Bearer"] }[
+        specAccess(op.method, op.path)!.credential
+      ];
       expect(schemes, `${op.method} ${op.path}`).toEqual(expected);
     }
   });
@@ -109,7 +111,11 @@ describe.each(operations.map((op) => [`${op.method} ${op.path}`, op] as const))(
       expect(res.headers.get("www-authenticate")).toMatch(/^(ApiKey|Bearer)$/);
     });
     it("answers 401 to a made-up credential", async () => {
-      const res = await call(op.method, placeholderPath(op.path), rule.credential === "bearer" ? { token: "not.a.jwt" } : { key: "api_unknown" });
+      const res = await call(
+        op.method,
+        placeholderPath(op.path),
+        rule.credential === "bearer" ? { token: "not.a.jwt" } : { key: "api_unknown" },
+      );
       expect(res.status).toBe(401);
     });
   }

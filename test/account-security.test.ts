@@ -15,7 +15,14 @@ import { BASE, admin, call, login } from "./helpers";
 
 const grpc = createClient(
   LicenseServer,
-  createGrpcWebTransport({ baseUrl: BASE, fetch: (input, init) => exports.default.fetch(input as RequestInfo, { ...init, ...(init?.redirect === "error" ? { redirect: "manual" as const } : {}) }) }),
+  createGrpcWebTransport({
+    baseUrl: BASE,
+    fetch: (input, init) =>
+      exports.default.fetch(input as RequestInfo, {
+        ...init,
+        ...(init?.redirect === "error" ? { redirect: "manual" as const } : {}),
+      }),
+  }),
 );
 
 async function newUser(userName: string, password: string, roles: string[] = ["Sales"]): Promise<string> {
@@ -26,9 +33,12 @@ async function newUser(userName: string, password: string, roles: string[] = ["S
 
 const session = (token: string) => call("GET", "/v1/auth/session", { token });
 /** A licensing route with the deferred logout check (one D1 round trip): 401 for an ended token, 525 otherwise. */
-const validate = (token: string) => call("POST", "/v1/license/validate", { token, body: { userKey: "NOPE1-NOPE2-NOPE3-NOPE4-NOPE5" } });
+const validate = (token: string) =>
+  call("POST", "/v1/license/validate", { token, body: { userKey: "NOPE1-NOPE2-NOPE3-NOPE4-NOPE5" } });
 async function grpcCode(token: string): Promise<Code> {
-  const e = await grpc.validateLicense({ userKey: "NOPE1-NOPE2-NOPE3-NOPE4-NOPE5" }, { headers: { authorization: `Bearer ${token}` } }).catch((err: unknown) => err);
+  const e = await grpc
+    .validateLicense({ userKey: "NOPE1-NOPE2-NOPE3-NOPE4-NOPE5" }, { headers: { authorization: `Bearer ${token}` } })
+    .catch((err: unknown) => err);
   return (e as ConnectError).code;
 }
 
@@ -49,12 +59,17 @@ describe("POST /v1/auth/user", () => {
     await newUser("careful", "Careful#password1");
     const token = await login("careful", "Careful#password1");
     const change = (user: Record<string, unknown>, currentPassword?: string) =>
-      call("POST", "/v1/auth/user", { token, body: { user, ...(currentPassword !== undefined ? { currentPassword } : {}) } });
+      call("POST", "/v1/auth/user", {
+        token,
+        body: { user, ...(currentPassword !== undefined ? { currentPassword } : {}) },
+      });
 
     for (const user of [{ password: "Stolen#password9" }, { email: "thief@example.com" }, { userName: "taken-over" }]) {
       const missing = await change(user);
       expect(missing.status, JSON.stringify(user)).toBe(400);
-      expect(missing.body["message"]).toBe("The current password is required to change the password, email or user name.");
+      expect(missing.body["message"]).toBe(
+        "The current password is required to change the password, email or user name.",
+      );
       const wrong = await change(user, "Not-the-password");
       expect(wrong.status).toBe(400);
       expect(wrong.body["message"]).toBe("The current password is not correct.");
@@ -75,12 +90,27 @@ describe("POST /v1/auth/user", () => {
     const ip = "198.18.9.1";
     const token = await login("guessed", "Guessed#password1");
     for (let i = 0; i < 5; i++) {
-      const res = await call("POST", "/v1/auth/user", { token, headers: { "cf-connecting-ip": ip }, body: { user: { password: "Stolen#password9" }, currentPassword: `guess-${i}-xx` } });
+      const res = await call("POST", "/v1/auth/user", {
+        token,
+        headers: { "cf-connecting-ip": ip },
+        body: { user: { password: "Stolen#password9" }, currentPassword: `guess-${i}-xx` },
+      });
       expect(res.status).toBe(400);
     }
-    const blocked = await call("POST", "/v1/auth/user", { token, headers: { "cf-connecting-ip": ip }, body: { user: { password: "Stolen#password9" }, currentPassword: "Guessed#password1" } });
+    const blocked = await call("POST", "/v1/auth/user", {
+      token,
+      headers: { "cf-connecting-ip": ip },
+      body: { user: { password: "Stolen#password9" }, currentPassword: "Guessed#password1" },
+    });
     expect(blocked.status).toBe(500);
-    expect((await call("POST", "/v1/auth/login", { headers: { "cf-connecting-ip": ip }, body: { username: "guessed", password: "Guessed#password1" } })).status).toBe(500);
+    expect(
+      (
+        await call("POST", "/v1/auth/login", {
+          headers: { "cf-connecting-ip": ip },
+          body: { username: "guessed", password: "Guessed#password1" },
+        })
+      ).status,
+    ).toBe(500);
   });
 });
 
@@ -88,9 +118,14 @@ describe("ending a user's bearer tokens", () => {
   it("a password change on the own profile ends every token of the user at once, REST and gRPC; a new sign-in works", async () => {
     await newUser("rotator", "Rotator#password1");
     const [a, b] = [await login("rotator", "Rotator#password1"), await login("rotator", "Rotator#password1")];
-    const other = await newUser("bystander", "Bystander#password1").then(() => login("bystander", "Bystander#password1"));
+    const other = await newUser("bystander", "Bystander#password1").then(() =>
+      login("bystander", "Bystander#password1"),
+    );
     await expectLive(a);
-    const res = await call("POST", "/v1/auth/user", { token: a, body: { user: { password: "Rotator#password2" }, currentPassword: "Rotator#password1" } });
+    const res = await call("POST", "/v1/auth/user", {
+      token: a,
+      body: { user: { password: "Rotator#password2" }, currentPassword: "Rotator#password1" },
+    });
     expect(res.status, res.text).toBe(200);
     await expectEnded(a);
     await expectEnded(b);
@@ -134,14 +169,26 @@ describe("passwords", () => {
     const id = await newUser("longer", "Long#password");
     expect((await admin("PUT", "/v1/users", { user: { id, password: "Short#pass1" } })).status).toBe(400);
     const token = await login("longer", "Long#password");
-    expect((await call("POST", "/v1/auth/user", { token, body: { user: { password: "Short#pass1" }, currentPassword: "Long#password" } })).status).toBe(400);
+    expect(
+      (
+        await call("POST", "/v1/auth/user", {
+          token,
+          body: { user: { password: "Short#pass1" }, currentPassword: "Long#password" },
+        })
+      ).status,
+    ).toBe(400);
     expect(await login("longer", "Long#password")).toMatch(/^ey/);
   });
 
   it("a configured administrator password shorter than 12 characters is refused, naming the setting", async () => {
-    const { config } = buildConfig({ Application__AdminUsername: "weakling", Application__AdminPassword: "Admin-12345" }, []);
+    const { config } = buildConfig(
+      { Application__AdminUsername: "weakling", Application__AdminPassword: "Admin-12345" },
+      [],
+    );
     await expect(ensureAdmin(env.DB, config)).rejects.toThrow(/Application:AdminPassword/);
-    expect(await env.DB.prepare("SELECT count(*) AS n FROM users WHERE normalized_user_name = 'weakling'").first("n")).toBe(0);
+    expect(
+      await env.DB.prepare("SELECT count(*) AS n FROM users WHERE normalized_user_name = 'weakling'").first("n"),
+    ).toBe(0);
   });
 });
 
@@ -153,7 +200,17 @@ describe("the administrator bootstrap", () => {
     try {
       // Each call differs in its fixed key, as a new isolate or a changed secret would: none is remembered in memory.
       const start = (fixedKey?: string) =>
-        ensureAdmin(env.DB, buildConfig({ Application__AdminUsername: "phoenix", Application__AdminPassword: "Phoenix#password1", ...(fixedKey ? { Application__AdminApiKey: fixedKey } : {}) }, []).config);
+        ensureAdmin(
+          env.DB,
+          buildConfig(
+            {
+              Application__AdminUsername: "phoenix",
+              Application__AdminPassword: "Phoenix#password1",
+              ...(fixedKey ? { Application__AdminApiKey: fixedKey } : {}),
+            },
+            [],
+          ).config,
+        );
       await start();
       const printed = logged.filter((l) => l.includes("Administrator API key for phoenix"));
       expect(printed).toHaveLength(1);
@@ -161,7 +218,9 @@ describe("the administrator bootstrap", () => {
       expect((await call("GET", "/v1/auth/session", { key })).body).toMatchObject({ user: "phoenix", permissions: 15 });
 
       // Renamed: a second start (with another fixed key) creates no key.
-      const owner = (await env.DB.prepare("SELECT id FROM users WHERE normalized_user_name = 'phoenix'").first<{ id: string }>())!.id;
+      const owner = (await env.DB.prepare("SELECT id FROM users WHERE normalized_user_name = 'phoenix'").first<{
+        id: string;
+      }>())!.id;
       const keys = await admin("GET", `/v1/api-keys?filter=${encodeURIComponent(`ownerId == "${owner}"`)}`);
       expect(keys.body["apiKeys"]).toHaveLength(1);
       const phoenixKey = keys.body["apiKeys"][0];
@@ -174,12 +233,16 @@ describe("the administrator bootstrap", () => {
       await start("api_Phoenix2Key000000000000000000000");
       expect((await call("GET", "/v1/auth/session", { key: "api_Phoenix2Key000000000000000000000" })).status).toBe(401);
       await start("api_Phoenix3Key000000000000000000000");
-      expect(await env.DB.prepare("SELECT count(*) AS n FROM api_keys WHERE owner_id = ?").bind(owner).first("n")).toBe(0);
+      expect(await env.DB.prepare("SELECT count(*) AS n FROM api_keys WHERE owner_id = ?").bind(owner).first("n")).toBe(
+        0,
+      );
 
       // The account itself, deleted, is not created again.
       expect((await admin("DELETE", `/v1/users/${owner}`)).status).toBe(200);
       await start("api_Phoenix4Key000000000000000000000");
-      expect(await env.DB.prepare("SELECT count(*) AS n FROM users WHERE normalized_user_name = 'phoenix'").first("n")).toBe(0);
+      expect(
+        await env.DB.prepare("SELECT count(*) AS n FROM users WHERE normalized_user_name = 'phoenix'").first("n"),
+      ).toBe(0);
       expect(logged.filter((l) => l.includes("Administrator API key for phoenix"))).toHaveLength(1);
     } finally {
       console.log = log;

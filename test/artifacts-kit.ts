@@ -40,12 +40,20 @@ export async function newProduct(isApplication = true): Promise<{ id: number; co
 }
 
 /** A release of a new product, and the path of its downloads. */
-export async function newRelease(version = "1.0.0", isApplication = true): Promise<{ productId: number; releaseId: number; code: string; path: string }> {
+export async function newRelease(
+  version = "1.0.0",
+  isApplication = true,
+): Promise<{ productId: number; releaseId: number; code: string; path: string }> {
   const product = await newProduct(isApplication);
   const res = await admin("POST", `/v1/products/${product.id}/releases`, { productRelease: { version } });
   expect(res.status, res.text).toBe(200);
   const releaseId = res.body["productReleaseId"];
-  return { productId: product.id, releaseId, code: product.code, path: `/v1/products/${product.id}/releases/${releaseId}/downloads` };
+  return {
+    productId: product.id,
+    releaseId,
+    code: product.code,
+    path: `/v1/products/${product.id}/releases/${releaseId}/downloads`,
+  };
 }
 
 /** Form fields of an upload (defaults: win-x64 installer, the part named Setup.exe). */
@@ -72,8 +80,18 @@ export async function upload(path: string, bytes: Uint8Array, o: UploadOptions =
 
 /** One call with the administrator's key and a raw body; the JSON answer parsed. */
 export async function send(method: string, path: string, body?: BodyInit, headers: Record<string, string> = {}) {
-  const res = await exports.default.fetch(`${BASE}${path}`, { method, headers: { "x-api-key": ADMIN.key, ...headers }, ...(body !== undefined ? { body } : {}) });
+  const res = await exports.default.fetch(`${BASE}${path}`, {
+    method,
+    headers: { "x-api-key": ADMIN.key, ...headers },
+    ...(body !== undefined ? { body } : {}),
+  });
   const text = await res.text();
-  return { status: res.status, text, body: (text && (res.headers.get("content-type") ?? "").includes("json") ? JSON.parse(text) : undefined) as Record<string, any> };
+  return {
+    status: res.status,
+    text,
+    body: (text && (res.headers.get("content-type") ?? "").includes("json") ? JSON.parse(text) : undefined) as Record<
+      string,
+      any
+    >,
+  };
 }
-

@@ -26,16 +26,21 @@ async function auditEntries(key = ADMIN.key): Promise<Entry[]> {
   return res.body["logs"] as Entry[];
 }
 
-const asAdmin = (method: string, path: string, body?: unknown) => call(method, path, { key: ADMIN.key, headers: { "cf-connecting-ip": IP }, ...(body ? { body } : {}) });
+const asAdmin = (method: string, path: string, body?: unknown) =>
+  call(method, path, { key: ADMIN.key, headers: { "cf-connecting-ip": IP }, ...(body ? { body } : {}) });
 
 describe("the audit trail", () => {
   it("records key, user, role, password, license and settings changes and blocked logins: who, what, when, IP, no secret", async () => {
     const secrets: string[] = [];
     // API keys: created, changed, revoked, deleted.
-    const user = await asAdmin("POST", "/v1/users", { user: { userName: "audited", password: "Audited#password1", roles: ["Sales"] } });
+    const user = await asAdmin("POST", "/v1/users", {
+      user: { userName: "audited", password: "Audited#password1", roles: ["Sales"] },
+    });
     const userId = user.body["userId"] as string;
     secrets.push("Audited#password1");
-    const created = await asAdmin("POST", "/v1/api-keys", { apiKey: { name: "audited key", ownerId: userId, permissions: 1 } });
+    const created = await asAdmin("POST", "/v1/api-keys", {
+      apiKey: { name: "audited key", ownerId: userId, permissions: 1 },
+    });
     const keyId = created.body["apiKeyId"] ?? created.body["id"];
     secrets.push(created.body["key"], created.body["clientSecret"]);
     expect((await asAdmin("PUT", "/v1/api-keys", { apiKey: { id: keyId, permissions: 3 } })).status).toBe(200);
@@ -43,7 +48,9 @@ describe("the audit trail", () => {
     expect((await asAdmin("DELETE", `/v1/api-keys/${keyId}`)).status).toBe(200);
     // Users, roles, passwords.
     expect((await asAdmin("POST", `/v1/users/${userId}/roles`, { roles: ["LicenseManager"] })).status).toBe(200);
-    expect((await asAdmin("PUT", "/v1/users", { user: { id: userId, password: "Audited#password2", city: "Oslo" } })).status).toBe(200);
+    expect(
+      (await asAdmin("PUT", "/v1/users", { user: { id: userId, password: "Audited#password2", city: "Oslo" } })).status,
+    ).toBe(200);
     secrets.push("Audited#password2");
     expect((await asAdmin("DELETE", `/v1/users/${userId}`)).status).toBe(200);
     // Licenses revoked and deleted.
@@ -52,10 +59,17 @@ describe("the audit trail", () => {
     expect((await asAdmin("PUT", "/v1/licenses", { license: { id: lic.id, revoked: true } })).status).toBe(200);
     expect((await asAdmin("DELETE", `/v1/licenses/${lic.id}`)).status).toBe(200);
     // Settings.
-    expect((await asAdmin("PUT", "/v1/settings", { settings: [{ name: "Application:DefaultPageSize", value: "25" }] })).status).toBe(200);
+    expect(
+      (await asAdmin("PUT", "/v1/settings", { settings: [{ name: "Application:DefaultPageSize", value: "25" }] }))
+        .status,
+    ).toBe(200);
     await setSetting("Application:DefaultPageSize", null);
     // A blocked login (anonymous: the IP is the who).
-    for (let i = 0; i < 5; i++) await call("POST", "/v1/auth/login", { headers: { "cf-connecting-ip": "198.18.7.8" }, body: { username: "admin", password: `guess-${i}` } });
+    for (let i = 0; i < 5; i++)
+      await call("POST", "/v1/auth/login", {
+        headers: { "cf-connecting-ip": "198.18.7.8" },
+        body: { username: "admin", password: `guess-${i}` },
+      });
 
     const entries = await auditEntries();
     const events = entries.map((e) => JSON.parse(e.properties!) as Record<string, unknown>);
@@ -74,11 +88,20 @@ describe("the audit trail", () => {
       "LicenseDeleted",
       "SettingsChanged",
     ]);
-    for (const p of mine) expect(p).toMatchObject({ user: "admin", apiKeyName: "Administrator (bootstrap)", clientIp: IP });
-    expect(mine.find((p) => p["event"] === "RolesChanged")).toMatchObject({ targetUserName: "audited", from: ["Sales"], to: ["LicenseManager", "Sales"] });
+    for (const p of mine)
+      expect(p).toMatchObject({ user: "admin", apiKeyName: "Administrator (bootstrap)", clientIp: IP });
+    expect(mine.find((p) => p["event"] === "RolesChanged")).toMatchObject({
+      targetUserName: "audited",
+      from: ["Sales"],
+      to: ["LicenseManager", "Sales"],
+    });
     expect(mine.find((p) => p["event"] === "ApiKeyChanged")).toMatchObject({ fields: ["permissions"], permissions: 3 });
     expect(mine.find((p) => p["event"] === "LicenseRevoked")).toMatchObject({ licenseId: lic.licenseId });
-    expect(events.find((p) => p["event"] === "LoginBlocked")).toMatchObject({ clientIp: "198.18.7.8", user: null, failures: 5 });
+    expect(events.find((p) => p["event"] === "LoginBlocked")).toMatchObject({
+      clientIp: "198.18.7.8",
+      user: null,
+      failures: 5,
+    });
     // The bootstrap of the configured administrator is the trail's first entry.
     expect(events[0]).toMatchObject({ event: "Bootstrap", targetUserName: "admin" });
     for (const e of entries) {
@@ -118,7 +141,9 @@ describe("the audit trail", () => {
   it("lists the category of every entry, Service for the service's own", async () => {
     await call("GET", `/v1/products?filter=${encodeURIComponent("name ==")}`, { key: ADMIN.key });
     await new Promise((r) => setTimeout(r, 100));
-    const res = await call("GET", `/v1/log?filter=${encodeURIComponent('category == "Service"')}&take=5`, { key: ADMIN.key });
+    const res = await call("GET", `/v1/log?filter=${encodeURIComponent('category == "Service"')}&take=5`, {
+      key: ADMIN.key,
+    });
     expect(res.status).toBe(200);
     expect((res.body["logs"] as Entry[]).length).toBeGreaterThan(0);
     for (const e of res.body["logs"] as Entry[]) expect(e.category).toBe("Service");

@@ -72,14 +72,22 @@ describe("list features for later routes", () => {
         for (const item of items) item["owner"] = { name: `owner of ${item["name"]}` };
       },
     };
-    const body = await listBody(getDb(env.DB), Resource, { include: "Owner", filter: 'type == "Count"', select: "name,owner" }, config, { includes });
+    const body = await listBody(
+      getDb(env.DB),
+      Resource,
+      { include: "Owner", filter: 'type == "Count"', select: "name,owner" },
+      config,
+      { includes },
+    );
     expect(body["resources"]).toEqual([
       { name: "counted", owner: { name: "owner of counted" } },
       { name: "counted too", owner: { name: "owner of counted too" } },
     ]);
-    await expect(listBody(getDb(env.DB), Resource, { include: "secrets" }, config, { includes })).rejects.toMatchObject({
-      status: 500,
-      message: "No property or field 'secrets' exists in type 'Resource'",
-    });
+    await expect(listBody(getDb(env.DB), Resource, { include: "secrets" }, config, { includes })).rejects.toMatchObject(
+      {
+        status: 500,
+        message: "No property or field 'secrets' exists in type 'Resource'",
+      },
+    );
   });
 });

@@ -11,14 +11,23 @@ import { development, fetchAs, production } from "./production-kit";
 const SECRET = "gateway-secret-for-client-ip-tests-0123456789";
 
 async function sign(secret: string, ip: string, at = Math.floor(Date.now() / 1000)): Promise<string> {
-  const key = await crypto.subtle.importKey("raw", new TextEncoder().encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+  const key = await crypto.subtle.importKey(
+    "raw",
+    new TextEncoder().encode(secret),
+    { name: "HMAC", hash: "SHA-256" },
+    false,
+    ["sign"],
+  );
   const mac = new Uint8Array(await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(`${ip};${at}`)));
   return `${ip};${at};${[...mac].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
 }
 
 describe("a request without CF-Connecting-IP", () => {
   it("is never whitelisted in production: it is counted in its own bucket", async () => {
-    const limits = { IpFiltering__BruteForceProtection__MaxRequestsPerTimeFrame: "3", IpFiltering__Whitelist: "127.0.0.1,::1,unknown" };
+    const limits = {
+      IpFiltering__BruteForceProtection__MaxRequestsPerTimeFrame: "3",
+      IpFiltering__Whitelist: "127.0.0.1,::1,unknown",
+    };
     const vars = production(limits);
     const statuses: number[] = [];
     for (let i = 0; i < 5; i++) statuses.push((await fetchAs(vars, "/health")).status);
@@ -33,8 +42,11 @@ describe("a request without CF-Connecting-IP", () => {
 
 describe("the gateway's signed client address", () => {
   const blocked = "203.0.113.7";
-  const vars = (secret?: string) => production({ IpFiltering__Blacklist: blocked, ...(secret ? { IpFiltering__GatewaySecret: secret } : {}) });
-  const from = (header: string) => ({ headers: { "cf-connecting-ip": "198.51.100.30", [GATEWAY_CLIENT_HEADER]: header } });
+  const vars = (secret?: string) =>
+    production({ IpFiltering__Blacklist: blocked, ...(secret ? { IpFiltering__GatewaySecret: secret } : {}) });
+  const from = (header: string) => ({
+    headers: { "cf-connecting-ip": "198.51.100.30", [GATEWAY_CLIENT_HEADER]: header },
+  });
 
   it("is the client's address when its signature is valid and fresh", async () => {
     expect((await fetchAs(vars(SECRET), "/health", from(await sign(SECRET, blocked)))).status).toBe(403);

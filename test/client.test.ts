@@ -64,15 +64,26 @@ const SIGN_IN_PATHS = ["/v1/auth/login", "/licensing.v1.Authentication/Authentic
 
 let sequence = 0;
 /** A product and a license of a mode, made through the Management API; returns the license's ids and user key. */
-async function newLicense(licensingMode: "File" | "Activation" | "Floating", maxClients = 0, extra: Record<string, unknown> = {}) {
+async function newLicense(
+  licensingMode: "File" | "Activation" | "Floating",
+  maxClients = 0,
+  extra: Record<string, unknown> = {},
+) {
   const code = `client-${Date.now().toString(36)}-${++sequence}`;
   const product = await admin("POST", "/v1/products", { product: { code, name: `Client test ${sequence}` } });
   expect(product.status, product.text).toBe(200);
-  const created = await admin("POST", "/v1/licenses", { license: { productId: product.body["productId"], licensingMode, maxClients, ...extra } });
+  const created = await admin("POST", "/v1/licenses", {
+    license: { productId: product.body["productId"], licensingMode, maxClients, ...extra },
+  });
   expect(created.status, created.text).toBe(200);
   const id = created.body["id"] as number;
   const listed = await admin("GET", `/v1/licenses?filter=${encodeURIComponent(`id == ${id}`)}&select=userKey`);
-  return { id, licenseId: created.body["licenseId"] as string, userKey: listed.body["licenses"][0].userKey as string, productCode: code };
+  return {
+    id,
+    licenseId: created.body["licenseId"] as string,
+    userKey: listed.body["licenses"][0].userKey as string,
+    productCode: code,
+  };
 }
 
 /** A client that holds only the license's user key: it signs in with it. */
@@ -81,7 +92,10 @@ function appClient(transport: TransportName, userKey: string, fetch: FetchFuncti
 }
 
 /** The rejection of a promise, typed, for field-by-field assertions. */
-async function rejection<E extends Error>(promise: Promise<unknown>, type: abstract new (...args: never[]) => E): Promise<E> {
+async function rejection<E extends Error>(
+  promise: Promise<unknown>,
+  type: abstract new (...args: never[]) => E,
+): Promise<E> {
   try {
     await promise;
   } catch (error) {
@@ -110,7 +124,11 @@ beforeAll(async () => {
 
 describe.each(TRANSPORTS)("client over %s", (transport) => {
   it("signs in with the user key once, activates idempotently and refuses a machine over the limit with 526", async () => {
-    const lic = await newLicense("Activation", 1, { edition: "Professional", features: ["export", "sync"], licenseeName: "Initech" });
+    const lic = await newLicense("Activation", 1, {
+      edition: "Professional",
+      features: ["export", "sync"],
+      licenseeName: "Initech",
+    });
     const rec = recordingFetch();
     const client = appClient(transport, lic.userKey, rec.fetch);
 
@@ -160,7 +178,10 @@ describe.each(TRANSPORTS)("client over %s", (transport) => {
     expect(valid.serverTime).toBeInstanceOf(Date);
     expect(Math.abs(valid.serverTime.getTime() - before)).toBeLessThan(60_000);
 
-    const payload = await client.verifyLicenseOffline(licenseKey, jwks, { machineId: "PC-7", productCode: lic.productCode });
+    const payload = await client.verifyLicenseOffline(licenseKey, jwks, {
+      machineId: "PC-7",
+      productCode: lic.productCode,
+    });
     expect(payload).toMatchObject({
       licenseId: lic.licenseId,
       productCode: lic.productCode,
@@ -171,13 +192,24 @@ describe.each(TRANSPORTS)("client over %s", (transport) => {
     });
     expect(payload.exp).toBeGreaterThan(payload.iat);
 
-    expect((await rejection(verifyLicenseOffline(licenseKey, jwks, { machineId: "PC-8" }), VerificationError)).reason).toBe("machine");
-    expect((await rejection(verifyLicenseOffline(licenseKey, jwks, { productCode: "other" }), VerificationError)).reason).toBe("product");
+    expect(
+      (await rejection(verifyLicenseOffline(licenseKey, jwks, { machineId: "PC-8" }), VerificationError)).reason,
+    ).toBe("machine");
+    expect(
+      (await rejection(verifyLicenseOffline(licenseKey, jwks, { productCode: "other" }), VerificationError)).reason,
+    ).toBe("product");
     const later = new Date(((payload.exp ?? 0) + 60) * 1000);
-    expect((await rejection(verifyLicenseOffline(licenseKey, jwks, { now: later }), VerificationError)).reason).toBe("expired");
-    expect((await rejection(verifyLicenseOffline(licenseKey, { keys: [] }), VerificationError)).reason).toBe("unknownKey");
+    expect((await rejection(verifyLicenseOffline(licenseKey, jwks, { now: later }), VerificationError)).reason).toBe(
+      "expired",
+    );
+    expect((await rejection(verifyLicenseOffline(licenseKey, { keys: [] }), VerificationError)).reason).toBe(
+      "unknownKey",
+    );
     const [header, body, signature] = licenseKey.split(".");
-    const forged = `${header}.${btoa(JSON.stringify({ ...payload, machineId: "PC-9" })).replace(/=+$/, "").replace(/\+/g, "-").replace(/\//g, "_")}.${signature}`;
+    const forged = `${header}.${btoa(JSON.stringify({ ...payload, machineId: "PC-9" }))
+      .replace(/=+$/, "")
+      .replace(/\+/g, "-")
+      .replace(/\//g, "_")}.${signature}`;
     expect(body).not.toBe(forged.split(".")[1]);
     expect((await rejection(verifyLicenseOffline(forged, jwks), VerificationError)).reason).toBe("signature");
   });
@@ -186,9 +218,18 @@ describe.each(TRANSPORTS)("client over %s", (transport) => {
     const lic = await newLicense("Activation", 1);
     const client = appClient(transport, lic.userKey);
     await client.activate({ machineId: "PC-1" });
-    expect(await client.deactivate({ machineId: "PC-1" })).toEqual({ licenseId: lic.licenseId, activeClientCount: 0, maxClientCount: 1 });
+    expect(await client.deactivate({ machineId: "PC-1" })).toEqual({
+      licenseId: lic.licenseId,
+      activeClientCount: 0,
+      maxClientCount: 1,
+    });
     const refused = await rejection(client.validate({ machineId: "PC-1" }), LicensingError);
-    expect([refused.grpcCode, refused.httpStatus, refused.message, refused.reason]).toEqual([9, 529, "The license has not been activated", "notActivated"]);
+    expect([refused.grpcCode, refused.httpStatus, refused.message, refused.reason]).toEqual([
+      9,
+      529,
+      "The license has not been activated",
+      "notActivated",
+    ]);
     // The freed activation is available to another machine.
     expect((await client.activate({ machineId: "PC-2" })).activeClientCount).toBe(1);
   });
@@ -199,7 +240,9 @@ describe.each(TRANSPORTS)("client over %s", (transport) => {
     const beats: HeartbeatResult[] = [];
     const second = nextCall<HeartbeatResult>();
     // A bad option is refused before a seat is requested, so none is stranded (the first seat below counts 1).
-    await expect(client.requestFloating({ machineId: "m0", clientId: "c1" }, { heartbeatInterval: 0 })).rejects.toThrow(RangeError);
+    await expect(client.requestFloating({ machineId: "m0", clientId: "c1" }, { heartbeatInterval: 0 })).rejects.toThrow(
+      RangeError,
+    );
     const seat = await client.requestFloating(
       { machineId: "m1", clientId: "c1" },
       {
@@ -217,7 +260,11 @@ describe.each(TRANSPORTS)("client over %s", (transport) => {
 
     const other = await client.requestFloating({ machineId: "m2", clientId: "c1" });
     const full = await rejection(client.requestFloating({ machineId: "m3", clientId: "c1" }), LicensingError);
-    expect([full.grpcCode, full.httpStatus, full.message]).toEqual([8, 528, "The maximum number of concurrent users for the license has been reached"]);
+    expect([full.grpcCode, full.httpStatus, full.message]).toEqual([
+      8,
+      528,
+      "The maximum number of concurrent users for the license has been reached",
+    ]);
 
     const beat = await second.wait;
     expect(beat).toMatchObject({ activeClientCount: 2, maxClientCount: 2 });
@@ -236,7 +283,12 @@ describe.each(TRANSPORTS)("client over %s", (transport) => {
     expect((await client.release(other.licenseToken)).activeClientCount).toBe(0);
     await other.release().catch(() => undefined);
     const unknown = await rejection(client.release(other.licenseToken), LicensingError);
-    expect([unknown.grpcCode, unknown.httpStatus, unknown.message, unknown.reason]).toEqual([5, 525, "License token not found", "licenseTokenNotFound"]);
+    expect([unknown.grpcCode, unknown.httpStatus, unknown.message, unknown.reason]).toEqual([
+      5,
+      525,
+      "License token not found",
+      "licenseTokenNotFound",
+    ]);
     // The seat is free again for a third machine.
     const third = await client.requestFloating({ machineId: "m3", clientId: "c1" });
     await third.release();
@@ -249,7 +301,11 @@ describe.each(TRANSPORTS)("client over %s", (transport) => {
     let heartbeats = 0;
     const seat: FloatingSeat = await client.requestFloating(
       { machineId: "m1", clientId: "c1" },
-      { heartbeatInterval: 0.05, onHeartbeat: () => heartbeats++, onError: (error, info) => failed.callback({ error, terminal: info.terminal }) },
+      {
+        heartbeatInterval: 0.05,
+        onHeartbeat: () => heartbeats++,
+        onError: (error, info) => failed.callback({ error, terminal: info.terminal }),
+      },
     );
     expect((await admin("PUT", "/v1/licenses", { license: { id: lic.id, revoked: true } })).status).toBe(200);
     const { error, terminal } = await failed.wait;
@@ -280,7 +336,12 @@ describe.each(TRANSPORTS)("client over %s", (transport) => {
     expect(reportId).toBeGreaterThan(0);
     const listed = await admin("GET", `/v1/reports?filter=${encodeURIComponent(`uid == "${uid}"`)}`);
     expect(listed.body["reports"]).toHaveLength(1);
-    expect(listed.body["reports"][0]).toMatchObject({ id: reportId, name: "ExceptionReport", licenseId: lic.licenseId, machineId: "PC-1" });
+    expect(listed.body["reports"][0]).toMatchObject({
+      id: reportId,
+      name: "ExceptionReport",
+      licenseId: lic.licenseId,
+      machineId: "PC-1",
+    });
   });
 
   it("signs in again once when the service no longer accepts the session token", async () => {
@@ -298,7 +359,10 @@ describe.each(TRANSPORTS)("client over %s", (transport) => {
   });
 
   it("raises AuthenticationError for a wrong user key or no credential, and works with an API key", async () => {
-    const wrong = await rejection(appClient(transport, "WRONG-WRONG-WRONG-WRONG-WRONG").validate(), AuthenticationError);
+    const wrong = await rejection(
+      appClient(transport, "WRONG-WRONG-WRONG-WRONG-WRONG").validate(),
+      AuthenticationError,
+    );
     expect(wrong).toBeInstanceOf(LicensingError);
     expect([wrong.grpcCode, wrong.httpStatus, wrong.message]).toEqual([16, 401, "Invalid user key."]);
 
@@ -308,9 +372,17 @@ describe.each(TRANSPORTS)("client over %s", (transport) => {
     await expect(anonymous.validate()).rejects.toThrow(TypeError);
 
     const withKey = new LicensingClient({ baseUrl: BASE, transport, apiKey: ADMIN.key, fetch: workerFetch });
-    expect(await withKey.validate({ userKey: lic.userKey })).toMatchObject({ licenseId: lic.licenseId, status: "NotActivated" });
+    expect(await withKey.validate({ userKey: lic.userKey })).toMatchObject({
+      licenseId: lic.licenseId,
+      status: "NotActivated",
+    });
     const notFound = await rejection(withKey.validate({ userKey: "NOPE1-NOPE2-NOPE3-NOPE4-NOPE5" }), LicensingError);
-    expect([notFound.grpcCode, notFound.httpStatus, notFound.message, notFound.reason]).toEqual([5, 525, "License key not found", "licenseNotFound"]);
+    expect([notFound.grpcCode, notFound.httpStatus, notFound.message, notFound.reason]).toEqual([
+      5,
+      525,
+      "License key not found",
+      "licenseNotFound",
+    ]);
   });
 
   it("raises NetworkError when the service cannot be reached", async () => {
@@ -323,12 +395,20 @@ describe.each(TRANSPORTS)("client over %s", (transport) => {
 
 describe("both transports", () => {
   it("return the same typed results and the same errors for the same operations", async () => {
-    const lic = await newLicense("Activation", 1, { edition: "Ultimate", features: ["a"], supportExpireDate: "2030-06-30T00:00:00.000Z", licenseeEmail: "it@initech.example" });
+    const lic = await newLicense("Activation", 1, {
+      edition: "Ultimate",
+      features: ["a"],
+      supportExpireDate: "2030-06-30T00:00:00.000Z",
+      licenseeEmail: "it@initech.example",
+    });
     const [rest, grpc] = TRANSPORTS.map((t) => appClient(t, lic.userKey));
     const a = await rest!.activate({ machineId: "PC-1" });
     const b = await grpc!.activate({ machineId: "PC-1" });
     // Both carry a key (the machine holds a live activation); the signatures differ by their iat only.
-    const comparable = <T extends { license: { licenseKey?: string | undefined } }>(r: T) => ({ ...r, license: { ...r.license, licenseKey: r.license.licenseKey ? "(signed)" : "(none)" } });
+    const comparable = <T extends { license: { licenseKey?: string | undefined } }>(r: T) => ({
+      ...r,
+      license: { ...r.license, licenseKey: r.license.licenseKey ? "(signed)" : "(none)" },
+    });
     expect(comparable(b)).toEqual(comparable(a));
 
     const va = await rest!.validate({ machineId: "PC-1" });
@@ -337,7 +417,12 @@ describe("both transports", () => {
 
     const ea = await rejection(rest!.activate({ machineId: "PC-2" }), LicensingError);
     const eb = await rejection(grpc!.activate({ machineId: "PC-2" }), LicensingError);
-    expect([eb.name, eb.grpcCode, eb.httpStatus, eb.message]).toEqual([ea.name, ea.grpcCode, ea.httpStatus, ea.message]);
+    expect([eb.name, eb.grpcCode, eb.httpStatus, eb.message]).toEqual([
+      ea.name,
+      ea.grpcCode,
+      ea.httpStatus,
+      ea.message,
+    ]);
   });
 });
 
@@ -353,8 +438,21 @@ describe("checkForUpdate", () => {
     latest: "1.2.0",
     release: { version: "1.2.0", publishedAt: "2026-11-01T00:00:00.000Z", name: "Studio 1.2" },
     installable: true,
-    download: { fileName: "Studio-1.2.0.exe", kind: "installer", size: 1234, sha256: "ab".repeat(32), sha512: "c".repeat(86) + "==", url: `${BASE}/v1/updates/studio/download/win-x64/1.2.0/Studio-1.2.0.exe` },
-    maintenance: { until: "2027-01-01T00:00:00.000Z", expired: false, expiresInDays: 40, noticeDays: 30, licensee: "Initech" },
+    download: {
+      fileName: "Studio-1.2.0.exe",
+      kind: "installer",
+      size: 1234,
+      sha256: "ab".repeat(32),
+      sha512: "c".repeat(86) + "==",
+      url: `${BASE}/v1/updates/studio/download/win-x64/1.2.0/Studio-1.2.0.exe`,
+    },
+    maintenance: {
+      until: "2027-01-01T00:00:00.000Z",
+      expired: false,
+      expiresInDays: 40,
+      noticeDays: 30,
+      licensee: "Initech",
+    },
     note: "Grüße € 😀",
   };
 
@@ -380,9 +478,13 @@ describe("checkForUpdate", () => {
 
   it("verifies the service's signed answer and returns the typed data, licensed and anonymous", async () => {
     const code = `client-app-${Date.now().toString(36)}`;
-    const product = await admin("POST", "/v1/products", { product: { code, name: "Client App", isApplication: true, purchaseUrl: "https://example.com/buy" } });
+    const product = await admin("POST", "/v1/products", {
+      product: { code, name: "Client App", isApplication: true, purchaseUrl: "https://example.com/buy" },
+    });
     const productId = product.body["productId"] as number;
-    const release = await admin("POST", `/v1/products/${productId}/releases`, { productRelease: { version: "1.2.0", name: "Client App 1.2", releaseDate: "2026-06-01T00:00:00Z", public: true } });
+    const release = await admin("POST", `/v1/products/${productId}/releases`, {
+      productRelease: { version: "1.2.0", name: "Client App 1.2", releaseDate: "2026-06-01T00:00:00Z", public: true },
+    });
     expect(release.status, release.text).toBe(200);
     const artifact = {
       platform: "win-x64",
@@ -394,15 +496,34 @@ describe("checkForUpdate", () => {
       sha256: "ab".repeat(32),
       sha512: btoa(String.fromCharCode(...new Uint8Array(64).fill(7))),
     };
-    const added = await admin("POST", `/v1/products/${productId}/releases/${release.body["productReleaseId"]}/downloads`, { releaseDownload: artifact });
+    const added = await admin(
+      "POST",
+      `/v1/products/${productId}/releases/${release.body["productReleaseId"]}/downloads`,
+      { releaseDownload: artifact },
+    );
     expect(added.status, added.text).toBe(201);
-    const created = await admin("POST", "/v1/licenses", { license: { productId, licensingMode: "Activation", supportExpireDate: "2099-01-01T00:00:00Z", licenseeName: "Initech" } });
-    const listed = await admin("GET", `/v1/licenses?filter=${encodeURIComponent(`id == ${created.body["id"]}`)}&select=userKey`);
+    const created = await admin("POST", "/v1/licenses", {
+      license: {
+        productId,
+        licensingMode: "Activation",
+        supportExpireDate: "2099-01-01T00:00:00Z",
+        licenseeName: "Initech",
+      },
+    });
+    const listed = await admin(
+      "GET",
+      `/v1/licenses?filter=${encodeURIComponent(`id == ${created.body["id"]}`)}&select=userKey`,
+    );
     const userKey = listed.body["licenses"][0].userKey as string;
     const request = { productCode: code, platform: "win-x64", version: "1.0.0" } as const;
 
     // REST only on either transport: the gRPC-Web client checks through the same route.
-    const licensed = await new LicensingClient({ baseUrl: BASE, transport: "grpc-web", userKey, fetch: workerFetch }).checkForUpdate(request);
+    const licensed = await new LicensingClient({
+      baseUrl: BASE,
+      transport: "grpc-web",
+      userKey,
+      fetch: workerFetch,
+    }).checkForUpdate(request);
     expect(jwks.keys.map((k) => k.kid)).toContain(licensed.keyId);
     expect(licensed.data).toMatchObject({
       format: 2,
@@ -413,40 +534,81 @@ describe("checkForUpdate", () => {
       release: { version: "1.2.0", name: "Client App 1.2" },
       updateAvailable: true,
       installable: true,
-      download: { fileName: artifact.fileName, kind: "installer", size: 4096, sha256: artifact.sha256, sha512: artifact.sha512 },
+      download: {
+        fileName: artifact.fileName,
+        kind: "installer",
+        size: 4096,
+        sha256: artifact.sha256,
+        sha512: artifact.sha512,
+      },
       maintenance: { licenseId: created.body["licenseId"], expired: false, licensee: "Initech" },
     });
     expect(licensed.data.withheldReason).toBeUndefined();
 
     const anonymous = await new LicensingClient({ baseUrl: BASE, fetch: workerFetch }).checkForUpdate(request);
-    expect(anonymous.data).toMatchObject({ updateAvailable: true, installable: false, withheldReason: "licenseRequired", purchaseUrl: "https://example.com/buy" });
+    expect(anonymous.data).toMatchObject({
+      updateAvailable: true,
+      installable: false,
+      withheldReason: "licenseRequired",
+      purchaseUrl: "https://example.com/buy",
+    });
     expect(anonymous.data.download).toBeUndefined();
     expect(anonymous.data.maintenance).toBeUndefined();
 
-    const unknown = await rejection(new LicensingClient({ baseUrl: BASE, fetch: workerFetch }).checkForUpdate({ ...request, productCode: "no-such-product" }), ServiceError);
+    const unknown = await rejection(
+      new LicensingClient({ baseUrl: BASE, fetch: workerFetch }).checkForUpdate({
+        ...request,
+        productCode: "no-such-product",
+      }),
+      ServiceError,
+    );
     expect(unknown.httpStatus).toBe(404);
     await admin("PUT", "/v1/licenses", { license: { id: created.body["id"], revoked: true } });
-    const revoked = await rejection(new LicensingClient({ baseUrl: BASE, userKey, fetch: workerFetch }).checkForUpdate(request), ServiceError);
+    const revoked = await rejection(
+      new LicensingClient({ baseUrl: BASE, userKey, fetch: workerFetch }).checkForUpdate(request),
+      ServiceError,
+    );
     expect([revoked.httpStatus, revoked.message]).toEqual([403, "License revoked or expired"]);
   });
 
   it("verifies data signed with the service's key store, sending the query and the user-key header", async () => {
     const signed = await sign(data);
     const seen: { url?: URL; headers?: Headers } = {};
-    const client = new LicensingClient({ baseUrl: BASE, userKey: "USER-KEY", fetch: updateRoute(async () => ({ success: true, data, ...signed }), seen) });
-    const check = await client.checkForUpdate({ productCode: "studio", platform: "win-x64", version: "1.0.0", channel: "stable" });
+    const client = new LicensingClient({
+      baseUrl: BASE,
+      userKey: "USER-KEY",
+      fetch: updateRoute(async () => ({ success: true, data, ...signed }), seen),
+    });
+    const check = await client.checkForUpdate({
+      productCode: "studio",
+      platform: "win-x64",
+      version: "1.0.0",
+      channel: "stable",
+    });
     expect(check.keyId).toBe(signed.keyId);
     expect(jwks.keys.map((k) => k.kid)).toContain(signed.keyId);
-    expect(check.data).toMatchObject({ format: 2, updateAvailable: true, installable: true, latest: "1.2.0", download: { size: 1234 }, maintenance: { noticeDays: 30 } });
+    expect(check.data).toMatchObject({
+      format: 2,
+      updateAvailable: true,
+      installable: true,
+      latest: "1.2.0",
+      download: { size: 1234 },
+      maintenance: { noticeDays: 30 },
+    });
     expect(seen.url?.pathname).toBe("/v1/updates/studio");
-    expect(Object.fromEntries(seen.url?.searchParams ?? [])).toEqual({ platform: "win-x64", version: "1.0.0", channel: "stable" });
+    expect(Object.fromEntries(seen.url?.searchParams ?? [])).toEqual({
+      platform: "win-x64",
+      version: "1.0.0",
+      channel: "stable",
+    });
     expect(seen.headers?.get("x-service-user-key")).toBe("USER-KEY");
   });
 
   it("rejects data changed after signing, a foreign key id, a malformed signature, and accepts pinned keys", async () => {
     const signed = await sign(data);
     const request = { productCode: "studio", platform: "win-x64", version: "1.0.0" } as const;
-    const answering = (body: unknown) => new LicensingClient({ baseUrl: BASE, fetch: updateRoute(async () => body, {}) });
+    const answering = (body: unknown) =>
+      new LicensingClient({ baseUrl: BASE, fetch: updateRoute(async () => body, {}) });
 
     const tampered = answering({ success: true, data: { ...data, installable: false }, ...signed });
     expect((await rejection(tampered.checkForUpdate(request), VerificationError)).reason).toBe("signature");
@@ -456,17 +618,31 @@ describe("checkForUpdate", () => {
     expect((await rejection(truncated.checkForUpdate(request), VerificationError)).reason).toBe("signature");
 
     // Pinned keys: the published set is never fetched, and a key missing from the pinned set is refused.
-    const pinned = new LicensingClient({ baseUrl: BASE, trustedKeys: jwks, fetch: updateRoute(async () => ({ success: true, data, ...signed }), {}) });
+    const pinned = new LicensingClient({
+      baseUrl: BASE,
+      trustedKeys: jwks,
+      fetch: updateRoute(async () => ({ success: true, data, ...signed }), {}),
+    });
     expect((await pinned.checkForUpdate(request)).data.product).toEqual({ code: "studio", name: "Studio" });
-    const otherPins = new LicensingClient({ baseUrl: BASE, trustedKeys: { keys: [] }, fetch: updateRoute(async () => ({ success: true, data, ...signed }), {}) });
+    const otherPins = new LicensingClient({
+      baseUrl: BASE,
+      trustedKeys: { keys: [] },
+      fetch: updateRoute(async () => ({ success: true, data, ...signed }), {}),
+    });
     expect((await rejection(otherPins.checkForUpdate(request), VerificationError)).reason).toBe("unknownKey");
   });
 
   it("raises ServiceError for the update routes' refusals", async () => {
     const refusing: FetchFunction = async () =>
-      new Response(JSON.stringify({ success: false, code: 403, message: "License revoked or expired" }), { status: 403, headers: { "content-type": "application/json" } });
+      new Response(JSON.stringify({ success: false, code: 403, message: "License revoked or expired" }), {
+        status: 403,
+        headers: { "content-type": "application/json" },
+      });
     const client = new LicensingClient({ baseUrl: BASE, fetch: refusing });
-    const error = await rejection(client.checkForUpdate({ productCode: "studio", platform: "linux-x64", version: "1.0.0" }), ServiceError);
+    const error = await rejection(
+      client.checkForUpdate({ productCode: "studio", platform: "linux-x64", version: "1.0.0" }),
+      ServiceError,
+    );
     expect([error.httpStatus, error.message]).toEqual([403, "License revoked or expired"]);
   });
 });
@@ -477,7 +653,9 @@ describe("client pure logic", () => {
       const sample = JSON.parse(
         '{"numbers":[333333333.33333329,1E30,4.50,2e-3,0.000000000000000000000000001],"string":"\\u20ac$\\u000F\\u000aA\'\\u0042\\u0022\\u005c\\\\\\"\\/","literals":[null,true,false]}',
       );
-      expect(canonicalize(sample)).toBe('{"literals":[null,true,false],"numbers":[333333333.3333333,1e+30,4.5,0.002,1e-27],"string":"€$\\u000f\\nA\'B\\"\\\\\\\\\\"/"}');
+      expect(canonicalize(sample)).toBe(
+        '{"literals":[null,true,false],"numbers":[333333333.3333333,1e+30,4.5,0.002,1e-27],"string":"€$\\u000f\\nA\'B\\"\\\\\\\\\\"/"}',
+      );
       const sorting = JSON.parse(
         '{"\\u20ac":"Euro Sign","\\r":"Carriage Return","\\ufb33":"Hebrew Letter Dalet With Dagesh","1":"One","\\ud83d\\ude00":"Emoji: Grinning Face","\\u0080":"Control","\\u00f6":"Latin Small Letter O With Diaeresis"}',
       );
@@ -505,8 +683,15 @@ describe("client pure logic", () => {
 
     it("agrees with the canonicalize package the service signs with", () => {
       const values: unknown[] = [
-        { b: [1e21, 0.1, -0, 5e-324, "é\u0007\u001f", { "\u20ac": 1, "\r": 2, "1": 3, "\ud83d\ude00": 4 }], a: { z: null, y: false } },
-        { format: 2, product: { code: "studio", name: "Studio ✓" }, maintenance: { expiresInDays: -3, until: "2027-01-01T00:00:00.000Z" } },
+        {
+          b: [1e21, 0.1, -0, 5e-324, "é\u0007\u001f", { "\u20ac": 1, "\r": 2, "1": 3, "\ud83d\ude00": 4 }],
+          a: { z: null, y: false },
+        },
+        {
+          format: 2,
+          product: { code: "studio", name: "Studio ✓" },
+          maintenance: { expiresInDays: -3, until: "2027-01-01T00:00:00.000Z" },
+        },
         [],
         {},
         "plain",
@@ -516,7 +701,9 @@ describe("client pure logic", () => {
     });
 
     it("sorts nested objects, keeps array order, leaves out undefined members and refuses non-JSON values", () => {
-      expect(canonicalize({ b: [3, { z: 1, a: null }], a: { d: true, c: "x" }, u: undefined })).toBe('{"a":{"c":"x","d":true},"b":[3,{"a":null,"z":1}]}');
+      expect(canonicalize({ b: [3, { z: 1, a: null }], a: { d: true, c: "x" }, u: undefined })).toBe(
+        '{"a":{"c":"x","d":true},"b":[3,{"a":null,"z":1}]}',
+      );
       expect(canonicalize("tab\there")).toBe('"tab\\there"');
       expect(() => canonicalize(Number.NaN)).toThrow(TypeError);
       expect(() => canonicalize(Number.POSITIVE_INFINITY)).toThrow(TypeError);
@@ -550,22 +737,48 @@ describe("client pure logic", () => {
     });
 
     it("maps 401 and Unauthenticated to AuthenticationError", () => {
-      expect(errorFromRest(401, { success: false, code: 401, message: "Invalid user key." })).toMatchObject({ grpcCode: 16, httpStatus: 401, message: "Invalid user key." });
+      expect(errorFromRest(401, { success: false, code: 401, message: "Invalid user key." })).toMatchObject({
+        grpcCode: 16,
+        httpStatus: 401,
+        message: "Invalid user key.",
+      });
       const empty = errorFromRest(401, undefined, "Unauthorized");
       expect(empty).toBeInstanceOf(AuthenticationError);
       expect(empty.message).toBe("Unauthorized");
       const grpc = errorFromGrpc(new ConnectError("Invalid user key.", Code.Unauthenticated));
       expect(grpc).toBeInstanceOf(AuthenticationError);
-      expect(grpc).toMatchObject({ grpcCode: 16, httpStatus: 401, message: "Invalid user key.", name: "AuthenticationError" });
+      expect(grpc).toMatchObject({
+        grpcCode: 16,
+        httpStatus: 401,
+        message: "Invalid user key.",
+        name: "AuthenticationError",
+      });
     });
 
     it("maps other answers to ServiceError and keeps the client's own errors", () => {
-      const problem = errorFromRest(400, { type: "https://tools.ietf.org/html/rfc9110#section-15.5.1", title: "One or more validation errors occurred.", status: 400, errors: { machineId: ["Too long"] } });
+      const problem = errorFromRest(400, {
+        type: "https://tools.ietf.org/html/rfc9110#section-15.5.1",
+        title: "One or more validation errors occurred.",
+        status: 400,
+        errors: { machineId: ["Too long"] },
+      });
       expect(problem).toBeInstanceOf(ServiceError);
-      expect(problem).toMatchObject({ httpStatus: 400, message: "One or more validation errors occurred.", details: { machineId: ["Too long"] } });
-      expect(errorFromRest(500, { success: false, code: 500, message: "boom" })).toMatchObject({ httpStatus: 500, message: "boom", grpcCode: undefined });
+      expect(problem).toMatchObject({
+        httpStatus: 400,
+        message: "One or more validation errors occurred.",
+        details: { machineId: ["Too long"] },
+      });
+      expect(errorFromRest(500, { success: false, code: 500, message: "boom" })).toMatchObject({
+        httpStatus: 500,
+        message: "boom",
+        grpcCode: undefined,
+      });
       expect(errorFromRest(429, undefined)).toMatchObject({ httpStatus: 429, message: "HTTP 429" });
-      expect(errorFromGrpc(new ConnectError("down", Code.Unavailable))).toMatchObject({ name: "ServiceError", grpcCode: 14, message: "down" });
+      expect(errorFromGrpc(new ConnectError("down", Code.Unavailable))).toMatchObject({
+        name: "ServiceError",
+        grpcCode: 14,
+        message: "down",
+      });
       const network = new NetworkError("offline", new TypeError("fetch failed"));
       expect(errorFromGrpc(new ConnectError("wrapped", Code.Unknown, undefined, undefined, network))).toBe(network);
       expect(errorFromGrpc(network)).toBe(network);
@@ -590,7 +803,12 @@ describe("client pure logic", () => {
     });
 
     it("reads enumerations from numbers (REST default) or names", () => {
-      expect([licensingMode(0), licensingMode(1), licensingMode(2), licensingMode("Floating")]).toEqual(["File", "Activation", "Floating", "Floating"]);
+      expect([licensingMode(0), licensingMode(1), licensingMode(2), licensingMode("Floating")]).toEqual([
+        "File",
+        "Activation",
+        "Floating",
+        "Floating",
+      ]);
       expect([licenseType(0), licenseType("Demo"), licenseType(2)]).toEqual(["Standard", "Demo", "Trial"]);
       expect(licenseStatus("NotActivated")).toBe("NotActivated");
       expect(() => licensingMode(7)).toThrow(ProtocolError);

@@ -30,8 +30,16 @@ describe("console sign-in", () => {
     // The body never carries the key itself.
     expect(s.res.text).not.toContain(s.key);
     // The key is a real API key of the user, named as a console session and expiring with it.
-    const keys = await admin("GET", `/v1/api-keys?filter=${encodeURIComponent('name == "Console session"')}&sort=-id&take=1`);
-    expect(keys.body["apiKeys"][0]).toMatchObject({ ownerId: expect.any(String), revoked: false, permissions: 15, expireDate: s.res.body["expiresAt"] });
+    const keys = await admin(
+      "GET",
+      `/v1/api-keys?filter=${encodeURIComponent('name == "Console session"')}&sort=-id&take=1`,
+    );
+    expect(keys.body["apiKeys"][0]).toMatchObject({
+      ownerId: expect.any(String),
+      revoked: false,
+      permissions: 15,
+      expireDate: s.res.body["expiresAt"],
+    });
   });
 
   it("refuses wrong credentials with the login message, and sets no cookie", async () => {
@@ -49,16 +57,27 @@ describe("console sign-in", () => {
     expect(session.body).toMatchObject({ user: "admin", roles: ["Administrator"], keyName: "Console session" });
     // Cookie alone (what a forged cross-site request carries): 401, for reads and writes.
     expect((await call("GET", "/v1/products", { headers: { cookie: s.cookie } })).status).toBe(401);
-    expect((await call("POST", "/v1/products", { headers: { cookie: s.cookie }, body: { product: { code: "x", name: "X" } } })).status).toBe(401);
+    expect(
+      (
+        await call("POST", "/v1/products", {
+          headers: { cookie: s.cookie },
+          body: { product: { code: "x", name: "X" } },
+        })
+      ).status,
+    ).toBe(401);
     // A token of another session does not fit this cookie.
     const other = await signIn();
-    expect((await call("GET", "/v1/products", { headers: { cookie: s.cookie, "x-csrf-token": other.csrf } })).status).toBe(401);
+    expect(
+      (await call("GET", "/v1/products", { headers: { cookie: s.cookie, "x-csrf-token": other.csrf } })).status,
+    ).toBe(401);
     // The token without the cookie is nothing.
     expect((await call("GET", "/v1/products", { headers: { "x-csrf-token": s.csrf } })).status).toBe(401);
   });
 
   it("acts with the user's roles: a Sales user's console session cannot manage users", async () => {
-    const created = await admin("POST", "/v1/users", { user: { userName: "console-sales", password: "Secret#123456", roles: ["Sales"] } });
+    const created = await admin("POST", "/v1/users", {
+      user: { userName: "console-sales", password: "Secret#123456", roles: ["Sales"] },
+    });
     expect(created.status).toBe(200);
     const s = await signIn("console-sales", "Secret#123456");
     expect(s.res.body["roles"]).toEqual(["Sales"]);
@@ -87,7 +106,9 @@ describe("console sign-in", () => {
       const s = await signIn();
       expect(s.setCookie).toMatch(/Max-Age=1/);
       await new Promise((r) => setTimeout(r, 1100));
-      expect((await call("GET", "/v1/products", { headers: { cookie: s.cookie, "x-csrf-token": s.csrf } })).status).toBe(401);
+      expect(
+        (await call("GET", "/v1/products", { headers: { cookie: s.cookie, "x-csrf-token": s.csrf } })).status,
+      ).toBe(401);
     } finally {
       await setSetting("Application:ConsoleSessionLifetime", null);
     }

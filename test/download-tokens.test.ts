@@ -20,19 +20,29 @@ const installer = bytesOf(SIZE, 11);
 let app: { productId: number; releaseId: number; code: string; path: string };
 const ids: Record<string, number> = {};
 
-async function license(fields: Record<string, unknown> = {}, productId = app.productId): Promise<{ id: number; userKey: string }> {
+async function license(
+  fields: Record<string, unknown> = {},
+  productId = app.productId,
+): Promise<{ id: number; userKey: string }> {
   const res = await admin("POST", "/v1/licenses", { license: { productId, trace: false, ...fields } });
   expect(res.status, res.text).toBe(200);
-  const listed = await admin("GET", `/v1/licenses?filter=${encodeURIComponent(`id == ${res.body["id"]}`)}&select=userKey`);
+  const listed = await admin(
+    "GET",
+    `/v1/licenses?filter=${encodeURIComponent(`id == ${res.body["id"]}`)}&select=userKey`,
+  );
   return { id: res.body["id"], userKey: listed.body["licenses"][0].userKey };
 }
 
-const get = (path: string, headers: Record<string, string> = {}, method = "GET") => exports.default.fetch(`${BASE}${path}`, { method, headers });
-const download = (platform: string, file: string, query = "") => `/v1/updates/${app.code}/download/${platform}/1.0.0/${encodeURIComponent(file)}${query}`;
+const get = (path: string, headers: Record<string, string> = {}, method = "GET") =>
+  exports.default.fetch(`${BASE}${path}`, { method, headers });
+const download = (platform: string, file: string, query = "") =>
+  `/v1/updates/${app.code}/download/${platform}/1.0.0/${encodeURIComponent(file)}${query}`;
 
 /** The tokenised URL of the platform's installer, from the update check of a licensed caller (path and query). */
 async function tokenUrl(userKey: string, platform = "win-x64"): Promise<string> {
-  const res = await call("GET", `/v1/updates/${app.code}?platform=${platform}&version=0.0.1`, { headers: { "X-Service-User-Key": userKey } });
+  const res = await call("GET", `/v1/updates/${app.code}?platform=${platform}&version=0.0.1`, {
+    headers: { "X-Service-User-Key": userKey },
+  });
   expect(res.body["data"]?.download, res.text).toBeDefined();
   return (res.body["data"].download.url as string).replace(BASE, "");
 }
@@ -41,24 +51,42 @@ const tokenOf = (url: string) => new URL(url, BASE).searchParams.get("token")!;
 async function status(path: string, headers: Record<string, string> = {}): Promise<[number, string | undefined]> {
   const res = await get(path, headers);
   const body = new Uint8Array(await res.arrayBuffer());
-  return [res.status, res.status === 403 ? (JSON.parse(new TextDecoder().decode(body)) as { message: string }).message : undefined];
+  return [
+    res.status,
+    res.status === 403 ? (JSON.parse(new TextDecoder().decode(body)) as { message: string }).message : undefined,
+  ];
 }
 
 /** Every row of every table: what a request that writes nothing leaves unchanged. */
 async function allRows(): Promise<number> {
-  const tables = await env.DB.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%' AND name != 'd1_migrations'").all<{ name: string }>();
+  const tables = await env.DB.prepare(
+    "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%' AND name != 'd1_migrations'",
+  ).all<{ name: string }>();
   let n = 0;
-  for (const { name } of tables.results) n += (await env.DB.prepare(`SELECT count(*) AS n FROM "${name}"`).first<{ n: number }>())!.n;
+  for (const { name } of tables.results)
+    n += (await env.DB.prepare(`SELECT count(*) AS n FROM "${name}"`).first<{ n: number }>())!.n;
   return n;
 }
 
 beforeAll(async () => {
   app = await newRelease("1.0.0");
-  expect((await admin("PUT", `/v1/products/${app.productId}/releases`, { productRelease: { id: app.releaseId, public: true, releaseDate: "2026-01-01T00:00:00Z" } })).status).toBe(200);
+  expect(
+    (
+      await admin("PUT", `/v1/products/${app.productId}/releases`, {
+        productRelease: { id: app.releaseId, public: true, releaseDate: "2026-01-01T00:00:00Z" },
+      })
+    ).status,
+  ).toBe(200);
   ids["win"] = (await upload(app.path, installer, { fileName: "App Setup.exe" })).body["releaseDownloadId"];
-  ids["blockmap"] = (await upload(app.path, bytesOf(500, 12), { kind: "blockmap", fileName: "App Setup.exe.blockmap" })).body["releaseDownloadId"];
-  ids["linux"] = (await upload(app.path, bytesOf(3000, 13), { platform: "linux-x64", fileName: "App.AppImage" })).body["releaseDownloadId"];
-  ids["mac"] = (await upload(app.path, bytesOf(2000, 14), { platform: "darwin-arm64", fileName: "App.dmg" })).body["releaseDownloadId"];
+  ids["blockmap"] = (
+    await upload(app.path, bytesOf(500, 12), { kind: "blockmap", fileName: "App Setup.exe.blockmap" })
+  ).body["releaseDownloadId"];
+  ids["linux"] = (await upload(app.path, bytesOf(3000, 13), { platform: "linux-x64", fileName: "App.AppImage" })).body[
+    "releaseDownloadId"
+  ];
+  ids["mac"] = (await upload(app.path, bytesOf(2000, 14), { platform: "darwin-arm64", fileName: "App.dmg" })).body[
+    "releaseDownloadId"
+  ];
 });
 
 describe("stateless download tokens", () => {
@@ -116,7 +144,9 @@ describe("stateless download tokens", () => {
     expect((await status(url))[0]).toBe(200);
     expect((await status(url, { range: "bytes=0-3999" }))[0]).toBe(206); // 20,000 bytes: exactly twice
     expect(await status(url, { range: "bytes=0-0" })).toEqual([403, BAD_TOKEN]);
-    const served = await env.DB.prepare("SELECT bytes_served AS n FROM download_tokens WHERE license_id = ?").bind(lic.id).first<{ n: number }>();
+    const served = await env.DB.prepare("SELECT bytes_served AS n FROM download_tokens WHERE license_id = ?")
+      .bind(lic.id)
+      .first<{ n: number }>();
     expect(served?.n).toBe(2 * SIZE);
   });
 
@@ -126,7 +156,11 @@ describe("stateless download tokens", () => {
     const url = await tokenUrl(lic.userKey);
     const token = tokenOf(url);
     expect(await status(download("linux-x64", "App.AppImage", `?token=${token}`))).toEqual([403, BAD_TOKEN]);
-    expect(await status(download("darwin-arm64", "App.dmg", `?token=${token}`), { "X-Service-User-Key": (await license({ edition: "Ultimate" })).userKey })).toEqual([403, BAD_TOKEN]);
+    expect(
+      await status(download("darwin-arm64", "App.dmg", `?token=${token}`), {
+        "X-Service-User-Key": (await license({ edition: "Ultimate" })).userKey,
+      }),
+    ).toEqual([403, BAD_TOKEN]);
     // electron-updater carries the installer's query over to the blockmap it derives from the installer's URL.
     expect((await status(download("win-x64", "App Setup.exe.blockmap", `?token=${token}`)))[0]).toBe(200);
     expect((await status(download("win-x64", "App Setup.exe.blockmap")))[0]).toBe(200);
@@ -151,8 +185,16 @@ describe("stateless download tokens", () => {
       `${licensePart}.${artifact}.${expiry}.${nonce}`,
       "x".repeat(64),
     ];
-    for (const t of forged) expect(await status(download("win-x64", "App Setup.exe", `?token=${encodeURIComponent(t)}`)), t).toEqual([403, BAD_TOKEN]);
-    expect(await env.DB.prepare("SELECT count(*) AS n FROM download_tokens WHERE license_id IN (?, ?)").bind(lic.id, victim.id).first<{ n: number }>()).toEqual({ n: 0 });
+    for (const t of forged)
+      expect(await status(download("win-x64", "App Setup.exe", `?token=${encodeURIComponent(t)}`)), t).toEqual([
+        403,
+        BAD_TOKEN,
+      ]);
+    expect(
+      await env.DB.prepare("SELECT count(*) AS n FROM download_tokens WHERE license_id IN (?, ?)")
+        .bind(lic.id, victim.id)
+        .first<{ n: number }>(),
+    ).toEqual({ n: 0 });
     clockAhead(11 * 60_000);
     expect(await status(url)).toEqual([403, BAD_TOKEN]);
   });
@@ -167,7 +209,9 @@ describe("stateless download tokens", () => {
     const url2 = await tokenUrl(expired.userKey);
     clockAhead(2 * 60_000);
     expect(await status(url2)).toEqual([403, BAD_TOKEN]);
-    expect(await status(download("win-x64", "App Setup.exe.blockmap"), { "X-Service-User-Key": expired.userKey })).toEqual([403, BAD_TOKEN]);
+    expect(
+      await status(download("win-x64", "App Setup.exe.blockmap"), { "X-Service-User-Key": expired.userKey }),
+    ).toEqual([403, BAD_TOKEN]);
   });
 
   it("apply the platform rule before the token is used", async () => {
@@ -180,8 +224,15 @@ describe("stateless download tokens", () => {
       await setSetting("Updates:EnforcePlatformEditions", null);
     }
     expect(await status(url)).toEqual([403, "darwin-arm64 needs a license of the Ultimate edition"]);
-    expect(await status(url, { range: "bytes=0-" })).toEqual([403, "darwin-arm64 needs a license of the Ultimate edition"]);
-    expect(await env.DB.prepare("SELECT count(*) AS n FROM download_tokens WHERE license_id = ?").bind(standard.id).first<{ n: number }>()).toEqual({ n: 0 });
+    expect(await status(url, { range: "bytes=0-" })).toEqual([
+      403,
+      "darwin-arm64 needs a license of the Ultimate edition",
+    ]);
+    expect(
+      await env.DB.prepare("SELECT count(*) AS n FROM download_tokens WHERE license_id = ?")
+        .bind(standard.id)
+        .first<{ n: number }>(),
+    ).toEqual({ n: 0 });
     await setSetting("Updates:EnforcePlatformEditions", "false");
     try {
       expect((await status(url))[0]).toBe(200);
@@ -193,7 +244,10 @@ describe("stateless download tokens", () => {
   it("leave usage rows only until the token expires: housekeeping prunes them", async () => {
     const lic = await license();
     await (await get(await tokenUrl(lic.userKey))).arrayBuffer();
-    const rows = () => env.DB.prepare("SELECT count(*) AS n FROM download_tokens WHERE license_id = ?").bind(lic.id).first<{ n: number }>();
+    const rows = () =>
+      env.DB.prepare("SELECT count(*) AS n FROM download_tokens WHERE license_id = ?")
+        .bind(lic.id)
+        .first<{ n: number }>();
     expect(await rows()).toEqual({ n: 1 });
     await housekeeping(env, new Date(Date.now() + 5 * 60_000));
     expect(await rows()).toEqual({ n: 1 });
@@ -205,9 +259,16 @@ describe("stateless download tokens", () => {
 describe("gates that hold after any sequence of edits", () => {
   it("keeps an application's maintenance-gated installer behind a token after isApplication off, requiresMaintenance false, isApplication on", async () => {
     const r = await newRelease("1.0.0");
-    const product = (body: Record<string, unknown>) => admin("PUT", "/v1/products", { product: { id: r.productId, ...body } });
+    const product = (body: Record<string, unknown>) =>
+      admin("PUT", "/v1/products", { product: { id: r.productId, ...body } });
     expect((await product({ isApplication: false })).status).toBe(200);
-    expect((await admin("PUT", `/v1/products/${r.productId}/releases`, { productRelease: { id: r.releaseId, public: true, requiresMaintenance: false } })).status).toBe(200);
+    expect(
+      (
+        await admin("PUT", `/v1/products/${r.productId}/releases`, {
+          productRelease: { id: r.releaseId, public: true, requiresMaintenance: false },
+        })
+      ).status,
+    ).toBe(200);
     expect((await product({ isApplication: true })).status).toBe(200);
     expect((await upload(r.path, installer, { fileName: "Gated.exe" })).status).toBe(201);
     const path = `/v1/updates/${r.code}/download/win-x64/1.0.0/Gated.exe`;
@@ -218,7 +279,9 @@ describe("gates that hold after any sequence of edits", () => {
     expect(anonymous.body["data"]).toMatchObject({ installable: false, withheldReason: "licenseRequired" });
     // A licensed caller gets a token for it, which works.
     const lic = await license({}, r.productId);
-    const check = await call("GET", `/v1/updates/${r.code}?platform=win-x64&version=0.0.1`, { headers: { "X-Service-User-Key": lic.userKey } });
+    const check = await call("GET", `/v1/updates/${r.code}?platform=win-x64&version=0.0.1`, {
+      headers: { "X-Service-User-Key": lic.userKey },
+    });
     expect(check.body["data"].download.url).toContain("?token=");
     expect((await status(check.body["data"].download.url.replace(BASE, "")))[0]).toBe(200);
     // With the setting on, the release's own requiresMaintenance: false makes it public.
@@ -235,7 +298,9 @@ describe("gates that hold after any sequence of edits", () => {
     expect(res.status).toBe(400);
     expect(res.body["message"]).toBe("isApplication cannot be turned off while releases of the product have downloads");
     const bare = await newRelease("1.0.0");
-    expect((await admin("PUT", "/v1/products", { product: { id: bare.productId, isApplication: false } })).status).toBe(200);
+    expect((await admin("PUT", "/v1/products", { product: { id: bare.productId, isApplication: false } })).status).toBe(
+      200,
+    );
   });
 });
 
@@ -245,7 +310,13 @@ describe("caching", () => {
     const r = await newRelease("1.0.0");
     await setSetting("Updates:AllowPublicApplicationReleases", "true");
     try {
-      expect((await admin("PUT", `/v1/products/${r.productId}/releases`, { productRelease: { id: r.releaseId, public: true, requiresMaintenance: false } })).status).toBe(200);
+      expect(
+        (
+          await admin("PUT", `/v1/products/${r.productId}/releases`, {
+            productRelease: { id: r.releaseId, public: true, requiresMaintenance: false },
+          })
+        ).status,
+      ).toBe(200);
     } finally {
       await setSetting("Updates:AllowPublicApplicationReleases", null);
     }
@@ -273,11 +344,20 @@ describe("caching", () => {
       await unpinned.arrayBuffer();
       expect(unpinned.headers.get("cache-control")).toBe("public, max-age=60");
       // An id of another artifact (a blockmap URL inheriting its installer's query) is not pinned.
-      expect((await get(`/v1/updates/${pub.code}/download/win-x64/1.0.0/Free.exe?artifact=${pub.id + 1000}`)).headers.get("cache-control")).toBe("public, max-age=60");
+      expect(
+        (await get(`/v1/updates/${pub.code}/download/win-x64/1.0.0/Free.exe?artifact=${pub.id + 1000}`)).headers.get(
+          "cache-control",
+        ),
+      ).toBe("public, max-age=60");
 
       for (const inm of [etag, `W/${etag}`, `"other", ${etag}`, "*"]) {
         const res = await get(url, { "if-none-match": inm });
-        expect([res.status, await res.text(), res.headers.get("etag"), res.headers.get("cache-control")], inm).toEqual([304, "", etag, "public, max-age=31536000, immutable"]);
+        expect([res.status, await res.text(), res.headers.get("etag"), res.headers.get("cache-control")], inm).toEqual([
+          304,
+          "",
+          etag,
+          "public, max-age=31536000, immutable",
+        ]);
       }
       const changed = await get(url, { "if-none-match": '"other"' });
       expect(changed.status).toBe(200);
@@ -301,20 +381,31 @@ describe("caching", () => {
     await first.arrayBuffer();
     expect(await status(url)).toEqual([403, BAD_TOKEN]);
     const ultimate = await license({ edition: "Ultimate" });
-    const mac = await get(download("darwin-arm64", "App.dmg", `?token=${tokenOf(await tokenUrl(ultimate.userKey, "darwin-arm64"))}`), { "if-none-match": '"x"' });
+    const mac = await get(
+      download("darwin-arm64", "App.dmg", `?token=${tokenOf(await tokenUrl(ultimate.userKey, "darwin-arm64"))}`),
+      { "if-none-match": '"x"' },
+    );
     expect([mac.status, mac.headers.get("cache-control")]).toEqual([200, "private, no-store"]);
     await mac.arrayBuffer();
   });
 
   it("tags feeds, canonical and aliases, anonymous and licensed, and answers 304 to their tag", async () => {
     await withSetting(async () => {
-      for (const path of [`/v1/updates/${pub.code}/latest.yml`, `/v1/updates/${pub.code}/feed/stable/win-x64/latest.yml`]) {
+      for (const path of [
+        `/v1/updates/${pub.code}/latest.yml`,
+        `/v1/updates/${pub.code}/feed/stable/win-x64/latest.yml`,
+      ]) {
         const first = await get(`${path}?noCache=1`);
         const etag = first.headers.get("etag");
         expect(etag, path).toMatch(/^"[0-9a-f]{32}"$/);
         await first.text();
         const again = await get(`${path}?noCache=2`, { "if-none-match": etag! });
-        expect([again.status, await again.text(), again.headers.get("etag"), again.headers.get("cache-control")]).toEqual([304, "", etag, "public, max-age=60"]);
+        expect([
+          again.status,
+          await again.text(),
+          again.headers.get("etag"),
+          again.headers.get("cache-control"),
+        ]).toEqual([304, "", etag, "public, max-age=60"]);
       }
     });
     const lic = await license();
@@ -323,7 +414,10 @@ describe("caching", () => {
     const etag = feed.headers.get("etag")!;
     await feed.text();
     expect(etag).toMatch(/^"[0-9a-f]{32}"$/);
-    const same = await get(`/v1/updates/${app.code}/feed/stable/win-x64/latest.yml`, { ...headers, "if-none-match": etag });
+    const same = await get(`/v1/updates/${app.code}/feed/stable/win-x64/latest.yml`, {
+      ...headers,
+      "if-none-match": etag,
+    });
     // A licensed feed carries fresh tokens, so its tag changes with every answer; it stays private.
     expect([same.status, same.headers.get("cache-control")]).toEqual([200, "private, no-store"]);
     await same.text();
@@ -333,19 +427,41 @@ describe("caching", () => {
 describe("resumable uploads", () => {
   it("belong to the API key that started them: another key, even an administrator's, is refused", async () => {
     const r = await newRelease("1.0.0");
-    const started = await admin("POST", `${r.path}/uploads`, { upload: { platform: "win-x64", kind: "installer", fileName: "Big.exe" } });
+    const started = await admin("POST", `${r.path}/uploads`, {
+      upload: { platform: "win-x64", kind: "installer", fileName: "Big.exe" },
+    });
     expect(started.status, started.text).toBe(201);
     const uploadId = started.body["uploadId"] as string;
     const otherAdmin = await keyFor(["Administrator"]);
     const part = (key: string) =>
-      exports.default.fetch(`${BASE}${r.path}/uploads/${uploadId}/parts/1`, { method: "PUT", headers: { "x-api-key": key, "content-type": "application/octet-stream" }, body: bytesOf(100) });
+      exports.default.fetch(`${BASE}${r.path}/uploads/${uploadId}/parts/1`, {
+        method: "PUT",
+        headers: { "x-api-key": key, "content-type": "application/octet-stream" },
+        body: bytesOf(100),
+      });
     const refused = [
       await part(otherAdmin),
-      await exports.default.fetch(`${BASE}${r.path}/uploads/${uploadId}/complete`, { method: "POST", headers: { "x-api-key": otherAdmin } }),
-      await exports.default.fetch(`${BASE}${r.path}/uploads/${uploadId}`, { method: "DELETE", headers: { "x-api-key": otherAdmin } }),
+      await exports.default.fetch(`${BASE}${r.path}/uploads/${uploadId}/complete`, {
+        method: "POST",
+        headers: { "x-api-key": otherAdmin },
+      }),
+      await exports.default.fetch(`${BASE}${r.path}/uploads/${uploadId}`, {
+        method: "DELETE",
+        headers: { "x-api-key": otherAdmin },
+      }),
     ];
-    for (const res of refused) expect([res.status, ((await res.json()) as { message: string }).message]).toEqual([403, `Upload ${uploadId} belongs to the API key that started it`]);
-    expect((await send("PUT", `${r.path}/uploads/${uploadId}/parts/1`, bytesOf(100), { "content-type": "application/octet-stream" })).status).toBe(200);
+    for (const res of refused)
+      expect([res.status, ((await res.json()) as { message: string }).message]).toEqual([
+        403,
+        `Upload ${uploadId} belongs to the API key that started it`,
+      ]);
+    expect(
+      (
+        await send("PUT", `${r.path}/uploads/${uploadId}/parts/1`, bytesOf(100), {
+          "content-type": "application/octet-stream",
+        })
+      ).status,
+    ).toBe(200);
     const done = await send("POST", `${r.path}/uploads/${uploadId}/complete`);
     expect(done.status, done.text).toBe(201);
   });

@@ -12,12 +12,20 @@ import { MiB, bytesOf, hashesOf, newRelease, send, unique, upload } from "./arti
 import { ADMIN, BASE, admin, countRows, setSetting } from "./helpers";
 
 /** A multipart body written by hand, for part orders and shapes FormData does not produce. */
-function handmade(parts: { name: string; value: string | Uint8Array; fileName?: string }[], boundary = `b-${unique()}`, close = true) {
+function handmade(
+  parts: { name: string; value: string | Uint8Array; fileName?: string }[],
+  boundary = `b-${unique()}`,
+  close = true,
+) {
   const enc = new TextEncoder();
   const pieces: Uint8Array[] = [];
   for (const p of parts) {
     const disposition = `form-data; name="${p.name}"${p.fileName !== undefined ? `; filename="${p.fileName}"` : ""}`;
-    pieces.push(enc.encode(`--${boundary}\r\nContent-Disposition: ${disposition}\r\n\r\n`), typeof p.value === "string" ? enc.encode(p.value) : p.value, enc.encode("\r\n"));
+    pieces.push(
+      enc.encode(`--${boundary}\r\nContent-Disposition: ${disposition}\r\n\r\n`),
+      typeof p.value === "string" ? enc.encode(p.value) : p.value,
+      enc.encode("\r\n"),
+    );
   }
   if (close) pieces.push(enc.encode(`--${boundary}--\r\n`));
   const body = new Uint8Array(pieces.reduce((n, p) => n + p.byteLength, 0));
@@ -46,8 +54,14 @@ const hosted = (overrides: Record<string, unknown> = {}) => ({
 async function row(id: number) {
   return env.DB.prepare("SELECT * FROM release_downloads WHERE id = ?").bind(id).first<Record<string, any>>();
 }
-const generation = async (productId: number) => (await env.DB.prepare("SELECT release_generation AS g FROM products WHERE id = ?").bind(productId).first<{ g: number }>())!.g;
-const chunkCount = async (id: number) => (await env.DB.prepare("SELECT count(*) AS n FROM artifact_chunks WHERE download_id = ?").bind(id).first<{ n: number }>())!.n;
+const generation = async (productId: number) =>
+  (await env.DB.prepare("SELECT release_generation AS g FROM products WHERE id = ?")
+    .bind(productId)
+    .first<{ g: number }>())!.g;
+const chunkCount = async (id: number) =>
+  (await env.DB.prepare("SELECT count(*) AS n FROM artifact_chunks WHERE download_id = ?")
+    .bind(id)
+    .first<{ n: number }>())!.n;
 async function r2Keys(prefix: string): Promise<string[]> {
   return (await env.ARTIFACTS!.list({ prefix })).objects.map((o) => o.key);
 }
@@ -57,11 +71,26 @@ describe("hosted artifacts (JSON)", () => {
     const r = await newRelease();
     const res = await admin("POST", r.path, hosted({ signature: "sig" }));
     expect(res.status, res.text).toBe(201);
-    expect(res.body).toEqual({ success: true, code: 0, releaseDownloadId: expect.any(Number), size: 1234, sha256: "ab".repeat(32), sha512: `${"Q".repeat(86)}==` });
+    expect(res.body).toEqual({
+      success: true,
+      code: 0,
+      releaseDownloadId: expect.any(Number),
+      size: 1234,
+      sha256: "ab".repeat(32),
+      sha512: `${"Q".repeat(86)}==`,
+    });
     const list = await admin("GET", r.path);
     expect(list.status).toBe(200);
     expect(list.body["totalReleaseDownloadsCount"]).toBe(1);
-    expect(list.body["releaseDownloads"][0]).toMatchObject({ id: res.body["releaseDownloadId"], releaseId: r.releaseId, platform: "win-x64", kind: "installer", sourceKind: "url", url: "https://cdn.example.com/app/Setup.exe", signature: "sig" });
+    expect(list.body["releaseDownloads"][0]).toMatchObject({
+      id: res.body["releaseDownloadId"],
+      releaseId: r.releaseId,
+      platform: "win-x64",
+      kind: "installer",
+      sourceKind: "url",
+      url: "https://cdn.example.com/app/Setup.exe",
+      signature: "sig",
+    });
     expect(list.body["releaseDownloads"][0].storageKey).toBeUndefined();
   });
 
@@ -116,12 +145,15 @@ describe("SPEC's rules for adding downloads", () => {
     expect((await upload(r.path, bytesOf(10))).status).toBe(400);
   });
 
-  it.each(["1.0", "v1.0.0", "1.0.0.0", "1.0.0+build.5", "01.0.0"])("refuses the release version %s", async (version) => {
-    const r = await newRelease(version);
-    const res = await admin("POST", r.path, hosted());
-    expect(res.status).toBe(400);
-    expect(res.body["message"]).toContain("major.minor.patch");
-  });
+  it.each(["1.0", "v1.0.0", "1.0.0.0", "1.0.0+build.5", "01.0.0"])(
+    "refuses the release version %s",
+    async (version) => {
+      const r = await newRelease(version);
+      const res = await admin("POST", r.path, hosted());
+      expect(res.status).toBe(400);
+      expect(res.body["message"]).toContain("major.minor.patch");
+    },
+  );
 
   it("accepts a prerelease version", async () => {
     const r = await newRelease("2.1.0-beta.3");
@@ -135,7 +167,9 @@ describe("SPEC's rules for adding downloads", () => {
     expect(res.status).toBe(400);
     expect(res.body["message"]).toBe(`ProductRelease ${b.releaseId} not found`);
     expect((await admin("GET", `/v1/products/${a.productId}/releases/${b.releaseId}/downloads`)).status).toBe(400);
-    expect((await admin("POST", `/v1/products/999999/releases/${b.releaseId}/downloads`, hosted())).body["message"]).toBe("Product 999999 not found");
+    expect(
+      (await admin("POST", `/v1/products/999999/releases/${b.releaseId}/downloads`, hosted())).body["message"],
+    ).toBe("Product 999999 not found");
   });
 
   it("holds one artifact per platform and kind, whatever the source", async () => {
@@ -148,7 +182,9 @@ describe("SPEC's rules for adding downloads", () => {
     expect(uploaded.body["message"]).toContain("already has a installer for win-x64");
     expect((await upload(r.path, bytesOf(100), { sourceKind: "resource" })).status).toBe(400);
     // Another kind or platform is fine.
-    expect((await admin("POST", r.path, hosted({ kind: "blockmap", fileName: "Setup.exe.blockmap" }))).status).toBe(201);
+    expect((await admin("POST", r.path, hosted({ kind: "blockmap", fileName: "Setup.exe.blockmap" }))).status).toBe(
+      201,
+    );
     expect((await upload(r.path, bytesOf(100), { platform: "linux-x64" })).status).toBe(201);
     expect((await admin("GET", r.path)).body["totalReleaseDownloadsCount"]).toBe(3);
   });
@@ -167,7 +203,13 @@ describe("uploads (multipart/form-data, streamed)", () => {
     const expected = await hashesOf(bytes);
     expect(res.body).toEqual({ success: true, code: 0, releaseDownloadId: expect.any(Number), ...expected });
     const stored = (await row(res.body["releaseDownloadId"]))!;
-    expect(stored).toMatchObject({ source_kind: sourceKind, file_name: "Setup.exe", signature: "detached-sig", size, platform: "win-x64" });
+    expect(stored).toMatchObject({
+      source_kind: sourceKind,
+      file_name: "Setup.exe",
+      signature: "detached-sig",
+      size,
+      platform: "win-x64",
+    });
     if (sourceKind === "local") {
       expect(stored["storage_key"]).toMatch(new RegExp(`^artifacts/${r.code}/1\\.0\\.0/[0-9a-z]{16}/Setup\\.exe$`));
       const object = await env.ARTIFACTS!.get(stored["storage_key"]);
@@ -235,7 +277,12 @@ describe("uploads (multipart/form-data, streamed)", () => {
         "cut",
         false,
       );
-      const res = await send("POST", r.path, truncated.body.subarray(0, truncated.body.byteLength - 10), truncated.headers);
+      const res = await send(
+        "POST",
+        r.path,
+        truncated.body.subarray(0, truncated.body.byteLength - 10),
+        truncated.headers,
+      );
       expect(res.status).toBe(400);
       expect(res.body["errors"][""][0]).toContain("Malformed multipart");
     }
@@ -265,17 +312,26 @@ describe("uploads (multipart/form-data, streamed)", () => {
     expect(await r2Keys(`artifacts/${r.code}/`)).toEqual([]);
   });
 
-  it.each(["local", "resource"])("lets one of two simultaneous %s uploads for one platform and kind win; the other leaves nothing", async (sourceKind) => {
-    const r = await newRelease();
-    const rows = await countRows("release_downloads");
-    const chunks = await countRows("artifact_chunks");
-    const [a, b] = await Promise.all([upload(r.path, bytesOf(2 * MiB, 1), { sourceKind }), upload(r.path, bytesOf(2 * MiB, 2), { sourceKind })]);
-    expect([a.status, b.status].sort()).toEqual([201, 400]);
-    const winner = a.status === 201 ? a : b;
-    expect(await countRows("release_downloads")).toBe(rows + 1);
-    if (sourceKind === "resource") expect(await countRows("artifact_chunks")).toBe(chunks + 2);
-    else expect(await r2Keys(`artifacts/${r.code}/`)).toEqual([(await row(winner.body["releaseDownloadId"]))!["storage_key"]]);
-  });
+  it.each(["local", "resource"])(
+    "lets one of two simultaneous %s uploads for one platform and kind win; the other leaves nothing",
+    async (sourceKind) => {
+      const r = await newRelease();
+      const rows = await countRows("release_downloads");
+      const chunks = await countRows("artifact_chunks");
+      const [a, b] = await Promise.all([
+        upload(r.path, bytesOf(2 * MiB, 1), { sourceKind }),
+        upload(r.path, bytesOf(2 * MiB, 2), { sourceKind }),
+      ]);
+      expect([a.status, b.status].sort()).toEqual([201, 400]);
+      const winner = a.status === 201 ? a : b;
+      expect(await countRows("release_downloads")).toBe(rows + 1);
+      if (sourceKind === "resource") expect(await countRows("artifact_chunks")).toBe(chunks + 2);
+      else
+        expect(await r2Keys(`artifacts/${r.code}/`)).toEqual([
+          (await row(winner.body["releaseDownloadId"]))!["storage_key"],
+        ]);
+    },
+  );
 
   it("refuses a resource file over Extensions:MaxResourceArtifactBytes with 413, leaving nothing", async () => {
     const r = await newRelease();
@@ -303,7 +359,9 @@ describe("uploads (multipart/form-data, streamed)", () => {
       const res = await upload(r.path, bytesOf(1000));
       expect(res.status).toBe(400);
       expect(res.body["message"]).toContain("Extensions:DownloadRoot");
-      const started = await admin("POST", `${r.path}/uploads`, { upload: { platform: "win-x64", kind: "installer", fileName: "a.exe" } });
+      const started = await admin("POST", `${r.path}/uploads`, {
+        upload: { platform: "win-x64", kind: "installer", fileName: "a.exe" },
+      });
       expect(started.status).toBe(400);
       expect(started.body["message"]).toContain("Extensions:DownloadRoot");
       // resource storage needs no bucket
@@ -316,7 +374,9 @@ describe("uploads (multipart/form-data, streamed)", () => {
 
   it("names Extensions:DownloadRoot when no ARTIFACTS bucket is bound", async () => {
     const { config } = await loadConfig(env, env.DB);
-    expect(() => artifactBucket({ ...env, ARTIFACTS: undefined }, config)).toThrow(/Extensions:DownloadRoot.*ARTIFACTS/);
+    expect(() => artifactBucket({ ...env, ARTIFACTS: undefined }, config)).toThrow(
+      /Extensions:DownloadRoot.*ARTIFACTS/,
+    );
   });
 });
 
@@ -326,22 +386,47 @@ describe("update and delete", () => {
     const bytes = bytesOf(5000);
     const id = (await upload(r.path, bytes)).body["releaseDownloadId"];
     const res = await admin("PUT", r.path, {
-      releaseDownload: { id, platform: "win-arm64", kind: "zip", fileName: "App.zip", signature: "new", size: 1, sha256: "0".repeat(64), sha512: `${"A".repeat(86)}==`, sourceKind: "url" },
+      releaseDownload: {
+        id,
+        platform: "win-arm64",
+        kind: "zip",
+        fileName: "App.zip",
+        signature: "new",
+        size: 1,
+        sha256: "0".repeat(64),
+        sha512: `${"A".repeat(86)}==`,
+        sourceKind: "url",
+      },
     });
     expect(res.status, res.text).toBe(200);
     const after = (await row(id))!;
-    expect(after).toMatchObject({ platform: "win-arm64", kind: "zip", file_name: "App.zip", signature: "new", source_kind: "local", ...(await hashesOf(bytes)) });
+    expect(after).toMatchObject({
+      platform: "win-arm64",
+      kind: "zip",
+      file_name: "App.zip",
+      signature: "new",
+      source_kind: "local",
+      ...(await hashesOf(bytes)),
+    });
   });
 
   it("changes url only on hosted artifacts, with the same rules as on create", async () => {
     const r = await newRelease();
     const hostedId = (await admin("POST", r.path, hosted())).body["releaseDownloadId"];
     const localId = (await upload(r.path, bytesOf(10), { kind: "zip" })).body["releaseDownloadId"];
-    expect((await admin("PUT", r.path, { releaseDownload: { id: hostedId, url: "https://mirror.example.com/S.exe" } })).status).toBe(200);
+    expect(
+      (await admin("PUT", r.path, { releaseDownload: { id: hostedId, url: "https://mirror.example.com/S.exe" } }))
+        .status,
+    ).toBe(200);
     expect((await row(hostedId))!["url"]).toBe("https://mirror.example.com/S.exe");
-    expect((await admin("PUT", r.path, { releaseDownload: { id: hostedId, url: "http://mirror.example.com/S.exe" } })).status).toBe(400);
+    expect(
+      (await admin("PUT", r.path, { releaseDownload: { id: hostedId, url: "http://mirror.example.com/S.exe" } }))
+        .status,
+    ).toBe(400);
     expect((await admin("PUT", r.path, { releaseDownload: { id: hostedId, url: null } })).status).toBe(400);
-    const onLocal = await admin("PUT", r.path, { releaseDownload: { id: localId, url: "https://mirror.example.com/S.zip" } });
+    const onLocal = await admin("PUT", r.path, {
+      releaseDownload: { id: localId, url: "https://mirror.example.com/S.zip" },
+    });
     expect(onLocal.status).toBe(400);
     expect(onLocal.body["message"]).toContain("only on hosted artifacts");
   });
@@ -354,14 +439,18 @@ describe("update and delete", () => {
     expect(clash.status).toBe(400);
     expect(clash.body["message"]).toContain("already exists");
     const other = await newRelease();
-    expect((await admin("PUT", other.path, { releaseDownload: { id: zip, signature: "x" } })).body["message"]).toBe(`ReleaseDownload ${zip} not found`);
+    expect((await admin("PUT", other.path, { releaseDownload: { id: zip, signature: "x" } })).body["message"]).toBe(
+      `ReleaseDownload ${zip} not found`,
+    );
     expect((await admin("DELETE", `${other.path}/${zip}`)).status).toBe(400);
   });
 
   it("deletes the row and its bytes: the R2 object or the chunks", async () => {
     const r = await newRelease();
     const local = (await upload(r.path, bytesOf(2000))).body["releaseDownloadId"];
-    const resource = (await upload(r.path, bytesOf(MiB + 10), { kind: "zip", sourceKind: "resource" })).body["releaseDownloadId"];
+    const resource = (await upload(r.path, bytesOf(MiB + 10), { kind: "zip", sourceKind: "resource" })).body[
+      "releaseDownloadId"
+    ];
     const key = (await row(local))!["storage_key"];
     expect(await env.ARTIFACTS!.head(key)).not.toBeNull();
     expect(await chunkCount(resource)).toBe(2);
@@ -376,7 +465,10 @@ describe("update and delete", () => {
   it("lists with filter, sort, take and skip, but not select", async () => {
     const r = await newRelease();
     for (const platform of ["win-x64", "linux-x64", "darwin-arm64"]) await admin("POST", r.path, hosted({ platform }));
-    const res = await admin("GET", `${r.path}?filter=${encodeURIComponent('platform.StartsWith("win") || platform == "linux-x64"')}&sort=-platform&take=1&skip=1`);
+    const res = await admin(
+      "GET",
+      `${r.path}?filter=${encodeURIComponent('platform.StartsWith("win") || platform == "linux-x64"')}&sort=-platform&take=1&skip=1`,
+    );
     expect(res.status).toBe(200);
     expect(res.body["totalReleaseDownloadsCount"]).toBe(2);
     expect(res.body["releaseDownloads"].map((d: { platform: string }) => d.platform)).toEqual(["linux-x64"]);
@@ -390,8 +482,12 @@ describe("verify", () => {
   it("re-hashes uploaded artifacts, reporting a missing R2 object and a tampered chunk; hosted ones are not checked", async () => {
     const r = await newRelease();
     const local = (await upload(r.path, bytesOf(3000, 7))).body["releaseDownloadId"];
-    const resource = (await upload(r.path, bytesOf(2 * MiB + 1, 8), { kind: "zip", sourceKind: "resource" })).body["releaseDownloadId"];
-    const intact = (await upload(r.path, bytesOf(4000, 9), { kind: "blockmap", sourceKind: "resource" })).body["releaseDownloadId"];
+    const resource = (await upload(r.path, bytesOf(2 * MiB + 1, 8), { kind: "zip", sourceKind: "resource" })).body[
+      "releaseDownloadId"
+    ];
+    const intact = (await upload(r.path, bytesOf(4000, 9), { kind: "blockmap", sourceKind: "resource" })).body[
+      "releaseDownloadId"
+    ];
     await admin("POST", r.path, hosted({ kind: "delta" }));
     const clean = await admin("POST", `${r.path}/verify`);
     expect(clean.status).toBe(200);
@@ -399,7 +495,9 @@ describe("verify", () => {
 
     await env.ARTIFACTS!.delete((await row(local))!["storage_key"]);
     // Same length, other bytes: only a hash can tell.
-    await env.DB.prepare("UPDATE artifact_chunks SET data = zeroblob(length(data)) WHERE download_id = ? AND seq = 1").bind(resource).run();
+    await env.DB.prepare("UPDATE artifact_chunks SET data = zeroblob(length(data)) WHERE download_id = ? AND seq = 1")
+      .bind(resource)
+      .run();
     const drifted = await admin("POST", `${r.path}/verify`);
     expect(drifted.body["drifted"]).toEqual([local, resource]);
     expect(drifted.body["drifted"]).not.toContain(intact);
@@ -412,8 +510,11 @@ describe("verify", () => {
 
 describe("resumable uploads", () => {
   const start = (path: string, upload: Record<string, unknown> = {}) =>
-    admin("POST", `${path}/uploads`, { upload: { platform: "linux-x64", kind: "installer", fileName: "App-1.0.0.AppImage", ...upload } });
-  const part = (path: string, uploadId: string, n: number, bytes: Uint8Array) => send("PUT", `${path}/uploads/${uploadId}/parts/${n}`, bytes, { "content-type": "application/octet-stream" });
+    admin("POST", `${path}/uploads`, {
+      upload: { platform: "linux-x64", kind: "installer", fileName: "App-1.0.0.AppImage", ...upload },
+    });
+  const part = (path: string, uploadId: string, n: number, bytes: Uint8Array) =>
+    send("PUT", `${path}/uploads/${uploadId}/parts/${n}`, bytes, { "content-type": "application/octet-stream" });
 
   it("creates, takes parts in any order, completes with the hashes of the whole file and cleans its state", async () => {
     const r = await newRelease();
@@ -423,20 +524,38 @@ describe("resumable uploads", () => {
     expect(started.status, started.text).toBe(201);
     const uploadId = started.body["uploadId"];
     expect(uploadId).toMatch(/^[0-9a-z]{32}$/);
-    expect((await part(r.path, uploadId, 2, bytes.subarray(5 * MiB, 10 * MiB))).body).toEqual({ success: true, code: 0, partNumber: 2, size: 5 * MiB });
+    expect((await part(r.path, uploadId, 2, bytes.subarray(5 * MiB, 10 * MiB))).body).toEqual({
+      success: true,
+      code: 0,
+      partNumber: 2,
+      size: 5 * MiB,
+    });
     expect((await part(r.path, uploadId, 1, bytes.subarray(0, 5 * MiB))).status).toBe(200);
     expect((await part(r.path, uploadId, 3, bytes.subarray(10 * MiB))).status).toBe(200);
     expect(await generation(r.productId)).toBe(g0);
     const done = await admin("POST", `${r.path}/uploads/${uploadId}/complete`);
     expect(done.status, done.text).toBe(201);
-    expect(done.body).toEqual({ success: true, code: 0, releaseDownloadId: expect.any(Number), ...(await hashesOf(bytes)) });
+    expect(done.body).toEqual({
+      success: true,
+      code: 0,
+      releaseDownloadId: expect.any(Number),
+      ...(await hashesOf(bytes)),
+    });
     expect(await generation(r.productId)).toBe(g0 + 1);
     const stored = (await row(done.body["releaseDownloadId"]))!;
-    expect(stored).toMatchObject({ platform: "linux-x64", kind: "installer", file_name: "App-1.0.0.AppImage", source_kind: "local", signature: "sig" });
+    expect(stored).toMatchObject({
+      platform: "linux-x64",
+      kind: "installer",
+      file_name: "App-1.0.0.AppImage",
+      source_kind: "local",
+      signature: "sig",
+    });
     expect(new Uint8Array(await (await env.ARTIFACTS!.get(stored["storage_key"]))!.arrayBuffer())).toEqual(bytes);
     expect(await r2Keys(`artifacts/.uploads/${uploadId}/`)).toEqual([]);
     // Used up.
-    expect((await admin("POST", `${r.path}/uploads/${uploadId}/complete`)).body["message"]).toBe(`Upload ${uploadId} not found`);
+    expect((await admin("POST", `${r.path}/uploads/${uploadId}/complete`)).body["message"]).toBe(
+      `Upload ${uploadId} not found`,
+    );
     expect((await admin("POST", `${r.path}/verify`)).body["drifted"]).toEqual([]);
   });
 
@@ -445,9 +564,13 @@ describe("resumable uploads", () => {
     const uploadId = (await start(r.path)).body["uploadId"];
     expect((await admin("POST", `${r.path}/uploads/${uploadId}/complete`)).body["message"]).toContain("no parts");
     await part(r.path, uploadId, 2, bytesOf(100));
-    expect((await admin("POST", `${r.path}/uploads/${uploadId}/complete`)).body["message"]).toContain("Part 1 is missing");
+    expect((await admin("POST", `${r.path}/uploads/${uploadId}/complete`)).body["message"]).toContain(
+      "Part 1 is missing",
+    );
     await part(r.path, uploadId, 1, bytesOf(1000));
-    expect((await admin("POST", `${r.path}/uploads/${uploadId}/complete`)).body["message"]).toContain("at least 5242880");
+    expect((await admin("POST", `${r.path}/uploads/${uploadId}/complete`)).body["message"]).toContain(
+      "at least 5242880",
+    );
     const first = bytesOf(5 * MiB, 1);
     await part(r.path, uploadId, 1, first);
     const done = await admin("POST", `${r.path}/uploads/${uploadId}/complete`);
@@ -485,7 +608,11 @@ describe("resumable uploads", () => {
         c.close();
       },
     });
-    const res = await exports.default.fetch(`${BASE}${r.path}/uploads/${uploadId}/parts/1`, { method: "PUT", headers: { "x-api-key": ADMIN.key }, body: chunked });
+    const res = await exports.default.fetch(`${BASE}${r.path}/uploads/${uploadId}/parts/1`, {
+      method: "PUT",
+      headers: { "x-api-key": ADMIN.key },
+      body: chunked,
+    });
     expect(res.status).toBe(411);
   });
 
@@ -543,7 +670,9 @@ describe("pending uploads stay invisible", () => {
     )
       .bind(r.releaseId, stale, stale)
       .first<{ id: number }>();
-    await env.DB.prepare("INSERT INTO artifact_chunks (download_id, seq, data) VALUES (?, 0, x'00')").bind(inserted!.id).run();
+    await env.DB.prepare("INSERT INTO artifact_chunks (download_id, seq, data) VALUES (?, 0, x'00')")
+      .bind(inserted!.id)
+      .run();
     expect((await admin("GET", r.path)).body["totalReleaseDownloadsCount"]).toBe(0);
     expect((await admin("DELETE", `${r.path}/${inserted!.id}`)).status).toBe(400);
     expect((await upload(r.path, bytesOf(10), { sourceKind: "resource" })).status).toBe(201);

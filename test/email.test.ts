@@ -25,9 +25,17 @@ const outboxRow = (id: number) => env.DB.prepare("SELECT * FROM email_outbox WHE
 const unique = () => crypto.randomUUID().slice(0, 8);
 
 /** A POST through the Worker with `EMAIL` bound to `transport` (the test Worker has no EMAIL binding of its own). */
-async function postWith(transport: SendEmail | undefined, path: string, body: unknown): Promise<{ status: number; body: Record<string, any> }> {
+async function postWith(
+  transport: SendEmail | undefined,
+  path: string,
+  body: unknown,
+): Promise<{ status: number; body: Record<string, any> }> {
   const ctx = createExecutionContext();
-  const init = { method: "POST", headers: { "x-api-key": ADMIN.key, "content-type": "application/json" }, body: JSON.stringify(body) };
+  const init = {
+    method: "POST",
+    headers: { "x-api-key": ADMIN.key, "content-type": "application/json" },
+    body: JSON.stringify(body),
+  };
   // An incoming request as the runtime hands it over (its cf properties are not needed here).
   const request = new Request(`${BASE}${path}`, init) as Request<unknown, IncomingRequestCfProperties>;
   const res = await worker.fetch(request, { ...env, EMAIL: transport }, ctx);
@@ -37,18 +45,33 @@ async function postWith(transport: SendEmail | undefined, path: string, body: un
 
 /** Decodes a Subject header value of RFC 2047 B-encoded words back to text. */
 function decodeSubject(value: string): string {
-  const words = [...value.matchAll(/=\?UTF-8\?B\?([^?]*)\?=/g)].map((m) => Uint8Array.from(atob(m[1]!), (ch) => ch.charCodeAt(0)));
+  const words = [...value.matchAll(/=\?UTF-8\?B\?([^?]*)\?=/g)].map((m) =>
+    Uint8Array.from(atob(m[1]!), (ch) => ch.charCodeAt(0)),
+  );
   return words.map((bytes) => new TextDecoder().decode(bytes)).join("");
 }
-const decodeBase64Text = (lines: string) => new TextDecoder().decode(Uint8Array.from(atob(lines.replace(/\r\n/g, "")), (ch) => ch.charCodeAt(0)));
+const decodeBase64Text = (lines: string) =>
+  new TextDecoder().decode(Uint8Array.from(atob(lines.replace(/\r\n/g, "")), (ch) => ch.charCodeAt(0)));
 
 describe("POST /v1/email/send without an EMAIL binding: the outbox", () => {
   it("queues the message and answers its outbox id", async () => {
-    const res = await admin("POST", "/v1/email/send", { to: "eve@example.com", subject: "Welcome", body: "<p>Hi</p>", isHtml: true });
+    const res = await admin("POST", "/v1/email/send", {
+      to: "eve@example.com",
+      subject: "Welcome",
+      body: "<p>Hi</p>",
+      isHtml: true,
+    });
     expect(res.status, res.text).toBe(200);
     expect(res.body).toEqual({ success: true, code: 0, status: "queued", emailId: expect.any(Number) });
     const row = await outboxRow(res.body["emailId"]);
-    expect(row).toMatchObject({ to_address: "eve@example.com", subject: "Welcome", body: "<p>Hi</p>", is_html: 1, status: "queued", sent_at: null });
+    expect(row).toMatchObject({
+      to_address: "eve@example.com",
+      subject: "Welcome",
+      body: "<p>Hi</p>",
+      is_html: 1,
+      status: "queued",
+      sent_at: null,
+    });
     const plain = await admin("POST", "/v1/email/send", { to: "eve@example.com", subject: "Plain", body: "" });
     expect((await outboxRow(plain.body["emailId"]))!.is_html).toBe(0);
   });
@@ -86,11 +109,22 @@ describe("with an EMAIL binding", () => {
     };
     for (const mail of [
       { to: "bob@example.org", subject: "Plain text", body: "Hello Bob" },
-      { to: "bob@example.org", subject: "Ihre Lizenz für Ünïcode ✓ — a subject long enough to need several encoded words", body: "<p>Grüße</p>", isHtml: true },
+      {
+        to: "bob@example.org",
+        subject: "Ihre Lizenz für Ünïcode ✓ — a subject long enough to need several encoded words",
+        body: "<p>Grüße</p>",
+        isHtml: true,
+      },
     ]) {
       const res = await postWith(recording, "/v1/email/send", mail);
       expect(res.status, JSON.stringify(res.body)).toBe(200);
-      expect(res.body).toEqual({ success: true, code: 0, status: "sent", emailId: expect.any(Number), messageId: expect.stringContaining("@example.com") });
+      expect(res.body).toEqual({
+        success: true,
+        code: 0,
+        status: "sent",
+        emailId: expect.any(Number),
+        messageId: expect.stringContaining("@example.com"),
+      });
       const row = await outboxRow(res.body["emailId"]);
       expect(row).toMatchObject({ to_address: "bob@example.org", subject: mail.subject, status: "sent" });
       expect(row!.sent_at).toMatch(/^\d{4}-\d\d-\d\dT/);
@@ -102,10 +136,19 @@ describe("with an EMAIL binding", () => {
   });
 
   it("answers 500 with the transport's reason when the binding refuses, and records nothing", async () => {
-    const refusing: SendEmail = { send: () => Promise.reject(new Error("destination address is not a verified address")) };
+    const refusing: SendEmail = {
+      send: () => Promise.reject(new Error("destination address is not a verified address")),
+    };
     const before = await countRows("email_outbox");
     const res = await postWith(refusing, "/v1/email/send", { to: "stranger@example.net", subject: "S", body: "B" });
-    expect(res).toEqual({ status: 500, body: { success: false, code: 500, message: "The email to stranger@example.net could not be sent: destination address is not a verified address" } });
+    expect(res).toEqual({
+      status: 500,
+      body: {
+        success: false,
+        code: 500,
+        message: "The email to stranger@example.net could not be sent: destination address is not a verified address",
+      },
+    });
     expect(await countRows("email_outbox")).toBe(before);
   });
 
@@ -128,8 +171,16 @@ describe("POST /v1/email/license", () => {
   const send = (body: unknown) => admin("POST", "/v1/email/license", body);
 
   beforeAll(async () => {
-    productId = await created("/v1/products", { product: { code: productCode, name: "Ultra Editor", url: "https://example.com/download" } }, "productId");
-    customerId = await created("/v1/customers", { customer: { firstName: "Ada", lastName: "Lovelace", email: "ada@example.com" } }, "customerId");
+    productId = await created(
+      "/v1/products",
+      { product: { code: productCode, name: "Ultra Editor", url: "https://example.com/download" } },
+      "productId",
+    );
+    customerId = await created(
+      "/v1/customers",
+      { customer: { firstName: "Ada", lastName: "Lovelace", email: "ada@example.com" } },
+      "customerId",
+    );
   });
 
   it("answers 400 while no EmailTemplate resource exists, writing nothing", async () => {
@@ -145,13 +196,24 @@ describe("POST /v1/email/license", () => {
     beforeAll(async () => {
       await created(
         "/v1/resources",
-        { resource: { name: "Your {ProductName} license", type: "EmailTemplate", data: "Dear {CustomerName}, {ProductName} {LicenseId} {UserKey} {ProductDownload} {Unknown}" } },
+        {
+          resource: {
+            name: "Your {ProductName} license",
+            type: "EmailTemplate",
+            data: "Dear {CustomerName}, {ProductName} {LicenseId} {UserKey} {ProductDownload} {Unknown}",
+          },
+        },
         "resourceId",
       );
     });
 
     it("renders every placeholder in subject and body and sends to the licensee", async () => {
-      const license = await newLicenseRow({ productId, customerId, licenseeName: "Lee Licensee", licenseeEmail: "lee@example.com" });
+      const license = await newLicenseRow({
+        productId,
+        customerId,
+        licenseeName: "Lee Licensee",
+        licenseeEmail: "lee@example.com",
+      });
       const res = await send({ licenseId: license.licenseId });
       expect(res.status, res.text).toBe(200);
       expect(res.body).toMatchObject({ success: true, status: "queued" });
@@ -188,7 +250,10 @@ describe("POST /v1/email/license", () => {
       const cases: [unknown, string | RegExp][] = [
         [{ licenseId: "licFFFFFFFF" }, "License licFFFFFFFF not found"],
         [{ licenseId: 987654 }, "License 987654 not found"],
-        [{ licenseId: orphan.licenseId }, `License ${orphan.licenseId} has no licensee or customer email address; send "to"`],
+        [
+          { licenseId: orphan.licenseId },
+          `License ${orphan.licenseId} has no licensee or customer email address; send "to"`,
+        ],
       ];
       for (const [body, message] of cases) {
         const res = await send(body);
@@ -206,10 +271,22 @@ describe("POST /v1/email/license", () => {
     it("prefers the template whose code is the product's code, and escapes values in an HTML template", async () => {
       await created(
         "/v1/resources",
-        { resource: { name: "{ProductName} for {CustomerName}", type: "EmailTemplate", code: productCode, dataFormat: "html", data: "<p>Hello {CustomerName}</p>" } },
+        {
+          resource: {
+            name: "{ProductName} for {CustomerName}",
+            type: "EmailTemplate",
+            code: productCode,
+            dataFormat: "html",
+            data: "<p>Hello {CustomerName}</p>",
+          },
+        },
         "resourceId",
       );
-      const license = await newLicenseRow({ productId, licenseeName: "<script>x</script> & Co", licenseeEmail: "lee@example.com" });
+      const license = await newLicenseRow({
+        productId,
+        licenseeName: "<script>x</script> & Co",
+        licenseeEmail: "lee@example.com",
+      });
       const res = await send({ licenseId: license.licenseId });
       expect(await outboxRow(res.body["emailId"])).toMatchObject({
         subject: "Ultra Editor for <script>x</script> & Co",
@@ -218,7 +295,9 @@ describe("POST /v1/email/license", () => {
       });
       // Another product still gets the generic template.
       const other = await newLicenseRow({ licenseeEmail: "lee@example.com" });
-      expect((await outboxRow((await send({ licenseId: other.licenseId })).body["emailId"]))!.subject).toBe("Your Product license");
+      expect((await outboxRow((await send({ licenseId: other.licenseId })).body["emailId"]))!.subject).toBe(
+        "Your Product license",
+      );
     });
   });
 });
@@ -231,7 +310,10 @@ describe("the raw MIME message", () => {
   };
 
   it("has CRLF lines of at most 78 characters, the required headers and a base64 UTF-8 body", () => {
-    const raw = buildMime({ from: "a@example.com", to: "b@example.org", subject: "Hello", body: "Grüße ✓\nline two", isHtml: false }, stamp);
+    const raw = buildMime(
+      { from: "a@example.com", to: "b@example.org", subject: "Hello", body: "Grüße ✓\nline two", isHtml: false },
+      stamp,
+    );
     expect(raw.replace(/\r\n/g, "")).not.toMatch(/[\r\n]/);
     for (const line of raw.split("\r\n")) expect(line.length).toBeLessThanOrEqual(78);
     const { headers, body } = split(raw);
@@ -246,7 +328,10 @@ describe("the raw MIME message", () => {
       "Content-Transfer-Encoding: base64",
     ]);
     expect(decodeBase64Text(body)).toBe("Grüße ✓\nline two");
-    const long = buildMime({ from: "a@example.com", to: "b@example.org", subject: "S", body: "x".repeat(1000), isHtml: false }, stamp);
+    const long = buildMime(
+      { from: "a@example.com", to: "b@example.org", subject: "S", body: "x".repeat(1000), isHtml: false },
+      stamp,
+    );
     for (const line of long.split("\r\n")) expect(line.length).toBeLessThanOrEqual(76);
   });
 
@@ -264,20 +349,29 @@ describe("the raw MIME message", () => {
   });
 
   it("cannot be given extra headers through the subject", () => {
-    const raw = buildMime({ from: "a@example.com", to: "b@example.org", subject: "Hi\r\nBcc: evil@example.com", body: "x", isHtml: false }, stamp);
+    const raw = buildMime(
+      { from: "a@example.com", to: "b@example.org", subject: "Hi\r\nBcc: evil@example.com", body: "x", isHtml: false },
+      stamp,
+    );
     expect(split(raw).headers.some((h) => /^bcc:/i.test(h))).toBe(false);
     expect(split(raw).headers).toContain("Subject: Hi Bcc: evil@example.com");
   });
 
   it("sends HTML as multipart/alternative with a plain-text part", () => {
-    const html = '<html><head><style>p{}</style></head><body><p>Hello &amp; <b>welcome</b></p><a href="https://example.com/d">Download</a><br>Bye</body></html>';
-    const raw = buildMime({ from: "a@example.com", to: "b@example.org", subject: "S", body: html, isHtml: true }, stamp);
+    const html =
+      '<html><head><style>p{}</style></head><body><p>Hello &amp; <b>welcome</b></p><a href="https://example.com/d">Download</a><br>Bye</body></html>';
+    const raw = buildMime(
+      { from: "a@example.com", to: "b@example.org", subject: "S", body: html, isHtml: true },
+      stamp,
+    );
     const { headers, body } = split(raw);
     expect(headers).toContain('Content-Type: multipart/alternative; boundary="=_b"');
     const parts = body.split(/\r\n--=_b(?:--)?\r\n/);
     expect(body.startsWith("--=_b\r\n")).toBe(true);
     expect(body.endsWith("--=_b--\r\n")).toBe(true);
-    const [textPart, htmlPart] = parts.map((p) => p.replace(/^--=_b\r\n/, "")).filter((p) => p.includes("Content-Type"));
+    const [textPart, htmlPart] = parts
+      .map((p) => p.replace(/^--=_b\r\n/, ""))
+      .filter((p) => p.includes("Content-Type"));
     expect(textPart).toMatch(/^Content-Type: text\/plain; charset=utf-8\r\nContent-Transfer-Encoding: base64\r\n\r\n/);
     expect(decodeBase64Text(split(textPart!).body)).toBe("Hello & welcome\nDownload (https://example.com/d)\nBye");
     expect(htmlPart).toMatch(/^Content-Type: text\/html; charset=utf-8/);

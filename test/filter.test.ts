@@ -186,7 +186,10 @@ describe("logical operators and precedence", () => {
 
   it("wraps the fragment in parentheses so a route scope ANDs with all of it", async () => {
     const filter = compileFilter(schema, "qty == 0 || qty == 10");
-    const found = await db.select({ id: items.id }).from(items).where(and(eq(items.active, true), filter));
+    const found = await db
+      .select({ id: items.id })
+      .from(items)
+      .where(and(eq(items.active, true), filter));
     expect(found.map((r) => r.id)).toEqual([3]);
   });
 });
@@ -237,7 +240,7 @@ describe("strings", () => {
     expect(await ids('code == ""')).toEqual([9]);
   });
 
-  it("decodes \\\" \\\\ \\n \\t and \\uXXXX escapes", async () => {
+  it('decodes \\" \\\\ \\n \\t and \\uXXXX escapes', async () => {
     expect(await ids(String.raw`name == "say \"hi\"\n\tok"`)).toEqual([6]);
     expect(await ids(String.raw`name == "C:\\temp\\file"`)).toEqual([4]);
     expect(await ids(String.raw`name == "\u00dcn\u00EFcode \u2713"`)).toEqual([9]);

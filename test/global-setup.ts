@@ -27,10 +27,34 @@ declare module "vitest" {
 }
 
 /** The addresses the fake service knows, in CONTRACT's geoLocation shape. */
-export const KNOWN_PLACES: Record<string, { country: string; region: string; city: string; latitude: number; longitude: number; timezone: string }> = {
-  "203.0.113.7": { country: "NO", region: "Oslo", city: "Oslo", latitude: 59.91, longitude: 10.75, timezone: "Europe/Oslo" },
-  "198.51.100.4": { country: "JP", region: "Tokyo", city: "Tokyo", latitude: 35.68, longitude: 139.69, timezone: "Asia/Tokyo" },
-  "2001:db8::1": { country: "DE", region: "Berlin", city: "Berlin", latitude: 52.52, longitude: 13.4, timezone: "Europe/Berlin" },
+export const KNOWN_PLACES: Record<
+  string,
+  { country: string; region: string; city: string; latitude: number; longitude: number; timezone: string }
+> = {
+  "203.0.113.7": {
+    country: "NO",
+    region: "Oslo",
+    city: "Oslo",
+    latitude: 59.91,
+    longitude: 10.75,
+    timezone: "Europe/Oslo",
+  },
+  "198.51.100.4": {
+    country: "JP",
+    region: "Tokyo",
+    city: "Tokyo",
+    latitude: 35.68,
+    longitude: 139.69,
+    timezone: "Asia/Tokyo",
+  },
+  "2001:db8::1": {
+    country: "DE",
+    region: "Berlin",
+    city: "Berlin",
+    latitude: 52.52,
+    longitude: 13.4,
+    timezone: "Europe/Berlin",
+  },
 };
 
 const lookups: string[] = [];
@@ -51,7 +75,15 @@ function handle(req: IncomingMessage, res: ServerResponse): void {
       return place ? answer(res, 200, place) : answer(res, 404, { error: `unknown address ${ip}` });
     case "ipapi":
       return place
-        ? answer(res, 200, { status: "success", country: place.country, regionName: place.region, city: place.city, lat: place.latitude, lon: place.longitude, timezone: place.timezone })
+        ? answer(res, 200, {
+            status: "success",
+            country: place.country,
+            regionName: place.region,
+            city: place.city,
+            lat: place.latitude,
+            lon: place.longitude,
+            timezone: place.timezone,
+          })
         : answer(res, 200, { status: "fail", message: "reserved range" });
     case "slow":
       setTimeout(() => answer(res, 200, place ?? {}), 3000);

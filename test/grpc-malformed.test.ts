@@ -6,7 +6,11 @@ import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { ADMIN, BASE } from "./helpers";
 
-const PATHS = ["/licensing.v1.LicenseServer/ValidateLicense", "/licensing.v1.Authentication/Authenticate", "/licensing.v1.ReportServer/SendReport"];
+const PATHS = [
+  "/licensing.v1.LicenseServer/ValidateLicense",
+  "/licensing.v1.Authentication/Authenticate",
+  "/licensing.v1.ReportServer/SendReport",
+];
 
 /** A gRPC-Web frame: flags, big-endian length, payload. */
 function frame(payload: Uint8Array, flags = 0, length = payload.byteLength): Uint8Array {
@@ -20,10 +24,22 @@ function frame(payload: Uint8Array, flags = 0, length = payload.byteLength): Uin
 const BODIES: [string, string, BodyInit][] = [
   ["binary: truncated frame header", "application/grpc-web+proto", new Uint8Array([0, 0, 0])],
   ["binary: length past the body", "application/grpc-web+proto", frame(new Uint8Array([8, 1]), 0, 1000)],
-  ["binary: not protobuf", "application/grpc-web+proto", frame(new Uint8Array([0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]))],
+  [
+    "binary: not protobuf",
+    "application/grpc-web+proto",
+    frame(new Uint8Array([0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff])),
+  ],
   ["binary: wrong wire type", "application/grpc-web+proto", frame(new Uint8Array([0x0a, 0x85, 0x01]))],
-  ["binary: compressed flag without compression", "application/grpc-web+proto", frame(new Uint8Array([0x0a, 0x01, 0x41]), 1)],
-  ["binary: two messages", "application/grpc-web+proto", new Uint8Array([...frame(new Uint8Array([0x0a, 0x01, 0x41])), ...frame(new Uint8Array([0x0a, 0x01, 0x41]))])],
+  [
+    "binary: compressed flag without compression",
+    "application/grpc-web+proto",
+    frame(new Uint8Array([0x0a, 0x01, 0x41]), 1),
+  ],
+  [
+    "binary: two messages",
+    "application/grpc-web+proto",
+    new Uint8Array([...frame(new Uint8Array([0x0a, 0x01, 0x41])), ...frame(new Uint8Array([0x0a, 0x01, 0x41]))]),
+  ],
   ["binary: empty body", "application/grpc-web+proto", new Uint8Array(0)],
   ["text: not base64", "application/grpc-web-text", "%%%not base64!!!"],
   ["text: base64 of garbage", "application/grpc-web-text", btoa("\u00ff\u00ff\u00ff")],
@@ -34,7 +50,9 @@ const BODIES: [string, string, BodyInit][] = [
 ];
 
 async function errorsLogged(): Promise<number> {
-  const row = await env.DB.prepare("SELECT count(*) AS n FROM logs WHERE level IN ('Error', 'Fatal', 'Critical')").first<{ n: number }>();
+  const row = await env.DB.prepare(
+    "SELECT count(*) AS n FROM logs WHERE level IN ('Error', 'Fatal', 'Critical')",
+  ).first<{ n: number }>();
   return row?.n ?? 0;
 }
 
@@ -43,10 +61,14 @@ describe("malformed gRPC bodies", () => {
     it(`answer a client error: ${what}`, async () => {
       const before = await errorsLogged();
       for (const path of PATHS) {
-        const res = await exports.default.fetch(`${BASE}${path}`, { method: "POST", headers: { "content-type": type, "x-api-key": ADMIN.key }, body });
+        const res = await exports.default.fetch(`${BASE}${path}`, {
+          method: "POST",
+          headers: { "content-type": type, "x-api-key": ADMIN.key },
+          body,
+        });
         const text = await res.text();
         expect(res.status, `${path}: ${text}`).toBeLessThan(500);
-        const status = res.headers.get("grpc-status") ?? (/grpc-status:\s*(\d+)/.exec(text)?.[1] ?? null);
+        const status = res.headers.get("grpc-status") ?? /grpc-status:\s*(\d+)/.exec(text)?.[1] ?? null;
         // 13 Internal and 2 Unknown are server-side failures.
         expect(status === "13" || status === "2", `${path}: grpc-status ${status} ${text}`).toBe(false);
         if (type.startsWith("application/json") || type === "application/proto") {

@@ -9,7 +9,12 @@ import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/conn
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { Authentication } from "../src/gen/licensing/v1/authentication_pb";
-import { LicenseServer, LicenseStatus, ValidateLicenseRequestSchema, ValidateLicenseResponseSchema } from "../src/gen/licensing/v1/license_server_pb";
+import {
+  LicenseServer,
+  LicenseStatus,
+  ValidateLicenseRequestSchema,
+  ValidateLicenseResponseSchema,
+} from "../src/gen/licensing/v1/license_server_pb";
 import { ReportServer } from "../src/gen/licensing/v1/report_server_pb";
 import { ADMIN, BASE, admin, setSetting } from "./helpers";
 import { newLicense } from "./samples/licensing";
@@ -17,7 +22,10 @@ import { newLicense } from "./samples/licensing";
 // connect-web asks fetch for `redirect: "error"`, which browsers accept and workerd does not: the test's fetch
 // (the Worker called in-process) answers redirects manually instead, which a gRPC call never receives anyway.
 const fetchWorker: typeof fetch = (input, init) =>
-  exports.default.fetch(input as RequestInfo, { ...init, ...(init?.redirect === "error" ? { redirect: "manual" as const } : {}) });
+  exports.default.fetch(input as RequestInfo, {
+    ...init,
+    ...(init?.redirect === "error" ? { redirect: "manual" as const } : {}),
+  });
 const grpcWeb = createGrpcWebTransport({ baseUrl: BASE, fetch: fetchWorker });
 const connect = createConnectTransport({ baseUrl: BASE, fetch: fetchWorker });
 const withKey = { headers: { "x-api-key": ADMIN.key } };
@@ -41,7 +49,11 @@ describe("Authentication", () => {
     expect(signedIn.token.split(".")).toHaveLength(3);
     expect(signedIn.expiresIn).toBe(1800);
     expect(signedIn.roles).toEqual(["Administrator"]);
-    await expectStatus(auth.authenticate({ username: "admin", password: "wrong" }), Code.Unauthenticated, "Invalid username or password.");
+    await expectStatus(
+      auth.authenticate({ username: "admin", password: "wrong" }),
+      Code.Unauthenticated,
+      "Invalid username or password.",
+    );
 
     const lic = await newLicense("Activation");
     const app = await auth.authenticate({ userKey: lic.userKey });
@@ -49,51 +61,115 @@ describe("Authentication", () => {
     await expectStatus(auth.authenticate({ userKey: "NOT-A-KEY" }), Code.Unauthenticated, "Invalid user key.");
 
     // The application's token is its credential for the licensing calls.
-    const activated = await licenses.activateLicense({ userKey: lic.userKey, machineId: "PC-1" }, { headers: { authorization: `Bearer ${app.token}` } });
+    const activated = await licenses.activateLicense(
+      { userKey: lic.userKey, machineId: "PC-1" },
+      { headers: { authorization: `Bearer ${app.token}` } },
+    );
     expect(activated.licenseToken).toMatch(/^actk_/);
   });
 
   it("refuses licensing calls without a credential", async () => {
-    await expectStatus(licenses.validateLicense({ userKey: "x" }), Code.Unauthenticated, "Invalid username or password.");
-    await expectStatus(licenses.validateLicense({ userKey: "x" }, { headers: { authorization: "Bearer nonsense" } }), Code.Unauthenticated, "Invalid username or password.");
+    await expectStatus(
+      licenses.validateLicense({ userKey: "x" }),
+      Code.Unauthenticated,
+      "Invalid username or password.",
+    );
+    await expectStatus(
+      licenses.validateLicense({ userKey: "x" }, { headers: { authorization: "Bearer nonsense" } }),
+      Code.Unauthenticated,
+      "Invalid username or password.",
+    );
   });
 });
 
 describe("LicenseServer over gRPC-Web", () => {
   it("activates, validates and deactivates, with Timestamps and the status enum", async () => {
     const lic = await newLicense("Activation", 1);
-    await admin("PUT", "/v1/licenses", { license: { id: lic.id, edition: "Ultimate", features: ["export"], expireDate: "2030-01-01T00:00:00Z" } });
-    const activated = await licenses.activateLicense({ userKey: lic.userKey, machineId: "PC-1", clientName: "Desk" }, withKey);
+    await admin("PUT", "/v1/licenses", {
+      license: { id: lic.id, edition: "Ultimate", features: ["export"], expireDate: "2030-01-01T00:00:00Z" },
+    });
+    const activated = await licenses.activateLicense(
+      { userKey: lic.userKey, machineId: "PC-1", clientName: "Desk" },
+      withKey,
+    );
     expect(activated).toMatchObject({ activeClientCount: 1, maxClientCount: 1 });
-    expect(activated.license).toMatchObject({ licenseId: lic.licenseId, licensingMode: "Activation", licenseType: "Standard", edition: "Ultimate", features: ["export"] });
+    expect(activated.license).toMatchObject({
+      licenseId: lic.licenseId,
+      licensingMode: "Activation",
+      licenseType: "Standard",
+      edition: "Ultimate",
+      features: ["export"],
+    });
     expect(activated.license?.expireAt?.seconds).toBe(BigInt(Date.parse("2030-01-01T00:00:00Z") / 1000));
     expect(activated.tokenExpireAt?.seconds).toBe(BigInt(Date.parse("2030-01-01T00:00:00Z") / 1000));
 
     const valid = await licenses.validateLicense({ userKey: lic.userKey, machineId: "PC-1", nonce: "n1" }, withKey);
-    expect(valid).toMatchObject({ licenseId: lic.licenseId, status: LicenseStatus.ACTIVATED, licenseToken: activated.licenseToken, nonce: "n1" });
+    expect(valid).toMatchObject({
+      licenseId: lic.licenseId,
+      status: LicenseStatus.ACTIVATED,
+      licenseToken: activated.licenseToken,
+      nonce: "n1",
+    });
     expect(Number(valid.serverTime?.seconds)).toBeGreaterThan(0);
 
-    await expectStatus(licenses.activateLicense({ userKey: lic.userKey, machineId: "PC-2" }, withKey), Code.AlreadyExists, "The license has already been activated");
-    await expectStatus(licenses.activateLicense({ userKey: lic.userKey, machineId: "" }, withKey), Code.InvalidArgument, "The machine code is required for license activation");
-    await expectStatus(licenses.activateLicense({ userKey: "UNKNOWN-KEY", machineId: "PC" }, withKey), Code.NotFound, "License key not found");
+    await expectStatus(
+      licenses.activateLicense({ userKey: lic.userKey, machineId: "PC-2" }, withKey),
+      Code.AlreadyExists,
+      "The license has already been activated",
+    );
+    await expectStatus(
+      licenses.activateLicense({ userKey: lic.userKey, machineId: "" }, withKey),
+      Code.InvalidArgument,
+      "The machine code is required for license activation",
+    );
+    await expectStatus(
+      licenses.activateLicense({ userKey: "UNKNOWN-KEY", machineId: "PC" }, withKey),
+      Code.NotFound,
+      "License key not found",
+    );
 
-    expect(await licenses.deactivateLicense({ userKey: lic.userKey, machineId: "PC-1" }, withKey)).toMatchObject({ licenseId: lic.licenseId, activeClientCount: 0 });
-    await expectStatus(licenses.deactivateLicense({ userKey: lic.userKey, machineId: "PC-1" }, withKey), Code.FailedPrecondition, "The license has not been activated");
+    expect(await licenses.deactivateLicense({ userKey: lic.userKey, machineId: "PC-1" }, withKey)).toMatchObject({
+      licenseId: lic.licenseId,
+      activeClientCount: 0,
+    });
+    await expectStatus(
+      licenses.deactivateLicense({ userKey: lic.userKey, machineId: "PC-1" }, withKey),
+      Code.FailedPrecondition,
+      "The license has not been activated",
+    );
   });
 
   it("answers PermissionDenied for revoked licenses and DataLoss for tampered ones", async () => {
     const revoked = await newLicense("Activation");
     await admin("PUT", "/v1/licenses", { license: { id: revoked.id, revoked: true } });
-    await expectStatus(licenses.validateLicense({ userKey: revoked.userKey }, withKey), Code.PermissionDenied, "The license has been revoked");
+    await expectStatus(
+      licenses.validateLicense({ userKey: revoked.userKey }, withKey),
+      Code.PermissionDenied,
+      "The license has been revoked",
+    );
     const tampered = await newLicense("File");
     await env.DB.prepare("UPDATE licenses SET edition = 'Ultimate' WHERE id = ?").bind(tampered.id).run();
-    await expectStatus(licenses.validateLicense({ userKey: tampered.userKey }, withKey), Code.DataLoss, "The license has been tampered");
+    await expectStatus(
+      licenses.validateLicense({ userKey: tampered.userKey }, withKey),
+      Code.DataLoss,
+      "The license has been tampered",
+    );
   });
 
   it("holds, renews and releases a floating seat, and answers ResourceExhausted when all are taken", async () => {
     const lic = await newLicense("Floating", 1);
-    await expectStatus(licenses.requestFloatingLicense({ userKey: (await newLicense("File")).userKey, machineId: "m", clientId: "c" }, withKey), Code.FailedPrecondition, "The license is not a floating license");
-    const seat = await licenses.requestFloatingLicense({ userKey: lic.userKey, machineId: "m1", clientId: "c1" }, withKey);
+    await expectStatus(
+      licenses.requestFloatingLicense(
+        { userKey: (await newLicense("File")).userKey, machineId: "m", clientId: "c" },
+        withKey,
+      ),
+      Code.FailedPrecondition,
+      "The license is not a floating license",
+    );
+    const seat = await licenses.requestFloatingLicense(
+      { userKey: lic.userKey, machineId: "m1", clientId: "c1" },
+      withKey,
+    );
     expect(seat).toMatchObject({ heartbeatInterval: 300, activeClientCount: 1, maxClientCount: 1 });
     await expectStatus(
       licenses.requestFloatingLicense({ userKey: lic.userKey, machineId: "m2", clientId: "c2" }, withKey),
@@ -102,16 +178,36 @@ describe("LicenseServer over gRPC-Web", () => {
     );
     const beat = await licenses.heartbeat({ licenseToken: seat.licenseToken }, withKey);
     expect(beat.heartbeatInterval).toBe(300);
-    expect(await licenses.releaseFloatingLicense({ licenseToken: seat.licenseToken }, withKey)).toMatchObject({ licenseId: lic.licenseId, activeClientCount: 0 });
-    await expectStatus(licenses.releaseFloatingLicense({ licenseToken: seat.licenseToken }, withKey), Code.NotFound, "License token not found");
-    await expectStatus(licenses.heartbeat({ licenseToken: seat.licenseToken }, withKey), Code.NotFound, "License token not found");
+    expect(await licenses.releaseFloatingLicense({ licenseToken: seat.licenseToken }, withKey)).toMatchObject({
+      licenseId: lic.licenseId,
+      activeClientCount: 0,
+    });
+    await expectStatus(
+      licenses.releaseFloatingLicense({ licenseToken: seat.licenseToken }, withKey),
+      Code.NotFound,
+      "License token not found",
+    );
+    await expectStatus(
+      licenses.heartbeat({ licenseToken: seat.licenseToken }, withKey),
+      Code.NotFound,
+      "License token not found",
+    );
   });
 
   it("sends a report through ReportServer", async () => {
     const reports = createClient(ReportServer, grpcWeb);
-    const sent = await reports.sendReport({ name: "ExceptionReport", content: "stack trace", properties: [{ name: "os", value: "macOS" }] }, withKey);
-    const [stored] = (await admin("GET", `/v1/reports?filter=${encodeURIComponent(`id == ${sent.reportId}`)}`)).body["reports"];
-    expect(stored).toMatchObject({ name: "ExceptionReport", content: "stack trace", properties: [{ name: "os", value: "macOS" }] });
+    const sent = await reports.sendReport(
+      { name: "ExceptionReport", content: "stack trace", properties: [{ name: "os", value: "macOS" }] },
+      withKey,
+    );
+    const [stored] = (await admin("GET", `/v1/reports?filter=${encodeURIComponent(`id == ${sent.reportId}`)}`)).body[
+      "reports"
+    ];
+    expect(stored).toMatchObject({
+      name: "ExceptionReport",
+      content: "stack trace",
+      properties: [{ name: "os", value: "macOS" }],
+    });
   });
 });
 
@@ -119,13 +215,22 @@ describe("the other wire formats", () => {
   it("serves the Connect protocol", async () => {
     const lic = await newLicense("File");
     const overConnect = createClient(LicenseServer, connect);
-    expect((await overConnect.validateLicense({ userKey: lic.userKey }, withKey)).status).toBe(LicenseStatus.NOT_ACTIVATED);
-    await expectStatus(overConnect.validateLicense({ userKey: "NOPE" }, withKey), Code.NotFound, "License key not found");
+    expect((await overConnect.validateLicense({ userKey: lic.userKey }, withKey)).status).toBe(
+      LicenseStatus.NOT_ACTIVATED,
+    );
+    await expectStatus(
+      overConnect.validateLicense({ userKey: "NOPE" }, withKey),
+      Code.NotFound,
+      "License key not found",
+    );
   });
 
   it("serves gRPC-Web text (base64 frames)", async () => {
     const lic = await newLicense("File");
-    const message = toBinary(ValidateLicenseRequestSchema, create(ValidateLicenseRequestSchema, { userKey: lic.userKey }));
+    const message = toBinary(
+      ValidateLicenseRequestSchema,
+      create(ValidateLicenseRequestSchema, { userKey: lic.userKey }),
+    );
     const frame = new Uint8Array(5 + message.byteLength);
     new DataView(frame.buffer).setUint32(1, message.byteLength);
     frame.set(message, 5);
@@ -148,7 +253,11 @@ describe("the other wire formats", () => {
   it("is off (404) while Application:EnableGrpcWeb is false", async () => {
     await setSetting("Application:EnableGrpcWeb", "false");
     try {
-      const res = await exports.default.fetch(`${BASE}/licensing.v1.LicenseServer/ValidateLicense`, { method: "POST", headers: { "content-type": "application/grpc-web+proto" }, body: new Uint8Array(5) });
+      const res = await exports.default.fetch(`${BASE}/licensing.v1.LicenseServer/ValidateLicense`, {
+        method: "POST",
+        headers: { "content-type": "application/grpc-web+proto" },
+        body: new Uint8Array(5),
+      });
       expect(res.status).toBe(404);
     } finally {
       await setSetting("Application:EnableGrpcWeb", null);

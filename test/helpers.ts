@@ -22,14 +22,19 @@ export interface Answer<T = Record<string, unknown>> {
 }
 
 /** One HTTP call; the JSON body (if any) parsed. */
-export async function call<T = Record<string, any>>(method: string, path: string, options: CallOptions = {}): Promise<Answer<T>> {
+export async function call<T = Record<string, any>>(
+  method: string,
+  path: string,
+  options: CallOptions = {},
+): Promise<Answer<T>> {
   const headers: Record<string, string> = { ...options.headers };
   if (options.key !== undefined) headers["x-api-key"] = options.key;
   if (options.token !== undefined) headers["authorization"] = `Bearer ${options.token}`;
   let body: string | undefined;
   if (options.raw !== undefined) body = options.raw;
   else if (options.body !== undefined) body = JSON.stringify(options.body);
-  if (body !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === "content-type")) headers["content-type"] = "application/json";
+  if (body !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === "content-type"))
+    headers["content-type"] = "application/json";
   const res = await exports.default.fetch(`${BASE}${path}`, { method, headers, body });
   const text = await res.text();
   let parsed: unknown = undefined;
@@ -50,10 +55,16 @@ export async function login(username = ADMIN.username, password = ADMIN.password
 }
 
 /** Creates a user with roles and an API key with the given permission bits; returns the key. */
-export async function keyFor(roles: string[], permissions = 15, userName = `u${crypto.randomUUID().slice(0, 8)}`): Promise<string> {
+export async function keyFor(
+  roles: string[],
+  permissions = 15,
+  userName = `u${crypto.randomUUID().slice(0, 8)}`,
+): Promise<string> {
   const user = await admin("POST", "/v1/users", { user: { userName, password: "Secret#123456", roles } });
   if (user.status !== 200) throw new Error(`user: ${user.status} ${user.text}`);
-  const key = await admin("POST", "/v1/api-keys", { apiKey: { name: `${userName} key`, ownerId: user.body["userId"], permissions } });
+  const key = await admin("POST", "/v1/api-keys", {
+    apiKey: { name: `${userName} key`, ownerId: user.body["userId"], permissions },
+  });
   if (key.status !== 200) throw new Error(`key: ${key.status} ${key.text}`);
   return key.body["key"] as string;
 }
@@ -92,7 +103,9 @@ export async function queuedTraces(licenseId: number, n: number, timeoutMs = 20_
   const { env } = await import("cloudflare:workers");
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const { results } = await env.DB.prepare("SELECT action FROM license_traces WHERE license_id = ? ORDER BY id").bind(licenseId).all<{ action: number }>();
+    const { results } = await env.DB.prepare("SELECT action FROM license_traces WHERE license_id = ? ORDER BY id")
+      .bind(licenseId)
+      .all<{ action: number }>();
     if (results.length >= n || Date.now() > deadline) return results.map((r) => r.action);
     await new Promise((r) => setTimeout(r, 100));
   }

@@ -25,8 +25,12 @@ function d1Work(headers: Headers): Record<string, number> {
 
 async function application(): Promise<{ productId: number; code: string }> {
   const code = `hp${crypto.randomUUID().slice(0, 8)}`;
-  const productId = (await admin("POST", "/v1/products", { product: { code, name: code, isApplication: true } })).body["productId"];
-  const release = await admin("POST", `/v1/products/${productId}/releases`, { productRelease: { version: "1.0.0", public: true } });
+  const productId = (await admin("POST", "/v1/products", { product: { code, name: code, isApplication: true } })).body[
+    "productId"
+  ];
+  const release = await admin("POST", `/v1/products/${productId}/releases`, {
+    productRelease: { version: "1.0.0", public: true },
+  });
   expect(release.status, release.text).toBe(200);
   return { productId, code };
 }
@@ -35,26 +39,47 @@ describe("hot paths write nothing to D1 on the request path", () => {
   it("validate, heartbeat and update check: one round trip, no row written; their traces arrive through the queue", async () => {
     const activation = await newLicense("Activation");
     const headers = { "cf-connecting-ip": "203.0.113.20" };
-    const activate = await call("POST", "/v1/license/activate", { key: ADMIN.key, headers, body: { userKey: activation.userKey, machineId: "m1" } });
+    const activate = await call("POST", "/v1/license/activate", {
+      key: ADMIN.key,
+      headers,
+      body: { userKey: activation.userKey, machineId: "m1" },
+    });
     expect(activate.status, activate.text).toBe(200);
     // Activation writes its activation row: the counting sees writes.
     expect(d1Work(activate.headers)["rows-written"]).toBeGreaterThan(0);
 
-    const validate = await call("POST", "/v1/license/validate", { key: ADMIN.key, headers, body: { userKey: activation.userKey, machineId: "m1" } });
+    const validate = await call("POST", "/v1/license/validate", {
+      key: ADMIN.key,
+      headers,
+      body: { userKey: activation.userKey, machineId: "m1" },
+    });
     expect(validate.status, validate.text).toBe(200);
     expect(d1Work(validate.headers), "validate").toMatchObject({ "rows-written": 0, "round-trips": 1 });
 
     const floating = await newLicense("Floating");
-    const seat = await call("POST", "/v1/license/request", { key: ADMIN.key, headers, body: { userKey: floating.userKey, machineId: "m", clientId: "c" } });
+    const seat = await call("POST", "/v1/license/request", {
+      key: ADMIN.key,
+      headers,
+      body: { userKey: floating.userKey, machineId: "m", clientId: "c" },
+    });
     expect(seat.status, seat.text).toBe(200);
-    const heartbeat = await call("POST", "/v1/license/heartbeat", { key: ADMIN.key, headers, body: { licenseToken: seat.body["licenseToken"] } });
+    const heartbeat = await call("POST", "/v1/license/heartbeat", {
+      key: ADMIN.key,
+      headers,
+      body: { licenseToken: seat.body["licenseToken"] },
+    });
     expect(heartbeat.status, heartbeat.text).toBe(200);
     expect(d1Work(heartbeat.headers), "heartbeat").toMatchObject({ "rows-written": 0, "round-trips": 1 });
 
     const app = await application();
     const updater = (await admin("POST", "/v1/licenses", { license: { productId: app.productId } })).body;
-    const userKey = (await admin("GET", `/v1/licenses?filter=${encodeURIComponent(`id == ${updater["id"]}`)}&select=userKey`)).body["licenses"][0].userKey;
-    const checkUpdates = () => exports.default.fetch(`${BASE}/v1/updates/${app.code}?platform=win-x64&version=0.9.0`, { headers: { "X-Service-User-Key": userKey, ...headers } });
+    const userKey = (
+      await admin("GET", `/v1/licenses?filter=${encodeURIComponent(`id == ${updater["id"]}`)}&select=userKey`)
+    ).body["licenses"][0].userKey;
+    const checkUpdates = () =>
+      exports.default.fetch(`${BASE}/v1/updates/${app.code}?platform=win-x64&version=0.9.0`, {
+        headers: { "X-Service-User-Key": userKey, ...headers },
+      });
     // The first check also reads the product and the signing key, which the isolate then keeps (updates/product-memo.ts).
     const first = await checkUpdates();
     expect(first.status, await first.text()).toBe(200);
@@ -66,8 +91,17 @@ describe("hot paths write nothing to D1 on the request path", () => {
     // The traces, written by the queue consumer and listed through the API.
     expect(await queuedTraces(activation.id, 2)).toEqual([0, 2]);
     expect(await queuedTraces(updater["id"], 2)).toEqual([7, 7]);
-    const listed = await admin("GET", `/v1/license-traces?filter=${encodeURIComponent(`licenseId == "${activation.licenseId}"`)}&sort=id`);
-    expect(listed.body["licenseTraces"].map((t: { action: number; clientIp: string; machineId: string }) => [t.action, t.clientIp, t.machineId])).toEqual([
+    const listed = await admin(
+      "GET",
+      `/v1/license-traces?filter=${encodeURIComponent(`licenseId == "${activation.licenseId}"`)}&sort=id`,
+    );
+    expect(
+      listed.body["licenseTraces"].map((t: { action: number; clientIp: string; machineId: string }) => [
+        t.action,
+        t.clientIp,
+        t.machineId,
+      ]),
+    ).toEqual([
       [0, "203.0.113.20", "m1"],
       [2, "203.0.113.20", "m1"],
     ]);
@@ -78,7 +112,11 @@ describe("hot paths write nothing to D1 on the request path", () => {
     await call("POST", "/v1/license/activate", { key: ADMIN.key, body: { userKey: lic.userKey, machineId: "many" } });
     // 30 validations in parallel: their traces reach the consumer in one batch or a few, each over 12 rows at most
     // per INSERT (8 columns each), which D1 would refuse above 100 parameters.
-    const answers = await Promise.all(Array.from({ length: 30 }, () => call("POST", "/v1/license/validate", { key: ADMIN.key, body: { userKey: lic.userKey, machineId: "many" } })));
+    const answers = await Promise.all(
+      Array.from({ length: 30 }, () =>
+        call("POST", "/v1/license/validate", { key: ADMIN.key, body: { userKey: lic.userKey, machineId: "many" } }),
+      ),
+    );
     expect(answers.every((a) => a.status === 200)).toBe(true);
     const actions = await queuedTraces(lic.id, 31);
     expect(actions).toEqual([0, ...Array.from({ length: 30 }, () => 2)]);
@@ -92,17 +130,31 @@ describe("traces through the queue", () => {
     expect(await queuedTraces(lic.id, 1)).toEqual([0]);
     // The Worker with a TRACES producer that keeps what it is sent, and every waitUntil awaited.
     const sent: unknown[] = [];
-    const traces = { send: async (body: unknown) => void sent.push(body), sendBatch: async () => undefined } as unknown as Queue;
+    const traces = {
+      send: async (body: unknown) => void sent.push(body),
+      sendBatch: async () => undefined,
+    } as unknown as Queue;
     const ctx = createExecutionContext();
     const res = await worker.fetch(
-      new Request(`${BASE}/v1/license/validate`, { method: "POST", headers: { "x-api-key": ADMIN.key, "content-type": "application/json" }, body: JSON.stringify({ userKey: lic.userKey, machineId: "q" }) }),
+      new Request(`${BASE}/v1/license/validate`, {
+        method: "POST",
+        headers: { "x-api-key": ADMIN.key, "content-type": "application/json" },
+        body: JSON.stringify({ userKey: lic.userKey, machineId: "q" }),
+      }),
       { ...env, TRACES: traces },
       ctx,
     );
     expect(res.status, await res.text()).toBe(200);
     await waitOnExecutionContext(ctx);
-    expect(sent).toEqual([{ kind: "license.traces", traces: [expect.objectContaining({ licenseId: lic.id, action: 2, machineId: "q", address: "127.0.0.1" })] }]);
-    const rows = await env.DB.prepare("SELECT count(*) AS n FROM license_traces WHERE license_id = ?").bind(lic.id).first<{ n: number }>();
+    expect(sent).toEqual([
+      {
+        kind: "license.traces",
+        traces: [expect.objectContaining({ licenseId: lic.id, action: 2, machineId: "q", address: "127.0.0.1" })],
+      },
+    ]);
+    const rows = await env.DB.prepare("SELECT count(*) AS n FROM license_traces WHERE license_id = ?")
+      .bind(lic.id)
+      .first<{ n: number }>();
     expect(rows?.n).toBe(1);
   });
 });
@@ -110,13 +162,19 @@ describe("traces through the queue", () => {
 describe("D1 sessions and bookmarks", () => {
   it("answers the session's bookmark and continues a session from the bookmark a client sends back", async () => {
     const lic = await newLicense("Activation");
-    const write = await call("POST", "/v1/license/activate", { key: ADMIN.key, body: { userKey: lic.userKey, machineId: "bm" } });
+    const write = await call("POST", "/v1/license/activate", {
+      key: ADMIN.key,
+      body: { userKey: lic.userKey, machineId: "bm" },
+    });
     expect(write.status, write.text).toBe(200);
     const bookmark = write.headers.get("x-d1-bookmark");
     expect(bookmark).toMatch(/^[0-9a-f-]+$/i);
     // The next request starts its session at that bookmark: it reads the activation just written, and its own
     // bookmark is not older than the one it was given.
-    const tokens = await call("GET", `/v1/licenses/${lic.licenseId}/tokens?countOnly=true`, { key: ADMIN.key, headers: { "x-d1-bookmark": bookmark! } });
+    const tokens = await call("GET", `/v1/licenses/${lic.licenseId}/tokens?countOnly=true`, {
+      key: ADMIN.key,
+      headers: { "x-d1-bookmark": bookmark! },
+    });
     expect(tokens.body["totalLicenseTokensCount"]).toBe(1);
     const next = tokens.headers.get("x-d1-bookmark");
     expect(next).toMatch(/^[0-9a-f-]+$/i);
@@ -137,7 +195,11 @@ describe("D1 sessions and bookmarks", () => {
     } as unknown as D1Database;
     const send = async (method: string, path: string, headers: Record<string, string> = {}) => {
       const ctx = createExecutionContext();
-      const res = await worker.fetch(new Request(`${BASE}${path}`, { method, headers: { "x-api-key": ADMIN.key, ...headers } }), { ...env, DB: db }, ctx);
+      const res = await worker.fetch(
+        new Request(`${BASE}${path}`, { method, headers: { "x-api-key": ADMIN.key, ...headers } }),
+        { ...env, DB: db },
+        ctx,
+      );
       await waitOnExecutionContext(ctx);
       return res;
     };
@@ -150,6 +212,13 @@ describe("D1 sessions and bookmarks", () => {
     for (const bad of ["not a bookmark", "'; DROP TABLE licenses; --", "a".repeat(500)]) {
       expect((await send("GET", "/v1/licenses?take=1", { "x-d1-bookmark": bad })).status).toBe(200);
     }
-    expect(sessions).toEqual(["first-unconstrained", "first-primary", bookmark, "first-unconstrained", "first-unconstrained", "first-unconstrained"]);
+    expect(sessions).toEqual([
+      "first-unconstrained",
+      "first-primary",
+      bookmark,
+      "first-unconstrained",
+      "first-unconstrained",
+      "first-unconstrained",
+    ]);
   });
 });

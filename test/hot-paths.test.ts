@@ -58,7 +58,11 @@ describe("the product memo of the update routes", () => {
     const db = getDb(env.DB);
     expect(await productByCodeMemo(db, code)).toBeUndefined();
     const now = new Date().toISOString();
-    await env.DB.prepare("INSERT INTO products (code, name, is_application, created_at, updated_at) VALUES (?, 'Later', 1, ?, ?)").bind(code, now, now).run();
+    await env.DB.prepare(
+      "INSERT INTO products (code, name, is_application, created_at, updated_at) VALUES (?, 'Later', 1, ?, ?)",
+    )
+      .bind(code, now, now)
+      .run();
     const found = await productByCodeMemo(db, code);
     expect(found?.code).toBe(code);
 
@@ -71,21 +75,31 @@ describe("the product memo of the update routes", () => {
     try {
       const code = uniqueCode("feed");
       const productId = await newProduct(code, true);
-      const release = await admin("POST", `/v1/products/${productId}/releases`, { productRelease: { version: "1.0.0", public: true, requiresMaintenance: false } });
+      const release = await admin("POST", `/v1/products/${productId}/releases`, {
+        productRelease: { version: "1.0.0", public: true, requiresMaintenance: false },
+      });
       const releaseId = release.body["productReleaseId"];
       const form = new FormData();
       form.set("platform", "win-x64");
       form.set("kind", "installer");
       form.set("file", new Blob([new Uint8Array(64).fill(7)]), "App 1.0.0.exe");
-      const uploaded = await exports.default.fetch(`${BASE}/v1/products/${productId}/releases/${releaseId}/downloads`, { method: "POST", headers: { "x-api-key": ADMIN.key }, body: form });
+      const uploaded = await exports.default.fetch(`${BASE}/v1/products/${productId}/releases/${releaseId}/downloads`, {
+        method: "POST",
+        headers: { "x-api-key": ADMIN.key },
+        body: form,
+      });
       expect(uploaded.status).toBe(201);
-      const feed = async () => parseYaml(await (await exports.default.fetch(`${BASE}/v1/updates/${code}/latest.yml`)).text()).version as string;
+      const feed = async () =>
+        parseYaml(await (await exports.default.fetch(`${BASE}/v1/updates/${code}/latest.yml`)).text())
+          .version as string;
       expect(await feed()).toBe("1.0.0");
 
       // Another isolate renames the release and bumps the generation: this isolate answers from the generation it
       // remembers until the memo's time is up, then from the new one.
       await env.DB.prepare("UPDATE product_releases SET version = '1.0.1' WHERE id = ?").bind(releaseId).run();
-      await env.DB.prepare("UPDATE products SET release_generation = release_generation + 1 WHERE id = ?").bind(productId).run();
+      await env.DB.prepare("UPDATE products SET release_generation = release_generation + 1 WHERE id = ?")
+        .bind(productId)
+        .run();
       expect(await feed()).toBe("1.0.0");
       moveClock(PRODUCT_MEMO_MS);
       expect(await feed()).toBe("1.0.1");
@@ -97,7 +111,11 @@ describe("the product memo of the update routes", () => {
 
 describe("kept anonymous answers", () => {
   afterEach(() => forgetAnswers());
-  const answer = (body: BodyInit, status = 200) => new Response(body, { status, headers: { "Content-Type": "text/yaml; charset=utf-8", "Cache-Control": "public, max-age=60" } });
+  const answer = (body: BodyInit, status = 200) =>
+    new Response(body, {
+      status,
+      headers: { "Content-Type": "text/yaml; charset=utf-8", "Cache-Control": "public, max-age=60" },
+    });
 
   it("hands back a fresh copy of the answer until ANSWER_MEMO_MS or its max-age, whichever comes first", async () => {
     const now = clock.now().getTime();
@@ -140,7 +158,10 @@ describe("a bearer token's logout check in the licensing calls' first batch", ()
   async function signedIn(mode: "Activation" | "Floating") {
     const productId = await newProduct(uniqueCode("lic"));
     const created = await admin("POST", "/v1/licenses", { license: { productId, licensingMode: mode } });
-    const listed = await admin("GET", `/v1/licenses?filter=${encodeURIComponent(`id == ${created.body["id"]}`)}&select=userKey`);
+    const listed = await admin(
+      "GET",
+      `/v1/licenses?filter=${encodeURIComponent(`id == ${created.body["id"]}`)}&select=userKey`,
+    );
     const userKey = listed.body["licenses"][0].userKey as string;
     const login = await call("POST", "/v1/auth/login", { body: { userKey } });
     expect(login.status).toBe(200);
@@ -150,17 +171,25 @@ describe("a bearer token's logout check in the licensing calls' first batch", ()
   it("answers a logged-out token 401 on every licensing call, before any other refusal", async () => {
     const activation = await signedIn("Activation");
     const floating = await signedIn("Floating");
-    const op = (name: string, token: string, options: { body?: unknown; raw?: string }) => call("POST", `/v1/license/${name}`, { token, ...options });
-    const activated = await op("activate", activation.token, { body: { userKey: activation.userKey, machineId: "PC-1" } });
+    const op = (name: string, token: string, options: { body?: unknown; raw?: string }) =>
+      call("POST", `/v1/license/${name}`, { token, ...options });
+    const activated = await op("activate", activation.token, {
+      body: { userKey: activation.userKey, machineId: "PC-1" },
+    });
     expect(activated.status, `activate ${activated.text}`).toBe(200);
-    const seat = await op("request", floating.token, { body: { userKey: floating.userKey, machineId: "PC-1", clientId: "app" } });
+    const seat = await op("request", floating.token, {
+      body: { userKey: floating.userKey, machineId: "PC-1", clientId: "app" },
+    });
     expect(seat.status, `request ${seat.text}`).toBe(200);
-    const validated = await op("validate", activation.token, { body: { userKey: activation.userKey, machineId: "PC-1" } });
+    const validated = await op("validate", activation.token, {
+      body: { userKey: activation.userKey, machineId: "PC-1" },
+    });
     expect(validated.status, `validate ${validated.text}`).toBe(200);
     const beat = await op("heartbeat", floating.token, { body: { licenseToken: seat.body["licenseToken"] } });
     expect(beat.status, `heartbeat ${beat.text}`).toBe(200);
 
-    for (const { token } of [activation, floating]) expect((await call("POST", "/v1/auth/logout", { token, body: {} })).status).toBe(200);
+    for (const { token } of [activation, floating])
+      expect((await call("POST", "/v1/auth/logout", { token, body: {} })).status).toBe(200);
     const refusal = await call("GET", "/v1/auth/session", { token: activation.token });
     expect(refusal.status).toBe(401);
 
@@ -218,10 +247,15 @@ describe("validate in one round trip", () => {
     const productId = await newProduct(uniqueCode("val"));
     const created = await admin("POST", "/v1/licenses", { license: { productId, licensingMode: "Activation" } });
     const licenseId = created.body["licenseId"] as string;
-    const userKey = (await admin("GET", `/v1/licenses?filter=${encodeURIComponent(`id == ${created.body["id"]}`)}&select=userKey`)).body["licenses"][0].userKey as string;
-    const op = (name: string, body: Record<string, unknown>) => call("POST", `/v1/license/${name}`, { key: ADMIN.key, body });
+    const userKey = (
+      await admin("GET", `/v1/licenses?filter=${encodeURIComponent(`id == ${created.body["id"]}`)}&select=userKey`)
+    ).body["licenses"][0].userKey as string;
+    const op = (name: string, body: Record<string, unknown>) =>
+      call("POST", `/v1/license/${name}`, { key: ADMIN.key, body });
 
-    const byHand = await admin("POST", `/v1/licenses/${licenseId}/tokens`, { licenseToken: { machineId: "PC-1", clientId: "app" } });
+    const byHand = await admin("POST", `/v1/licenses/${licenseId}/tokens`, {
+      licenseToken: { machineId: "PC-1", clientId: "app" },
+    });
     expect(byHand.status, byHand.text).toBe(200);
     const handToken = byHand.body["token"] as string;
     // A hand-issued token of the machine is not its derived activation.
@@ -233,15 +267,25 @@ describe("validate in one round trip", () => {
     const byMachine = await op("validate", { userKey, machineId: "PC-1", clientId: "app" });
     expect(byMachine.body).toMatchObject({ status: "Activated", licenseToken: derived });
     expect((await op("validate", { userKey, machineId: "PC-1" })).body).toMatchObject({ code: 529 });
-    expect((await op("validate", { userKey, licenseToken: handToken })).body).toMatchObject({ status: "Activated", licenseToken: handToken });
-    expect((await op("validate", { userKey, licenseToken: ` ${derived} `, machineId: "PC-1" })).body).toMatchObject({ status: "Activated", licenseToken: derived });
-    expect((await op("validate", { userKey, licenseToken: handToken, machineId: "PC-2" })).body).toMatchObject({ code: 529 });
+    expect((await op("validate", { userKey, licenseToken: handToken })).body).toMatchObject({
+      status: "Activated",
+      licenseToken: handToken,
+    });
+    expect((await op("validate", { userKey, licenseToken: ` ${derived} `, machineId: "PC-1" })).body).toMatchObject({
+      status: "Activated",
+      licenseToken: derived,
+    });
+    expect((await op("validate", { userKey, licenseToken: handToken, machineId: "PC-2" })).body).toMatchObject({
+      code: 529,
+    });
     expect((await op("validate", { userKey, licenseToken: "   " })).body).toMatchObject({ code: 529 });
     expect((await op("validate", { userKey })).body).toMatchObject({ status: "NotActivated" });
 
     // Another license's token is never found through this license's key.
     const other = await admin("POST", "/v1/licenses", { license: { productId, licensingMode: "Activation" } });
-    const otherToken = (await admin("POST", `/v1/licenses/${other.body["licenseId"]}/tokens`, { licenseToken: { machineId: "PC-9" } })).body["token"] as string;
+    const otherToken = (
+      await admin("POST", `/v1/licenses/${other.body["licenseId"]}/tokens`, { licenseToken: { machineId: "PC-9" } })
+    ).body["token"] as string;
     expect((await op("validate", { userKey, licenseToken: otherToken })).body).toMatchObject({ code: 529 });
   });
 });

@@ -19,7 +19,21 @@ describe("GET /v1/info", () => {
   it("counts the rows of every entity in one answer", async () => {
     const before = (await admin("GET", "/v1/info")).body["database"];
     expect(Object.keys(before)).toEqual(
-      expect.arrayContaining(["customers", "products", "orders", "licenses", "licenseTemplates", "resources", "users", "apiKeys", "subscriptions", "events", "logs", "emails", "settings"]),
+      expect.arrayContaining([
+        "customers",
+        "products",
+        "orders",
+        "licenses",
+        "licenseTemplates",
+        "resources",
+        "users",
+        "apiKeys",
+        "subscriptions",
+        "events",
+        "logs",
+        "emails",
+        "settings",
+      ]),
     );
     expect(before.users).toBeGreaterThanOrEqual(2);
     await admin("POST", "/v1/resources", { resource: { name: "counted" } });
@@ -46,7 +60,11 @@ describe("GET /v1/info", () => {
     await setSetting("Webhooks:Enabled", "false");
     await setSetting("Application:EnableGrpcWeb", "false");
     try {
-      expect((await admin("GET", "/v1/info")).body["features"]).toMatchObject({ webhooks: false, grpcWeb: false, swagger: true });
+      expect((await admin("GET", "/v1/info")).body["features"]).toMatchObject({
+        webhooks: false,
+        grpcWeb: false,
+        swagger: true,
+      });
     } finally {
       await setSetting("Webhooks:Enabled", null);
       await setSetting("Application:EnableGrpcWeb", null);

@@ -15,28 +15,48 @@ import { ADMIN, BASE, admin, call, keyFor, movableClock } from "./helpers";
 
 const moveClock = (await movableClock()).move;
 const fetchWorker: typeof fetch = (input, init) =>
-  exports.default.fetch(input as RequestInfo, { ...init, ...(init?.redirect === "error" ? { redirect: "manual" as const } : {}) });
+  exports.default.fetch(input as RequestInfo, {
+    ...init,
+    ...(init?.redirect === "error" ? { redirect: "manual" as const } : {}),
+  });
 const reports = createClient(ReportServer, createGrpcWebTransport({ baseUrl: BASE, fetch: fetchWorker }));
 
 async function newLicense(mode = "Activation") {
-  const productId = (await admin("POST", "/v1/products", { product: { code: `gate-${crypto.randomUUID().slice(0, 8)}`, name: "Gate" } })).body["productId"];
+  const productId = (
+    await admin("POST", "/v1/products", { product: { code: `gate-${crypto.randomUUID().slice(0, 8)}`, name: "Gate" } })
+  ).body["productId"];
   const res = await admin("POST", "/v1/licenses", { license: { productId, licensingMode: mode, maxClients: 0 } });
-  const listed = await admin("GET", `/v1/licenses?filter=${encodeURIComponent(`id == ${res.body["id"]}`)}&select=userKey`);
-  return { id: res.body["id"] as number, licenseId: res.body["licenseId"] as string, userKey: listed.body["licenses"][0].userKey as string };
+  const listed = await admin(
+    "GET",
+    `/v1/licenses?filter=${encodeURIComponent(`id == ${res.body["id"]}`)}&select=userKey`,
+  );
+  return {
+    id: res.body["id"] as number,
+    licenseId: res.body["licenseId"] as string,
+    userKey: listed.body["licenses"][0].userKey as string,
+  };
 }
 
 /** The kid that signs an activation's license key now. */
 async function signingKid(): Promise<string> {
   const lic = await newLicense();
-  const res = await call("POST", "/v1/license/activate", { key: ADMIN.key, body: { userKey: lic.userKey, machineId: "PC-1" } });
+  const res = await call("POST", "/v1/license/activate", {
+    key: ADMIN.key,
+    body: { userKey: lic.userKey, machineId: "PC-1" },
+  });
   expect(res.status, res.text).toBe(200);
   return decodeProtectedHeader(res.body["license"]["licenseKey"]).kid as string;
 }
 
-const publishedKids = async (): Promise<string[]> => ((await call("GET", "/v1/extensions/keys")).body["keys"] as { kid: string }[]).map((k) => k.kid);
+const publishedKids = async (): Promise<string[]> =>
+  ((await call("GET", "/v1/extensions/keys")).body["keys"] as { kid: string }[]).map((k) => k.kid);
 
 async function signingKeyRows(): Promise<{ id: number; type: string; code: string }[]> {
-  return (await env.DB.prepare("SELECT id, type, code FROM resources WHERE type IN ('SignatureKey', 'RetiredSignatureKey') ORDER BY id").all<{ id: number; type: string; code: string }>()).results;
+  return (
+    await env.DB.prepare(
+      "SELECT id, type, code FROM resources WHERE type IN ('SignatureKey', 'RetiredSignatureKey') ORDER BY id",
+    ).all<{ id: number; type: string; code: string }>()
+  ).results;
 }
 
 describe("signing keys are the service's own", () => {
@@ -45,15 +65,35 @@ describe("signing keys are the service's own", () => {
     const [row] = await signingKeyRows();
     for (const role of ["Sales", "LicenseManager"]) {
       const key = await keyFor([role]);
-      const create = await call("POST", "/v1/resources", { key, body: { resource: { name: "mine", type: "SignatureKey", data: "garbage" } } });
+      const create = await call("POST", "/v1/resources", {
+        key,
+        body: { resource: { name: "mine", type: "SignatureKey", data: "garbage" } },
+      });
       expect(create.status, `${role} create`).toBe(403);
       // Nor by turning another resource into one.
       const file = await admin("POST", "/v1/resources", { resource: { name: "file", type: "File" } });
-      expect((await call("PUT", "/v1/resources", { key, body: { resource: { id: file.body["resourceId"], type: "SignatureKey" } } })).status).toBe(403);
-      expect((await call("PUT", "/v1/resources", { key, body: { resource: { id: row!.id, data: "garbage" } } })).status, `${role} change`).toBe(403);
+      expect(
+        (
+          await call("PUT", "/v1/resources", {
+            key,
+            body: { resource: { id: file.body["resourceId"], type: "SignatureKey" } },
+          })
+        ).status,
+      ).toBe(403);
+      expect(
+        (await call("PUT", "/v1/resources", { key, body: { resource: { id: row!.id, data: "garbage" } } })).status,
+        `${role} change`,
+      ).toBe(403);
       expect((await call("DELETE", `/v1/resources/${row!.id}`, { key })).status, `${role} delete`).toBe(403);
       // Other resources stay theirs.
-      expect((await call("PUT", "/v1/resources", { key, body: { resource: { id: file.body["resourceId"], name: "renamed" } } })).status).toBe(200);
+      expect(
+        (
+          await call("PUT", "/v1/resources", {
+            key,
+            body: { resource: { id: file.body["resourceId"], name: "renamed" } },
+          })
+        ).status,
+      ).toBe(200);
     }
     forgetSigningKeys();
     expect(await signingKid()).toBe(kid);
@@ -61,12 +101,16 @@ describe("signing keys are the service's own", () => {
 
   it("never lists a signing key's stored private part, to anyone", async () => {
     await signingKid();
-    const listed = await admin("GET", `/v1/resources?filter=${encodeURIComponent('type == "SignatureKey"')}&select=id,type,data`);
+    const listed = await admin(
+      "GET",
+      `/v1/resources?filter=${encodeURIComponent('type == "SignatureKey"')}&select=id,type,data`,
+    );
     expect(listed.status).toBe(200);
     expect(listed.body["resources"].length).toBeGreaterThan(0);
     for (const resource of listed.body["resources"]) expect(resource).not.toHaveProperty("data");
     const sales = await call("GET", "/v1/resources", { key: await keyFor(["Sales"]) });
-    for (const resource of sales.body["resources"].filter((r: { type: string }) => r.type === "SignatureKey")) expect(resource).not.toHaveProperty("data");
+    for (const resource of sales.body["resources"].filter((r: { type: string }) => r.type === "SignatureKey"))
+      expect(resource).not.toHaveProperty("data");
   });
 
   it("skips a malformed or undecryptable key row, logging it once, and keeps signing with a usable key", async () => {
@@ -75,7 +119,9 @@ describe("signing keys are the service's own", () => {
     try {
       // Newer than the real key, so it would be the one to sign.
       for (const data of ["not encrypted at all", "v1:AAAA:BBBB"]) {
-        expect((await admin("POST", "/v1/resources", { resource: { name: "broken", type: "SignatureKey", data } })).status).toBe(200);
+        expect(
+          (await admin("POST", "/v1/resources", { resource: { name: "broken", type: "SignatureKey", data } })).status,
+        ).toBe(200);
       }
       forgetSigningKeys();
       expect(await signingKid()).toBe(kid);
@@ -118,13 +164,22 @@ describe("a license's bearer token reports for its own license only", () => {
     expect(login.status).toBe(200);
     const token = login.body["token"] as string;
 
-    const foreign = await call("POST", "/v1/report", { token, body: { name: "CrashReport", userKey: other.userKey, content: "x" } });
+    const foreign = await call("POST", "/v1/report", {
+      token,
+      body: { name: "CrashReport", userKey: other.userKey, content: "x" },
+    });
     expect(foreign.status).toBe(527);
     expect(foreign.body).toEqual({ success: false, code: 527, message: "The license is not valid for this product" });
-    const unknown = await call("POST", "/v1/report", { token, body: { name: "CrashReport", userKey: "NOT-A-KEY", content: "x" } });
+    const unknown = await call("POST", "/v1/report", {
+      token,
+      body: { name: "CrashReport", userKey: "NOT-A-KEY", content: "x" },
+    });
     expect(unknown.status).toBe(527);
 
-    const mine = await call("POST", "/v1/report", { token, body: { name: "CrashReport", userKey: own.userKey, content: "x" } });
+    const mine = await call("POST", "/v1/report", {
+      token,
+      body: { name: "CrashReport", userKey: own.userKey, content: "x" },
+    });
     expect(mine.status, mine.text).toBe(200);
     const keyless = await call("POST", "/v1/report", { token, body: { name: "CrashReport", content: "y" } });
     expect(keyless.status).toBe(200);
@@ -133,14 +188,26 @@ describe("a license's bearer token reports for its own license only", () => {
       expect(report.licenseId).toBe(own.licenseId);
     }
 
-    const error = await reports.sendReport({ name: "CrashReport", userKey: other.userKey, content: "x" }, { headers: { authorization: `Bearer ${token}` } }).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
+    const error = await reports
+      .sendReport(
+        { name: "CrashReport", userKey: other.userKey, content: "x" },
+        { headers: { authorization: `Bearer ${token}` } },
+      )
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     expect(error).toBeInstanceOf(ConnectError);
     expect((error as ConnectError).code).toBe(Code.PermissionDenied);
     // An API key still reports for any license.
-    expect((await call("POST", "/v1/report", { key: ADMIN.key, body: { name: "CrashReport", userKey: other.userKey, content: "x" } })).status).toBe(200);
+    expect(
+      (
+        await call("POST", "/v1/report", {
+          key: ADMIN.key,
+          body: { name: "CrashReport", userKey: other.userKey, content: "x" },
+        })
+      ).status,
+    ).toBe(200);
   });
 });
 
@@ -154,7 +221,9 @@ describe("lists that take no list parameters", () => {
         expect(res.body["message"]).toContain("takes no list parameters");
       }
     }
-    const document = (await call("GET", "/swagger/v1/swagger.json")).body as { paths: Record<string, { get: { parameters?: unknown[]; description?: string } }> };
+    const document = (await call("GET", "/swagger/v1/swagger.json")).body as {
+      paths: Record<string, { get: { parameters?: unknown[]; description?: string } }>;
+    };
     for (const path of ["/v1/roles", "/v1/settings"]) {
       expect(document.paths[path]!.get.parameters ?? []).toEqual([]);
       expect(document.paths[path]!.get.description).toContain("Takes none of the list parameters");

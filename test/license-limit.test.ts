@@ -14,7 +14,10 @@ import { ADMIN, BASE, admin, movableClock, setSetting } from "./helpers";
 import { newLicense } from "./samples/licensing";
 
 const fetchWorker: typeof fetch = (input, init) =>
-  exports.default.fetch(input as RequestInfo, { ...init, ...(init?.redirect === "error" ? { redirect: "manual" as const } : {}) });
+  exports.default.fetch(input as RequestInfo, {
+    ...init,
+    ...(init?.redirect === "error" ? { redirect: "manual" as const } : {}),
+  });
 const transport = createGrpcWebTransport({ baseUrl: BASE, fetch: fetchWorker });
 const withKey = { headers: { "x-api-key": ADMIN.key } };
 const clock = await movableClock();
@@ -33,7 +36,11 @@ describe("the per-license limit", () => {
     const license = await newLicense("Floating", 5);
     const other = await newLicense("Floating", 5);
     const grpc = createClient(LicenseServer, transport);
-    const seat = await admin("POST", "/v1/license/request", { userKey: license.userKey, machineId: "m", clientId: "c" });
+    const seat = await admin("POST", "/v1/license/request", {
+      userKey: license.userKey,
+      machineId: "m",
+      clientId: "c",
+    });
     expect(seat.status).toBe(200);
     const token = seat.body["licenseToken"] as string;
     expect((await admin("POST", "/v1/license/heartbeat", { licenseToken: token })).status).toBe(200);
@@ -49,7 +56,9 @@ describe("the per-license limit", () => {
     expect((grpcRefused as ConnectError).code).toBe(Code.ResourceExhausted);
 
     // Another license has its own budget.
-    expect((await admin("POST", "/v1/license/request", { userKey: other.userKey, machineId: "m", clientId: "c" })).status).toBe(200);
+    expect(
+      (await admin("POST", "/v1/license/request", { userKey: other.userKey, machineId: "m", clientId: "c" })).status,
+    ).toBe(200);
 
     // The next time frame starts afresh.
     clock.move(61_000);
@@ -59,11 +68,14 @@ describe("the per-license limit", () => {
   it("bounds the reports sent for one license, REST and gRPC together", async () => {
     const license = await newLicense("Activation", 1);
     const reports = createClient(ReportServer, transport);
-    const send = () => admin("POST", "/v1/report", { name: "ExceptionReport", content: "boom", userKey: license.userKey });
+    const send = () =>
+      admin("POST", "/v1/report", { name: "ExceptionReport", content: "boom", userKey: license.userKey });
     for (let i = 0; i < 3; i++) expect((await send()).status).toBe(200);
     await reports.sendReport({ name: "ExceptionReport", content: "boom", userKey: license.userKey }, withKey);
     expect((await send()).status).toBe(429);
-    const grpcRefused = await reports.sendReport({ name: "ExceptionReport", content: "boom", userKey: license.userKey }, withKey).catch((e: unknown) => e);
+    const grpcRefused = await reports
+      .sendReport({ name: "ExceptionReport", content: "boom", userKey: license.userKey }, withKey)
+      .catch((e: unknown) => e);
     expect((grpcRefused as ConnectError).code).toBe(Code.ResourceExhausted);
     // A report without a license is limited per IP only.
     expect((await admin("POST", "/v1/report", { name: "ExceptionReport", content: "boom" })).status).toBe(200);

@@ -21,11 +21,23 @@ import { LicenseServer } from "../src/gen/licensing/v1/license_server_pb";
 import { ADMIN, BASE, admin, call } from "./helpers";
 
 const fetchWorker: typeof fetch = (input, init) =>
-  exports.default.fetch(input as RequestInfo, { ...init, ...(init?.redirect === "error" ? { redirect: "manual" as const } : {}) });
+  exports.default.fetch(input as RequestInfo, {
+    ...init,
+    ...(init?.redirect === "error" ? { redirect: "manual" as const } : {}),
+  });
 const grpc = createClient(LicenseServer, createGrpcWebTransport({ baseUrl: BASE, fetch: fetchWorker }));
 const withKey = { headers: { "x-api-key": ADMIN.key } };
 
-const STATES = ["usable", "revoked", "expired", "tampered", "wrongProduct", "demo", "maintenanceOver", "editionNotEntitled"] as const;
+const STATES = [
+  "usable",
+  "revoked",
+  "expired",
+  "tampered",
+  "wrongProduct",
+  "demo",
+  "maintenanceOver",
+  "editionNotEntitled",
+] as const;
 type State = (typeof STATES)[number];
 type Mode = "File" | "Activation" | "Floating";
 
@@ -46,20 +58,31 @@ const FILE_NAME = "Policy-1.0.0.AppImage";
 const ARTIFACT = Uint8Array.from({ length: 4096 }, (_, i) => (i * 7) % 251);
 
 beforeAll(async () => {
-  product.id = (await admin("POST", "/v1/products", { product: { code: product.code, name: "Policy", isApplication: true, purchaseUrl: "https://example.com/buy" } })).body["productId"];
-  other.id = (await admin("POST", "/v1/products", { product: { code: other.code, name: "Other", isApplication: true } })).body["productId"];
-  const release = await admin("POST", `/v1/products/${product.id}/releases`, { productRelease: { version: "1.0.0", public: true, releaseDate: "2026-01-10T00:00:00Z" } });
+  product.id = (
+    await admin("POST", "/v1/products", {
+      product: { code: product.code, name: "Policy", isApplication: true, purchaseUrl: "https://example.com/buy" },
+    })
+  ).body["productId"];
+  other.id = (
+    await admin("POST", "/v1/products", { product: { code: other.code, name: "Other", isApplication: true } })
+  ).body["productId"];
+  const release = await admin("POST", `/v1/products/${product.id}/releases`, {
+    productRelease: { version: "1.0.0", public: true, releaseDate: "2026-01-10T00:00:00Z" },
+  });
   expect(release.status, release.text).toBe(200);
   const form = new FormData();
   form.set("platform", "linux-x64");
   form.set("kind", "installer");
   form.set("fileName", FILE_NAME);
   form.set("file", new Blob([ARTIFACT]), FILE_NAME);
-  const res = await exports.default.fetch(`${BASE}/v1/products/${product.id}/releases/${release.body["productReleaseId"]}/downloads`, {
-    method: "POST",
-    headers: { "x-api-key": ADMIN.key },
-    body: form,
-  });
+  const res = await exports.default.fetch(
+    `${BASE}/v1/products/${product.id}/releases/${release.body["productReleaseId"]}/downloads`,
+    {
+      method: "POST",
+      headers: { "x-api-key": ADMIN.key },
+      body: form,
+    },
+  );
   expect(res.status, await res.clone().text()).toBe(201);
 });
 
@@ -77,16 +100,25 @@ async function newLicense(mode: Mode, state: State): Promise<License> {
   if (state === "demo") fields["licenseType"] = "Demo";
   const res = await admin("POST", "/v1/licenses", { license: fields });
   expect(res.status, res.text).toBe(200);
-  const listed = await admin("GET", `/v1/licenses?filter=${encodeURIComponent(`id == ${res.body["id"]}`)}&select=userKey`);
+  const listed = await admin(
+    "GET",
+    `/v1/licenses?filter=${encodeURIComponent(`id == ${res.body["id"]}`)}&select=userKey`,
+  );
   return { id: res.body["id"], licenseId: res.body["licenseId"], userKey: listed.body["licenses"][0].userKey };
 }
 
 /** Puts a license into the state's refused condition: through the API, or behind its back for "tampered". */
 async function applyState(license: License, state: State): Promise<void> {
-  if (state === "revoked") expect((await admin("PUT", "/v1/licenses", { license: { id: license.id, revoked: true } })).status).toBe(200);
-  if (state === "expired") expect((await admin("PUT", "/v1/licenses", { license: { id: license.id, expireDate: "2020-01-01T00:00:00.000Z" } })).status).toBe(200);
+  if (state === "revoked")
+    expect((await admin("PUT", "/v1/licenses", { license: { id: license.id, revoked: true } })).status).toBe(200);
+  if (state === "expired")
+    expect(
+      (await admin("PUT", "/v1/licenses", { license: { id: license.id, expireDate: "2020-01-01T00:00:00.000Z" } }))
+        .status,
+    ).toBe(200);
   // A row changed outside the API: more clients than were sold. Its HMAC no longer matches.
-  if (state === "tampered") await env.DB.prepare("UPDATE licenses SET max_clients = max_clients + 50 WHERE id = ?").bind(license.id).run();
+  if (state === "tampered")
+    await env.DB.prepare("UPDATE licenses SET max_clients = max_clients + 50 WHERE id = ?").bind(license.id).run();
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -108,7 +140,9 @@ async function viaGrpc(run: () => Promise<unknown>): Promise<Outcome> {
   }
 }
 
-async function must<T extends { allowed: boolean; body?: Record<string, any> }>(outcome: Promise<T>): Promise<Record<string, any>> {
+async function must<T extends { allowed: boolean; body?: Record<string, any> }>(
+  outcome: Promise<T>,
+): Promise<Record<string, any>> {
   const done = await outcome;
   expect(done, "setup while the license is usable").toMatchObject({ allowed: true });
   return done.body ?? {};
@@ -119,7 +153,9 @@ const activation = (l: License) => must(rest("activate", { userKey: l.userKey, m
 
 /** Update routes: the user key travels in X-Service-User-Key; each case comes from its own address. */
 function updateGet(path: string, userKey: string): Promise<Response> {
-  return exports.default.fetch(`${BASE}${path}`, { headers: { "X-Service-User-Key": userKey, "CF-Connecting-IP": `198.51.100.${Math.floor(Math.random() * 250) + 1}` } });
+  return exports.default.fetch(`${BASE}${path}`, {
+    headers: { "X-Service-User-Key": userKey, "CF-Connecting-IP": `198.51.100.${Math.floor(Math.random() * 250) + 1}` },
+  });
 }
 
 async function updateCheck(userKey: string): Promise<{ res: Response; body: Record<string, any> }> {
@@ -144,7 +180,13 @@ interface Path {
 }
 
 const PATHS: Path[] = [
-  { name: "REST activate", mode: "Activation", words: "rest", namesProduct: true, run: (l) => rest("activate", { userKey: l.userKey, machineId: "M2", productCode: product.code }) },
+  {
+    name: "REST activate",
+    mode: "Activation",
+    words: "rest",
+    namesProduct: true,
+    run: (l) => rest("activate", { userKey: l.userKey, machineId: "M2", productCode: product.code }),
+  },
   {
     name: "REST validate",
     mode: "Activation",
@@ -153,16 +195,44 @@ const PATHS: Path[] = [
     setup: activation,
     run: (l) => rest("validate", { userKey: l.userKey, machineId: "M1", productCode: product.code }),
   },
-  { name: "REST request", mode: "Floating", words: "rest", namesProduct: false, run: (l) => rest("request", { userKey: l.userKey, machineId: "M2", clientId: "C2" }) },
-  { name: "REST heartbeat", mode: "Floating", words: "rest", namesProduct: false, setup: seat, run: (_l, s) => rest("heartbeat", { licenseToken: s["licenseToken"] }) },
-  { name: "REST deactivate", mode: "Activation", words: "rest", namesProduct: false, setup: activation, run: (l) => rest("deactivate", { userKey: l.userKey, machineId: "M1" }) },
-  { name: "REST release", mode: "Floating", words: "rest", namesProduct: false, setup: seat, run: (_l, s) => rest("release", { licenseToken: s["licenseToken"] }) },
+  {
+    name: "REST request",
+    mode: "Floating",
+    words: "rest",
+    namesProduct: false,
+    run: (l) => rest("request", { userKey: l.userKey, machineId: "M2", clientId: "C2" }),
+  },
+  {
+    name: "REST heartbeat",
+    mode: "Floating",
+    words: "rest",
+    namesProduct: false,
+    setup: seat,
+    run: (_l, s) => rest("heartbeat", { licenseToken: s["licenseToken"] }),
+  },
+  {
+    name: "REST deactivate",
+    mode: "Activation",
+    words: "rest",
+    namesProduct: false,
+    setup: activation,
+    run: (l) => rest("deactivate", { userKey: l.userKey, machineId: "M1" }),
+  },
+  {
+    name: "REST release",
+    mode: "Floating",
+    words: "rest",
+    namesProduct: false,
+    setup: seat,
+    run: (_l, s) => rest("release", { licenseToken: s["licenseToken"] }),
+  },
   {
     name: "gRPC ActivateLicense",
     mode: "Activation",
     words: "grpc",
     namesProduct: true,
-    run: (l) => viaGrpc(() => grpc.activateLicense({ userKey: l.userKey, machineId: "M2", productCode: product.code }, withKey)),
+    run: (l) =>
+      viaGrpc(() => grpc.activateLicense({ userKey: l.userKey, machineId: "M2", productCode: product.code }, withKey)),
   },
   {
     name: "gRPC ValidateLicense",
@@ -170,16 +240,25 @@ const PATHS: Path[] = [
     words: "grpc",
     namesProduct: true,
     setup: activation,
-    run: (l) => viaGrpc(() => grpc.validateLicense({ userKey: l.userKey, machineId: "M1", productCode: product.code }, withKey)),
+    run: (l) =>
+      viaGrpc(() => grpc.validateLicense({ userKey: l.userKey, machineId: "M1", productCode: product.code }, withKey)),
   },
   {
     name: "gRPC RequestFloatingLicense",
     mode: "Floating",
     words: "grpc",
     namesProduct: false,
-    run: (l) => viaGrpc(() => grpc.requestFloatingLicense({ userKey: l.userKey, machineId: "M2", clientId: "C2" }, withKey)),
+    run: (l) =>
+      viaGrpc(() => grpc.requestFloatingLicense({ userKey: l.userKey, machineId: "M2", clientId: "C2" }, withKey)),
   },
-  { name: "gRPC Heartbeat", mode: "Floating", words: "grpc", namesProduct: false, setup: seat, run: (_l, s) => viaGrpc(() => grpc.heartbeat({ licenseToken: s["licenseToken"] }, withKey)) },
+  {
+    name: "gRPC Heartbeat",
+    mode: "Floating",
+    words: "grpc",
+    namesProduct: false,
+    setup: seat,
+    run: (_l, s) => viaGrpc(() => grpc.heartbeat({ licenseToken: s["licenseToken"] }, withKey)),
+  },
   {
     name: "gRPC DeactivateLicense",
     mode: "Activation",
@@ -216,7 +295,10 @@ const PATHS: Path[] = [
       const res = await updateGet(`/v1/updates/${product.code}/feed/stable/linux-x64/latest-linux.yml`, l.userKey);
       if (res.status === 403) return refusedUpdate(res);
       const text = await res.text();
-      return { allowed: true, detail: res.status === 200 && text.includes("?token=") ? "installable" : `${res.status}` };
+      return {
+        allowed: true,
+        detail: res.status === 200 && text.includes("?token=") ? "installable" : `${res.status}`,
+      };
     },
   },
   {
@@ -231,7 +313,8 @@ const PATHS: Path[] = [
     },
     // As an auto-updater downloads: the URL alone, its token naming the license.
     run: async (_l, s) => {
-      const url = (s["url"] as string | undefined) ?? `/v1/updates/${product.code}/download/linux-x64/1.0.0/${FILE_NAME}`;
+      const url =
+        (s["url"] as string | undefined) ?? `/v1/updates/${product.code}/download/linux-x64/1.0.0/${FILE_NAME}`;
       const res = await exports.default.fetch(`${BASE}${url}`);
       if (res.status === 403) return refusedUpdate(res);
       expect(res.status).toBe(200);
@@ -245,7 +328,9 @@ const PATHS: Path[] = [
     words: "management",
     namesProduct: false,
     run: async (l) => {
-      const res = await admin("POST", `/v1/licenses/${l.licenseId}/tokens`, { licenseToken: { machineId: "OFFLINE-1" } });
+      const res = await admin("POST", `/v1/licenses/${l.licenseId}/tokens`, {
+        licenseToken: { machineId: "OFFLINE-1" },
+      });
       if (res.status === 200) return { allowed: true };
       return { allowed: false, status: res.status, message: res.body["message"] };
     },
@@ -261,7 +346,9 @@ const PATHS: Path[] = [
       const seats = env.LICENSE_SEATS.getByName(String(l.id));
       expect(await runDurableObjectAlarm(seats)).toBe(true);
       const held = await seats.count(Date.now());
-      const rows = await env.DB.prepare("SELECT count(*) AS n FROM license_tokens WHERE license_id = ?").bind(l.id).first<{ n: number }>();
+      const rows = await env.DB.prepare("SELECT count(*) AS n FROM license_tokens WHERE license_id = ?")
+        .bind(l.id)
+        .first<{ n: number }>();
       expect(rows?.n).toBe(held);
       return held === 1 ? { allowed: true } : { allowed: false, status: "reclaimed", message: `${held} seats` };
     },
@@ -316,18 +403,33 @@ const WORDS: Record<Path["words"], Record<Refusal, [number | string, string]>> =
 };
 
 /** What a usable license of each state gets from the update paths: maintenance and editions decide what it may install. */
-const ENTITLEMENT: Record<"usable" | "demo" | "maintenanceOver" | "editionNotEntitled", { updateCheck: string; feed: string; download: Outcome }> = {
+const ENTITLEMENT: Record<
+  "usable" | "demo" | "maintenanceOver" | "editionNotEntitled",
+  { updateCheck: string; feed: string; download: Outcome }
+> = {
   usable: { updateCheck: "installable", feed: "installable", download: { allowed: true, detail: "installable" } },
   demo: { updateCheck: "installable", feed: "installable", download: { allowed: true, detail: "installable" } },
   // No token was handed out; the bare URL meets the platform rule first (SPEC "Download"), which knows no license.
-  maintenanceOver: { updateCheck: "maintenanceExpired", feed: "204", download: { allowed: false, status: 403, message: "linux-x64 needs a license" } },
+  maintenanceOver: {
+    updateCheck: "maintenanceExpired",
+    feed: "204",
+    download: { allowed: false, status: 403, message: "linux-x64 needs a license" },
+  },
   // No token was handed out; whether the edition or the missing token speaks first is the download route's own order.
-  editionNotEntitled: { updateCheck: "platformRequiresEdition", feed: "204", download: { allowed: false, status: 403, message: "" } },
+  editionNotEntitled: {
+    updateCheck: "platformRequiresEdition",
+    feed: "204",
+    download: { allowed: false, status: 403, message: "" },
+  },
 };
 
 function expectOutcome(path: Path, state: State, outcome: Outcome): void {
   const refusal: Refusal | undefined =
-    state === "revoked" || state === "expired" || state === "tampered" ? state : state === "wrongProduct" && path.namesProduct ? "wrongProduct" : undefined;
+    state === "revoked" || state === "expired" || state === "tampered"
+      ? state
+      : state === "wrongProduct" && path.namesProduct
+        ? "wrongProduct"
+        : undefined;
   if (refusal && !(path.words === "updates" && refusal === "wrongProduct")) {
     const [status, message] = WORDS[path.words][refusal];
     expect(outcome.allowed, `${path.name} must refuse a ${state} license`).toBe(false);
@@ -340,7 +442,10 @@ function expectOutcome(path: Path, state: State, outcome: Outcome): void {
   }
   if (path.words === "updates") {
     // Linux is limited to an edition, so a caller without a license of this product hears that first.
-    const detail = refusal === "wrongProduct" ? "platformRequiresLicense" : ENTITLEMENT[state as keyof typeof ENTITLEMENT][path.name === "feed" ? "feed" : "updateCheck"];
+    const detail =
+      refusal === "wrongProduct"
+        ? "platformRequiresLicense"
+        : ENTITLEMENT[state as keyof typeof ENTITLEMENT][path.name === "feed" ? "feed" : "updateCheck"];
     // A license of another product: the update check withholds as for no license, the feed has nothing for it.
     const expected = refusal === "wrongProduct" && path.name === "feed" ? "204" : detail;
     expect(outcome, `${path.name} for a ${state} license`).toEqual({ allowed: true, detail: expected });
@@ -348,7 +453,8 @@ function expectOutcome(path: Path, state: State, outcome: Outcome): void {
   }
   if (path.words === "download") {
     const expected = ENTITLEMENT[state as keyof typeof ENTITLEMENT].download;
-    if (state === "editionNotEntitled") expect(outcome, `${path.name} for a ${state} license`).toMatchObject({ allowed: false, status: 403 });
+    if (state === "editionNotEntitled")
+      expect(outcome, `${path.name} for a ${state} license`).toMatchObject({ allowed: false, status: 403 });
     else expect(outcome, `${path.name} for a ${state} license`).toEqual(expected);
     return;
   }

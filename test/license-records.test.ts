@@ -13,7 +13,14 @@ import { newLicense, newReport } from "./samples/licenses";
 const DAY = 86_400_000;
 const GEO_TEMPLATE = String(env["Application__GeoLocationService"]);
 const GEO_BASE = GEO_TEMPLATE.replace(/\/geo\/\{ip\}$/, "");
-const OSLO = { country: "NO", region: "Oslo", city: "Oslo", latitude: "59.91", longitude: "10.75", timezone: "Europe/Oslo" };
+const OSLO = {
+  country: "NO",
+  region: "Oslo",
+  city: "Oslo",
+  latitude: "59.91",
+  longitude: "10.75",
+  timezone: "Europe/Oslo",
+};
 
 async function issue(licenseId: string | number, licenseToken: Record<string, unknown>) {
   return admin("POST", `/v1/licenses/${licenseId}/tokens`, { licenseToken });
@@ -25,17 +32,31 @@ async function sha256Hex(text: string): Promise<string> {
 }
 
 /** A trace row written as the licensing runtime would. */
-async function insertTrace(values: { licenseId?: number | null; action?: number; clientIp?: string | null; createdAt?: string; geoLocation?: string }) {
+async function insertTrace(values: {
+  licenseId?: number | null;
+  action?: number;
+  clientIp?: string | null;
+  createdAt?: string;
+  geoLocation?: string;
+}) {
   const row = await env.DB.prepare(
     "INSERT INTO license_traces (license_id, action, client_ip, machine_id, geo_location, created_at) VALUES (?, ?, ?, 'M', ?, ?) RETURNING id",
   )
-    .bind(values.licenseId ?? null, values.action ?? 0, values.clientIp ?? null, values.geoLocation ?? null, values.createdAt ?? new Date().toISOString())
+    .bind(
+      values.licenseId ?? null,
+      values.action ?? 0,
+      values.clientIp ?? null,
+      values.geoLocation ?? null,
+      values.createdAt ?? new Date().toISOString(),
+    )
     .first<{ id: number }>();
   return row!.id;
 }
 
 async function geoOf(table: "license_traces" | "reports", id: number): Promise<unknown> {
-  const row = await env.DB.prepare(`SELECT geo_location AS geo FROM ${table} WHERE id = ?`).bind(id).first<{ geo: string | null }>();
+  const row = await env.DB.prepare(`SELECT geo_location AS geo FROM ${table} WHERE id = ?`)
+    .bind(id)
+    .first<{ geo: string | null }>();
   return row?.geo ? JSON.parse(row.geo) : null;
 }
 
@@ -48,9 +69,16 @@ describe("license tokens", () => {
     const { id, licenseId } = await newLicense({ licensingMode: "Activation" });
     const res = await issue(licenseId, { machineId: "M-1", clientId: "app", clientName: "Office PC" });
     expect(res.status, res.text).toBe(200);
-    expect(res.body).toEqual({ success: true, code: 0, licenseTokenId: expect.any(Number), token: expect.stringMatching(/^actk_[0-9A-Za-z]{24}$/) });
+    expect(res.body).toEqual({
+      success: true,
+      code: 0,
+      licenseTokenId: expect.any(Number),
+      token: expect.stringMatching(/^actk_[0-9A-Za-z]{24}$/),
+    });
     const token = res.body["token"] as string;
-    const stored = await env.DB.prepare("SELECT token_digest, token_prefix FROM license_tokens WHERE id = ?").bind(res.body["licenseTokenId"]).first();
+    const stored = await env.DB.prepare("SELECT token_digest, token_prefix FROM license_tokens WHERE id = ?")
+      .bind(res.body["licenseTokenId"])
+      .first();
     expect(stored).toEqual({ token_digest: await sha256Hex(token), token_prefix: `${token.slice(0, 9)}…` });
 
     const list = await admin("GET", `/v1/licenses/${licenseId}/tokens`);
@@ -70,18 +98,25 @@ describe("license tokens", () => {
 
   it("never exceeds maxClients under concurrent requests: one conditional statement", async () => {
     const { licenseId } = await newLicense({ licensingMode: "Activation", maxClients: 3 });
-    const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => issue(licenseId, { machineId: `machine-${i}` })));
+    const answers = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => issue(licenseId, { machineId: `machine-${i}` })),
+    );
     expect(answers.filter((a) => a.status === 200)).toHaveLength(3);
     const refused = answers.filter((a) => a.status === 400);
     expect(refused).toHaveLength(7);
-    expect(refused[0]!.body["message"]).toBe(`License ${licenseId} has reached its limit of 3 clients (machines holding a live token)`);
+    expect(refused[0]!.body["message"]).toBe(
+      `License ${licenseId} has reached its limit of 3 clients (machines holding a live token)`,
+    );
     const count = await admin("GET", `/v1/licenses/${licenseId}/tokens?countOnly=true`);
     expect(count.body).toEqual({ success: true, code: 0, totalLicenseTokensCount: 3 });
-    const license = (await admin("GET", `/v1/licenses?filter=${encodeURIComponent(`licenseId == "${licenseId}"`)}`)).body["licenses"][0];
+    const license = (await admin("GET", `/v1/licenses?filter=${encodeURIComponent(`licenseId == "${licenseId}"`)}`))
+      .body["licenses"][0];
     expect(license).toMatchObject({ status: "Activated", activeClientCount: 3 });
 
     const holder = answers.find((a) => a.status === 200)!;
-    const machineOfHolder = (await admin("GET", `/v1/license-tokens?filter=id==${holder.body["licenseTokenId"]}`)).body["licenseTokens"][0].machineId;
+    const machineOfHolder = (await admin("GET", `/v1/license-tokens?filter=id==${holder.body["licenseTokenId"]}`)).body[
+      "licenseTokens"
+    ][0].machineId;
     expect((await issue(licenseId, { machineId: machineOfHolder, clientId: "another app" })).status).toBe(200);
   });
 
@@ -93,34 +128,50 @@ describe("license tokens", () => {
     )
       .bind(id, now, now, now)
       .run();
-    expect((await issue(licenseId, { machineId: "new", expireDate: new Date(Date.now() + DAY).toISOString() })).status).toBe(200);
+    expect(
+      (await issue(licenseId, { machineId: "new", expireDate: new Date(Date.now() + DAY).toISOString() })).status,
+    ).toBe(200);
     expect((await issue(licenseId, { machineId: "third" })).status).toBe(400);
 
     const unlimited = await newLicense({ licensingMode: "Activation", maxClients: 0 });
-    const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => issue(unlimited.licenseId, { machineId: `m${i}` })));
+    const answers = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => issue(unlimited.licenseId, { machineId: `m${i}` })),
+    );
     expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200, 200]);
   });
 
   it("refuses licenses that cannot be activated by hand and bad requests, writing nothing", async () => {
     const before = await countRows("license_tokens");
     const file = await newLicense();
-    expect((await issue(file.licenseId, { machineId: "M" })).body["message"]).toBe(`License ${file.licenseId} is a File license: it needs no activation`);
+    expect((await issue(file.licenseId, { machineId: "M" })).body["message"]).toBe(
+      `License ${file.licenseId} is a File license: it needs no activation`,
+    );
     const floating = await newLicense({ licensingMode: "Floating" });
     expect((await issue(floating.licenseId, { machineId: "M" })).body["message"]).toMatch(/is a Floating license/);
     const expired = await newLicense({ licensingMode: "Activation", expireDate: "2020-01-01T00:00:00Z" });
-    expect((await issue(expired.licenseId, { machineId: "M" })).body["message"]).toBe(`License ${expired.licenseId} has expired`);
+    expect((await issue(expired.licenseId, { machineId: "M" })).body["message"]).toBe(
+      `License ${expired.licenseId} has expired`,
+    );
     const revoked = await newLicense({ licensingMode: "Activation", revoked: true });
-    expect((await issue(revoked.licenseId, { machineId: "M" })).body["message"]).toBe(`License ${revoked.licenseId} is revoked`);
+    expect((await issue(revoked.licenseId, { machineId: "M" })).body["message"]).toBe(
+      `License ${revoked.licenseId} is revoked`,
+    );
     const tampered = await newLicense({ licensingMode: "Activation", maxClients: 1 });
     await env.DB.prepare("UPDATE licenses SET max_clients = 0 WHERE id = ?").bind(tampered.id).run();
     expect((await issue(tampered.licenseId, { machineId: "M" })).body["message"]).toMatch(/has been tampered with/);
 
     const usable = await newLicense({ licensingMode: "Activation" });
-    expect((await issue(usable.licenseId, { machineId: "M", expireDate: "2020-01-01T00:00:00Z" })).body["message"]).toBe("expireDate must be in the future");
+    expect(
+      (await issue(usable.licenseId, { machineId: "M", expireDate: "2020-01-01T00:00:00Z" })).body["message"],
+    ).toBe("expireDate must be in the future");
     const noMachine = await issue(usable.licenseId, { clientName: "x" });
     expect(noMachine.status).toBe(400);
     expect(Object.keys(noMachine.body["errors"])).toEqual(["licenseToken.machineId"]);
-    expect((await issue("licFFFFFFFF", { machineId: "M" })).body).toEqual({ success: false, code: 400, message: "License licFFFFFFFF not found" });
+    expect((await issue("licFFFFFFFF", { machineId: "M" })).body).toEqual({
+      success: false,
+      code: 400,
+      message: "License licFFFFFFFF not found",
+    });
     expect((await issue(999_999, { machineId: "M" })).body["message"]).toBe("License 999999 not found");
     expect(await countRows("license_tokens")).toBe(before);
   });
@@ -132,7 +183,10 @@ describe("license tokens", () => {
     expect((await issue(b.licenseId, { machineId: "beta" })).status).toBe(200);
 
     const filter = encodeURIComponent(`licenseId == "${a.licenseId}" || licenseId == "${b.licenseId}"`);
-    const all = await admin("GET", `/v1/license-tokens?filter=${filter}&sort=machineId&select=machineId,licenseId,token`);
+    const all = await admin(
+      "GET",
+      `/v1/license-tokens?filter=${filter}&sort=machineId&select=machineId,licenseId,token`,
+    );
     expect(all.body["licenseTokens"].map((t: any) => [t.machineId, t.licenseId])).toEqual([
       ["alpha", a.licenseId],
       ["beta", b.licenseId],
@@ -141,7 +195,10 @@ describe("license tokens", () => {
     expect(Object.keys(all.body["licenseTokens"][0]).sort()).toEqual(["licenseId", "machineId", "token"]);
     // Descending by lic… id, then by machine: the second row is a's first machine when b sorts above a, else a's last.
     const aFirst = a.licenseId > b.licenseId;
-    const paged = await admin("GET", `/v1/license-tokens?filter=${filter}&sort=-licenseId,machineId&skip=1&take=1&select=machineId`);
+    const paged = await admin(
+      "GET",
+      `/v1/license-tokens?filter=${filter}&sort=-licenseId,machineId&skip=1&take=1&select=machineId`,
+    );
     expect(paged.body).toEqual({
       success: true,
       code: 0,
@@ -150,7 +207,10 @@ describe("license tokens", () => {
     });
     const counted = await admin("GET", `/v1/license-tokens?filter=${filter}&countOnly=true`);
     expect(counted.body).toEqual({ success: true, code: 0, totalLicenseTokensCount: 3 });
-    const nested = await admin("GET", `/v1/licenses/${a.licenseId}/tokens?filter=${encodeURIComponent('machineId.StartsWith("z")')}`);
+    const nested = await admin(
+      "GET",
+      `/v1/licenses/${a.licenseId}/tokens?filter=${encodeURIComponent('machineId.StartsWith("z")')}`,
+    );
     expect(nested.body["licenseTokens"].map((t: any) => t.machineId)).toEqual(["zeta"]);
   });
 
@@ -161,8 +221,12 @@ describe("license tokens", () => {
     const wrong = await admin("DELETE", `/v1/licenses/${b.licenseId}/tokens/${token}`);
     expect(wrong.body).toEqual({ success: false, code: 400, message: `LicenseToken ${token} not found` });
     expect((await admin("DELETE", `/v1/licenses/${a.id}/tokens/${token}`)).body).toEqual({ success: true, code: 0 });
-    expect((await admin("GET", `/v1/licenses/${a.licenseId}/tokens?countOnly=true`)).body["totalLicenseTokensCount"]).toBe(0);
-    expect((await admin("DELETE", `/v1/licenses/licFFFFFFFF/tokens/${token}`)).body["message"]).toBe("License licFFFFFFFF not found");
+    expect(
+      (await admin("GET", `/v1/licenses/${a.licenseId}/tokens?countOnly=true`)).body["totalLicenseTokensCount"],
+    ).toBe(0);
+    expect((await admin("DELETE", `/v1/licenses/licFFFFFFFF/tokens/${token}`)).body["message"]).toBe(
+      "License licFFFFFFFF not found",
+    );
   });
 });
 
@@ -187,7 +251,10 @@ describe("license traces", () => {
       [first.licenseId, 0],
     ]);
     expect(res.body["totalLicenseTracesCount"]).toBe(3);
-    const byAction = await admin("GET", `/v1/license-traces?filter=${encodeURIComponent(`(${decodeURIComponent(mine())}) && action == "Validate"`)}&select=action,createdAt`);
+    const byAction = await admin(
+      "GET",
+      `/v1/license-traces?filter=${encodeURIComponent(`(${decodeURIComponent(mine())}) && action == "Validate"`)}&select=action,createdAt`,
+    );
     expect(byAction.body["licenseTraces"]).toEqual([{ action: 2, createdAt: "2030-02-01T00:00:00.000Z" }]);
     const page = await admin("GET", `/v1/license-traces?filter=${mine()}&sort=createdAt&skip=2&take=5`);
     expect(page.body["licenseTraces"].map((t: any) => t.action)).toEqual([9]);
@@ -207,7 +274,11 @@ describe("license traces", () => {
 
   it("refuses an unknown license or a bad date, deleting nothing", async () => {
     const before = await countRows("license_traces");
-    expect((await admin("DELETE", "/v1/license-traces?licenseId=licFFFFFFFF")).body).toEqual({ success: false, code: 400, message: "License licFFFFFFFF not found" });
+    expect((await admin("DELETE", "/v1/license-traces?licenseId=licFFFFFFFF")).body).toEqual({
+      success: false,
+      code: 400,
+      message: "License licFFFFFFFF not found",
+    });
     const badDate = await admin("DELETE", "/v1/license-traces?before=yesterday");
     expect(badDate.status).toBe(400);
     expect(Object.keys(badDate.body["errors"])).toEqual(["before"]);
@@ -232,14 +303,25 @@ describe("received reports", () => {
     const res = await admin("GET", `/v1/reports?filter=${encodeURIComponent(`licenseId == "${licenseId}"`)}`);
     expect(res.status, res.text).toBe(200);
     expect(res.body["reports"]).toEqual([
-      expect.objectContaining({ id: reportId, name: "ExceptionReport", licenseId, content: "stack trace", address: "198.51.100.4", properties: [{ name: "os", value: "linux" }] }),
+      expect.objectContaining({
+        id: reportId,
+        name: "ExceptionReport",
+        licenseId,
+        content: "stack trace",
+        address: "198.51.100.4",
+        properties: [{ name: "os", value: "linux" }],
+      }),
     ]);
     const unlinked = await newReport();
     const list = await admin("GET", `/v1/reports?filter=id==${unlinked}`);
     expect(list.body["reports"][0].licenseId).toBeUndefined();
 
     expect((await admin("DELETE", `/v1/reports/${reportId}`)).body).toEqual({ success: true, code: 0 });
-    expect((await admin("DELETE", `/v1/reports/${reportId}`)).body).toEqual({ success: false, code: 400, message: `Report ${reportId} not found` });
+    expect((await admin("DELETE", `/v1/reports/${reportId}`)).body).toEqual({
+      success: false,
+      code: 400,
+      message: `Report ${reportId} not found`,
+    });
   });
 });
 
@@ -291,7 +373,14 @@ describe("geolocation", () => {
     const other = await newReport({ address: "203.0.113.7" });
     const res = await admin("POST", "/v1/reports/geolocation", { ids: [tokyo] });
     expect(res.body).toEqual({ success: true, code: 0, updated: 1, failed: 0 });
-    expect(await geoOf("reports", tokyo)).toEqual({ country: "JP", region: "Tokyo", city: "Tokyo", latitude: "35.68", longitude: "139.69", timezone: "Asia/Tokyo" });
+    expect(await geoOf("reports", tokyo)).toEqual({
+      country: "JP",
+      region: "Tokyo",
+      city: "Tokyo",
+      latitude: "35.68",
+      longitude: "139.69",
+      timezone: "Asia/Tokyo",
+    });
     expect(await geoOf("reports", other)).toBeNull();
   });
 
@@ -303,7 +392,14 @@ describe("geolocation", () => {
       const res = await admin("POST", "/v1/reports/geolocation", { ids: [known, reserved] });
       expect(res.body).toMatchObject({ updated: 1, failed: 1 });
       expect(res.body["message"]).toContain("10.1.2.3: the service could not locate 10.1.2.3: reserved range");
-      expect(await geoOf("reports", known)).toEqual({ country: "DE", region: "Berlin", city: "Berlin", latitude: "52.52", longitude: "13.4", timezone: "Europe/Berlin" });
+      expect(await geoOf("reports", known)).toEqual({
+        country: "DE",
+        region: "Berlin",
+        city: "Berlin",
+        latitude: "52.52",
+        longitude: "13.4",
+        timezone: "Europe/Berlin",
+      });
     } finally {
       await setSetting("Application:GeoLocationService", null);
     }
@@ -338,8 +434,14 @@ describe("geolocation", () => {
   it("answers 400 naming Application:GeoLocationService when it is missing or unusable", async () => {
     for (const [value, message] of [
       ["", "Application:GeoLocationService is not set: configure a URL template with {ip} to fill geolocations"],
-      ["https://geo.example/lookup", 'Application:GeoLocationService must be an http(s) URL template containing {ip}, got "https://geo.example/lookup"'],
-      ["ftp://geo.example/{ip}", 'Application:GeoLocationService must be an http(s) URL template containing {ip}, got "ftp://geo.example/{ip}"'],
+      [
+        "https://geo.example/lookup",
+        'Application:GeoLocationService must be an http(s) URL template containing {ip}, got "https://geo.example/lookup"',
+      ],
+      [
+        "ftp://geo.example/{ip}",
+        'Application:GeoLocationService must be an http(s) URL template containing {ip}, got "ftp://geo.example/{ip}"',
+      ],
     ] as const) {
       await setSetting("Application:GeoLocationService", value);
       try {

@@ -43,12 +43,24 @@ async function issueToken(licenseId: string | number, machineId: string, extra: 
 }
 
 /** A token row written as the licensing runtime would (floating seats, tokens that have expired). */
-async function insertToken(licenseKey: number, values: { kind?: number; machineId?: string; expireDate?: string | null }) {
+async function insertToken(
+  licenseKey: number,
+  values: { kind?: number; machineId?: string; expireDate?: string | null },
+) {
   const now = new Date().toISOString();
   await env.DB.prepare(
     "INSERT INTO license_tokens (token_digest, token_prefix, kind, license_id, machine_id, issue_date, expire_date, created_at, updated_at) VALUES (?, 'x', ?, ?, ?, ?, ?, ?, ?)",
   )
-    .bind(crypto.randomUUID(), values.kind ?? 0, licenseKey, values.machineId ?? "M", now, values.expireDate ?? null, now, now)
+    .bind(
+      crypto.randomUUID(),
+      values.kind ?? 0,
+      licenseKey,
+      values.machineId ?? "M",
+      now,
+      values.expireDate ?? null,
+      now,
+      now,
+    )
     .run();
 }
 
@@ -61,7 +73,12 @@ describe("create", () => {
   it("generates licenseId and userKey and answers both ids, with stored defaults", async () => {
     const res = await admin("POST", "/v1/licenses", { license: { productId, licenseeName: "Ada" } });
     expect(res.status, res.text).toBe(200);
-    expect(res.body).toEqual({ success: true, code: 0, licenseId: expect.stringMatching(LICENSE_ID), id: expect.any(Number) });
+    expect(res.body).toEqual({
+      success: true,
+      code: 0,
+      licenseId: expect.stringMatching(LICENSE_ID),
+      id: expect.any(Number),
+    });
     const license = await read(res.body["id"]);
     expect(license).toMatchObject({
       id: res.body["id"],
@@ -84,7 +101,15 @@ describe("create", () => {
 
   it("never takes server-owned properties from the body", async () => {
     const res = await admin("POST", "/v1/licenses", {
-      license: { productId, id: 777_777, licenseId: "licAAAAAAAA", userKey: "MINE", status: "Activated", activeClientCount: 9, integrity: "x" },
+      license: {
+        productId,
+        id: 777_777,
+        licenseId: "licAAAAAAAA",
+        userKey: "MINE",
+        status: "Activated",
+        activeClientCount: 9,
+        integrity: "x",
+      },
     });
     expect(res.status, res.text).toBe(200);
     expect(res.body["id"]).not.toBe(777_777);
@@ -115,7 +140,8 @@ describe("create", () => {
     const taken = await read((await newLicense()).id);
     const drawn: string[] = [];
     const generate = (format: string) => {
-      const keys = drawn.length === 0 ? { licenseId: taken.licenseId, userKey: taken.userKey } : generateLicenseKeys(format);
+      const keys =
+        drawn.length === 0 ? { licenseId: taken.licenseId, userKey: taken.userKey } : generateLicenseKeys(format);
       drawn.push(keys.licenseId);
       return keys;
     };
@@ -128,7 +154,9 @@ describe("create", () => {
     const before = await countRows("licenses");
     let attempts = 0;
     const alwaysTaken = () => (attempts++, { licenseId: taken.licenseId, userKey: `K${attempts}` });
-    const failure = await createLicense(getDb(env.DB), settings, { productId }, new Date(), alwaysTaken).catch((e: Error) => e);
+    const failure = await createLicense(getDb(env.DB), settings, { productId }, new Date(), alwaysTaken).catch(
+      (e: Error) => e,
+    );
     expect(String((failure as Error).cause)).toMatch(/UNIQUE constraint failed: licenses\.license_id/);
     expect(attempts).toBe(5);
     expect(await countRows("licenses")).toBe(before);
@@ -211,9 +239,23 @@ describe("templates", () => {
   });
 
   it("keeps what the body says, including an explicit null (a perpetual license)", async () => {
-    const { id } = await newLicense({ productId, templateId, edition: "Ultimate", maxClients: 0, features: [], expireDate: null, licensingMode: "File" });
+    const { id } = await newLicense({
+      productId,
+      templateId,
+      edition: "Ultimate",
+      maxClients: 0,
+      features: [],
+      expireDate: null,
+      licensingMode: "File",
+    });
     const license = await read(id);
-    expect(license).toMatchObject({ edition: "Ultimate", maxClients: 0, features: [], licensingMode: 0, licenseType: 2 });
+    expect(license).toMatchObject({
+      edition: "Ultimate",
+      maxClients: 0,
+      features: [],
+      licensingMode: 0,
+      licenseType: 2,
+    });
     expect(license["expireDate"]).toBeUndefined();
     expect(license["supportExpireDate"]).toBeDefined();
   });
@@ -223,7 +265,9 @@ describe("templates", () => {
     const before = await countRows("licenses");
     const res = await admin("POST", "/v1/licenses", { license: { productId: otherProduct, templateId } });
     expect(res.status).toBe(400);
-    expect(res.body["message"]).toBe(`LicenseTemplate ${templateId} is for product ${productId}, not product ${otherProduct}`);
+    expect(res.body["message"]).toBe(
+      `LicenseTemplate ${templateId} is for product ${productId}, not product ${otherProduct}`,
+    );
     expect(await countRows("licenses")).toBe(before);
 
     const { id } = await newLicense({ productId, templateId });
@@ -253,11 +297,14 @@ describe("status", () => {
     const activation = await newLicense({ licensingMode: "Activation" });
     expect((await issueToken(activation.licenseId, "M-1")).status).toBe(200);
     expect((await issueToken(activation.licenseId, "M-1", { clientId: "second app" })).status).toBe(200);
-    expect((await issueToken(activation.licenseId, "M-2", { expireDate: new Date(Date.now() + DAY).toISOString() })).status).toBe(200);
+    expect(
+      (await issueToken(activation.licenseId, "M-2", { expireDate: new Date(Date.now() + DAY).toISOString() })).status,
+    ).toBe(200);
     expect(await read(activation.id)).toMatchObject({ status: "Activated", activeClientCount: 2 });
 
     const floating = await newLicense({ licensingMode: "Floating", maxClients: 5 });
-    for (const machineId of ["A", "A", "B"]) await insertToken(floating.id, { kind: 1, machineId, expireDate: new Date(Date.now() + 60_000).toISOString() });
+    for (const machineId of ["A", "A", "B"])
+      await insertToken(floating.id, { kind: 1, machineId, expireDate: new Date(Date.now() + 60_000).toISOString() });
     await insertToken(floating.id, { kind: 1, machineId: "C", expireDate: "2020-01-01T00:00:00.000Z" });
     expect(await read(floating.id)).toMatchObject({ status: "Activated", activeClientCount: 3 });
   });
@@ -279,7 +326,9 @@ describe("status", () => {
 
     const revoked = await newLicense();
     expect((await put({ id: revoked.id, revoked: true })).status).toBe(200);
-    await env.DB.prepare("UPDATE licenses SET expire_date = '2099-01-01T00:00:00.000Z' WHERE id = ?").bind(revoked.id).run();
+    await env.DB.prepare("UPDATE licenses SET expire_date = '2099-01-01T00:00:00.000Z' WHERE id = ?")
+      .bind(revoked.id)
+      .run();
     expect((await read(revoked.id)).status).toBe("Tampered");
 
     for (const column of ["user_key = 'FORGED'", "revoked = 0", "features = '[\"all\"]'", "integrity = NULL"]) {
@@ -297,7 +346,17 @@ describe("status", () => {
     expect(await read(tampered.id)).toMatchObject({ status: "Tampered", description: "looked at it", maxClients: 4 });
 
     const intact = await newLicense({ licensingMode: "Activation" });
-    expect((await put({ id: intact.id, maxClients: 7, edition: "Ultimate", features: ["x"], expireDate: "2099-01-01T00:00:00Z" })).status).toBe(200);
+    expect(
+      (
+        await put({
+          id: intact.id,
+          maxClients: 7,
+          edition: "Ultimate",
+          features: ["x"],
+          expireDate: "2099-01-01T00:00:00Z",
+        })
+      ).status,
+    ).toBe(200);
     expect(await read(intact.id)).toMatchObject({ status: "NotActivated", maxClients: 7, edition: "Ultimate" });
   });
 
@@ -335,7 +394,13 @@ describe("update", () => {
     expect((await put({ id, revoked: true })).body).toEqual({ success: true, code: 0 });
     expect(await read(id)).toMatchObject({ revoked: true, status: "Revoked" });
     expect((await put({ id, edition: "Professional", maxClients: 3 })).status).toBe(200);
-    expect(await read(id)).toMatchObject({ revoked: true, status: "Revoked", edition: "Professional", maxClients: 3, licensingMode: 1 });
+    expect(await read(id)).toMatchObject({
+      revoked: true,
+      status: "Revoked",
+      edition: "Professional",
+      maxClients: 3,
+      licensingMode: 1,
+    });
     expect((await put({ id, revoked: false })).status).toBe(200);
     expect(await read(id)).toMatchObject({ revoked: false, status: "NotActivated", edition: "Professional" });
   });
@@ -343,10 +408,22 @@ describe("update", () => {
   it("changes only what is sent, never the generated identifiers", async () => {
     const { id, licenseId } = await newLicense({ licenseeEmail: "a@example.com", features: ["a"] });
     const before = await read(id);
-    const res = await put({ id, licenseId: "licFFFFFFFF", userKey: "FORGED", description: "renewed", licenseeEmail: null });
+    const res = await put({
+      id,
+      licenseId: "licFFFFFFFF",
+      userKey: "FORGED",
+      description: "renewed",
+      licenseeEmail: null,
+    });
     expect(res.status, res.text).toBe(200);
     const after = await read(id);
-    expect(after).toMatchObject({ licenseId, userKey: before.userKey, description: "renewed", features: ["a"], status: "NotActivated" });
+    expect(after).toMatchObject({
+      licenseId,
+      userKey: before.userKey,
+      description: "renewed",
+      features: ["a"],
+      status: "NotActivated",
+    });
     expect(after["licenseeEmail"]).toBeUndefined();
     expect(after["createdAt"]).toBe(before["createdAt"]);
   });
@@ -381,7 +458,11 @@ describe("update", () => {
     const cleared = await put({ id, maxClients: null, revoked: null });
     expect(cleared.status).toBe(400);
     expect(cleared.body["message"]).toBe("A license's maxClients, revoked cannot be cleared");
-    expect((await put({ id: 999_999, edition: "x" })).body).toEqual({ success: false, code: 400, message: "License 999999 not found" });
+    expect((await put({ id: 999_999, edition: "x" })).body).toEqual({
+      success: false,
+      code: 400,
+      message: "License 999999 not found",
+    });
     expect((await put({ id, customerId: 999_999 })).body["message"]).toBe("Customer 999999 not found (customerId)");
     const badProduct = await put({ id, productId: null });
     expect(badProduct.status).toBe(400);
@@ -397,8 +478,25 @@ describe("lists", () => {
     customerId = await newCustomer();
     orderId = await newOrder();
     made.push(await newLicense({ productId, customerId, edition: "Alpha", issueDate: "2031-03-01T00:00:00Z" }));
-    made.push(await newLicense({ productId, customerId, orderId, edition: "Beta", issueDate: "2031-01-01T00:00:00Z", licenseType: "Trial" }));
-    made.push(await newLicense({ productId, orderId, edition: "Gamma", issueDate: "2031-02-01T00:00:00Z", licensingMode: "Activation" }));
+    made.push(
+      await newLicense({
+        productId,
+        customerId,
+        orderId,
+        edition: "Beta",
+        issueDate: "2031-01-01T00:00:00Z",
+        licenseType: "Trial",
+      }),
+    );
+    made.push(
+      await newLicense({
+        productId,
+        orderId,
+        edition: "Gamma",
+        issueDate: "2031-02-01T00:00:00Z",
+        licensingMode: "Activation",
+      }),
+    );
   });
 
   it("filters, sorts, pages and selects, with the computed properties", async () => {
@@ -406,10 +504,18 @@ describe("lists", () => {
     const sorted = await admin("GET", `/v1/licenses?filter=${filter}&sort=-issueDate`);
     expect(sorted.body["licenses"].map((l: LicenseRecord) => l["edition"])).toEqual(["Alpha", "Gamma", "Beta"]);
     expect(sorted.body["totalLicensesCount"]).toBe(3);
-    const page = await admin("GET", `/v1/licenses?filter=${filter}&sort=issueDate&skip=1&take=1&select=licenseId,status,activeClientCount`);
-    expect(page.body["licenses"]).toEqual([{ licenseId: made[2]!.licenseId, status: "NotActivated", activeClientCount: 0 }]);
+    const page = await admin(
+      "GET",
+      `/v1/licenses?filter=${filter}&sort=issueDate&skip=1&take=1&select=licenseId,status,activeClientCount`,
+    );
+    expect(page.body["licenses"]).toEqual([
+      { licenseId: made[2]!.licenseId, status: "NotActivated", activeClientCount: 0 },
+    ]);
     expect(page.body["totalLicensesCount"]).toBe(3);
-    const byKey = await admin("GET", `/v1/licenses?filter=${encodeURIComponent(`licenseId == "${made[1]!.licenseId}" && licenseType == "Trial"`)}`);
+    const byKey = await admin(
+      "GET",
+      `/v1/licenses?filter=${encodeURIComponent(`licenseId == "${made[1]!.licenseId}" && licenseType == "Trial"`)}`,
+    );
     expect(byKey.body["licenses"].map((l: LicenseRecord) => l.id)).toEqual([made[1]!.id]);
   });
 
@@ -434,12 +540,16 @@ describe("lists", () => {
     });
     expect((await admin("GET", "/v1/customers/999999/licenses")).body["message"]).toBe("Customer 999999 not found");
     expect((await admin("GET", "/v1/orders/999999/licenses")).body["message"]).toBe("Order 999999 not found");
-    expect((await admin("GET", "/v1/license-templates/999999/licenses")).body["message"]).toBe("LicenseTemplate 999999 not found");
+    expect((await admin("GET", "/v1/license-templates/999999/licenses")).body["message"]).toBe(
+      "LicenseTemplate 999999 not found",
+    );
   });
 
   it("describes a large page with one query for its tokens", async () => {
     const bulkProduct = await newProduct();
-    const bulk = await Promise.all(Array.from({ length: 120 }, () => newLicense({ productId: bulkProduct, licensingMode: "Activation" })));
+    const bulk = await Promise.all(
+      Array.from({ length: 120 }, () => newLicense({ productId: bulkProduct, licensingMode: "Activation" })),
+    );
     await insertToken(bulk[119]!.id, {});
     const res = await admin("GET", `/v1/licenses?filter=productId==${bulkProduct}&take=1000`);
     expect(res.status, res.text).toBe(200);
@@ -469,17 +579,24 @@ describe("delete", () => {
     const { id, licenseId } = await newLicense({ licensingMode: "Activation" });
     expect((await issueToken(licenseId, "M-1")).status).toBe(200);
     const now = new Date().toISOString();
-    await env.DB.prepare("INSERT INTO license_traces (license_id, action, created_at) VALUES (?, 0, ?), (?, 2, ?)").bind(id, now, id, now).run();
-    const report = await env.DB.prepare("INSERT INTO reports (name, license_id, created_at, updated_at) VALUES ('LicenseReport', ?, ?, ?) RETURNING id")
+    await env.DB.prepare("INSERT INTO license_traces (license_id, action, created_at) VALUES (?, 0, ?), (?, 2, ?)")
+      .bind(id, now, id, now)
+      .run();
+    const report = await env.DB.prepare(
+      "INSERT INTO reports (name, license_id, created_at, updated_at) VALUES ('LicenseReport', ?, ?, ?) RETURNING id",
+    )
       .bind(id, now, now)
       .first<{ id: number }>();
     const count = async (table: string) =>
-      (await env.DB.prepare(`SELECT count(*) AS n FROM ${table} WHERE license_id = ?`).bind(id).first<{ n: number }>())!.n;
+      (await env.DB.prepare(`SELECT count(*) AS n FROM ${table} WHERE license_id = ?`).bind(id).first<{ n: number }>())!
+        .n;
     expect([await count("license_tokens"), await count("license_traces")]).toEqual([1, 2]);
 
     expect((await admin("DELETE", `/v1/licenses/${licenseId}`)).status).toBe(200);
     expect([await count("license_tokens"), await count("license_traces"), await count("reports")]).toEqual([0, 0, 0]);
-    const kept = await env.DB.prepare("SELECT license_id FROM reports WHERE id = ?").bind(report!.id).first<{ license_id: number | null }>();
+    const kept = await env.DB.prepare("SELECT license_id FROM reports WHERE id = ?")
+      .bind(report!.id)
+      .first<{ license_id: number | null }>();
     expect(kept).toEqual({ license_id: null });
   });
 });

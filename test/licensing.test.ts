@@ -15,7 +15,10 @@ import { Messages, Reasons } from "../src/licensing/license-lookup";
 const moveClock = (await movableClock()).move;
 
 const op = (name: string, body: Record<string, unknown>, token?: string) =>
-  call("POST", `/v1/license/${name}`, { body, ...(token ? { token } : { key: "api_TestAdminKey00000000000000000000" }) });
+  call("POST", `/v1/license/${name}`, {
+    body,
+    ...(token ? { token } : { key: "api_TestAdminKey00000000000000000000" }),
+  });
 
 /** The message's machine-readable reason (issue 16: an additive `reason` beside SPEC's status and message). */
 function reasonOf(message: string): string | undefined {
@@ -23,7 +26,11 @@ function reasonOf(message: string): string | undefined {
   return name === undefined ? undefined : Reasons[name];
 }
 
-function expectLicensingError(res: { status: number; body: Record<string, unknown> }, status: number, message: string): void {
+function expectLicensingError(
+  res: { status: number; body: Record<string, unknown> },
+  status: number,
+  message: string,
+): void {
   expect(res.status, JSON.stringify(res.body)).toBe(status);
   expect(res.body).toEqual({ success: false, code: status, message, reason: reasonOf(message) });
 }
@@ -32,13 +39,21 @@ describe("refusals shared by every operation", () => {
   it("answers 523 to a missing key, 525 to an unknown one", async () => {
     expectLicensingError(await op("validate", {}), 523, "Invalid license key");
     expectLicensingError(await op("validate", { userKey: "   " }), 523, "Invalid license key");
-    expectLicensingError(await op("activate", { userKey: "NOPE1-NOPE2-NOPE3-NOPE4-NOPE5", machineId: "x" }), 525, "License key not found");
+    expectLicensingError(
+      await op("activate", { userKey: "NOPE1-NOPE2-NOPE3-NOPE4-NOPE5", machineId: "x" }),
+      525,
+      "License key not found",
+    );
   });
 
   it("refuses revoked, expired, tampered and other-product licenses in that order", async () => {
     const revoked = await newLicense("Activation");
     await admin("PUT", "/v1/licenses", { license: { id: revoked.id, revoked: true } });
-    expectLicensingError(await op("activate", { userKey: revoked.userKey, machineId: "m" }), 527, "The license has been revoked");
+    expectLicensingError(
+      await op("activate", { userKey: revoked.userKey, machineId: "m" }),
+      527,
+      "The license has been revoked",
+    );
 
     const expired = await newLicense("Activation");
     await admin("PUT", "/v1/licenses", { license: { id: expired.id, expireDate: "2020-01-01T00:00:00Z" } });
@@ -46,52 +61,101 @@ describe("refusals shared by every operation", () => {
 
     const tampered = await newLicense("Activation", 1);
     await env.DB.prepare("UPDATE licenses SET max_clients = 50, revoked = 1 WHERE id = ?").bind(tampered.id).run();
-    expectLicensingError(await op("activate", { userKey: tampered.userKey, machineId: "m" }), 535, "The license has been tampered");
+    expectLicensingError(
+      await op("activate", { userKey: tampered.userKey, machineId: "m" }),
+      535,
+      "The license has been tampered",
+    );
 
     const ok = await newLicense("File");
-    expectLicensingError(await op("validate", { userKey: ok.userKey, productCode: "someone-else" }), 527, "The license is not valid for this product");
+    expectLicensingError(
+      await op("validate", { userKey: ok.userKey, productCode: "someone-else" }),
+      527,
+      "The license is not valid for this product",
+    );
   });
 });
 
 describe("activation", () => {
   it("activates a machine, returns the same token on a repeat, and counts distinct machines", async () => {
     const lic = await newLicense("Activation", 2);
-    expectLicensingError(await op("activate", { userKey: lic.userKey }), 523, "The machine code is required for license activation");
+    expectLicensingError(
+      await op("activate", { userKey: lic.userKey }),
+      523,
+      "The machine code is required for license activation",
+    );
     const first = await op("activate", { userKey: lic.userKey, machineId: "PC-1", clientName: "Desk" });
     expect(first.status).toBe(200);
-    expect(first.body).toMatchObject({ success: true, code: 0, activeClientCount: 1, maxClientCount: 2, license: { licenseId: lic.licenseId, licensingMode: 1 } });
+    expect(first.body).toMatchObject({
+      success: true,
+      code: 0,
+      activeClientCount: 1,
+      maxClientCount: 2,
+      license: { licenseId: lic.licenseId, licensingMode: 1 },
+    });
     expect(first.body["licenseToken"]).toMatch(/^actk_[0-9A-Za-z]{24}$/);
     const again = await op("activate", { userKey: lic.userKey, machineId: "PC-1" });
     expect(again.body["licenseToken"]).toBe(first.body["licenseToken"]);
     expect(again.body["activeClientCount"]).toBe(1);
     expect((await op("activate", { userKey: lic.userKey, machineId: "PC-2" })).body["activeClientCount"]).toBe(2);
-    expectLicensingError(await op("activate", { userKey: lic.userKey, machineId: "PC-3" }), 526, "The license has already been activated");
+    expectLicensingError(
+      await op("activate", { userKey: lic.userKey, machineId: "PC-3" }),
+      526,
+      "The license has already been activated",
+    );
     // Another client on an activated machine is not another machine.
-    expect((await op("activate", { userKey: lic.userKey, machineId: "PC-2", clientId: "second-user" })).status).toBe(200);
+    expect((await op("activate", { userKey: lic.userKey, machineId: "PC-2", clientId: "second-user" })).status).toBe(
+      200,
+    );
 
-    expect((await op("deactivate", { userKey: lic.userKey, machineId: "PC-1" })).body).toMatchObject({ licenseId: lic.licenseId, activeClientCount: 1 });
+    expect((await op("deactivate", { userKey: lic.userKey, machineId: "PC-1" })).body).toMatchObject({
+      licenseId: lic.licenseId,
+      activeClientCount: 1,
+    });
     expect((await op("activate", { userKey: lic.userKey, machineId: "PC-3" })).status).toBe(200);
-    expectLicensingError(await op("deactivate", { userKey: lic.userKey, machineId: "PC-9" }), 529, "The license has not been activated");
-    expectLicensingError(await op("deactivate", { userKey: lic.userKey, machineId: "PC-3", licenseToken: "actk_nothing" }), 525, "License token not found");
+    expectLicensingError(
+      await op("deactivate", { userKey: lic.userKey, machineId: "PC-9" }),
+      529,
+      "The license has not been activated",
+    );
+    expectLicensingError(
+      await op("deactivate", { userKey: lic.userKey, machineId: "PC-3", licenseToken: "actk_nothing" }),
+      525,
+      "License token not found",
+    );
   });
 
   it("never exceeds maxClients under 20 concurrent activations, and counts a raced machine once", async () => {
     const lic = await newLicense("Activation", 3);
-    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => op("activate", { userKey: lic.userKey, machineId: `M-${i}` })));
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => op("activate", { userKey: lic.userKey, machineId: `M-${i}` })),
+    );
     expect(results.filter((r) => r.status === 200)).toHaveLength(3);
     expect(results.filter((r) => r.status === 526)).toHaveLength(17);
 
     const same = await newLicense("Activation", 1);
-    const raced = await Promise.all(Array.from({ length: 10 }, () => op("activate", { userKey: same.userKey, machineId: "ONE" })));
+    const raced = await Promise.all(
+      Array.from({ length: 10 }, () => op("activate", { userKey: same.userKey, machineId: "ONE" })),
+    );
     expect(raced.every((r) => r.status === 200)).toBe(true);
     expect(new Set(raced.map((r) => r.body["licenseToken"])).size).toBe(1);
-    const tokens = await env.DB.prepare("SELECT count(*) AS n FROM license_tokens WHERE license_id = ?").bind(same.id).first<{ n: number }>();
+    const tokens = await env.DB.prepare("SELECT count(*) AS n FROM license_tokens WHERE license_id = ?")
+      .bind(same.id)
+      .first<{ n: number }>();
     expect(tokens?.n).toBe(1);
   });
 
   it("refuses File and Floating licenses", async () => {
-    expectLicensingError(await op("activate", { userKey: (await newLicense("File")).userKey, machineId: "m" }), 529, "The license does not require activation");
-    expectLicensingError(await op("activate", { userKey: (await newLicense("Floating")).userKey, machineId: "m" }), 529, "The license does not require activation");
+    expectLicensingError(
+      await op("activate", { userKey: (await newLicense("File")).userKey, machineId: "m" }),
+      529,
+      "The license does not require activation",
+    );
+    expectLicensingError(
+      await op("activate", { userKey: (await newLicense("Floating")).userKey, machineId: "m" }),
+      529,
+      "The license does not require activation",
+    );
   });
 
   it("hands out a license key that verifies offline against the published keys", async () => {
@@ -101,7 +165,13 @@ describe("activation", () => {
     const { payload, protectedHeader } = await compactVerify(res.body["license"].licenseKey, createLocalJWKSet(jwks));
     expect(protectedHeader.alg).toBe("ES256");
     const claims = JSON.parse(new TextDecoder().decode(payload));
-    expect(claims).toMatchObject({ licenseId: lic.licenseId, licenseType: "Standard", machineId: "PC-7", clientId: "alice", features: [] });
+    expect(claims).toMatchObject({
+      licenseId: lic.licenseId,
+      licenseType: "Standard",
+      machineId: "PC-7",
+      clientId: "alice",
+      features: [],
+    });
     expect(claims.exp - claims.iat).toBe(30 * 86400);
   });
 });
@@ -115,36 +185,68 @@ describe("validation", () => {
 
     const act = await newLicense("Activation", 1);
     expect((await op("validate", { userKey: act.userKey })).body["status"]).toBe("NotActivated");
-    expectLicensingError(await op("validate", { userKey: act.userKey, machineId: "PC-1" }), 529, "The license has not been activated");
+    expectLicensingError(
+      await op("validate", { userKey: act.userKey, machineId: "PC-1" }),
+      529,
+      "The license has not been activated",
+    );
     const activated = await op("activate", { userKey: act.userKey, machineId: "PC-1" });
     const valid = await op("validate", { userKey: act.userKey, machineId: "PC-1" });
     expect(valid.body).toMatchObject({ status: "Activated", licenseToken: activated.body["licenseToken"] });
-    expect((await op("validate", { userKey: act.userKey, licenseToken: activated.body["licenseToken"] })).body["status"]).toBe("Activated");
-    expectLicensingError(await op("validate", { userKey: act.userKey, machineId: "PC-2" }), 529, "The license has not been activated");
+    expect(
+      (await op("validate", { userKey: act.userKey, licenseToken: activated.body["licenseToken"] })).body["status"],
+    ).toBe("Activated");
+    expectLicensingError(
+      await op("validate", { userKey: act.userKey, machineId: "PC-2" }),
+      529,
+      "The license has not been activated",
+    );
   });
 });
 
 describe("floating seats", () => {
   it("grants exactly maxClients of 20 concurrent requests", async () => {
     const lic = await newLicense("Floating", 3);
-    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => op("request", { userKey: lic.userKey, machineId: `m${i}`, clientId: `c${i}` })));
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        op("request", { userKey: lic.userKey, machineId: `m${i}`, clientId: `c${i}` }),
+      ),
+    );
     expect(results.filter((r) => r.status === 200)).toHaveLength(3);
     const refused = results.filter((r) => r.status !== 200);
     expect(refused).toHaveLength(17);
-    for (const r of refused) expectLicensingError(r, 528, "The maximum number of concurrent users for the license has been reached");
-    const rows = await env.DB.prepare("SELECT count(*) AS n FROM license_tokens WHERE license_id = ? AND kind = 1").bind(lic.id).first<{ n: number }>();
+    for (const r of refused)
+      expectLicensingError(r, 528, "The maximum number of concurrent users for the license has been reached");
+    const rows = await env.DB.prepare("SELECT count(*) AS n FROM license_tokens WHERE license_id = ? AND kind = 1")
+      .bind(lic.id)
+      .first<{ n: number }>();
     expect(rows?.n).toBe(3);
   });
 
   it("returns the seat a client already holds, keeps it alive with heartbeats, and frees it on release", async () => {
     const lic = await newLicense("Floating", 1);
-    expectLicensingError(await op("request", { userKey: lic.userKey, machineId: "m1" }), 523, "The client id is required for a floating license");
+    expectLicensingError(
+      await op("request", { userKey: lic.userKey, machineId: "m1" }),
+      523,
+      "The client id is required for a floating license",
+    );
     const seat = await op("request", { userKey: lic.userKey, machineId: "m1", clientId: "c1", clientName: "Designer" });
-    expect(seat.body).toMatchObject({ heartbeatInterval: 300, activeClientCount: 1, maxClientCount: 1, license: { licenseId: lic.licenseId } });
+    expect(seat.body).toMatchObject({
+      heartbeatInterval: 300,
+      activeClientCount: 1,
+      maxClientCount: 1,
+      license: { licenseId: lic.licenseId },
+    });
     const token = seat.body["licenseToken"] as string;
     expect(token).toMatch(/^fltk_/);
-    expect((await op("request", { userKey: lic.userKey, machineId: "m1", clientId: "c1" })).body["licenseToken"]).toBe(token);
-    expectLicensingError(await op("request", { userKey: lic.userKey, machineId: "m2", clientId: "c2" }), 528, "The maximum number of concurrent users for the license has been reached");
+    expect((await op("request", { userKey: lic.userKey, machineId: "m1", clientId: "c1" })).body["licenseToken"]).toBe(
+      token,
+    );
+    expectLicensingError(
+      await op("request", { userKey: lic.userKey, machineId: "m2", clientId: "c2" }),
+      528,
+      "The maximum number of concurrent users for the license has been reached",
+    );
     expect((await op("validate", { userKey: lic.userKey, licenseToken: token })).body["status"]).toBe("Activated");
 
     moveClock(5 * 60_000);
@@ -152,28 +254,41 @@ describe("floating seats", () => {
     expect(beat.status).toBe(200);
     expect(Date.parse(beat.body["tokenExpireAt"])).toBe(clock.now().getTime() + 2 * 300_000 + 30_000);
 
-    expect((await op("release", { licenseToken: token })).body).toMatchObject({ licenseId: lic.licenseId, activeClientCount: 0 });
+    expect((await op("release", { licenseToken: token })).body).toMatchObject({
+      licenseId: lic.licenseId,
+      activeClientCount: 0,
+    });
     expectLicensingError(await op("release", { licenseToken: token }), 525, "License token not found");
     expectLicensingError(await op("heartbeat", { licenseToken: token }), 525, "License token not found");
     expect((await op("request", { userKey: lic.userKey, machineId: "m2", clientId: "c2" })).status).toBe(200);
   });
 
   it("refuses seats of non-floating licenses", async () => {
-    expectLicensingError(await op("request", { userKey: (await newLicense("Activation")).userKey, machineId: "m", clientId: "c" }), 529, "The license is not a floating license");
+    expectLicensingError(
+      await op("request", { userKey: (await newLicense("Activation")).userKey, machineId: "m", clientId: "c" }),
+      529,
+      "The license is not a floating license",
+    );
   });
 
   it("lets a seat lapse after 2 x heartbeatInterval + 30 s, and its alarm reclaims it and writes it through", async () => {
     const lic = await newLicense("Floating", 1);
-    const token = (await op("request", { userKey: lic.userKey, machineId: "m1", clientId: "c1" })).body["licenseToken"] as string;
+    const token = (await op("request", { userKey: lic.userKey, machineId: "m1", clientId: "c1" })).body[
+      "licenseToken"
+    ] as string;
     moveClock(2 * 300_000 + 31_000);
     expectLicensingError(await op("heartbeat", { licenseToken: token }), 527, "The license token has expired");
     // A new client may take the lapsed seat at once; the alarm then forgets the dead one and its token row.
     expect((await op("request", { userKey: lic.userKey, machineId: "m2", clientId: "c2" })).status).toBe(200);
     expect(await runDurableObjectAlarm(env.LICENSE_SEATS.getByName(String(lic.id)))).toBe(true);
     expectLicensingError(await op("heartbeat", { licenseToken: token }), 525, "License token not found");
-    const traces = await env.DB.prepare("SELECT count(*) AS n FROM license_traces WHERE license_id = ? AND action = 9").bind(lic.id).first<{ n: number }>();
+    const traces = await env.DB.prepare("SELECT count(*) AS n FROM license_traces WHERE license_id = ? AND action = 9")
+      .bind(lic.id)
+      .first<{ n: number }>();
     expect(traces?.n).toBe(1);
-    const rows = await env.DB.prepare("SELECT machine_id FROM license_tokens WHERE license_id = ?").bind(lic.id).all<{ machine_id: string }>();
+    const rows = await env.DB.prepare("SELECT machine_id FROM license_tokens WHERE license_id = ?")
+      .bind(lic.id)
+      .all<{ machine_id: string }>();
     expect(rows.results.map((r) => r.machine_id)).toEqual(["m2"]);
   });
 
@@ -197,9 +312,16 @@ describe("user-key sign-in", () => {
     const login = await call("POST", "/v1/auth/login", { body: { userKey: lic.userKey } });
     expect(login.status).toBe(200);
     const token = login.body["token"] as string;
-    expect((await call("GET", "/v1/auth/session", { token })).body).toMatchObject({ user: lic.licenseId, roles: ["Application"] });
+    expect((await call("GET", "/v1/auth/session", { token })).body).toMatchObject({
+      user: lic.licenseId,
+      roles: ["Application"],
+    });
     expect((await op("activate", { userKey: lic.userKey, machineId: "PC" }, token)).status).toBe(200);
-    expectLicensingError(await op("activate", { userKey: other.userKey, machineId: "PC" }, token), 527, "The license is not valid for this product");
+    expectLicensingError(
+      await op("activate", { userKey: other.userKey, machineId: "PC" }, token),
+      527,
+      "The license is not valid for this product",
+    );
     // Its token opens no management route.
     expect((await call("GET", "/v1/licenses", { token })).status).toBe(401);
   });
@@ -224,12 +346,29 @@ describe("traces", () => {
   it("records every operation but heartbeat on licenses that trace, with the client's address", async () => {
     const lic = await newLicense("Floating", 2);
     const headers = { "cf-connecting-ip": "203.0.113.9" };
-    const seat = await call("POST", "/v1/license/request", { key: "api_TestAdminKey00000000000000000000", headers, body: { userKey: lic.userKey, machineId: "m", clientId: "c" } });
-    await call("POST", "/v1/license/heartbeat", { key: "api_TestAdminKey00000000000000000000", headers, body: { licenseToken: seat.body["licenseToken"] } });
-    await call("POST", "/v1/license/release", { key: "api_TestAdminKey00000000000000000000", headers, body: { licenseToken: seat.body["licenseToken"] } });
+    const seat = await call("POST", "/v1/license/request", {
+      key: "api_TestAdminKey00000000000000000000",
+      headers,
+      body: { userKey: lic.userKey, machineId: "m", clientId: "c" },
+    });
+    await call("POST", "/v1/license/heartbeat", {
+      key: "api_TestAdminKey00000000000000000000",
+      headers,
+      body: { licenseToken: seat.body["licenseToken"] },
+    });
+    await call("POST", "/v1/license/release", {
+      key: "api_TestAdminKey00000000000000000000",
+      headers,
+      body: { licenseToken: seat.body["licenseToken"] },
+    });
     expect(await queuedTraces(lic.id, 2)).toEqual([3, 4]);
-    const traces = await admin("GET", `/v1/license-traces?filter=${encodeURIComponent(`licenseId == "${lic.licenseId}"`)}&sort=id`);
-    expect(traces.body["licenseTraces"].map((t: { action: number; clientIp: string }) => [t.action, t.clientIp])).toEqual([
+    const traces = await admin(
+      "GET",
+      `/v1/license-traces?filter=${encodeURIComponent(`licenseId == "${lic.licenseId}"`)}&sort=id`,
+    );
+    expect(
+      traces.body["licenseTraces"].map((t: { action: number; clientIp: string }) => [t.action, t.clientIp]),
+    ).toEqual([
       [3, "203.0.113.9"],
       [4, "203.0.113.9"],
     ]);
@@ -241,7 +380,11 @@ describe("traces", () => {
     const marker = await newLicense("File");
     await op("validate", { userKey: marker.userKey });
     expect(await queuedTraces(marker.id, 1)).toEqual([2]);
-    expect((await admin("GET", `/v1/license-traces?filter=${encodeURIComponent(`licenseId == "${quiet.licenseId}"`)}`)).body["totalLicenseTracesCount"]).toBe(0);
+    expect(
+      (await admin("GET", `/v1/license-traces?filter=${encodeURIComponent(`licenseId == "${quiet.licenseId}"`)}`)).body[
+        "totalLicenseTracesCount"
+      ],
+    ).toBe(0);
   });
 });
 
@@ -250,25 +393,51 @@ describe("reports", () => {
     const lic = await newLicense("File");
     const res = await call("POST", "/v1/report", {
       key: "api_TestAdminKey00000000000000000000",
-      body: { name: "ExceptionReport", uid: "r-1", version: "1.2.3", userKey: lic.userKey, machineId: "PC", content: "boom", properties: [{ name: "os", value: "Windows 11" }] },
+      body: {
+        name: "ExceptionReport",
+        uid: "r-1",
+        version: "1.2.3",
+        userKey: lic.userKey,
+        machineId: "PC",
+        content: "boom",
+        properties: [{ name: "os", value: "Windows 11" }],
+      },
     });
     expect(res.status, res.text).toBe(200);
-    const [report] = (await admin("GET", `/v1/reports?filter=${encodeURIComponent(`id == ${res.body["reportId"]}`)}`)).body["reports"];
-    expect(report).toMatchObject({ name: "ExceptionReport", uid: "r-1", licenseId: lic.licenseId, content: "boom", properties: [{ name: "os", value: "Windows 11" }] });
-    const anonymous = await call("POST", "/v1/report", { key: "api_TestAdminKey00000000000000000000", body: { name: "LicenseReport", userKey: "UNKNOWN", content: "x" } });
+    const [report] = (await admin("GET", `/v1/reports?filter=${encodeURIComponent(`id == ${res.body["reportId"]}`)}`))
+      .body["reports"];
+    expect(report).toMatchObject({
+      name: "ExceptionReport",
+      uid: "r-1",
+      licenseId: lic.licenseId,
+      content: "boom",
+      properties: [{ name: "os", value: "Windows 11" }],
+    });
+    const anonymous = await call("POST", "/v1/report", {
+      key: "api_TestAdminKey00000000000000000000",
+      body: { name: "LicenseReport", userKey: "UNKNOWN", content: "x" },
+    });
     expect(anonymous.status).toBe(200);
   });
 
   it("keeps content over 256 KiB in R2 and refuses a body over 4 MiB with 413", async () => {
     const big = "x".repeat(300 * 1024);
-    const res = await call("POST", "/v1/report", { key: "api_TestAdminKey00000000000000000000", body: { name: "ExceptionReport", content: big } });
+    const res = await call("POST", "/v1/report", {
+      key: "api_TestAdminKey00000000000000000000",
+      body: { name: "ExceptionReport", content: big },
+    });
     expect(res.status).toBe(200);
-    const row = await env.DB.prepare("SELECT content, content_key FROM reports WHERE id = ?").bind(res.body["reportId"]).first<{ content: string | null; content_key: string }>();
+    const row = await env.DB.prepare("SELECT content, content_key FROM reports WHERE id = ?")
+      .bind(res.body["reportId"])
+      .first<{ content: string | null; content_key: string }>();
     expect(row?.content).toBeNull();
     expect(await (await env.ARTIFACTS!.get(row!.content_key))!.text()).toBe(big);
 
     const before = await countRows("reports");
-    const huge = await call("POST", "/v1/report", { key: "api_TestAdminKey00000000000000000000", body: { name: "ExceptionReport", content: "y".repeat(4 * 1024 * 1024 + 10) } });
+    const huge = await call("POST", "/v1/report", {
+      key: "api_TestAdminKey00000000000000000000",
+      body: { name: "ExceptionReport", content: "y".repeat(4 * 1024 * 1024 + 10) },
+    });
     expect(huge.status).toBe(413);
     expect(huge.body).toMatchObject({ success: false, code: 413 });
     expect(await countRows("reports")).toBe(before);

@@ -10,16 +10,28 @@ import { SAMPLES } from "./samples";
 
 interface Operation {
   parameters?: { name: string; in: string }[];
-  responses: Record<string, { content?: Record<string, { schema: { properties?: Record<string, unknown>; allOf?: { properties?: Record<string, unknown> }[] } }> }>;
+  responses: Record<
+    string,
+    {
+      content?: Record<
+        string,
+        { schema: { properties?: Record<string, unknown>; allOf?: { properties?: Record<string, unknown> }[] } }
+      >;
+    }
+  >;
 }
-const document = (await (await exports.default.fetch(`${BASE}/swagger/v1/swagger.json`)).json()) as { paths: Record<string, Record<string, Operation>> };
+const document = (await (await exports.default.fetch(`${BASE}/swagger/v1/swagger.json`)).json()) as {
+  paths: Record<string, Record<string, Operation>>;
+};
 
 const lists = Object.entries(document.paths).flatMap(([path, item]) => {
   const op = item["get"];
   const params = (op?.parameters ?? []).filter((p) => p.in === "query").map((p) => p.name);
   if (!op || !params.includes("filter")) return [];
   const schema = op.responses["200"]?.content?.["application/json"]?.schema;
-  const properties = Object.keys(schema?.properties ?? Object.assign({}, ...(schema?.allOf ?? []).map((s) => s.properties ?? {})));
+  const properties = Object.keys(
+    schema?.properties ?? Object.assign({}, ...(schema?.allOf ?? []).map((s) => s.properties ?? {})),
+  );
   const plural = properties.find((p) => !["success", "code", "message"].includes(p) && !/^total.*Count$/.test(p))!;
   const total = properties.find((p) => /^total.*Count$/.test(p))!;
   return [{ path, params, plural, total }];

@@ -16,7 +16,15 @@ import worker from "../src/index";
 import { LOG_LEVELS, ServiceLog, exceptionText } from "../src/logging";
 import { BASE, admin, call, keyFor, setSetting } from "./helpers";
 
-type Entry = { id: number; timestamp: string; level: number | string; message: string; exception?: string; properties?: string; requestId?: string };
+type Entry = {
+  id: number;
+  timestamp: string;
+  level: number | string;
+  message: string;
+  exception?: string;
+  properties?: string;
+  requestId?: string;
+};
 
 const unique = () => crypto.randomUUID().slice(0, 8);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -37,7 +45,13 @@ async function entriesOf(requestId: string, atLeast = 1): Promise<Entry[]> {
 async function seed(entries: { message: string; level?: number; timestamp?: string }[]): Promise<void> {
   const now = new Date().toISOString();
   await env.DB.batch(
-    entries.map((e) => env.DB.prepare("INSERT INTO logs (timestamp, level, message) VALUES (?, ?, ?)").bind(e.timestamp ?? now, e.level ?? 2, e.message)),
+    entries.map((e) =>
+      env.DB.prepare("INSERT INTO logs (timestamp, level, message) VALUES (?, ?, ?)").bind(
+        e.timestamp ?? now,
+        e.level ?? 2,
+        e.message,
+      ),
+    ),
   );
 }
 
@@ -71,7 +85,11 @@ describe("requests that fail with 5xx are logged off the response path", () => {
     expect(res.body["message"]).toBe("No property or field 'nope' exists in type 'Resource'");
     const [entry, ...more] = await entriesOf(requestId);
     expect(more).toEqual([]);
-    expect(entry).toMatchObject({ level: 4, message: "No property or field 'nope' exists in type 'Resource'", requestId });
+    expect(entry).toMatchObject({
+      level: 4,
+      message: "No property or field 'nope' exists in type 'Resource'",
+      requestId,
+    });
     expect(entry!.timestamp).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
     expect(entry!.exception).toContain("No property or field 'nope'");
     expect(entry!.exception).toMatch(/\n\s+at /);
@@ -102,13 +120,22 @@ describe("requests that fail with 5xx are logged off the response path", () => {
 
   it("does not log answers below 500, nor licensing answers (520 + gRPC code)", async () => {
     const requestId = `ray-${unique()}`;
-    expect((await call("DELETE", "/v1/resources/999999", { key: await keyFor(["Administrator"]), headers: { "cf-ray": requestId } })).status).toBe(400);
+    expect(
+      (
+        await call("DELETE", "/v1/resources/999999", {
+          key: await keyFor(["Administrator"]),
+          headers: { "cf-ray": requestId },
+        })
+      ).status,
+    ).toBe(400);
     expect((await call("GET", "/v1/no-such-route", { headers: { "cf-ray": requestId } })).status).toBe(404);
     const ctx = createExecutionContext();
     const app = appWith(() => {
       throw new LicensingError(GrpcCode.NotFound, "License key not found");
     });
-    expect((await app.fetch(new Request(`${BASE}/v1/test/route`, { headers: { "cf-ray": requestId } }), env, ctx)).status).toBe(525);
+    expect(
+      (await app.fetch(new Request(`${BASE}/v1/test/route`, { headers: { "cf-ray": requestId } }), env, ctx)).status,
+    ).toBe(525);
     await waitOnExecutionContext(ctx);
     await sleep(50);
     expect(await entriesOf(requestId, 0)).toEqual([]);
@@ -150,13 +177,16 @@ describe("requests that fail with 5xx are logged off the response path", () => {
         const ctx = createExecutionContext();
         const res = await appWith(handler).fetch(new Request(`${BASE}/v1/test/route`), envWithFailingBatch(), ctx);
         await waitOnExecutionContext(ctx);
-        if (res.status === 500) expect(((await res.json()) as { message: string }).message).toMatch(/^An unexpected error occurred/);
+        if (res.status === 500)
+          expect(((await res.json()) as { message: string }).message).toMatch(/^An unexpected error occurred/);
         else expect(await res.text()).toBe("fine");
       }
     } finally {
       console.error = realError;
     }
-    expect(errorSpy.some((args) => String((args as unknown[])[0]).includes("service log: entries could not be written"))).toBe(true);
+    expect(
+      errorSpy.some((args) => String((args as unknown[])[0]).includes("service log: entries could not be written")),
+    ).toBe(true);
   });
 
   it("keeps at most 50 entries of one request and clips long texts", async () => {
@@ -175,7 +205,11 @@ describe("GET /v1/log and /v1/log/levels", () => {
   it("names the levels by number", async () => {
     const res = await admin("GET", "/v1/log/levels");
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ success: true, code: 0, levels: ["Verbose", "Debug", "Information", "Warning", "Error", "Fatal"] });
+    expect(res.body).toEqual({
+      success: true,
+      code: 0,
+      levels: ["Verbose", "Debug", "Information", "Warning", "Error", "Fatal"],
+    });
     expect(LOG_LEVELS.indexOf("Fatal")).toBe(5);
   });
 
@@ -186,12 +220,25 @@ describe("GET /v1/log and /v1/log/levels", () => {
       { message: `${tag} b`, level: 4, timestamp: "2030-01-01T00:00:02.000Z" },
       { message: `${tag} c`, level: 3, timestamp: "2030-01-01T00:00:03.000Z" },
     ]);
-    const warnings = await listFilter(`message.StartsWith("${tag}") && level == "Warning"`, "&sort=-timestamp&select=message,level");
-    expect(warnings.body).toEqual({ success: true, code: 0, logs: [{ message: `${tag} c`, level: 3 }, { message: `${tag} a`, level: 3 }], totalLogsCount: 2 });
+    const warnings = await listFilter(
+      `message.StartsWith("${tag}") && level == "Warning"`,
+      "&sort=-timestamp&select=message,level",
+    );
+    expect(warnings.body).toEqual({
+      success: true,
+      code: 0,
+      logs: [
+        { message: `${tag} c`, level: 3 },
+        { message: `${tag} a`, level: 3 },
+      ],
+      totalLogsCount: 2,
+    });
     const page = await listFilter(`message.StartsWith("${tag}") && level >= 3`, "&skip=1&take=1");
     expect(page.body["logs"].map((e: Entry) => e.message)).toEqual([`${tag} b`]);
     expect(page.body["totalLogsCount"]).toBe(3);
-    expect((await listFilter(`message.StartsWith("${tag}") && level >= "Error"`)).body["logs"].map((e: Entry) => e.message)).toEqual([`${tag} b`]);
+    expect(
+      (await listFilter(`message.StartsWith("${tag}") && level >= "Error"`)).body["logs"].map((e: Entry) => e.message),
+    ).toEqual([`${tag} b`]);
     expect((await listFilter("nosuch == 1")).status).toBe(500);
   });
 
@@ -208,7 +255,8 @@ describe("GET /v1/log and /v1/log/levels", () => {
 });
 
 describe("DELETE /v1/log", () => {
-  const count = async (tag: string) => (await listFilter(`message.StartsWith("${tag}")`)).body["totalLogsCount"] as number;
+  const count = async (tag: string) =>
+    (await listFilter(`message.StartsWith("${tag}")`)).body["totalLogsCount"] as number;
 
   it("deletes entries before a date and of a level, answering how many", async () => {
     const tag = `del-${unique()}`;
@@ -221,7 +269,9 @@ describe("DELETE /v1/log", () => {
     expect(res.body).toEqual({ success: true, code: 0, deleted: 1 });
     expect(await count(tag)).toBe(2);
     expect((await admin("DELETE", "/v1/log?before=2002-01-01&level=4")).body["deleted"]).toBe(1);
-    expect((await listFilter(`message.StartsWith("${tag}")`)).body["logs"].map((e: Entry) => e.message)).toEqual([`${tag} new warning`]);
+    expect((await listFilter(`message.StartsWith("${tag}")`)).body["logs"].map((e: Entry) => e.message)).toEqual([
+      `${tag} new warning`,
+    ]);
   });
 
   it("refuses a bad date or level with problem details and deletes nothing", async () => {
@@ -246,7 +296,11 @@ describe("DELETE /v1/log", () => {
     expect(await count(tag)).toBe(0);
     const [audit] = await entriesOf(requestId);
     expect(audit).toMatchObject({ level: 2, message: `${res.body["deleted"]} log entries deleted` });
-    expect(JSON.parse(audit!.properties!)).toMatchObject({ user: expect.stringMatching(/^clearer/), before: null, level: null });
+    expect(JSON.parse(audit!.properties!)).toMatchObject({
+      user: expect.stringMatching(/^clearer/),
+      before: null,
+      level: null,
+    });
   });
 });
 
@@ -259,7 +313,9 @@ describe("retention", () => {
     await waitOnExecutionContext(ctx);
   }
   const messages = async (tag: string) =>
-    (await listFilter(`message.StartsWith("${tag}")`, "&sort=message")).body["logs"].map((e: Entry) => e.message.slice(tag.length + 1));
+    (await listFilter(`message.StartsWith("${tag}")`, "&sort=message")).body["logs"].map((e: Entry) =>
+      e.message.slice(tag.length + 1),
+    );
 
   it("the cron trigger prunes entries older than Application:LogRetentionDays (default 30)", async () => {
     const tag = `ret-${unique()}`;
@@ -278,7 +334,10 @@ describe("retention", () => {
       { message: `${tag} 40 days`, timestamp: days(40) },
       { message: `${tag} 70 days`, timestamp: days(70) },
     ]);
-    expect((await admin("PUT", "/v1/settings", { settings: [{ name: "Application:LogRetentionDays", value: "60" }] })).status).toBe(200);
+    expect(
+      (await admin("PUT", "/v1/settings", { settings: [{ name: "Application:LogRetentionDays", value: "60" }] }))
+        .status,
+    ).toBe(200);
     try {
       await runCron();
       expect(await messages(tag)).toEqual(["40 days"]);

@@ -15,14 +15,20 @@ import { ADMIN, BASE, admin, call, setSetting } from "./helpers";
 import { newLicense } from "./samples/licensing";
 
 const from = (ip: string) => ({ "cf-connecting-ip": ip });
-const login = (ip: string, username: string, password: string) => call("POST", "/v1/auth/login", { headers: from(ip), body: { username, password } });
-const keyLogin = (ip: string, userKey: string) => call("POST", "/v1/auth/login", { headers: from(ip), body: { userKey } });
+const login = (ip: string, username: string, password: string) =>
+  call("POST", "/v1/auth/login", { headers: from(ip), body: { username, password } });
+const keyLogin = (ip: string, userKey: string) =>
+  call("POST", "/v1/auth/login", { headers: from(ip), body: { userKey } });
 
 function transportFrom(ip: string) {
   const fetchFrom: typeof fetch = (input, init) => {
     const headers = new Headers(init?.headers);
     headers.set("cf-connecting-ip", ip);
-    return exports.default.fetch(input as RequestInfo, { ...init, headers, ...(init?.redirect === "error" ? { redirect: "manual" as const } : {}) });
+    return exports.default.fetch(input as RequestInfo, {
+      ...init,
+      headers,
+      ...(init?.redirect === "error" ? { redirect: "manual" as const } : {}),
+    });
   };
   return createGrpcWebTransport({ baseUrl: BASE, fetch: fetchFrom });
 }
@@ -35,7 +41,10 @@ async function newUser(userName: string, password: string): Promise<void> {
 }
 
 /** Service-log rows mentioning `text` in their properties (the client IP is there), by category. */
-async function logRows(text: string, category: "Service" | "Audit"): Promise<{ message: string; properties: string }[]> {
+async function logRows(
+  text: string,
+  category: "Service" | "Audit",
+): Promise<{ message: string; properties: string }[]> {
   // Entries are written after the response (waitUntil): give them a moment.
   await new Promise((r) => setTimeout(r, 100));
   const rows = await env.DB.prepare("SELECT message, properties FROM logs WHERE category = ? AND properties LIKE ?")
@@ -106,7 +115,9 @@ describe("what clears failures", () => {
     const revoked = await newLicense("Activation", 1);
     const expired = await newLicense("Activation", 1);
     expect((await admin("PUT", "/v1/licenses", { license: { id: revoked.id, revoked: true } })).status).toBe(200);
-    expect((await admin("PUT", "/v1/licenses", { license: { id: expired.id, expireDate: "2020-01-01T00:00:00Z" } })).status).toBe(200);
+    expect(
+      (await admin("PUT", "/v1/licenses", { license: { id: expired.id, expireDate: "2020-01-01T00:00:00Z" } })).status,
+    ).toBe(200);
     const ip = "198.18.2.4";
     for (const key of [revoked.userKey, expired.userKey, revoked.userKey]) {
       const res = await keyLogin(ip, key);
@@ -115,7 +126,9 @@ describe("what clears failures", () => {
     }
     const grpc = grpcFrom(ip);
     for (const key of [revoked.userKey, expired.userKey]) {
-      expect(((await grpc.authenticate({ userKey: key }).catch((e: unknown) => e)) as ConnectError).code).toBe(Code.Unauthenticated);
+      expect(((await grpc.authenticate({ userKey: key }).catch((e: unknown) => e)) as ConnectError).code).toBe(
+        Code.Unauthenticated,
+      );
     }
     expect((await login(ip, "admin", ADMIN.password)).status).toBe(500);
   });
@@ -123,10 +136,13 @@ describe("what clears failures", () => {
   it("unknown API keys count like failed logins, on REST and gRPC", async () => {
     const ip = "198.18.2.5";
     const unknown = "api_Unknown0000000000000000000000000";
-    for (let i = 0; i < 3; i++) expect((await call("GET", "/v1/products", { key: unknown, headers: from(ip) })).status).toBe(401);
+    for (let i = 0; i < 3; i++)
+      expect((await call("GET", "/v1/products", { key: unknown, headers: from(ip) })).status).toBe(401);
     const grpc = createClient(LicenseServer, transportFrom(ip));
     for (let i = 0; i < 2; i++) {
-      const e = await grpc.validateLicense({ userKey: "x" }, { headers: { "x-api-key": unknown } }).catch((err: unknown) => err);
+      const e = await grpc
+        .validateLicense({ userKey: "x" }, { headers: { "x-api-key": unknown } })
+        .catch((err: unknown) => err);
       expect((e as ConnectError).code).toBe(Code.Unauthenticated);
     }
     await new Promise((r) => setTimeout(r, 100));
@@ -149,7 +165,11 @@ describe("a login flood", () => {
       expect(flooded.status).toBe(429);
       expect(Number(flooded.headers.get("retry-after"))).toBeGreaterThan(0);
       // gRPC Authenticate shares the limit: refused too (HTTP 429 under gRPC-Web).
-      expect(await grpcFrom(ip).authenticate({ username: "admin", password: ADMIN.password }).catch((e: unknown) => e)).toBeInstanceOf(ConnectError);
+      expect(
+        await grpcFrom(ip)
+          .authenticate({ username: "admin", password: ADMIN.password })
+          .catch((e: unknown) => e),
+      ).toBeInstanceOf(ConnectError);
       // Other routes from that IP go on: the login limit is its own.
       expect((await call("GET", "/v1/extensions/keys", { headers: from(ip) })).status).toBe(200);
       expect((await login("198.18.3.2", "admin", ADMIN.password)).status).toBe(200);
@@ -162,7 +182,8 @@ describe("a login flood", () => {
 
 describe("IPv6", () => {
   it("counts failures per /64: rotating the interface id does not escape the block", async () => {
-    for (let i = 1; i <= 5; i++) expect((await login(`2001:db8:77:1::${i}`, "admin", "wrong-password")).status).toBe(401);
+    for (let i = 1; i <= 5; i++)
+      expect((await login(`2001:db8:77:1::${i}`, "admin", "wrong-password")).status).toBe(401);
     expect((await login("2001:db8:77:1:ffff:ffff:ffff:fffe", "admin", ADMIN.password)).status).toBe(500);
     expect((await login("2001:0db8:0077:0001::abcd", "admin", ADMIN.password)).status).toBe(500);
     // The next /64 is another client.
@@ -189,10 +210,14 @@ describe("a blocked login", () => {
 
 describe("the API-key cache duration", () => {
   it("has a ceiling of 10 minutes: a longer value is refused, naming the setting", async () => {
-    const tooLong = await admin("PUT", "/v1/settings", { settings: [{ name: "Application:ApiKeyCacheDuration", value: "00:10:01" }] });
+    const tooLong = await admin("PUT", "/v1/settings", {
+      settings: [{ name: "Application:ApiKeyCacheDuration", value: "00:10:01" }],
+    });
     expect(tooLong.status).toBe(400);
     expect(tooLong.text).toContain("Application:ApiKeyCacheDuration");
-    const ceiling = await admin("PUT", "/v1/settings", { settings: [{ name: "Application:ApiKeyCacheDuration", value: "00:10:00" }] });
+    const ceiling = await admin("PUT", "/v1/settings", {
+      settings: [{ name: "Application:ApiKeyCacheDuration", value: "00:10:00" }],
+    });
     expect(ceiling.status, ceiling.text).toBe(200);
     await setSetting("Application:ApiKeyCacheDuration", null);
   });

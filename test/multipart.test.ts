@@ -48,22 +48,29 @@ const file = concat([bytesOf(70_000, 3), enc.encode(`\r\n--${boundary.slice(0, -
 const body = concat([
   enc.encode(`preamble to ignore\r\n--${boundary}\r\n`),
   enc.encode(`Content-Disposition: form-data; name="platform"\r\n\r\nwin-x64\r\n--${boundary}\r\n`),
-  enc.encode(`Content-Disposition: form-data; name="file"; filename="My \\"Setup\\".exe"\r\nContent-Type: application/octet-stream\r\n\r\n`),
+  enc.encode(
+    `Content-Disposition: form-data; name="file"; filename="My \\"Setup\\".exe"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+  ),
   file,
-  enc.encode(`\r\n--${boundary}\r\nContent-Disposition: form-data; name="note"; filename="x"; filename*=UTF-8''%C3%A9t%C3%A9.txt\r\n\r\n\r\n--${boundary}--\r\nepilogue`),
+  enc.encode(
+    `\r\n--${boundary}\r\nContent-Disposition: form-data; name="note"; filename="x"; filename*=UTF-8''%C3%A9t%C3%A9.txt\r\n\r\n\r\n--${boundary}--\r\nepilogue`,
+  ),
 ]);
 
 describe("MultipartReader", () => {
-  it.each([1, 2, 7, 64, 4096, 65_536, body.byteLength])("reads every part of a body arriving in pieces of %i bytes", async (size) => {
-    const parts = await readAll(body, boundary, size);
-    expect(parts.map((p) => p.name)).toEqual(["platform", "file", "note"]);
-    expect(new TextDecoder().decode(parts[0]!.bytes)).toBe("win-x64");
-    expect(parts[1]!.fileName).toBe('My "Setup".exe');
-    expect(parts[1]!.contentType).toBe("application/octet-stream");
-    expect(parts[1]!.bytes).toEqual(file);
-    expect(parts[2]!.fileName).toBe("été.txt");
-    expect(parts[2]!.bytes.byteLength).toBe(0);
-  });
+  it.each([1, 2, 7, 64, 4096, 65_536, body.byteLength])(
+    "reads every part of a body arriving in pieces of %i bytes",
+    async (size) => {
+      const parts = await readAll(body, boundary, size);
+      expect(parts.map((p) => p.name)).toEqual(["platform", "file", "note"]);
+      expect(new TextDecoder().decode(parts[0]!.bytes)).toBe("win-x64");
+      expect(parts[1]!.fileName).toBe('My "Setup".exe');
+      expect(parts[1]!.contentType).toBe("application/octet-stream");
+      expect(parts[1]!.bytes).toEqual(file);
+      expect(parts[2]!.fileName).toBe("été.txt");
+      expect(parts[2]!.bytes.byteLength).toBe(0);
+    },
+  );
 
   it("skips parts that are not read", async () => {
     const reader = new MultipartReader(streamOf(body, 1000), boundary);
@@ -84,7 +91,10 @@ describe("MultipartReader", () => {
     ["a body without the boundary", `no boundary here`],
     ["a body ending inside a part", `--${boundary}\r\nContent-Disposition: form-data; name="a"\r\n\r\nabc`],
     ["a part without Content-Disposition", `--${boundary}\r\nContent-Type: text/plain\r\n\r\nabc\r\n--${boundary}--`],
-    ["a part without a name", `--${boundary}\r\nContent-Disposition: form-data; filename="a"\r\n\r\nabc\r\n--${boundary}--`],
+    [
+      "a part without a name",
+      `--${boundary}\r\nContent-Disposition: form-data; filename="a"\r\n\r\nabc\r\n--${boundary}--`,
+    ],
   ])("refuses %s with problem details", async (_name, text) => {
     await expect(readAll(enc.encode(text), boundary, 5)).rejects.toBeInstanceOf(ValidationProblem);
   });

@@ -15,7 +15,11 @@ import { ADMIN, admin, setSetting } from "./helpers";
 import { fetchAs, production } from "./production-kit";
 
 const withKey = { headers: { "x-api-key": ADMIN.key } };
-const grpcWeb = { method: "POST", headers: { "content-type": "application/grpc-web+proto" }, body: new Uint8Array([0, 0, 0, 0, 0]) };
+const grpcWeb = {
+  method: "POST",
+  headers: { "content-type": "application/grpc-web+proto" },
+  body: new Uint8Array([0, 0, 0, 0, 0]),
+};
 
 beforeAll(async () => {
   // The administrator and key of the test bindings exist (the Development bootstrap), so production calls can use it.
@@ -41,14 +45,42 @@ describe("outside development", () => {
   });
 
   const cases: [string, Record<string, string | undefined>, string][] = [
-    ["a JwtSecret shorter than 32 bytes", { Application__JwtSecret: "x".repeat(MIN_SECRET_BYTES - 1) }, "Application:JwtSecret"],
+    [
+      "a JwtSecret shorter than 32 bytes",
+      { Application__JwtSecret: "x".repeat(MIN_SECRET_BYTES - 1) },
+      "Application:JwtSecret",
+    ],
     ["no JwtSecret", { Application__JwtSecret: undefined }, "Application:JwtSecret"],
-    ["an EncryptionKey shorter than 32 bytes", { Application__EncryptionKey: "short-key" }, "Application:EncryptionKey"],
-    ["the published JwtSecret", { Application__JwtSecret: "dev-only-jwt-secret-change-me-0123456789abcdef" }, "Application:JwtSecret"],
-    ["the published EncryptionKey", { Application__EncryptionKey: "dev-only-encryption-key-change-me" }, "Application:EncryptionKey"],
-    ["the published administrator API key", { Application__AdminApiKey: "api_DevAdminKey000000000000000000000" }, "Application:AdminApiKey"],
-    ["the published administrator password", { Application__AdminUsername: "root", Application__AdminPassword: "Admin-12345678" }, "Application:AdminPassword"],
-    ["the published gateway secret", { IpFiltering__GatewaySecret: "dev-only-gateway-secret-change-me-0123456789" }, "IpFiltering:GatewaySecret"],
+    [
+      "an EncryptionKey shorter than 32 bytes",
+      { Application__EncryptionKey: "short-key" },
+      "Application:EncryptionKey",
+    ],
+    [
+      "the published JwtSecret",
+      { Application__JwtSecret: "dev-only-jwt-secret-change-me-0123456789abcdef" },
+      "Application:JwtSecret",
+    ],
+    [
+      "the published EncryptionKey",
+      { Application__EncryptionKey: "dev-only-encryption-key-change-me" },
+      "Application:EncryptionKey",
+    ],
+    [
+      "the published administrator API key",
+      { Application__AdminApiKey: "api_DevAdminKey000000000000000000000" },
+      "Application:AdminApiKey",
+    ],
+    [
+      "the published administrator password",
+      { Application__AdminUsername: "root", Application__AdminPassword: "Admin-12345678" },
+      "Application:AdminPassword",
+    ],
+    [
+      "the published gateway secret",
+      { IpFiltering__GatewaySecret: "dev-only-gateway-secret-change-me-0123456789" },
+      "IpFiltering:GatewaySecret",
+    ],
     ["insecure webhook URLs", { Webhooks__AllowInsecureUrls: "true" }, "Webhooks:AllowInsecureUrls"],
   ];
   for (const [what, vars, setting] of cases) {
@@ -57,7 +89,14 @@ describe("outside development", () => {
       for (const [path, init] of [
         ["/health", {}],
         ["/v1/info", withKey],
-        ["/v1/auth/login", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ username: "a", password: "b" }) }],
+        [
+          "/v1/auth/login",
+          {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: JSON.stringify({ username: "a", password: "b" }),
+          },
+        ],
         ["/v1/updates/check", {}],
         ["/licensing.v1.LicenseServer/ValidateLicense", grpcWeb],
       ] as const) {
@@ -66,13 +105,20 @@ describe("outside development", () => {
         expect(res.text, path).toContain(setting);
       }
       // The same variables run as Development.
-      expect((await fetchAs({ ...variables, Application__Environment: "Development" }, "/v1/info", withKey)).status).toBe(200);
+      expect(
+        (await fetchAs({ ...variables, Application__Environment: "Development" }, "/v1/info", withKey)).status,
+      ).toBe(200);
     });
   }
 
   it("creates no administrator from a published password before refusing", async () => {
-    await fetchAs(production({ Application__AdminUsername: "published-admin", Application__AdminPassword: "Admin-12345678" }), "/health");
-    const row = await env.DB.prepare("SELECT count(*) AS n FROM users WHERE normalized_user_name = 'published-admin'").first<{ n: number }>();
+    await fetchAs(
+      production({ Application__AdminUsername: "published-admin", Application__AdminPassword: "Admin-12345678" }),
+      "/health",
+    );
+    const row = await env.DB.prepare(
+      "SELECT count(*) AS n FROM users WHERE normalized_user_name = 'published-admin'",
+    ).first<{ n: number }>();
     expect(row?.n).toBe(0);
   });
 
@@ -85,14 +131,20 @@ describe("outside development", () => {
 
   it("PUT /v1/settings cannot change the environment nor turn on insecure webhook URLs", async () => {
     const put = (settings: unknown) =>
-      fetchAs(production(), "/v1/settings", { method: "PUT", headers: { "x-api-key": ADMIN.key, "content-type": "application/json" }, body: JSON.stringify({ settings }) });
+      fetchAs(production(), "/v1/settings", {
+        method: "PUT",
+        headers: { "x-api-key": ADMIN.key, "content-type": "application/json" },
+        body: JSON.stringify({ settings }),
+      });
     const environment = await put([{ name: "Application:Environment", value: "Development" }]);
     expect(environment.status).toBe(400);
     expect(environment.text).toContain("Setting Application:Environment is read-only through the API");
     const insecure = await put([{ name: "Webhooks:AllowInsecureUrls", value: "true" }]);
     expect(insecure.status).toBe(400);
     expect(insecure.text).toContain("Webhooks:AllowInsecureUrls");
-    const row = await env.DB.prepare("SELECT count(*) AS n FROM settings WHERE name = 'Webhooks:AllowInsecureUrls'").first<{ n: number }>();
+    const row = await env.DB.prepare(
+      "SELECT count(*) AS n FROM settings WHERE name = 'Webhooks:AllowInsecureUrls'",
+    ).first<{ n: number }>();
     expect(row?.n).toBe(0);
     // The service still runs.
     expect((await fetchAs(production(), "/v1/info", withKey)).status).toBe(200);

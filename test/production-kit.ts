@@ -34,7 +34,11 @@ export function development(vars: Record<string, string | undefined> = {}): Reco
 }
 
 /** One request to the Worker entry under `variables`; the settings cache is dropped around it (other variables). */
-export async function fetchAs(variables: Record<string, unknown>, path: string, init: RequestInit = {}): Promise<{ status: number; text: string; headers: Headers }> {
+export async function fetchAs(
+  variables: Record<string, unknown>,
+  path: string,
+  init: RequestInit = {},
+): Promise<{ status: number; text: string; headers: Headers }> {
   invalidateConfig();
   try {
     const ctx = createExecutionContext();

@@ -30,7 +30,8 @@ describe("IP addresses", () => {
     expect(parseIp("::1")).toEqual(parseIp("0:0:0:0:0:0:0:1"));
     expect(parseIp("[2001:db8::1]")).toEqual(parseIp("2001:0DB8:0000:0000:0000:0000:0000:0001"));
     expect(parseIp("::ffff:127.0.0.1")).toEqual(Uint8Array.from([127, 0, 0, 1]));
-    for (const bad of ["256.1.1.1", "1.2.3", "::1::2", "gggg::1", "localhost", ""]) expect(parseIp(bad), bad).toBeUndefined();
+    for (const bad of ["256.1.1.1", "1.2.3", "::1::2", "gggg::1", "localhost", ""])
+      expect(parseIp(bad), bad).toBeUndefined();
   });
 
   it("matches single addresses and CIDR ranges", () => {
@@ -85,12 +86,19 @@ describe("request limits", () => {
 
   it("never counts whitelisted IPs (IPv4 range, IPv6 any spelling) or excluded paths, and stops when disabled", async () => {
     await withSettings(
-      { "IpFiltering:BruteForceProtection:MaxRequestsPerTimeFrame": "2", "IpFiltering:Whitelist": "127.0.0.1, ::1, 198.51.100.0/24, 2001:db8::7" },
+      {
+        "IpFiltering:BruteForceProtection:MaxRequestsPerTimeFrame": "2",
+        "IpFiltering:Whitelist": "127.0.0.1, ::1, 198.51.100.0/24, 2001:db8::7",
+      },
       async () => {
         for (let i = 0; i < 5; i++) {
           expect((await keys("198.51.100.200")).status).toBe(200);
           expect((await keys("2001:0db8:0:0:0:0:0:7")).status).toBe(200);
-          const beat = await call("POST", "/v1/license/heartbeat", { headers: from("203.0.113.40"), key: ADMIN.key, body: { licenseToken: "fltk_unknown" } });
+          const beat = await call("POST", "/v1/license/heartbeat", {
+            headers: from("203.0.113.40"),
+            key: ADMIN.key,
+            body: { licenseToken: "fltk_unknown" },
+          });
           expect(beat.status).toBe(525);
         }
         expect((await keys("203.0.113.40")).status).toBe(200);
@@ -109,7 +117,14 @@ describe("request limits", () => {
       for (const ip of ["203.0.113.66", "2001:0DB8::0BAD", "::ffff:203.0.113.66"]) {
         const res = await call("GET", "/health", { headers: from(ip) });
         expect(res.status, ip).toBe(403);
-        expect((await call("POST", "/v1/auth/login", { headers: from(ip), body: { username: "admin", password: ADMIN.password } })).status).toBe(403);
+        expect(
+          (
+            await call("POST", "/v1/auth/login", {
+              headers: from(ip),
+              body: { username: "admin", password: ADMIN.password },
+            })
+          ).status,
+        ).toBe(403);
       }
       expect((await call("GET", "/health", { headers: from("203.0.113.67") })).status).toBe(200);
     });
@@ -117,12 +132,19 @@ describe("request limits", () => {
 });
 
 describe("login protection", () => {
-  const login = (ip: string, password: string) => call("POST", "/v1/auth/login", { headers: from(ip), body: { username: "admin", password } });
-  const fetchFrom = (ip: string): typeof fetch => (input, init) => {
-    const headers = new Headers(init?.headers);
-    headers.set("cf-connecting-ip", ip);
-    return exports.default.fetch(input as RequestInfo, { ...init, headers, ...(init?.redirect === "error" ? { redirect: "manual" as const } : {}) });
-  };
+  const login = (ip: string, password: string) =>
+    call("POST", "/v1/auth/login", { headers: from(ip), body: { username: "admin", password } });
+  const fetchFrom =
+    (ip: string): typeof fetch =>
+    (input, init) => {
+      const headers = new Headers(init?.headers);
+      headers.set("cf-connecting-ip", ip);
+      return exports.default.fetch(input as RequestInfo, {
+        ...init,
+        headers,
+        ...(init?.redirect === "error" ? { redirect: "manual" as const } : {}),
+      });
+    };
 
   it("blocks logins from an IP after MaxFailedAttempts, even with the right password, across REST and gRPC", async () => {
     const ip = "203.0.113.50";
@@ -134,7 +156,9 @@ describe("login protection", () => {
     const blocked = await login(ip, ADMIN.password);
     expect(blocked.status).toBe(500);
     expect(blocked.body["message"]).toBe("Too many failed logins from this address. Try again in 300 seconds.");
-    const grpcBlocked = await grpc.authenticate({ username: "admin", password: ADMIN.password }).catch((e: unknown) => e);
+    const grpcBlocked = await grpc
+      .authenticate({ username: "admin", password: ADMIN.password })
+      .catch((e: unknown) => e);
     expect((grpcBlocked as ConnectError).code).toBe(Code.Internal);
     // Other requests from the IP go on; other IPs log in.
     expect((await keys(ip)).status).toBe(200);
@@ -152,10 +176,17 @@ describe("login protection", () => {
     expect((await login(ip, ADMIN.password)).status).toBe(200);
 
     const guesser = "203.0.113.61";
-    expect((await call("POST", "/v1/auth/login", { headers: from(guesser), body: { userKey: "GUESS-1" } })).status).toBe(401);
-    await call("POST", "/v1/products", { key: ADMIN.key, body: { product: { code: "guarded", name: "Guarded", isApplication: true } } });
+    expect(
+      (await call("POST", "/v1/auth/login", { headers: from(guesser), body: { userKey: "GUESS-1" } })).status,
+    ).toBe(401);
+    await call("POST", "/v1/products", {
+      key: ADMIN.key,
+      body: { product: { code: "guarded", name: "Guarded", isApplication: true } },
+    });
     for (let i = 0; i < 4; i++) {
-      const res = await call("GET", "/v1/updates/guarded?platform=win-x64&version=1.0.0", { headers: { ...from(guesser), "X-Service-User-Key": `GUESS-${i + 2}` } });
+      const res = await call("GET", "/v1/updates/guarded?platform=win-x64&version=1.0.0", {
+        headers: { ...from(guesser), "X-Service-User-Key": `GUESS-${i + 2}` },
+      });
       expect(res.status).toBe(200);
     }
     await new Promise((r) => setTimeout(r, 50));

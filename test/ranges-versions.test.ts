@@ -11,11 +11,19 @@ describe("parseRange", () => {
     expect(parseRange("bytes=-100", size)).toEqual({ kind: "ranges", ranges: [{ start: 900, end: 999 }] });
     expect(parseRange("bytes=-5000", size)).toEqual({ kind: "ranges", ranges: [{ start: 0, end: 999 }] });
     expect(parseRange("bytes=990-2000", size)).toEqual({ kind: "ranges", ranges: [{ start: 990, end: 999 }] });
-    expect(parseRange("bytes=0-0, 10-19,500-", size)).toEqual({ kind: "ranges", ranges: [{ start: 0, end: 0 }, { start: 10, end: 19 }, { start: 500, end: 999 }] });
+    expect(parseRange("bytes=0-0, 10-19,500-", size)).toEqual({
+      kind: "ranges",
+      ranges: [
+        { start: 0, end: 0 },
+        { start: 10, end: 19 },
+        { start: 500, end: 999 },
+      ],
+    });
   });
 
   it("answers the whole file to a missing, malformed, reversed or other-unit header", () => {
-    for (const header of [undefined, "", "items=0-1", "bytes=abc", "bytes=5-1", "bytes=-", "bytes=1-2-3"]) expect(parseRange(header, size), header).toEqual({ kind: "all" });
+    for (const header of [undefined, "", "items=0-1", "bytes=abc", "bytes=5-1", "bytes=-", "bytes=1-2-3"])
+      expect(parseRange(header, size), header).toEqual({ kind: "all" });
   });
 
   it("is unsatisfiable when every range lies past the end, or the file is empty", () => {
@@ -47,19 +55,42 @@ describe("coalesce", () => {
   });
 
   it("starts a new span for a range that goes backwards or overlaps the one before", () => {
-    expect(coalesce([{ start: 100, end: 199 }, { start: 0, end: 9 }, { start: 150, end: 160 }], 1000).map((g) => g.members)).toEqual([[0], [1, 2]]);
-    expect(coalesce([{ start: 0, end: 99 }, { start: 50, end: 60 }], 1000).map((g) => g.members)).toEqual([[0], [1]]);
+    expect(
+      coalesce(
+        [
+          { start: 100, end: 199 },
+          { start: 0, end: 9 },
+          { start: 150, end: 160 },
+        ],
+        1000,
+      ).map((g) => g.members),
+    ).toEqual([[0], [1, 2]]);
+    expect(
+      coalesce(
+        [
+          { start: 0, end: 99 },
+          { start: 50, end: 60 },
+        ],
+        1000,
+      ).map((g) => g.members),
+    ).toEqual([[0], [1]]);
   });
 
   it("caps the spans (storage reads) of far-apart ranges, bridging the smallest gaps", () => {
     // 1,000 ascending ranges a megabyte apart: one read each without the cap.
-    const far = Array.from({ length: 1000 }, (_, i) => ({ start: i * 1_048_576 + (i % 7) * 4096, end: i * 1_048_576 + (i % 7) * 4096 + 99 }));
+    const far = Array.from({ length: 1000 }, (_, i) => ({
+      start: i * 1_048_576 + (i % 7) * 4096,
+      end: i * 1_048_576 + (i % 7) * 4096 + 99,
+    }));
     const groups = coalesce(far);
     expect(groups.length).toBeLessThanOrEqual(MAX_SPANS);
     expect(groups.flatMap((g) => g.members)).toEqual(far.map((_, i) => i));
-    for (const g of groups) for (const m of g.members) expect(g.span.start <= far[m]!.start && far[m]!.end <= g.span.end).toBe(true);
+    for (const g of groups)
+      for (const m of g.members) expect(g.span.start <= far[m]!.start && far[m]!.end <= g.span.end).toBe(true);
     // Backward steps still start their own span: at most MAX_SPANS plus one per step.
-    const stepping = Array.from({ length: 21 }, (_, k) => Array.from({ length: 40 }, (_, i) => ({ start: i * 1_048_576 + k, end: i * 1_048_576 + k }))).flat();
+    const stepping = Array.from({ length: 21 }, (_, k) =>
+      Array.from({ length: 40 }, (_, i) => ({ start: i * 1_048_576 + k, end: i * 1_048_576 + k })),
+    ).flat();
     expect(coalesce(stepping).length).toBeLessThanOrEqual(MAX_SPANS + MAX_RANGE_BACKTRACKS + 1);
   });
 
@@ -78,8 +109,26 @@ describe("versions", () => {
   });
 
   it("orders by SemVer precedence", () => {
-    const sorted = ["1.0.0", "2.0.0-alpha", "1.10.0", "2.0.0", "2.0.0-alpha.1", "1.2.0", "2.0.0-beta", "2.0.0-alpha.beta"].sort(compareVersions);
-    expect(sorted).toEqual(["1.0.0", "1.2.0", "1.10.0", "2.0.0-alpha", "2.0.0-alpha.1", "2.0.0-alpha.beta", "2.0.0-beta", "2.0.0"]);
+    const sorted = [
+      "1.0.0",
+      "2.0.0-alpha",
+      "1.10.0",
+      "2.0.0",
+      "2.0.0-alpha.1",
+      "1.2.0",
+      "2.0.0-beta",
+      "2.0.0-alpha.beta",
+    ].sort(compareVersions);
+    expect(sorted).toEqual([
+      "1.0.0",
+      "1.2.0",
+      "1.10.0",
+      "2.0.0-alpha",
+      "2.0.0-alpha.1",
+      "2.0.0-alpha.beta",
+      "2.0.0-beta",
+      "2.0.0",
+    ]);
     expect(compareVersions("1.0.0", "1.0.0")).toBe(0);
   });
 });

@@ -15,9 +15,20 @@ async function createResource(resource: Record<string, unknown>): Promise<number
 
 const ids: Record<string, number> = {};
 beforeAll(async () => {
-  ids["alpha"] = await createResource({ name: "Alpha", type: "File", code: "A-1", description: "first 50% done", dataFormat: "text" });
+  ids["alpha"] = await createResource({
+    name: "Alpha",
+    type: "File",
+    code: "A-1",
+    description: "first 50% done",
+    dataFormat: "text",
+  });
   ids["beta"] = await createResource({ name: "beta", type: "File", code: "B_2", description: "second" });
-  ids["gamma"] = await createResource({ name: "Gamma", type: "EmailTemplate", code: "C-3", data: "Hello {CustomerName}" });
+  ids["gamma"] = await createResource({
+    name: "Gamma",
+    type: "EmailTemplate",
+    code: "C-3",
+    data: "Hello {CustomerName}",
+  });
   ids["delta"] = await createResource({ name: "Delta", type: "SignatureKey", code: "D-4", password: "s3cret" });
 });
 
@@ -27,7 +38,13 @@ describe("create and read", () => {
     expect(res.status).toBe(200);
     expect(res.body["totalResourcesCount"]).toBe(1);
     const [gamma] = res.body["resources"];
-    expect(gamma).toMatchObject({ id: ids["gamma"], name: "Gamma", type: "EmailTemplate", code: "C-3", data: "Hello {CustomerName}" });
+    expect(gamma).toMatchObject({
+      id: ids["gamma"],
+      name: "Gamma",
+      type: "EmailTemplate",
+      code: "C-3",
+      data: "Hello {CustomerName}",
+    });
     expect(gamma.createdAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
     expect(gamma.updatedAt).toBe(gamma.createdAt);
   });
@@ -52,7 +69,8 @@ describe("create and read", () => {
 
 describe("list conventions", () => {
   const list = (query: string) => admin("GET", `/v1/resources?${query}`);
-  const names = (res: { body: Record<string, any> }) => (res.body["resources"] as { name: string }[]).map((r) => r.name);
+  const names = (res: { body: Record<string, any> }) =>
+    (res.body["resources"] as { name: string }[]).map((r) => r.name);
 
   it("filters with the expression language and counts all matches", async () => {
     const res = await list(`filter=${encodeURIComponent('type == "File" && name.StartsWith("A")')}`);
@@ -104,7 +122,11 @@ describe("list conventions", () => {
   it("answers 500 with the parser message for unknown names in filter, sort and select", async () => {
     const filter = await list(`filter=${encodeURIComponent('colour == "red"')}`);
     expect(filter.status).toBe(500);
-    expect(filter.body).toEqual({ success: false, code: 500, message: "No property or field 'colour' exists in type 'Resource'" });
+    expect(filter.body).toEqual({
+      success: false,
+      code: 500,
+      message: "No property or field 'colour' exists in type 'Resource'",
+    });
     const sort = await list("sort=-colour");
     expect(sort.status).toBe(500);
     expect(sort.body["message"]).toBe("No property or field 'colour' exists in type 'Resource'");
@@ -123,7 +145,9 @@ describe("list conventions", () => {
     const bad = await list(`filter=${encodeURIComponent('name == "x" &&')}`);
     expect(bad.status).toBe(500);
     expect(bad.body["message"]).toMatch(/position/i);
-    const huge = await list(`filter=${encodeURIComponent(Array.from({ length: 60 }, (_, i) => `id == ${i}`).join(" || "))}`);
+    const huge = await list(
+      `filter=${encodeURIComponent(Array.from({ length: 60 }, (_, i) => `id == ${i}`).join(" || "))}`,
+    );
     expect(huge.status).toBe(400);
   });
 
@@ -185,7 +209,11 @@ describe("bad input gets SPEC's answer and writes nothing", () => {
     const res = await call("POST", "/v1/resources", { key: ADMIN.key, raw: '{"resource": {"name": "x",' });
     expect(res.status).toBe(400);
     expect(res.headers.get("content-type")).toContain("application/problem+json");
-    expect(res.body).toMatchObject({ status: 400, title: expect.any(String), type: expect.stringMatching(/^https:\/\//) });
+    expect(res.body).toMatchObject({
+      status: 400,
+      title: expect.any(String),
+      type: expect.stringMatching(/^https:\/\//),
+    });
     expect(res.body["errors"]).toHaveProperty("");
     expect(await countRows("resources")).toBe(before);
   });
@@ -217,7 +245,11 @@ describe("bad input gets SPEC's answer and writes nothing", () => {
   });
 
   it("refuses a body of another media type with 415", async () => {
-    const res = await call("POST", "/v1/resources", { key: ADMIN.key, raw: "name=x", headers: { "content-type": "application/x-www-form-urlencoded" } });
+    const res = await call("POST", "/v1/resources", {
+      key: ADMIN.key,
+      raw: "name=x",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+    });
     expect(res.status).toBe(415);
     expect(res.body).toMatchObject({ success: false, code: 415 });
   });

@@ -18,7 +18,12 @@ async function cronAt(at: number): Promise<void> {
   await waitOnExecutionContext(ctx);
 }
 
-const count = async (sql: string, ...binds: unknown[]) => (await env.DB.prepare(sql).bind(...binds).first<{ n: number }>())?.n ?? 0;
+const count = async (sql: string, ...binds: unknown[]) =>
+  (
+    await env.DB.prepare(sql)
+      .bind(...binds)
+      .first<{ n: number }>()
+  )?.n ?? 0;
 
 describe("retention", () => {
   it("prunes traces, reports with their R2 bodies and the outbox past their settings, and keeps younger ones", async () => {
@@ -28,13 +33,22 @@ describe("retention", () => {
     const large = await admin("POST", "/v1/report", { name: "ExceptionReport", content: "x".repeat(300 * 1024) });
     expect([small.status, large.status]).toEqual([200, 200]);
     const reportIds = [small.body["reportId"], large.body["reportId"]];
-    const key = (await env.DB.prepare("SELECT content_key FROM reports WHERE id = ?").bind(large.body["reportId"]).first<{ content_key: string }>())?.content_key;
+    const key = (
+      await env.DB.prepare("SELECT content_key FROM reports WHERE id = ?")
+        .bind(large.body["reportId"])
+        .first<{ content_key: string }>()
+    )?.content_key;
     expect(key).toBeTruthy();
     expect(await env.ARTIFACTS!.head(key!)).not.toBeNull();
     const now = new Date(start).toISOString();
     await env.DB.batch([
-      env.DB.prepare("INSERT INTO license_traces (license_id, action, created_at) VALUES (?, 1, ?)").bind(license.id, now),
-      env.DB.prepare("INSERT INTO email_outbox (to_address, subject, body, status, created_at) VALUES ('a@example.com', 's', 'b', 'sent', ?)").bind(now),
+      env.DB.prepare("INSERT INTO license_traces (license_id, action, created_at) VALUES (?, 1, ?)").bind(
+        license.id,
+        now,
+      ),
+      env.DB.prepare(
+        "INSERT INTO email_outbox (to_address, subject, body, status, created_at) VALUES ('a@example.com', 's', 'b', 'sent', ?)",
+      ).bind(now),
     ]);
     const reports = () => count(`SELECT count(*) AS n FROM reports WHERE id IN (${reportIds.join(",")})`);
     const traces = () => count("SELECT count(*) AS n FROM license_traces WHERE license_id = ?", license.id);

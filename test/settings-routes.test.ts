@@ -9,7 +9,17 @@ import { clock } from "../src/clock";
 import { settingDefinitions } from "../src/config";
 import { ADMIN, admin, call, countRows, keyFor, setSetting } from "./helpers";
 
-type Setting = { name: string; value?: string; source: string; type: string; readOnly: boolean; isSecret: boolean; isSet: boolean; category: string; group?: string };
+type Setting = {
+  name: string;
+  value?: string;
+  source: string;
+  type: string;
+  readOnly: boolean;
+  isSecret: boolean;
+  isSet: boolean;
+  category: string;
+  group?: string;
+};
 
 async function settingsByName(): Promise<Record<string, Setting>> {
   const res = await admin("GET", "/v1/settings");
@@ -22,7 +32,14 @@ function put(settings: { name: string; value: string | null }[]) {
 }
 
 /** Settings these tests change, returned to their environment or default value after each test. */
-const touched = ["Application:DefaultPageSize", "Application:MaxPageSize", "Application:EnableSwagger", "Application:LogRetentionDays", "Application:HealthCheckEndPoint", "Updates:FeedCacheSeconds"];
+const touched = [
+  "Application:DefaultPageSize",
+  "Application:MaxPageSize",
+  "Application:EnableSwagger",
+  "Application:LogRetentionDays",
+  "Application:HealthCheckEndPoint",
+  "Updates:FeedCacheSeconds",
+];
 afterEach(async () => {
   await put(touched.map((name) => ({ name, value: null })));
 });
@@ -30,20 +47,47 @@ afterEach(async () => {
 describe("GET /v1/settings", () => {
   it("lists every setting once, in declaration order, with its value as text, type, source and description", async () => {
     const res = await admin("GET", "/v1/settings");
-    expect(res.body).toMatchObject({ success: true, code: 0, totalSettingsCount: Object.keys(settingDefinitions).length });
+    expect(res.body).toMatchObject({
+      success: true,
+      code: 0,
+      totalSettingsCount: Object.keys(settingDefinitions).length,
+    });
     expect(res.body["settings"].map((s: Setting) => s.name)).toEqual(Object.keys(settingDefinitions));
     const all = await settingsByName();
     // wrangler.toml [vars] and the test bindings are environment variables; the rest are defaults.
-    expect(all["Application:ApiKeyCacheDuration"]).toMatchObject({ value: "00:03:00", type: "duration", source: "environment", readOnly: false, isSecret: false, isSet: true });
+    expect(all["Application:ApiKeyCacheDuration"]).toMatchObject({
+      value: "00:03:00",
+      type: "duration",
+      source: "environment",
+      readOnly: false,
+      isSecret: false,
+      isSet: true,
+    });
     expect(all["Webhooks:AllowInsecureUrls"]).toMatchObject({ value: "true", type: "boolean", source: "environment" });
-    expect(all["Application:LogRetentionDays"]).toMatchObject({ value: "30", type: "integer", source: "default", category: "Application" });
-    expect(all["Licensing:UserKeyFormat"]).toMatchObject({ value: "XXXXX-XXXXX-XXXXX-XXXXX-XXXXX", type: "string", source: "default" });
+    expect(all["Application:LogRetentionDays"]).toMatchObject({
+      value: "30",
+      type: "integer",
+      source: "default",
+      category: "Application",
+    });
+    expect(all["Licensing:UserKeyFormat"]).toMatchObject({
+      value: "XXXXX-XXXXX-XXXXX-XXXXX-XXXXX",
+      type: "string",
+      source: "default",
+    });
     expect(all["Updates:PlatformEditions"]).toMatchObject({ type: "json", source: "default" });
-    expect(JSON.parse(all["Updates:PlatformEditions"]!.value!)).toEqual({ windows: [], mac: ["Ultimate"], linux: ["Ultimate"] });
+    expect(JSON.parse(all["Updates:PlatformEditions"]!.value!)).toEqual({
+      windows: [],
+      mac: ["Ultimate"],
+      linux: ["Ultimate"],
+    });
     expect(all["IpFiltering:Whitelist"]).toMatchObject({ type: "list", source: "environment" });
     expect(all["IpFiltering:Whitelist"]!.group).toBeUndefined();
     expect(JSON.parse(all["IpFiltering:Whitelist"]!.value!)).toEqual(["127.0.0.1", "::1"]);
-    expect(all["IpFiltering:BruteForceProtection:Enabled"]).toMatchObject({ category: "IpFiltering", group: "BruteForceProtection" });
+    expect(all["IpFiltering:BruteForceProtection:Enabled"]).toMatchObject({
+      category: "IpFiltering",
+      group: "BruteForceProtection",
+    });
     // An optional setting without a value has none.
     expect(all["Email:From"]).toMatchObject({ isSet: false, source: "default" });
     expect(all["Email:From"]!.value).toBeUndefined();
@@ -51,7 +95,12 @@ describe("GET /v1/settings", () => {
 
   it("never returns a secret's value, in JSON or TOON, and says only whether it is set", async () => {
     const all = await settingsByName();
-    for (const name of ["Application:JwtSecret", "Application:EncryptionKey", "Application:AdminPassword", "Application:AdminApiKey"]) {
+    for (const name of [
+      "Application:JwtSecret",
+      "Application:EncryptionKey",
+      "Application:AdminPassword",
+      "Application:AdminApiKey",
+    ]) {
       expect(all[name], name).toMatchObject({ isSecret: true, isSet: true, readOnly: true, source: "environment" });
       expect(all[name]!.value, name).toBeUndefined();
     }
@@ -73,7 +122,14 @@ describe("GET /v1/settings", () => {
 
   it("is for administrators only", async () => {
     expect((await call("GET", "/v1/settings", { key: await keyFor(["LicenseManager"]) })).status).toBe(403);
-    expect((await call("PUT", "/v1/settings", { key: await keyFor(["Sales"]), body: { settings: [{ name: "Application:DefaultPageSize", value: "1" }] } })).status).toBe(403);
+    expect(
+      (
+        await call("PUT", "/v1/settings", {
+          key: await keyFor(["Sales"]),
+          body: { settings: [{ name: "Application:DefaultPageSize", value: "1" }] },
+        })
+      ).status,
+    ).toBe(403);
     expect((await settingsByName())["Application:DefaultPageSize"]!.value).toBe("100");
   });
 });
@@ -83,13 +139,19 @@ describe("PUT /v1/settings", () => {
     for (const name of ["p1", "p2", "p3"]) await admin("POST", "/v1/resources", { resource: { name } });
     const res = await put([{ name: "Application:DefaultPageSize", value: "2" }]);
     expect(res.status, res.text).toBe(200);
-    expect(res.body).toMatchObject({ success: true, code: 0, settings: [{ name: "Application:DefaultPageSize", value: "2", source: "database" }] });
+    expect(res.body).toMatchObject({
+      success: true,
+      code: 0,
+      settings: [{ name: "Application:DefaultPageSize", value: "2", source: "database" }],
+    });
     const page = await admin("GET", "/v1/resources");
     expect(page.body["resources"]).toHaveLength(2);
     expect(page.body["totalResourcesCount"]).toBeGreaterThanOrEqual(3);
     // null removes the stored value: the environment's 100 applies again.
     const back = await put([{ name: "Application:DefaultPageSize", value: null }]);
-    expect(back.body["settings"]).toEqual([expect.objectContaining({ name: "Application:DefaultPageSize", value: "100", source: "environment" })]);
+    expect(back.body["settings"]).toEqual([
+      expect.objectContaining({ name: "Application:DefaultPageSize", value: "100", source: "environment" }),
+    ]);
     expect((await admin("GET", "/v1/resources")).body["resources"].length).toBeGreaterThanOrEqual(3);
   });
 
@@ -102,13 +164,23 @@ describe("PUT /v1/settings", () => {
   });
 
   it("layers database over environment over default, and removing the row restores the layer below", async () => {
-    expect((await put([{ name: "Application:MaxPageSize", value: "2" }, { name: "Application:LogRetentionDays", value: "7" }])).status).toBe(200);
+    expect(
+      (
+        await put([
+          { name: "Application:MaxPageSize", value: "2" },
+          { name: "Application:LogRetentionDays", value: "7" },
+        ])
+      ).status,
+    ).toBe(200);
     let all = await settingsByName();
     expect(all["Application:MaxPageSize"]).toMatchObject({ value: "2", source: "database" });
     expect(all["Application:LogRetentionDays"]).toMatchObject({ value: "7", source: "database" });
     for (const name of ["m1", "m2", "m3"]) await admin("POST", "/v1/resources", { resource: { name } });
     expect((await admin("GET", "/v1/resources?take=50")).body["resources"]).toHaveLength(2);
-    await put([{ name: "Application:MaxPageSize", value: null }, { name: "Application:LogRetentionDays", value: null }]);
+    await put([
+      { name: "Application:MaxPageSize", value: null },
+      { name: "Application:LogRetentionDays", value: null },
+    ]);
     all = await settingsByName();
     expect(all["Application:MaxPageSize"]).toMatchObject({ value: "1000", source: "environment" });
     expect(all["Application:LogRetentionDays"]).toMatchObject({ value: "30", source: "default" });
@@ -117,12 +189,19 @@ describe("PUT /v1/settings", () => {
   it("stores what setSetting stores: one row per name, updated in place", async () => {
     await put([{ name: "Application:HealthCheckEndPoint", value: "/status/live" }]);
     await put([{ name: "Application:HealthCheckEndPoint", value: "/status/ready" }]);
-    const rows = await env.DB.prepare("SELECT name, value, category, type FROM settings WHERE name = 'Application:HealthCheckEndPoint'").all();
-    expect(rows.results).toEqual([{ name: "Application:HealthCheckEndPoint", value: "/status/ready", category: "Application", type: "string" }]);
+    const rows = await env.DB.prepare(
+      "SELECT name, value, category, type FROM settings WHERE name = 'Application:HealthCheckEndPoint'",
+    ).all();
+    expect(rows.results).toEqual([
+      { name: "Application:HealthCheckEndPoint", value: "/status/ready", category: "Application", type: "string" },
+    ]);
     expect((await call("GET", "/status/ready")).text).toBe("Healthy");
     // The helper's row and the API's row are the same thing: either one is read back by GET.
     await setSetting("Application:HealthCheckEndPoint", "/status/helper");
-    expect((await settingsByName())["Application:HealthCheckEndPoint"]).toMatchObject({ value: "/status/helper", source: "database" });
+    expect((await settingsByName())["Application:HealthCheckEndPoint"]).toMatchObject({
+      value: "/status/helper",
+      source: "database",
+    });
   });
 
   it("reports the parsed value, in a form PUT accepts back", async () => {
@@ -137,7 +216,11 @@ describe("PUT /v1/settings", () => {
     await admin("GET", "/v1/resources"); // this isolate caches the current settings
     const now = new Date().toISOString();
     // Another isolate's PUT: the row changes, this isolate's cache is not told.
-    await env.DB.prepare("INSERT INTO settings (name, value, read_only, created_at, updated_at) VALUES ('Application:DefaultPageSize', '1', 0, ?, ?)").bind(now, now).run();
+    await env.DB.prepare(
+      "INSERT INTO settings (name, value, read_only, created_at, updated_at) VALUES ('Application:DefaultPageSize', '1', 0, ?, ?)",
+    )
+      .bind(now, now)
+      .run();
     expect((await admin("GET", "/v1/resources")).body["resources"].length).toBeGreaterThan(1);
     const realNow = clock.now;
     clock.now = () => new Date(realNow().getTime() + 6_000);
@@ -156,14 +239,29 @@ describe("PUT /v1/settings", () => {
       expect(res.body).toMatchObject({ success: false, code: 400 });
       expect(res.body["message"]).toMatch(message);
       expect(await countRows("settings")).toBe(before);
-      expect((await settingsByName())["Application:DefaultPageSize"]).toMatchObject({ value: "100", source: "environment" });
+      expect((await settingsByName())["Application:DefaultPageSize"]).toMatchObject({
+        value: "100",
+        source: "environment",
+      });
     }
 
     it("an unknown setting, even beside a valid change", () =>
-      refused([{ name: "Application:DefaultPageSize", value: "5" }, { name: "Application:NoSuchThing", value: "1" }], "Unknown setting Application:NoSuchThing"));
+      refused(
+        [
+          { name: "Application:DefaultPageSize", value: "5" },
+          { name: "Application:NoSuchThing", value: "1" },
+        ],
+        "Unknown setting Application:NoSuchThing",
+      ));
 
     it("a value that does not parse", () =>
-      refused([{ name: "Application:DefaultPageSize", value: "5" }, { name: "Application:TokenExpiration", value: "soon" }], "Invalid value for setting Application:TokenExpiration: expected a duration"));
+      refused(
+        [
+          { name: "Application:DefaultPageSize", value: "5" },
+          { name: "Application:TokenExpiration", value: "soon" },
+        ],
+        "Invalid value for setting Application:TokenExpiration: expected a duration",
+      ));
 
     it("every problem at once", () =>
       refused(
@@ -175,9 +273,13 @@ describe("PUT /v1/settings", () => {
       ));
 
     it("a secret: secrets stay in wrangler secrets, never in a D1 row", () =>
-      refused([{ name: "Application:JwtSecret", value: "a-new-secret-that-is-long-enough-000" }], "Setting Application:JwtSecret is read-only through the API; set the environment variable or secret Application__JwtSecret"));
+      refused(
+        [{ name: "Application:JwtSecret", value: "a-new-secret-that-is-long-enough-000" }],
+        "Setting Application:JwtSecret is read-only through the API; set the environment variable or secret Application__JwtSecret",
+      ));
 
-    it("Application:EnableWebApi, which would lock the API out of itself", () => refused([{ name: "Application:EnableWebApi", value: "false" }], "Application:EnableWebApi is read-only"));
+    it("Application:EnableWebApi, which would lock the API out of itself", () =>
+      refused([{ name: "Application:EnableWebApi", value: "false" }], "Application:EnableWebApi is read-only"));
 
     it("the same setting twice", () =>
       refused(
@@ -189,7 +291,12 @@ describe("PUT /v1/settings", () => {
       ));
 
     it("a body that does not match the schema (problem details)", async () => {
-      for (const body of [{ settings: [] }, { settings: [{ name: "Application:DefaultPageSize", value: 5 }] }, { settings: [{ name: "Application:DefaultPageSize" }] }, {}]) {
+      for (const body of [
+        { settings: [] },
+        { settings: [{ name: "Application:DefaultPageSize", value: 5 }] },
+        { settings: [{ name: "Application:DefaultPageSize" }] },
+        {},
+      ]) {
         const res = await admin("PUT", "/v1/settings", body);
         expect(res.status, JSON.stringify(body)).toBe(400);
         expect(res.headers.get("content-type")).toContain("application/problem+json");

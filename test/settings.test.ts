@@ -26,7 +26,9 @@ describe("parsing (pure)", () => {
   });
 
   it("names the setting in the error of an invalid value", () => {
-    expect(() => parseSetting("Application:MaxPageSize", "lots")).toThrow("Invalid value for setting Application:MaxPageSize: expected an integer");
+    expect(() => parseSetting("Application:MaxPageSize", "lots")).toThrow(
+      "Invalid value for setting Application:MaxPageSize: expected an integer",
+    );
     expect(() => parseSetting("Application:EnableSwagger", "perhaps")).toThrow("Application:EnableSwagger");
     expect(() => parseSetting("Updates:PlatformEditions", '{"mac": "Ultimate"}')).toThrow("Updates:PlatformEditions");
   });
@@ -34,7 +36,12 @@ describe("parsing (pure)", () => {
   it("layers defaults, environment variables and settings rows, later winning, and says where each came from", () => {
     const { config, sources } = buildConfig(
       // Development: Swagger's default is on there (off in Production), so the ignored "false" below shows.
-      { Application__Environment: "Development", Application__DefaultPageSize: "25", Application__MaxPageSize: "50", "Application:EnableSwagger": "false" },
+      {
+        Application__Environment: "Development",
+        Application__DefaultPageSize: "25",
+        Application__MaxPageSize: "50",
+        "Application:EnableSwagger": "false",
+      },
       [{ name: "Application:MaxPageSize", value: "75" }],
     );
     expect(config["Application:TokenExpiration"]).toBe(30 * 60_000);
@@ -105,7 +112,9 @@ describe("through the service", () => {
       ApiKey: { type: "apiKey", in: "header", name: "x-api-key" },
       Bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT", description: expect.stringContaining("RFC8725") },
     });
-    expect(doc.body["paths"]["/v1/resources"]["get"]["parameters"].map((p: { name: string }) => p.name).sort()).toEqual(["filter", "select", "skip", "sort", "take"]);
+    expect(doc.body["paths"]["/v1/resources"]["get"]["parameters"].map((p: { name: string }) => p.name).sort()).toEqual(
+      ["filter", "select", "skip", "sort", "take"],
+    );
     const ui = await call("GET", "/swagger");
     expect(ui.status).toBe(200);
     expect(ui.text).toContain("swagger-ui");
@@ -122,7 +131,9 @@ describe("through the service", () => {
     await setSetting("Application:EnableWebApi", "false");
     try {
       expect((await call("GET", "/v1/resources", { key: ADMIN.key })).status).toBe(404);
-      expect((await call("POST", "/v1/auth/login", { body: { username: "admin", password: ADMIN.password } })).status).toBe(404);
+      expect(
+        (await call("POST", "/v1/auth/login", { body: { username: "admin", password: ADMIN.password } })).status,
+      ).toBe(404);
       expect((await call("GET", "/swagger/v1/swagger.json")).status).toBe(404);
       expect((await call("GET", "/health")).status).toBe(200);
     } finally {

@@ -7,7 +7,13 @@ import { eq } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
 import { getDb } from "../src/db/client";
 import { releaseDownloads } from "../src/db/schema";
-import { CHUNK_BYTES, type ReleaseDownloadRow, artifactExists, deleteArtifactBytes, readArtifact } from "../src/updates/storage";
+import {
+  CHUNK_BYTES,
+  type ReleaseDownloadRow,
+  artifactExists,
+  deleteArtifactBytes,
+  readArtifact,
+} from "../src/updates/storage";
 import { MiB, bytesOf, newRelease, upload } from "./artifacts-kit";
 import { admin } from "./helpers";
 
@@ -36,7 +42,15 @@ beforeAll(async () => {
     rows[sourceKind] = await rowOf(res.body["releaseDownloadId"]);
   }
   const hosted = await admin("POST", r.path, {
-    releaseDownload: { platform: "linux-x64", kind: "installer", fileName: "a", url: "https://cdn.example.com/a", size: 1, sha256: "0".repeat(64), sha512: `${"A".repeat(86)}==` },
+    releaseDownload: {
+      platform: "linux-x64",
+      kind: "installer",
+      fileName: "a",
+      url: "https://cdn.example.com/a",
+      size: 1,
+      sha256: "0".repeat(64),
+      sha512: `${"A".repeat(86)}==`,
+    },
   });
   rows["url"] = await rowOf(hosted.body["releaseDownloadId"]);
 });

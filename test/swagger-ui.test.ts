@@ -22,7 +22,9 @@ describe("Swagger UI", () => {
         expect(url.startsWith("/swagger/")).toBe(true);
         const asset = await call("GET", url);
         expect(asset.status, url).toBe(200);
-        expect(asset.headers.get("content-type"), url).toMatch(url.endsWith(".css") ? /^text\/css/ : /^text\/javascript/);
+        expect(asset.headers.get("content-type"), url).toMatch(
+          url.endsWith(".css") ? /^text\/css/ : /^text\/javascript/,
+        );
         expect(asset.text.length, url).toBeGreaterThan(url.includes("initializer") ? 50 : 100_000);
       }
       const initializer = await call("GET", loaded.find((u) => u.includes("initializer")) as string);

@@ -32,15 +32,24 @@ async function listedLicense(id: number): Promise<Record<string, unknown>> {
 
 describe("license events", () => {
   it("emits created, updated with previous, revoked when revoked turns true, and deleted", async () => {
-    const s = await subscribe({ eventTypes: ["license.created", "license.updated", "license.revoked", "license.deleted"] });
-    const created = await admin("POST", "/v1/licenses", { license: { productId: await newProduct(), licenseeName: "Initech", maxClients: 3 } });
+    const s = await subscribe({
+      eventTypes: ["license.created", "license.updated", "license.revoked", "license.deleted"],
+    });
+    const created = await admin("POST", "/v1/licenses", {
+      license: { productId: await newProduct(), licenseeName: "Initech", maxClients: 3 },
+    });
     const id = created.body["id"] as number;
     const [event] = await emitted(s.id, "license.created");
     expect(event!.id).toMatch(/^evt_[A-Za-z0-9]{24}$/);
     expect(event!.type).toBe("license.created");
     expect(Date.parse(event!.createdAt)).toBeGreaterThan(Date.now() - 60_000);
     expect(event!.data).toEqual(await listedLicense(id));
-    expect(event!.data).toMatchObject({ licenseId: created.body["licenseId"], status: "NotActivated", activeClientCount: 0, licenseeName: "Initech" });
+    expect(event!.data).toMatchObject({
+      licenseId: created.body["licenseId"],
+      status: "NotActivated",
+      activeClientCount: 0,
+      licenseeName: "Initech",
+    });
     expect(event).not.toHaveProperty("previous");
 
     await admin("PUT", "/v1/licenses", { license: { id, edition: "Ultimate", maxClients: 5 } });
@@ -62,15 +71,30 @@ describe("license events", () => {
     await admin("DELETE", `/v1/licenses/${id}`);
     const [deleted] = await emitted(s.id, "license.deleted");
     expect(deleted!.data).toMatchObject({ id, licenseId: created.body["licenseId"], revoked: true });
-    expect(await settledTypes(s.id)).toEqual(["license.created", "license.updated", "license.updated", "license.revoked", "license.updated", "license.deleted"]);
+    expect(await settledTypes(s.id)).toEqual([
+      "license.created",
+      "license.updated",
+      "license.updated",
+      "license.revoked",
+      "license.updated",
+      "license.deleted",
+    ]);
   });
 
   it("emits license.activated for a new machine only, and license.deactivated", async () => {
     const s = await subscribe({ eventTypes: ["license.activated", "license.deactivated"] });
     const lic = await newLicense("Activation", 2);
-    expect((await licensing("activate", { userKey: lic.userKey, machineId: "PC-1", clientName: "Office" })).status).toBe(200);
+    expect(
+      (await licensing("activate", { userKey: lic.userKey, machineId: "PC-1", clientName: "Office" })).status,
+    ).toBe(200);
     const [activated] = await emitted(s.id, "license.activated");
-    expect(activated!.data).toMatchObject({ id: lic.id, licenseId: lic.licenseId, status: "Activated", activeClientCount: 1, client: { machineId: "PC-1", clientName: "Office" } });
+    expect(activated!.data).toMatchObject({
+      id: lic.id,
+      licenseId: lic.licenseId,
+      status: "Activated",
+      activeClientCount: 1,
+      client: { machineId: "PC-1", clientName: "Office" },
+    });
 
     await licensing("activate", { userKey: lic.userKey, machineId: "PC-1" });
     await licensing("activate", { userKey: lic.userKey, machineId: "PC-2" });
@@ -79,16 +103,26 @@ describe("license events", () => {
 
     await licensing("deactivate", { userKey: lic.userKey, machineId: "PC-1" });
     const [deactivated] = await emitted(s.id, "license.deactivated");
-    expect(deactivated!.data).toMatchObject({ licenseId: lic.licenseId, activeClientCount: 1, client: { machineId: "PC-1" } });
+    expect(deactivated!.data).toMatchObject({
+      licenseId: lic.licenseId,
+      activeClientCount: 1,
+      client: { machineId: "PC-1" },
+    });
     expect(await settledTypes(s.id)).toEqual(["license.activated", "license.activated", "license.deactivated"]);
   });
 
   it("emits seat requested (a seat not held before), released, and expired from the seat object's alarm", async () => {
-    const s = await subscribe({ eventTypes: ["license.seat.requested", "license.seat.released", "license.seat.expired"] });
+    const s = await subscribe({
+      eventTypes: ["license.seat.requested", "license.seat.released", "license.seat.expired"],
+    });
     const lic = await newLicense("Floating", 2);
     const seat = await licensing("request", { userKey: lic.userKey, machineId: "m1", clientId: "c1" });
     const [requested] = await emitted(s.id, "license.seat.requested");
-    expect(requested!.data).toMatchObject({ licenseId: lic.licenseId, activeClientCount: 1, client: { machineId: "m1", clientId: "c1" } });
+    expect(requested!.data).toMatchObject({
+      licenseId: lic.licenseId,
+      activeClientCount: 1,
+      client: { machineId: "m1", clientId: "c1" },
+    });
     await licensing("request", { userKey: lic.userKey, machineId: "m1", clientId: "c1" });
 
     await licensing("release", { licenseToken: seat.body["licenseToken"] });
@@ -100,17 +134,30 @@ describe("license events", () => {
     clock.move(2 * 300_000 + 31_000);
     expect(await runDurableObjectAlarm(env.LICENSE_SEATS.getByName(String(lic.id)))).toBe(true);
     const [expired] = await emitted(s.id, "license.seat.expired", 1, 15_000);
-    expect(expired!.data).toMatchObject({ licenseId: lic.licenseId, activeClientCount: 0, client: { machineId: "m2", clientId: "c2" } });
-    expect(await settledTypes(s.id)).toEqual(["license.seat.requested", "license.seat.released", "license.seat.requested", "license.seat.expired"]);
+    expect(expired!.data).toMatchObject({
+      licenseId: lic.licenseId,
+      activeClientCount: 0,
+      client: { machineId: "m2", clientId: "c2" },
+    });
+    expect(await settledTypes(s.id)).toEqual([
+      "license.seat.requested",
+      "license.seat.released",
+      "license.seat.requested",
+      "license.seat.expired",
+    ]);
   });
 });
 
 describe("order and report events", () => {
   it("emits order created, updated (with previous; also for its lines) and deleted", async () => {
     const s = await subscribe({ eventTypes: ["order.created", "order.updated", "order.deleted"] });
-    const orderId = (await admin("POST", "/v1/orders", { order: { customerId: await newCustomer(), total: 100, currency: "EUR" } })).body["orderId"];
+    const orderId = (
+      await admin("POST", "/v1/orders", { order: { customerId: await newCustomer(), total: 100, currency: "EUR" } })
+    ).body["orderId"];
     const [created] = await emitted(s.id, "order.created");
-    expect(created!.data).toEqual((await admin("GET", `/v1/orders?filter=${encodeURIComponent(`id == ${orderId}`)}`)).body["orders"][0]);
+    expect(created!.data).toEqual(
+      (await admin("GET", `/v1/orders?filter=${encodeURIComponent(`id == ${orderId}`)}`)).body["orders"][0],
+    );
 
     await admin("PUT", "/v1/orders", { order: { id: orderId, status: "Completed", total: 149 } });
     const [updated] = await emitted(s.id, "order.updated");
@@ -132,13 +179,34 @@ describe("order and report events", () => {
   it("emits report.received over REST and gRPC, and report.deleted", async () => {
     const s = await subscribe({ eventTypes: ["report.received", "report.deleted"] });
     const lic = await newLicense("File");
-    const sent = await admin("POST", "/v1/report", { name: "ExceptionReport", userKey: lic.userKey, content: "NullReferenceException", properties: [{ name: "os", value: "Windows" }] });
+    const sent = await admin("POST", "/v1/report", {
+      name: "ExceptionReport",
+      userKey: lic.userKey,
+      content: "NullReferenceException",
+      properties: [{ name: "os", value: "Windows" }],
+    });
     const [rest] = await emitted(s.id, "report.received");
-    expect(rest!.data).toMatchObject({ id: sent.body["reportId"], name: "ExceptionReport", licenseId: lic.licenseId, content: "NullReferenceException", properties: [{ name: "os", value: "Windows" }] });
-    expect(rest!.data).toEqual((await admin("GET", `/v1/reports?filter=${encodeURIComponent(`id == ${sent.body["reportId"]}`)}`)).body["reports"][0]);
+    expect(rest!.data).toMatchObject({
+      id: sent.body["reportId"],
+      name: "ExceptionReport",
+      licenseId: lic.licenseId,
+      content: "NullReferenceException",
+      properties: [{ name: "os", value: "Windows" }],
+    });
+    expect(rest!.data).toEqual(
+      (await admin("GET", `/v1/reports?filter=${encodeURIComponent(`id == ${sent.body["reportId"]}`)}`)).body[
+        "reports"
+      ][0],
+    );
 
-    const transport = createGrpcWebTransport({ baseUrl: BASE, fetch: (input, init) => exports.default.fetch(input as RequestInfo, { ...init, redirect: "manual" }) });
-    const grpc = await createClient(ReportServer, transport).sendReport({ name: "LicenseReport", content: "grpc" }, { headers: { "x-api-key": ADMIN.key } });
+    const transport = createGrpcWebTransport({
+      baseUrl: BASE,
+      fetch: (input, init) => exports.default.fetch(input as RequestInfo, { ...init, redirect: "manual" }),
+    });
+    const grpc = await createClient(ReportServer, transport).sendReport(
+      { name: "LicenseReport", content: "grpc" },
+      { headers: { "x-api-key": ADMIN.key } },
+    );
     const [, viaGrpc] = await emitted(s.id, "report.received", 2);
     expect(viaGrpc!.data).toMatchObject({ id: grpc.reportId, name: "LicenseReport", content: "grpc" });
 
@@ -183,7 +251,14 @@ describe("who receives an event", () => {
       },
       { timeout: 20_000, interval: 200 },
     );
-    expect(JSON.parse(delivery.body)).toMatchObject({ id: event!.id, type: "license.created", data: { licenseId: created.body["licenseId"] } });
-    await vi.waitFor(async () => expect((await eventRows(s.id))[0]).toMatchObject({ is_success: 1, status_code: 200 }), { timeout: 5000 });
+    expect(JSON.parse(delivery.body)).toMatchObject({
+      id: event!.id,
+      type: "license.created",
+      data: { licenseId: created.body["licenseId"] },
+    });
+    await vi.waitFor(
+      async () => expect((await eventRows(s.id))[0]).toMatchObject({ is_success: 1, status_code: 200 }),
+      { timeout: 5000 },
+    );
   }, 30_000);
 });

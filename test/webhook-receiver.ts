@@ -80,8 +80,16 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
     }
     readBody(req).then(
       (body) => {
-        const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(", ") : (v ?? "")]));
-        deliveries.push({ method: req.method ?? "", path: url.pathname + url.search, headers, body, receivedAt: Date.now() });
+        const headers = Object.fromEntries(
+          Object.entries(req.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(", ") : (v ?? "")]),
+        );
+        deliveries.push({
+          method: req.method ?? "",
+          path: url.pathname + url.search,
+          headers,
+          body,
+          receivedAt: Date.now(),
+        });
         behave(url, res);
       },
       () => reply(res, 400, '{"error":"unreadable body"}'),

@@ -27,9 +27,16 @@ export async function received(path: string): Promise<Delivered[]> {
 }
 
 /** Creates a subscription through the API (201); returns the answer's subscription, secret included. */
-export async function subscribe(values: Record<string, unknown> = {}): Promise<Record<string, any> & { id: number; secret: string; url: string }> {
+export async function subscribe(
+  values: Record<string, unknown> = {},
+): Promise<Record<string, any> & { id: number; secret: string; url: string }> {
   const res = await admin("POST", "/v1/webhooks/subscriptions", {
-    subscription: { name: "receiver", url: `${RECEIVER}${receiverPath("ok")}`, eventTypes: ["webhook.test"], ...values },
+    subscription: {
+      name: "receiver",
+      url: `${RECEIVER}${receiverPath("ok")}`,
+      eventTypes: ["webhook.test"],
+      ...values,
+    },
   });
   if (res.status !== 201) throw new Error(`subscription fixture: ${res.status} ${res.text}`);
   return res.body["subscription"];
@@ -51,7 +58,9 @@ export interface EventRowView {
 
 /** The delivery event rows of a subscription, oldest first. */
 export async function eventRows(subscriptionId: number): Promise<EventRowView[]> {
-  const { results } = await env.DB.prepare("SELECT * FROM webhook_events WHERE webhook_subscription_id = ? ORDER BY id").bind(subscriptionId).all<EventRowView>();
+  const { results } = await env.DB.prepare("SELECT * FROM webhook_events WHERE webhook_subscription_id = ? ORDER BY id")
+    .bind(subscriptionId)
+    .all<EventRowView>();
   return results;
 }
 
@@ -59,7 +68,12 @@ export async function eventRows(subscriptionId: number): Promise<EventRowView[]>
  * Waits (emission runs after the answer, under waitUntil) until the subscription has `count` rows of a type; events
  * that come through the queue (license.seat.expired) need `timeout` above the consumer's 5 s batch window.
  */
-export async function emitted(subscriptionId: number, type: string, count = 1, timeout = 5000): Promise<{ id: string; type: string; createdAt: string; data: any; previous?: any }[]> {
+export async function emitted(
+  subscriptionId: number,
+  type: string,
+  count = 1,
+  timeout = 5000,
+): Promise<{ id: string; type: string; createdAt: string; data: any; previous?: any }[]> {
   return vi.waitFor(
     async () => {
       const rows = (await eventRows(subscriptionId)).filter((r) => r.event_type === type);

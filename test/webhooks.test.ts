@@ -60,31 +60,51 @@ describe("status and event types", () => {
     expectWebhookAnswer(on.body);
     expect(on.body["isEnabled"]).toBe(true);
     await setSetting("Webhooks:Enabled", "false");
-    expect((await admin("GET", "/v1/webhooks/status")).body).toEqual({ success: true, message: "Webhooks are disabled", isEnabled: false });
+    expect((await admin("GET", "/v1/webhooks/status")).body).toEqual({
+      success: true,
+      message: "Webhooks are disabled",
+      isEnabled: false,
+    });
   });
 });
 
 describe("subscriptions", () => {
   it("creates a subscription (201) with a generated secret shown once and stored encrypted", async () => {
     const url = `${RECEIVER}${receiverPath("ok")}`;
-    const res = await admin("POST", SUBSCRIPTIONS, { subscription: { name: "CRM", url, eventTypes: ["license.created", "order.created"], description: "sync" } });
+    const res = await admin("POST", SUBSCRIPTIONS, {
+      subscription: { name: "CRM", url, eventTypes: ["license.created", "order.created"], description: "sync" },
+    });
     expect(res.status).toBe(201);
     expectWebhookAnswer(res.body);
     const created = res.body["subscription"];
-    expect(created).toMatchObject({ name: "CRM", url, eventTypes: ["license.created", "order.created"], isActive: true, maxRetryCount: 8, description: "sync" });
+    expect(created).toMatchObject({
+      name: "CRM",
+      url,
+      eventTypes: ["license.created", "order.created"],
+      isActive: true,
+      maxRetryCount: 8,
+      description: "sync",
+    });
     expect(created.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
     expect(atob(created.secret.slice(6))).toHaveLength(32);
 
     const got = await admin("GET", `${SUBSCRIPTIONS}/${created.id}`);
     expect(got.status).toBe(200);
     expectWebhookAnswer(got.body);
-    expect(got.body["subscription"]).toEqual({ ...created, secret: undefined, createdAt: created.createdAt, updatedAt: created.updatedAt });
+    expect(got.body["subscription"]).toEqual({
+      ...created,
+      secret: undefined,
+      createdAt: created.createdAt,
+      updatedAt: created.updatedAt,
+    });
     expect(got.body["subscription"]).not.toHaveProperty("secret");
     const listed = await admin("GET", `${SUBSCRIPTIONS}?filter=${encodeURIComponent(`id == ${created.id}`)}`);
     expect(listed.body["subscriptions"][0]).not.toHaveProperty("secret");
     expect(listed.text).not.toContain(created.secret);
 
-    const row = await env.DB.prepare("SELECT * FROM webhook_subscriptions WHERE id = ?").bind(created.id).first<Record<string, string>>();
+    const row = await env.DB.prepare("SELECT * FROM webhook_subscriptions WHERE id = ?")
+      .bind(created.id)
+      .first<Record<string, string>>();
     expect(JSON.stringify(row)).not.toContain(created.secret.slice(6));
     expect(row!["secret_encrypted"]).toMatch(/^v1:/);
     expect(await decryptSecret("test-encryption-key", row!["secret_encrypted"]!)).toBe(created.secret);
@@ -94,7 +114,9 @@ describe("subscriptions", () => {
     const secret = `whsec_${btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(32))))}`;
     expect((await subscribe({ secret })).secret).toBe(secret);
     for (const bad of ["not-a-secret", "whsec_###", `whsec_${btoa("too short")}`]) {
-      const res = await admin("POST", SUBSCRIPTIONS, { subscription: { name: "x", url: `${RECEIVER}/ok/x`, eventTypes: ["*"], secret: bad } });
+      const res = await admin("POST", SUBSCRIPTIONS, {
+        subscription: { name: "x", url: `${RECEIVER}/ok/x`, eventTypes: ["*"], secret: bad },
+      });
       expect(res.status, bad).toBe(400);
       expect(res.body["message"]).toContain("secret");
     }
@@ -115,14 +137,21 @@ describe("subscriptions", () => {
     await problem({ ...base, headers: { "X-Ok": "line\r\nbreak" } });
     for (const reserved of ["X-Service-Signature", "webhook-id", "Content-Type", "Host"]) {
       const res = await problem({ ...base, headers: { [reserved]: "forged" } });
-      expect(res.body).toEqual({ success: false, code: 400, message: `The service sets ${reserved} itself; extra headers cannot replace it` });
+      expect(res.body).toEqual({
+        success: false,
+        code: 400,
+        message: `The service sets ${reserved} itself; extra headers cannot replace it`,
+      });
     }
   });
 
   it("lists with the list conventions and counts under totalSubscriptionsCount", async () => {
     const a = await subscribe({ name: "list-a" });
     await subscribe({ name: "list-b", isActive: false });
-    const res = await admin("GET", `${SUBSCRIPTIONS}?filter=${encodeURIComponent('name.StartsWith("list-")')}&sort=-name&select=id,name,isActive`);
+    const res = await admin(
+      "GET",
+      `${SUBSCRIPTIONS}?filter=${encodeURIComponent('name.StartsWith("list-")')}&sort=-name&select=id,name,isActive`,
+    );
     expect(res.status).toBe(200);
     expectWebhookAnswer(res.body);
     expect(res.body["subscriptions"]).toEqual([
@@ -139,19 +168,33 @@ describe("subscriptions", () => {
 
   it("updates only the properties sent (an explicit false applies) and can rotate the secret", async () => {
     const s = await subscribe({ name: "before", headers: { "X-Tenant": "a" } });
-    const res = await admin("PUT", `${SUBSCRIPTIONS}/${s.id}`, { subscription: { name: "after", isActive: false, maxRetryCount: 0 } });
+    const res = await admin("PUT", `${SUBSCRIPTIONS}/${s.id}`, {
+      subscription: { name: "after", isActive: false, maxRetryCount: 0 },
+    });
     expect(res.status).toBe(200);
     expectWebhookAnswer(res.body);
-    expect(res.body["subscription"]).toMatchObject({ id: s.id, name: "after", url: s.url, eventTypes: ["webhook.test"], headers: { "X-Tenant": "********" }, isActive: false, maxRetryCount: 0 });
+    expect(res.body["subscription"]).toMatchObject({
+      id: s.id,
+      name: "after",
+      url: s.url,
+      eventTypes: ["webhook.test"],
+      headers: { "X-Tenant": "********" },
+      isActive: false,
+      maxRetryCount: 0,
+    });
     expect(res.body["subscription"]).not.toHaveProperty("secret");
 
     const secret = `whsec_${btoa("r".repeat(32))}`;
     expect((await admin("PUT", `${SUBSCRIPTIONS}/${s.id}`, { subscription: { secret } })).status).toBe(200);
-    const row = await env.DB.prepare("SELECT secret_encrypted FROM webhook_subscriptions WHERE id = ?").bind(s.id).first<{ secret_encrypted: string }>();
+    const row = await env.DB.prepare("SELECT secret_encrypted FROM webhook_subscriptions WHERE id = ?")
+      .bind(s.id)
+      .first<{ secret_encrypted: string }>();
     expect(await decryptSecret("test-encryption-key", row!.secret_encrypted)).toBe(secret);
 
     expect((await admin("PUT", `${SUBSCRIPTIONS}/${s.id}`, { subscription: { name: null } })).status).toBe(400);
-    expect((await admin("PUT", `${SUBSCRIPTIONS}/${s.id}`, { subscription: { isActive: null } })).body["message"]).toBe("A subscription's isActive cannot be cleared");
+    expect((await admin("PUT", `${SUBSCRIPTIONS}/${s.id}`, { subscription: { isActive: null } })).body["message"]).toBe(
+      "A subscription's isActive cannot be cleared",
+    );
   });
 
   it("deletes a subscription with its delivery history; unknown ids answer 404", async () => {
@@ -164,7 +207,10 @@ describe("subscriptions", () => {
     expect(await eventRows(s.id)).toHaveLength(0);
 
     expectNotFound(await admin("GET", `${SUBSCRIPTIONS}/${s.id}`), `Subscription ${s.id} not found`);
-    expectNotFound(await admin("PUT", `${SUBSCRIPTIONS}/${s.id}`, { subscription: { name: "x" } }), `Subscription ${s.id} not found`);
+    expectNotFound(
+      await admin("PUT", `${SUBSCRIPTIONS}/${s.id}`, { subscription: { name: "x" } }),
+      `Subscription ${s.id} not found`,
+    );
     expectNotFound(await admin("DELETE", `${SUBSCRIPTIONS}/${s.id}`), `Subscription ${s.id} not found`);
     expectNotFound(await admin("POST", `${SUBSCRIPTIONS}/${s.id}/test`), `Subscription ${s.id} not found`);
     expectNotFound(await admin("GET", `${SUBSCRIPTIONS}/${s.id}/events`), `Subscription ${s.id} not found`);
@@ -181,7 +227,14 @@ describe("test deliveries, events and retries by hand", () => {
     expectWebhookAnswer(res.body);
     expect(res.body["message"]).toBe("Delivered: HTTP 200");
     const event = res.body["event"];
-    expect(event).toMatchObject({ webhookSubscriptionId: s.id, eventType: "webhook.test", isSuccess: true, statusCode: 200, retryCount: 0, response: '{"received":true}' });
+    expect(event).toMatchObject({
+      webhookSubscriptionId: s.id,
+      eventType: "webhook.test",
+      isSuccess: true,
+      statusCode: 200,
+      retryCount: 0,
+      response: '{"received":true}',
+    });
     expect(event).not.toHaveProperty("nextRetryAt");
     expect(event.eventId).toMatch(/^evt_[A-Za-z0-9]{24}$/);
 
@@ -190,7 +243,11 @@ describe("test deliveries, events and retries by hand", () => {
     expect(delivery!.headers["x-service-delivery"]).toBe(event.eventId);
     expect(delivery!.body).toBe(event.payload);
     const payload = JSON.parse(delivery!.body);
-    expect(payload).toMatchObject({ id: event.eventId, type: "webhook.test", data: { id: s.id, name: "receiver", url: s.url } });
+    expect(payload).toMatchObject({
+      id: event.eventId,
+      type: "webhook.test",
+      data: { id: s.id, name: "receiver", url: s.url },
+    });
     expect(payload.data).not.toHaveProperty("secret");
   });
 
@@ -205,35 +262,60 @@ describe("test deliveries, events and retries by hand", () => {
     expect(res.status).toBe(200);
     expectWebhookAnswer(res.body);
     expect(res.body["totalEventsCount"]).toBe(2);
-    expect(res.body["events"].map((e: { webhookSubscriptionId: number }) => e.webhookSubscriptionId)).toEqual([s.id, s.id]);
+    expect(res.body["events"].map((e: { webhookSubscriptionId: number }) => e.webhookSubscriptionId)).toEqual([
+      s.id,
+      s.id,
+    ]);
     expect(res.body["events"][0].id).toBeGreaterThan(res.body["events"][1].id);
 
-    const included = await admin("GET", `${SUBSCRIPTIONS}/${s.id}/events?include=subscription&select=id,subscription&take=1`);
-    expect(included.body["events"]).toEqual([{ id: res.body["events"][1].id, subscription: expect.objectContaining({ id: s.id, name: "receiver" }) }]);
+    const included = await admin(
+      "GET",
+      `${SUBSCRIPTIONS}/${s.id}/events?include=subscription&select=id,subscription&take=1`,
+    );
+    expect(included.body["events"]).toEqual([
+      { id: res.body["events"][1].id, subscription: expect.objectContaining({ id: s.id, name: "receiver" }) },
+    ]);
     expect(included.body["events"][0].subscription).not.toHaveProperty("secret");
     expect(included.body["totalEventsCount"]).toBe(2);
 
-    expect((await admin("GET", `${SUBSCRIPTIONS}/${s.id}/events?filter=${encodeURIComponent("isSuccess == false")}`)).body["totalEventsCount"]).toBe(0);
-    expect((await admin("GET", `${SUBSCRIPTIONS}/${s.id}/events?include=secrets`)).body["message"]).toBe("No property or field 'secrets' exists in type 'WebhookEvent'");
+    expect(
+      (await admin("GET", `${SUBSCRIPTIONS}/${s.id}/events?filter=${encodeURIComponent("isSuccess == false")}`)).body[
+        "totalEventsCount"
+      ],
+    ).toBe(0);
+    expect((await admin("GET", `${SUBSCRIPTIONS}/${s.id}/events?include=secrets`)).body["message"]).toBe(
+      "No property or field 'secrets' exists in type 'WebhookEvent'",
+    );
   });
 
   it("deletes an event; unknown events and events of another subscription answer 404", async () => {
     const s = await subscribe();
     const other = await subscribe();
     const eventId = (await admin("POST", `${SUBSCRIPTIONS}/${s.id}/test`)).body["event"].id;
-    expectNotFound(await admin("DELETE", `${SUBSCRIPTIONS}/${other.id}/events/${eventId}`), `Event ${eventId} not found`);
+    expectNotFound(
+      await admin("DELETE", `${SUBSCRIPTIONS}/${other.id}/events/${eventId}`),
+      `Event ${eventId} not found`,
+    );
     const res = await admin("DELETE", `${SUBSCRIPTIONS}/${s.id}/events/${eventId}`);
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ success: true, message: "Event deleted" });
     expectNotFound(await admin("DELETE", `${SUBSCRIPTIONS}/${s.id}/events/${eventId}`), `Event ${eventId} not found`);
-    expectNotFound(await admin("POST", `${SUBSCRIPTIONS}/${s.id}/events/${eventId}/retry`), `Event ${eventId} not found`);
+    expectNotFound(
+      await admin("POST", `${SUBSCRIPTIONS}/${s.id}/events/${eventId}/retry`),
+      `Event ${eventId} not found`,
+    );
   });
 
   it("retries a failed event by hand, recording each attempt on the same row", async () => {
     const s = await subscribe({ url: `${RECEIVER}${receiverPath("fail500")}` });
     const test = await admin("POST", `${SUBSCRIPTIONS}/${s.id}/test`);
     expect(test.body["message"]).toBe("Delivery failed: HTTP 500 Internal Server Error");
-    expect(test.body["event"]).toMatchObject({ isSuccess: false, statusCode: 500, retryCount: 0, response: '{"error":"receiver failed"}' });
+    expect(test.body["event"]).toMatchObject({
+      isSuccess: false,
+      statusCode: 500,
+      retryCount: 0,
+      response: '{"error":"receiver failed"}',
+    });
     const eventId = test.body["event"].id;
 
     const again = await admin("POST", `${SUBSCRIPTIONS}/${s.id}/events/${eventId}/retry`);
@@ -245,7 +327,10 @@ describe("test deliveries, events and retries by hand", () => {
     const fixedPath = receiverPath("ok");
     await admin("PUT", `${SUBSCRIPTIONS}/${s.id}`, { subscription: { url: `${RECEIVER}${fixedPath}` } });
     const fixed = await admin("POST", `${SUBSCRIPTIONS}/${s.id}/events/${eventId}/retry`);
-    expect(fixed.body).toMatchObject({ message: "Delivered: HTTP 200", event: { id: eventId, isSuccess: true, statusCode: 200, retryCount: 2 } });
+    expect(fixed.body).toMatchObject({
+      message: "Delivered: HTTP 200",
+      event: { id: eventId, isSuccess: true, statusCode: 200, retryCount: 2 },
+    });
     expect(fixed.body["event"]).not.toHaveProperty("errorMessage");
     expect(await eventRows(s.id)).toHaveLength(1);
     const attempts = [...(await received(new URL(s.url).pathname)), ...(await received(fixedPath))];
@@ -259,7 +344,11 @@ describe("test deliveries, events and retries by hand", () => {
   it("refuses test deliveries and retries while Webhooks:Enabled is false", async () => {
     const s = await subscribe();
     await setSetting("Webhooks:Enabled", "false");
-    expect((await admin("POST", `${SUBSCRIPTIONS}/${s.id}/test`)).body).toEqual({ success: false, code: 400, message: "Webhooks are disabled (Webhooks:Enabled)" });
+    expect((await admin("POST", `${SUBSCRIPTIONS}/${s.id}/test`)).body).toEqual({
+      success: false,
+      code: 400,
+      message: "Webhooks are disabled (Webhooks:Enabled)",
+    });
     expect(await received(new URL(s.url).pathname)).toEqual([]);
   });
 });
@@ -299,25 +388,53 @@ describe("SSRF policy", () => {
       expect(res.status, url).toBe(400);
       expect(res.body["message"], url).toMatch(/^The webhook url (is refused|must use https)/);
     }
-    expect(await env.DB.prepare("SELECT count(*) AS n FROM webhook_subscriptions WHERE name = 'ssrf'").first("n")).toBe(0);
-    const publicUrl = await admin("POST", SUBSCRIPTIONS, { subscription: { name: "public", url: "https://hooks.example.com/licensing", eventTypes: ["*"], isActive: false } });
+    expect(await env.DB.prepare("SELECT count(*) AS n FROM webhook_subscriptions WHERE name = 'ssrf'").first("n")).toBe(
+      0,
+    );
+    const publicUrl = await admin("POST", SUBSCRIPTIONS, {
+      subscription: { name: "public", url: "https://hooks.example.com/licensing", eventTypes: ["*"], isActive: false },
+    });
     expect(publicUrl.status).toBe(201);
   });
 
   it("refuses the same addresses on update", async () => {
     const s = await subscribe({ url: "https://hooks.example.com/a", isActive: false });
     await setSetting("Webhooks:AllowInsecureUrls", "false");
-    const res = await admin("PUT", `${SUBSCRIPTIONS}/${s.id}`, { subscription: { url: "https://[::ffff:169.254.169.254]/" } });
+    const res = await admin("PUT", `${SUBSCRIPTIONS}/${s.id}`, {
+      subscription: { url: "https://[::ffff:169.254.169.254]/" },
+    });
     expect(res.status).toBe(400);
-    expect(res.body["message"]).toBe("The webhook url is refused: [::ffff:a9fe:a9fe] is a private, loopback, link-local or reserved address (allowed only with Webhooks:AllowInsecureUrls)");
+    expect(res.body["message"]).toBe(
+      "The webhook url is refused: [::ffff:a9fe:a9fe] is a private, loopback, link-local or reserved address (allowed only with Webhooks:AllowInsecureUrls)",
+    );
   });
 
   it("allows them with Webhooks:AllowInsecureUrls, but never credentials in the URL", async () => {
     await setSetting("Webhooks:AllowInsecureUrls", "true");
-    for (const url of REFUSED) expect((await admin("POST", SUBSCRIPTIONS, { subscription: { name: "insecure", url, eventTypes: ["*"], isActive: false } })).status, url).toBe(201);
-    const res = await admin("POST", SUBSCRIPTIONS, { subscription: { name: "creds", url: "https://user:pass@hooks.example.com/", eventTypes: ["*"] } });
-    expect(res.body).toEqual({ success: false, code: 400, message: "The webhook url must not carry credentials; use the subscription's headers instead" });
-    expect((await admin("POST", SUBSCRIPTIONS, { subscription: { name: "ftp", url: "ftp://hooks.example.com/", eventTypes: ["*"] } })).status).toBe(400);
+    for (const url of REFUSED)
+      expect(
+        (
+          await admin("POST", SUBSCRIPTIONS, {
+            subscription: { name: "insecure", url, eventTypes: ["*"], isActive: false },
+          })
+        ).status,
+        url,
+      ).toBe(201);
+    const res = await admin("POST", SUBSCRIPTIONS, {
+      subscription: { name: "creds", url: "https://user:pass@hooks.example.com/", eventTypes: ["*"] },
+    });
+    expect(res.body).toEqual({
+      success: false,
+      code: 400,
+      message: "The webhook url must not carry credentials; use the subscription's headers instead",
+    });
+    expect(
+      (
+        await admin("POST", SUBSCRIPTIONS, {
+          subscription: { name: "ftp", url: "ftp://hooks.example.com/", eventTypes: ["*"] },
+        })
+      ).status,
+    ).toBe(400);
   });
 
   it("checks again at delivery: a URL allowed when stored is not called once the setting refuses it", async () => {

@@ -14,7 +14,9 @@ let tsc;
 try {
   tsc = join(dirname(require.resolve("typescript/package.json")), "bin/tsc");
 } catch {
-  console.error("@licensing/client: building needs TypeScript (npm install --save-dev typescript), or install the packed tarball, which ships dist/");
+  console.error(
+    "@licensing/client: building needs TypeScript (npm install --save-dev typescript), or install the packed tarball, which ships dist/",
+  );
   process.exit(1);
 }
 rmSync(`${here}/dist`, { recursive: true, force: true });

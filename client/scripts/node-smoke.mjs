@@ -36,7 +36,9 @@ async function admin(method, path, body) {
 }
 
 async function newLicense(mode, maxClients) {
-  const { productId } = await admin("POST", "/v1/products", { product: { code: `smoke-${mode}-${Date.now()}`, name: "Smoke" } });
+  const { productId } = await admin("POST", "/v1/products", {
+    product: { code: `smoke-${mode}-${Date.now()}`, name: "Smoke" },
+  });
   const { id } = await admin("POST", "/v1/licenses", { license: { productId, licensingMode: mode, maxClients } });
   const { licenses } = await admin("GET", `/v1/licenses?filter=${encodeURIComponent(`id == ${id}`)}&select=userKey`);
   return licenses[0].userKey;
@@ -49,18 +51,28 @@ try {
     const validated = await activation.validate({ machineId: "PC-1" });
     assert.equal(validated.status, "Activated");
     assert.ok(validated.serverTime instanceof Date);
-    const payload = await verifyLicenseOffline(activated.license.licenseKey, await activation.getSigningKeys(), { machineId: "PC-1" });
+    const payload = await verifyLicenseOffline(activated.license.licenseKey, await activation.getSigningKeys(), {
+      machineId: "PC-1",
+    });
     assert.equal(payload.licenseId, activated.license.licenseId);
-    await assert.rejects(activation.activate({ machineId: "PC-2" }), (e) => e instanceof LicensingError && e.httpStatus === 526);
+    await assert.rejects(
+      activation.activate({ machineId: "PC-2" }),
+      (e) => e instanceof LicensingError && e.httpStatus === 526,
+    );
 
     const floating = new LicensingClient({ baseUrl: base, transport, userKey: await newLicense("Floating", 1) });
     let resolveBeat;
     const beat = new Promise((resolve) => (resolveBeat = resolve));
-    const seat = await floating.requestFloating({ machineId: "m1", clientId: "c1" }, { heartbeatInterval: 0.2, onHeartbeat: resolveBeat, onError: (e) => console.error(e) });
+    const seat = await floating.requestFloating(
+      { machineId: "m1", clientId: "c1" },
+      { heartbeatInterval: 0.2, onHeartbeat: resolveBeat, onError: (e) => console.error(e) },
+    );
     await beat;
     assert.equal((await seat.release()).activeClientCount, 0);
     const { reportId } = await floating.sendReport({ name: "LicenseReport", content: "smoke" });
-    console.log(`node ${process.version} ${transport}: activate, validate, offline key, 526, seat + heartbeat + release, report ${reportId}: ok`);
+    console.log(
+      `node ${process.version} ${transport}: activate, validate, offline key, 526, seat + heartbeat + release, report ${reportId}: ok`,
+    );
   }
 } finally {
   await worker?.dispose();

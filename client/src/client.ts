@@ -8,7 +8,13 @@ import { AuthenticationError, ProtocolError } from "./errors.js";
 import { fetchJson } from "./http.js";
 import { RestTransport } from "./rest.js";
 import { FloatingSeat, type SeatOptions, checkSeatOptions } from "./seat.js";
-import { type CredentialHeaders, type FetchFunction, type LicensingTransport, type WireFactory, registeredTransport } from "./transport.js";
+import {
+  type CredentialHeaders,
+  type FetchFunction,
+  type LicensingTransport,
+  type WireFactory,
+  registeredTransport,
+} from "./transport.js";
 import type {
   ActivateRequest,
   ActivateResult,
@@ -28,7 +34,12 @@ import type {
   VerifiedUpdateCheck,
 } from "./types.js";
 import { jwksFromJson, updateCheckDataFromJson } from "./updates.js";
-import { type OfflineVerificationOptions, findSigningKey, verifyDataSignature, verifyLicenseOffline } from "./verify.js";
+import {
+  type OfflineVerificationOptions,
+  findSigningKey,
+  verifyDataSignature,
+  verifyLicenseOffline,
+} from "./verify.js";
 import { object, str } from "./wire.js";
 
 /** How a {@link LicensingClient} reaches the service. */
@@ -91,10 +102,16 @@ export class LicensingClient {
     this.baseUrl = url.href.replace(/\/+$/, "");
     const chosen = options.transport ?? "http";
     const factory: WireFactory | undefined =
-      typeof chosen === "function" ? chosen : chosen === "http" ? (base, f) => new RestTransport(base, f) : registeredTransport(String(chosen));
+      typeof chosen === "function"
+        ? chosen
+        : chosen === "http"
+          ? (base, f) => new RestTransport(base, f)
+          : registeredTransport(String(chosen));
     if (!factory) {
       throw new TypeError(
-        chosen === "grpc-web" ? 'gRPC-Web has its own entry point: import { grpcWeb } from "@licensing/client/grpc-web" and pass transport: grpcWeb' : `Unknown transport: ${String(chosen)}`,
+        chosen === "grpc-web"
+          ? 'gRPC-Web has its own entry point: import { grpcWeb } from "@licensing/client/grpc-web" and pass transport: grpcWeb'
+          : `Unknown transport: ${String(chosen)}`,
       );
     }
     this.transport = typeof chosen === "function" ? (chosen.transportName ?? "custom") : chosen;
@@ -140,8 +157,10 @@ export class LicensingClient {
   /** The credential headers, and whether they came from the user key (and so can be renewed). */
   private async credentials(): Promise<{ headers: CredentialHeaders; renewable: boolean }> {
     if (this.apiKey !== undefined) return { headers: { [this.apiKeyHeader]: this.apiKey }, renewable: false };
-    if (this.bearerToken !== undefined) return { headers: { authorization: `Bearer ${this.bearerToken}` }, renewable: false };
-    if (this.userKey !== undefined) return { headers: { authorization: `Bearer ${await this.sessionToken(false)}` }, renewable: true };
+    if (this.bearerToken !== undefined)
+      return { headers: { authorization: `Bearer ${this.bearerToken}` }, renewable: false };
+    if (this.userKey !== undefined)
+      return { headers: { authorization: `Bearer ${await this.sessionToken(false)}` }, renewable: true };
     // No credential: the service answers 401, which becomes an AuthenticationError like any refused credential.
     return { headers: {}, renewable: false };
   }
@@ -219,13 +238,17 @@ export class LicensingClient {
     if (seat instanceof FloatingSeat) return seat.release();
     const request = typeof seat === "string" ? { licenseToken: seat } : seat;
     const userKey = request.userKey ?? this.userKey;
-    return this.releaseToken(userKey === undefined ? { licenseToken: request.licenseToken } : { licenseToken: request.licenseToken, userKey });
+    return this.releaseToken(
+      userKey === undefined ? { licenseToken: request.licenseToken } : { licenseToken: request.licenseToken, userKey },
+    );
   }
 
   /** Sends an exception, license or custom report (`POST /v1/report`); `userKey` defaults to the client's. */
   async sendReport(report: Report): Promise<SendReportResult> {
     const userKey = report.userKey ?? this.userKey;
-    return this.authorized((headers) => this.wire.sendReport(userKey === undefined ? report : { ...report, userKey }, headers));
+    return this.authorized((headers) =>
+      this.wire.sendReport(userKey === undefined ? report : { ...report, userKey }, headers),
+    );
   }
 
   /**
@@ -234,7 +257,10 @@ export class LicensingClient {
    */
   getSigningKeys(refresh = false): Promise<JwkSet> {
     if (refresh || !this.keys) {
-      const keys = fetchJson(this.fetchFn, `${this.baseUrl}/v1/extensions/keys`, { method: "GET", headers: { accept: "application/json" } }).then(jwksFromJson);
+      const keys = fetchJson(this.fetchFn, `${this.baseUrl}/v1/extensions/keys`, {
+        method: "GET",
+        headers: { accept: "application/json" },
+      }).then(jwksFromJson);
       // A failed fetch is not cached: the next call tries again.
       keys.catch(() => {
         if (this.keys === keys) this.keys = undefined;
@@ -278,7 +304,11 @@ export class LicensingClient {
    * Verifies a license key offline (no call to the service): see the standalone {@link verifyLicenseOffline}. `jwks`
    * is the key set the application stored (from {@link LicensingClient.getSigningKeys} or shipped with it).
    */
-  verifyLicenseOffline(licenseKey: string, jwks: JwkSet, options?: OfflineVerificationOptions): Promise<LicenseKeyPayload> {
+  verifyLicenseOffline(
+    licenseKey: string,
+    jwks: JwkSet,
+    options?: OfflineVerificationOptions,
+  ): Promise<LicenseKeyPayload> {
     return verifyLicenseOffline(licenseKey, jwks, options);
   }
 }

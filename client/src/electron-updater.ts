@@ -39,14 +39,22 @@ export function currentPlatform(os?: string, arch?: string, runningUnderARM64Tra
   const proc = (globalThis as { process?: { platform?: string; arch?: string } }).process;
   const platform = os ?? proc?.platform;
   const cpu = arch ?? proc?.arch;
-  const family = platform === "win32" ? "win" : platform === "darwin" ? "darwin" : platform === "linux" ? "linux" : undefined;
-  if (!family) throw new TypeError(`No update platform for ${String(platform)}: the service serves win, darwin and linux builds`);
-  if (cpu !== "x64" && cpu !== "arm64") throw new TypeError(`No update platform for ${String(platform)} ${String(cpu)}: only x64 and arm64 builds`);
+  const family =
+    platform === "win32" ? "win" : platform === "darwin" ? "darwin" : platform === "linux" ? "linux" : undefined;
+  if (!family)
+    throw new TypeError(`No update platform for ${String(platform)}: the service serves win, darwin and linux builds`);
+  if (cpu !== "x64" && cpu !== "arm64")
+    throw new TypeError(`No update platform for ${String(platform)} ${String(cpu)}: only x64 and arm64 builds`);
   return `${family}-${family === "darwin" && runningUnderARM64Translation ? "arm64" : cpu}` as UpdatePlatform;
 }
 
 /** The feed directory electron-updater's generic provider reads (it appends `latest.yml`, `latest-mac.yml`, …). */
-export function feedUrl(options: Pick<AutoUpdaterOptions, "baseUrl" | "productCode" | "channel" | "platform" | "runningUnderARM64Translation">): string {
+export function feedUrl(
+  options: Pick<
+    AutoUpdaterOptions,
+    "baseUrl" | "productCode" | "channel" | "platform" | "runningUnderARM64Translation"
+  >,
+): string {
   const base = new URL(options.baseUrl).href.replace(/\/+$/, "");
   const platform = options.platform ?? currentPlatform(undefined, undefined, options.runningUnderARM64Translation);
   return `${base}/v1/updates/${encodeURIComponent(options.productCode)}/feed/${options.channel ?? "stable"}/${platform}/`;

@@ -110,7 +110,10 @@ export class ServiceError extends LicensingClientError {
   /** The body's extra detail: the `errors` of problem details, keyed by property path. */
   readonly details: Readonly<Record<string, readonly string[]>> | undefined;
 
-  constructor(message: string, info: { httpStatus?: number; grpcCode?: number; details?: Record<string, string[]> } = {}) {
+  constructor(
+    message: string,
+    info: { httpStatus?: number; grpcCode?: number; details?: Record<string, string[]> } = {},
+  ) {
     super(message);
     this.httpStatus = info.httpStatus;
     this.grpcCode = info.grpcCode;
@@ -157,7 +160,9 @@ export class VerificationError extends LicensingClientError {
 }
 
 function asRecord(value: unknown): Record<string, unknown> | undefined {
-  return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+  return typeof value === "object" && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : undefined;
 }
 
 /** The `errors` of a problem-details body, when it has a readable one. */
@@ -187,9 +192,19 @@ export function errorFromRest(status: number, body: unknown, statusText = ""): L
   if (status === 401) return new AuthenticationError(message, status);
   const code = status - 520;
   if (code === LicensingCode.Unauthenticated) return new AuthenticationError(message, status);
-  if (isLicensingCode(code)) return new LicensingError(code, message, status, typeof record["reason"] === "string" ? record["reason"] : undefined);
+  if (isLicensingCode(code))
+    return new LicensingError(
+      code,
+      message,
+      status,
+      typeof record["reason"] === "string" ? record["reason"] : undefined,
+    );
   const details = problemErrors(record);
-  return new ServiceError(message, { httpStatus: status, ...(code > 0 && code <= 16 ? { grpcCode: code } : {}), ...(details ? { details } : {}) });
+  return new ServiceError(message, {
+    httpStatus: status,
+    ...(code > 0 && code <= 16 ? { grpcCode: code } : {}),
+    ...(details ? { details } : {}),
+  });
 }
 
 /**
@@ -200,11 +215,14 @@ export function errorFromRest(status: number, body: unknown, statusText = ""): L
 export function errorFromGrpc(error: unknown): LicensingClientError {
   if (error instanceof LicensingClientError) return error;
   if (!(error instanceof ConnectError)) {
-    return new ProtocolError(`gRPC-Web call failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    return new ProtocolError(`gRPC-Web call failed: ${error instanceof Error ? error.message : String(error)}`, {
+      cause: error,
+    });
   }
   if (error.cause instanceof LicensingClientError) return error.cause;
   const message = error.rawMessage;
   if (error.code === Code.Unauthenticated) return new AuthenticationError(message);
-  if (isLicensingCode(error.code)) return new LicensingError(error.code, message, undefined, error.metadata.get("licensing-reason") ?? undefined);
+  if (isLicensingCode(error.code))
+    return new LicensingError(error.code, message, undefined, error.metadata.get("licensing-reason") ?? undefined);
   return new ServiceError(message, { grpcCode: error.code });
 }

@@ -7,7 +7,10 @@ import { GrpcWebTransport } from "./grpc.js";
 import { type WireFactory, registerTransport } from "./transport.js";
 
 /** The gRPC-Web wire (binary gRPC-Web on the service's main endpoint). */
-export const grpcWeb: WireFactory = Object.assign((baseUrl: string, fetch: Parameters<WireFactory>[1]) => new GrpcWebTransport(baseUrl, fetch), { transportName: "grpc-web" });
+export const grpcWeb: WireFactory = Object.assign(
+  (baseUrl: string, fetch: Parameters<WireFactory>[1]) => new GrpcWebTransport(baseUrl, fetch),
+  { transportName: "grpc-web" },
+);
 
 registerTransport("grpc-web", grpcWeb);
 

@@ -7,7 +7,11 @@ import { type Client, createClient } from "@connectrpc/connect";
 import { createGrpcWebTransport } from "@connectrpc/connect-web";
 import { NetworkError, ProtocolError, errorFromGrpc } from "./errors.js";
 import { Authentication } from "./gen/licensing/v1/authentication_pb.js";
-import { type License as PbLicense, LicenseServer, LicenseStatus as PbLicenseStatus } from "./gen/licensing/v1/license_server_pb.js";
+import {
+  type License as PbLicense,
+  LicenseServer,
+  LicenseStatus as PbLicenseStatus,
+} from "./gen/licensing/v1/license_server_pb.js";
 import { ReportServer } from "./gen/licensing/v1/report_server_pb.js";
 import { dateFromTimestamp, timestampFromDateValue } from "./timestamps.js";
 import type { CredentialHeaders, FetchFunction, LicensingTransport, SignIn, WithResolvedUserKey } from "./transport.js";
@@ -91,7 +95,10 @@ export class GrpcWebTransport implements LicensingTransport {
         return await fetchFn(input, portableInit);
       } catch (error) {
         if (init?.signal?.aborted) throw error;
-        throw new NetworkError(`Could not reach ${baseUrl}: ${error instanceof Error ? error.message : String(error)}`, error);
+        throw new NetworkError(
+          `Could not reach ${baseUrl}: ${error instanceof Error ? error.message : String(error)}`,
+          error,
+        );
       }
     };
     const transport = createGrpcWebTransport({ baseUrl, fetch: guardedFetch, useBinaryFormat: true });
@@ -118,7 +125,10 @@ export class GrpcWebTransport implements LicensingTransport {
   async activate(request: WithResolvedUserKey<ActivateRequest>, headers: CredentialHeaders): Promise<ActivateResult> {
     const { userKey, machineId, clientId, clientName, productCode, version, nonce } = request;
     const answer = await this.call(() =>
-      this.licenses.activateLicense({ userKey, machineId, clientId, clientName, productCode, version, nonce }, { headers }),
+      this.licenses.activateLicense(
+        { userKey, machineId, clientId, clientName, productCode, version, nonce },
+        { headers },
+      ),
     );
     return {
       licenseToken: answer.licenseToken,
@@ -129,16 +139,28 @@ export class GrpcWebTransport implements LicensingTransport {
     };
   }
 
-  async deactivate(request: WithResolvedUserKey<DeactivateRequest>, headers: CredentialHeaders): Promise<DeactivateResult> {
+  async deactivate(
+    request: WithResolvedUserKey<DeactivateRequest>,
+    headers: CredentialHeaders,
+  ): Promise<DeactivateResult> {
     const { userKey, machineId, clientId, licenseToken } = request;
-    const answer = await this.call(() => this.licenses.deactivateLicense({ userKey, machineId, clientId, licenseToken }, { headers }));
-    return { licenseId: answer.licenseId, activeClientCount: answer.activeClientCount, maxClientCount: answer.maxClientCount };
+    const answer = await this.call(() =>
+      this.licenses.deactivateLicense({ userKey, machineId, clientId, licenseToken }, { headers }),
+    );
+    return {
+      licenseId: answer.licenseId,
+      activeClientCount: answer.activeClientCount,
+      maxClientCount: answer.maxClientCount,
+    };
   }
 
   async validate(request: WithResolvedUserKey<ValidateRequest>, headers: CredentialHeaders): Promise<ValidateResult> {
     const { userKey, machineId, clientId, licenseToken, productCode, version, nonce } = request;
     const answer = await this.call(() =>
-      this.licenses.validateLicense({ userKey, machineId, clientId, licenseToken, productCode, version, nonce }, { headers }),
+      this.licenses.validateLicense(
+        { userKey, machineId, clientId, licenseToken, productCode, version, nonce },
+        { headers },
+      ),
     );
     const serverTime = dateFromTimestamp(answer.serverTime);
     if (!serverTime) throw new ProtocolError("ValidateLicenseResponse.server_time is not set");
@@ -153,9 +175,14 @@ export class GrpcWebTransport implements LicensingTransport {
     };
   }
 
-  async requestFloating(request: WithResolvedUserKey<RequestFloatingRequest>, headers: CredentialHeaders): Promise<FloatingGrant> {
+  async requestFloating(
+    request: WithResolvedUserKey<RequestFloatingRequest>,
+    headers: CredentialHeaders,
+  ): Promise<FloatingGrant> {
     const { userKey, machineId, clientId, clientName } = request;
-    const answer = await this.call(() => this.licenses.requestFloatingLicense({ userKey, machineId, clientId, clientName }, { headers }));
+    const answer = await this.call(() =>
+      this.licenses.requestFloatingLicense({ userKey, machineId, clientId, clientName }, { headers }),
+    );
     return {
       licenseToken: answer.licenseToken,
       tokenExpireAt: dateFromTimestamp(answer.tokenExpireAt),
@@ -179,11 +206,16 @@ export class GrpcWebTransport implements LicensingTransport {
   async release(request: ReleaseRequest, headers: CredentialHeaders): Promise<ReleaseResult> {
     const { licenseToken, userKey } = request;
     const answer = await this.call(() => this.licenses.releaseFloatingLicense({ licenseToken, userKey }, { headers }));
-    return { licenseId: answer.licenseId, activeClientCount: answer.activeClientCount, maxClientCount: answer.maxClientCount };
+    return {
+      licenseId: answer.licenseId,
+      activeClientCount: answer.activeClientCount,
+      maxClientCount: answer.maxClientCount,
+    };
   }
 
   async sendReport(report: Report, headers: CredentialHeaders): Promise<SendReportResult> {
-    const { name, uid, version, date, userKey, machineId, clientId, clientName, contentType, content, properties } = report;
+    const { name, uid, version, date, userKey, machineId, clientId, clientName, contentType, content, properties } =
+      report;
     const answer = await this.call(() =>
       this.reports.sendReport(
         {

@@ -17,7 +17,10 @@ export async function fetchJson(fetchFn: FetchFunction, url: string, init: Reque
   try {
     text = await response.text();
   } catch (error) {
-    throw new NetworkError(`The answer from ${url} broke off: ${error instanceof Error ? error.message : String(error)}`, error);
+    throw new NetworkError(
+      `The answer from ${url} broke off: ${error instanceof Error ? error.message : String(error)}`,
+      error,
+    );
   }
   const isJson = /\bjson\b/i.test(response.headers.get("content-type") ?? "");
   let body: unknown = undefined;

@@ -6,7 +6,8 @@ import * as imported from "node-machine-id";
 
 // node-machine-id is a webpack-built CommonJS module: Node's ES module loader sees only its `default` export, a
 // CommonJS require sees the functions themselves.
-const nodeMachineId: typeof imported = typeof imported.machineId === "function" ? imported : (imported as unknown as { default: typeof imported }).default;
+const nodeMachineId: typeof imported =
+  typeof imported.machineId === "function" ? imported : (imported as unknown as { default: typeof imported }).default;
 
 /**
  * A stable id of this machine for `activate({ machineId })`: the operating system's installation id (Windows

@@ -23,7 +23,17 @@ import type {
   ValidateRequest,
   ValidateResult,
 } from "./types.js";
-import { type JsonObject, licenseStatus, licenseType, licensingMode, num, object, optStr, str, strings } from "./wire.js";
+import {
+  type JsonObject,
+  licenseStatus,
+  licenseType,
+  licensingMode,
+  num,
+  object,
+  optStr,
+  str,
+  strings,
+} from "./wire.js";
 
 /** The `license` object of activate, validate and request answers. */
 export function licenseFromJson(value: unknown): License {
@@ -91,7 +101,11 @@ export class RestTransport implements LicensingTransport {
 
   async activate(request: WithResolvedUserKey<ActivateRequest>, headers: CredentialHeaders): Promise<ActivateResult> {
     const { userKey, machineId, clientId, clientName, productCode, version, nonce } = request;
-    const o = await this.post("/v1/license/activate", { userKey, machineId, clientId, clientName, productCode, version, nonce }, headers);
+    const o = await this.post(
+      "/v1/license/activate",
+      { userKey, machineId, clientId, clientName, productCode, version, nonce },
+      headers,
+    );
     return {
       licenseToken: str(o, "licenseToken", "activate"),
       tokenExpireAt: dateFromIso(o["tokenExpireAt"], "activate.tokenExpireAt"),
@@ -100,7 +114,10 @@ export class RestTransport implements LicensingTransport {
     };
   }
 
-  async deactivate(request: WithResolvedUserKey<DeactivateRequest>, headers: CredentialHeaders): Promise<DeactivateResult> {
+  async deactivate(
+    request: WithResolvedUserKey<DeactivateRequest>,
+    headers: CredentialHeaders,
+  ): Promise<DeactivateResult> {
     const { userKey, machineId, clientId, licenseToken } = request;
     const o = await this.post("/v1/license/deactivate", { userKey, machineId, clientId, licenseToken }, headers);
     return { licenseId: str(o, "licenseId", "deactivate"), ...counts(o, "deactivate") };
@@ -108,7 +125,11 @@ export class RestTransport implements LicensingTransport {
 
   async validate(request: WithResolvedUserKey<ValidateRequest>, headers: CredentialHeaders): Promise<ValidateResult> {
     const { userKey, machineId, clientId, licenseToken, productCode, version, nonce } = request;
-    const o = await this.post("/v1/license/validate", { userKey, machineId, clientId, licenseToken, productCode, version, nonce }, headers);
+    const o = await this.post(
+      "/v1/license/validate",
+      { userKey, machineId, clientId, licenseToken, productCode, version, nonce },
+      headers,
+    );
     const serverTime = dateFromIso(o["serverTime"], "validate.serverTime");
     if (!serverTime) throw new ProtocolError("validate.serverTime is missing");
     return {
@@ -122,7 +143,10 @@ export class RestTransport implements LicensingTransport {
     };
   }
 
-  async requestFloating(request: WithResolvedUserKey<RequestFloatingRequest>, headers: CredentialHeaders): Promise<FloatingGrant> {
+  async requestFloating(
+    request: WithResolvedUserKey<RequestFloatingRequest>,
+    headers: CredentialHeaders,
+  ): Promise<FloatingGrant> {
     const { userKey, machineId, clientId, clientName } = request;
     const o = await this.post("/v1/license/request", { userKey, machineId, clientId, clientName }, headers);
     return {
@@ -150,8 +174,21 @@ export class RestTransport implements LicensingTransport {
   }
 
   async sendReport(report: Report, headers: CredentialHeaders): Promise<SendReportResult> {
-    const { name, uid, version, date, userKey, machineId, clientId, clientName, contentType, content, properties } = report;
-    const body = { name, uid, version, date: date?.toISOString(), userKey, machineId, clientId, clientName, contentType, content, properties };
+    const { name, uid, version, date, userKey, machineId, clientId, clientName, contentType, content, properties } =
+      report;
+    const body = {
+      name,
+      uid,
+      version,
+      date: date?.toISOString(),
+      userKey,
+      machineId,
+      clientId,
+      clientName,
+      contentType,
+      content,
+      properties,
+    };
     const o = await this.post("/v1/report", body, headers);
     return { reportId: num(o, "reportId", "report") };
   }

@@ -41,7 +41,9 @@ export function checkSeatOptions(options: SeatOptions): void {
 }
 
 function asClientError(error: unknown): LicensingClientError {
-  return error instanceof LicensingClientError ? error : new ProtocolError(error instanceof Error ? error.message : String(error), { cause: error });
+  return error instanceof LicensingClientError
+    ? error
+    : new ProtocolError(error instanceof Error ? error.message : String(error), { cause: error });
 }
 
 /** A granted floating seat that keeps itself alive with heartbeats until {@link FloatingSeat.release}. */

@@ -41,14 +41,19 @@ export interface LicensingTransport {
   activate(request: WithResolvedUserKey<ActivateRequest>, headers: CredentialHeaders): Promise<ActivateResult>;
   deactivate(request: WithResolvedUserKey<DeactivateRequest>, headers: CredentialHeaders): Promise<DeactivateResult>;
   validate(request: WithResolvedUserKey<ValidateRequest>, headers: CredentialHeaders): Promise<ValidateResult>;
-  requestFloating(request: WithResolvedUserKey<RequestFloatingRequest>, headers: CredentialHeaders): Promise<FloatingGrant>;
+  requestFloating(
+    request: WithResolvedUserKey<RequestFloatingRequest>,
+    headers: CredentialHeaders,
+  ): Promise<FloatingGrant>;
   heartbeat(licenseToken: string, headers: CredentialHeaders): Promise<HeartbeatResult>;
   release(request: ReleaseRequest, headers: CredentialHeaders): Promise<ReleaseResult>;
   sendReport(report: Report, headers: CredentialHeaders): Promise<SendReportResult>;
 }
 
 /** Makes a wire for a service address and a fetch: how a transport plugs into the client. */
-export type WireFactory = ((baseUrl: string, fetch: FetchFunction) => LicensingTransport) & { readonly transportName?: string };
+export type WireFactory = ((baseUrl: string, fetch: FetchFunction) => LicensingTransport) & {
+  readonly transportName?: string;
+};
 
 // Wires registered by their entry points (`@licensing/client/grpc-web`), so the main entry does not load them.
 const registered = new Map<string, WireFactory>();

@@ -187,7 +187,11 @@ export interface UpdateCheckRequest {
 }
 
 /** Why an update is not offered for installation (SPEC "withheldReason"). */
-export type WithheldReason = "licenseRequired" | "maintenanceExpired" | "platformRequiresLicense" | "platformRequiresEdition";
+export type WithheldReason =
+  | "licenseRequired"
+  | "maintenanceExpired"
+  | "platformRequiresLicense"
+  | "platformRequiresEdition";
 
 /** The artifact to install, present when the latest release is installable and newer than the caller's version. */
 export interface UpdateDownload {

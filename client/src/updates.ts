@@ -6,7 +6,12 @@ import { ProtocolError } from "./errors.js";
 import type { JwkSet, PublicJwk, UpdateCheckData, UpdateDownload, UpdateMaintenance, WithheldReason } from "./types.js";
 import { type JsonObject, num, object, optBool, optNum, optStr, str } from "./wire.js";
 
-const WITHHELD_REASONS: readonly WithheldReason[] = ["licenseRequired", "maintenanceExpired", "platformRequiresLicense", "platformRequiresEdition"];
+const WITHHELD_REASONS: readonly WithheldReason[] = [
+  "licenseRequired",
+  "maintenanceExpired",
+  "platformRequiresLicense",
+  "platformRequiresEdition",
+];
 
 function bool(o: JsonObject, key: string, what: string): boolean {
   const v = optBool(o, key, what);

@@ -26,7 +26,9 @@ export function base64ToBytes(text: string): Uint8Array<ArrayBuffer> | undefined
 
 /** The published key with this `kid`, when it is an ES256 (P-256) key. */
 export function findSigningKey(jwks: JwkSet, keyId: string): PublicJwk | undefined {
-  return jwks.keys.find((k) => k.kid === keyId && k.kty === "EC" && k.crv === "P-256" && typeof k.x === "string" && typeof k.y === "string");
+  return jwks.keys.find(
+    (k) => k.kid === keyId && k.kty === "EC" && k.crv === "P-256" && typeof k.x === "string" && typeof k.y === "string",
+  );
 }
 
 /**
@@ -34,12 +36,18 @@ export function findSigningKey(jwks: JwkSet, keyId: string): PublicJwk | undefin
  * P1363 (r||s) form, `keyId` the `kid` of a key in `jwks`. Throws a {@link VerificationError} (`unknownKey` or
  * `signature`) unless it verifies.
  */
-export async function verifyDataSignature(data: unknown, signature: string, keyId: string, jwks: JwkSet): Promise<void> {
+export async function verifyDataSignature(
+  data: unknown,
+  signature: string,
+  keyId: string,
+  jwks: JwkSet,
+): Promise<void> {
   const jwk = findSigningKey(jwks, keyId);
   if (!jwk) throw new VerificationError("unknownKey", `No published P-256 key has the id ${keyId}`);
   const bytes = base64ToBytes(signature);
   // P1363 ES256 is exactly r||s of 32 bytes each; DER or truncated signatures are refused, not guessed at.
-  if (!bytes || bytes.length !== 64) throw new VerificationError("signature", "The signature is not 64 bytes of base64");
+  if (!bytes || bytes.length !== 64)
+    throw new VerificationError("signature", "The signature is not 64 bytes of base64");
   let message: Uint8Array<ArrayBuffer>;
   try {
     // Copied into a fresh buffer: the platforms' TextEncoder typings differ on the buffer type WebCrypto accepts.
@@ -58,7 +66,11 @@ export async function verifyDataSignature(data: unknown, signature: string, keyI
     );
     valid = await crypto.subtle.verify({ name: "ECDSA", hash: "SHA-256" }, key, bytes, message);
   } catch (error) {
-    throw new VerificationError("signature", `The key ${keyId} cannot verify: ${error instanceof Error ? error.message : String(error)}`, error);
+    throw new VerificationError(
+      "signature",
+      `The key ${keyId} cannot verify: ${error instanceof Error ? error.message : String(error)}`,
+      error,
+    );
   }
   if (!valid) throw new VerificationError("signature", "The signature does not match the data");
 }
@@ -92,8 +104,12 @@ function payloadFromClaims(claims: unknown): LicenseKeyPayload {
     features: strings(o, "features", "payload"),
     expireAt: optStr(o, "expireAt", "payload"),
     supportExpireAt: optStr(o, "supportExpireAt", "payload"),
-    licensingMode: o["licensingMode"] === undefined || o["licensingMode"] === null ? undefined : licensingMode(o["licensingMode"], "payload.licensingMode"),
-    status: o["status"] === undefined || o["status"] === null ? undefined : licenseStatus(o["status"], "payload.status"),
+    licensingMode:
+      o["licensingMode"] === undefined || o["licensingMode"] === null
+        ? undefined
+        : licensingMode(o["licensingMode"], "payload.licensingMode"),
+    status:
+      o["status"] === undefined || o["status"] === null ? undefined : licenseStatus(o["status"], "payload.status"),
     machineId: optStr(o, "machineId", "payload"),
     clientId: optStr(o, "clientId", "payload"),
     nonce: optStr(o, "nonce", "payload"),
@@ -108,7 +124,11 @@ function payloadFromClaims(claims: unknown): LicenseKeyPayload {
  * names, `exp`, and the license's own `expireAt`. Returns the typed payload (enumerations as names). Throws a
  * {@link VerificationError} saying why it does not verify.
  */
-export async function verifyLicenseOffline(licenseKey: string, jwks: JwkSet, options: OfflineVerificationOptions = {}): Promise<LicenseKeyPayload> {
+export async function verifyLicenseOffline(
+  licenseKey: string,
+  jwks: JwkSet,
+  options: OfflineVerificationOptions = {},
+): Promise<LicenseKeyPayload> {
   const now = options.now ?? new Date();
   let claims: unknown;
   try {
@@ -119,39 +139,61 @@ export async function verifyLicenseOffline(licenseKey: string, jwks: JwkSet, opt
     });
     claims = result.payload;
   } catch (error) {
-    if (error instanceof joseErrors.JWTExpired) throw new VerificationError("expired", "The license key has expired", error);
+    if (error instanceof joseErrors.JWTExpired)
+      throw new VerificationError("expired", "The license key has expired", error);
     if (error instanceof joseErrors.JWKSNoMatchingKey || error instanceof joseErrors.JWKSMultipleMatchingKeys) {
       throw new VerificationError("unknownKey", "No published key matches the license key's kid", error);
     }
     if (error instanceof joseErrors.JWSSignatureVerificationFailed) {
       throw new VerificationError("signature", "The license key's signature does not verify", error);
     }
-    throw new VerificationError("malformed", `The license key is not valid: ${error instanceof Error ? error.message : String(error)}`, error);
+    throw new VerificationError(
+      "malformed",
+      `The license key is not valid: ${error instanceof Error ? error.message : String(error)}`,
+      error,
+    );
   }
   let payload: LicenseKeyPayload;
   try {
     payload = payloadFromClaims(claims);
   } catch (error) {
-    throw new VerificationError("malformed", `The license key's payload is not a license: ${error instanceof Error ? error.message : String(error)}`, error);
+    throw new VerificationError(
+      "malformed",
+      `The license key's payload is not a license: ${error instanceof Error ? error.message : String(error)}`,
+      error,
+    );
   }
   if (payload.expireAt !== undefined) {
     const expireAt = Date.parse(payload.expireAt);
-    if (Number.isNaN(expireAt)) throw new VerificationError("malformed", `payload.expireAt is not a date: ${payload.expireAt}`);
+    if (Number.isNaN(expireAt))
+      throw new VerificationError("malformed", `payload.expireAt is not a date: ${payload.expireAt}`);
     const tolerance = (options.clockToleranceSeconds ?? 0) * 1000;
-    if (expireAt + tolerance <= now.getTime()) throw new VerificationError("expired", `The license expired at ${payload.expireAt}`);
+    if (expireAt + tolerance <= now.getTime())
+      throw new VerificationError("expired", `The license expired at ${payload.expireAt}`);
   }
   if (options.productCode !== undefined && payload.productCode !== options.productCode) {
-    throw new VerificationError("product", `The license key is for product ${payload.productCode ?? "(none)"}, not ${options.productCode}`);
+    throw new VerificationError(
+      "product",
+      `The license key is for product ${payload.productCode ?? "(none)"}, not ${options.productCode}`,
+    );
   }
   if (options.machineId !== undefined) {
     // Activation and Floating keys prove a use on one machine: one naming no machine proves nothing for this one.
     const needsMachine = payload.licensingMode === "Activation" || payload.licensingMode === "Floating";
     if (payload.machineId === undefined ? needsMachine : payload.machineId !== options.machineId) {
-      throw new VerificationError("machine", payload.machineId === undefined ? "The license key names no machine" : "The license key was issued to another machine");
+      throw new VerificationError(
+        "machine",
+        payload.machineId === undefined
+          ? "The license key names no machine"
+          : "The license key was issued to another machine",
+      );
     }
   }
   if (options.nonce !== undefined && payload.nonce !== options.nonce) {
-    throw new VerificationError("nonce", "The license key does not echo this request's nonce: it is not the answer to this request");
+    throw new VerificationError(
+      "nonce",
+      "The license key does not echo this request's nonce: it is not the answer to this request",
+    );
   }
   return payload;
 }

@@ -10,7 +10,8 @@ export type JsonObject = Record<string, unknown>;
 
 /** The value as a JSON object, or a ProtocolError naming `what`. */
 export function object(value: unknown, what: string): JsonObject {
-  if (typeof value !== "object" || value === null || Array.isArray(value)) throw new ProtocolError(`${what} is not an object`);
+  if (typeof value !== "object" || value === null || Array.isArray(value))
+    throw new ProtocolError(`${what} is not an object`);
   return value as JsonObject;
 }
 
@@ -32,7 +33,8 @@ export function optStr(o: JsonObject, key: string, what: string): string | undef
 /** A required number member. */
 export function num(o: JsonObject, key: string, what: string): number {
   const v = o[key];
-  if (typeof v !== "number" || !Number.isFinite(v)) throw new ProtocolError(`${what}.${key} is missing or not a number`);
+  if (typeof v !== "number" || !Number.isFinite(v))
+    throw new ProtocolError(`${what}.${key} is missing or not a number`);
   return v;
 }
 
@@ -56,7 +58,8 @@ export function optBool(o: JsonObject, key: string, what: string): boolean | und
 export function strings(o: JsonObject, key: string, what: string): string[] {
   const v = o[key];
   if (v === undefined || v === null) return [];
-  if (!Array.isArray(v) || !v.every((s) => typeof s === "string")) throw new ProtocolError(`${what}.${key} is not an array of strings`);
+  if (!Array.isArray(v) || !v.every((s) => typeof s === "string"))
+    throw new ProtocolError(`${what}.${key} is not an array of strings`);
   return v as string[];
 }
 

@@ -9,7 +9,10 @@ import { gzipSync } from "node:zlib";
 export const BUDGET_BYTES = 200 * 1024;
 const dist = fileURLToPath(new URL("../dist", import.meta.url));
 const html = readFileSync(join(dist, "console/index.html"), "utf8");
-const files = ["/console/index.html", ...[...html.matchAll(/(?:src|href)="(\/console\/assets\/[^"]+)"/g)].map((m) => m[1])];
+const files = [
+  "/console/index.html",
+  ...[...html.matchAll(/(?:src|href)="(\/console\/assets\/[^"]+)"/g)].map((m) => m[1]),
+];
 let total = 0;
 for (const file of files) {
   const size = gzipSync(readFileSync(join(dist, file))).length;

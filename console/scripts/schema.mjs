@@ -19,9 +19,13 @@ try {
 const file = join(mkdtempSync(join(tmpdir(), "console-schema-")), "swagger.json");
 writeFileSync(file, JSON.stringify(document));
 const out = join(root, "console/src/api/schema.d.ts");
-const run = spawnSync("npx", ["-y", "-p", "openapi-typescript@7.13.0", "-p", "typescript@5.9.3", "openapi-typescript", file, "-o", out], {
-  stdio: "inherit",
-  cwd: tmpdir(),
-});
+const run = spawnSync(
+  "npx",
+  ["-y", "-p", "openapi-typescript@7.13.0", "-p", "typescript@5.9.3", "openapi-typescript", file, "-o", out],
+  {
+    stdio: "inherit",
+    cwd: tmpdir(),
+  },
+);
 if (run.status !== 0) process.exit(run.status ?? 1);
 console.log(`console: wrote ${out}`);

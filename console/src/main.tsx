@@ -2,7 +2,21 @@
 import { render } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { type Session, api, errorText, loadSession, setSession, whenExpired } from "./api/client";
-import { ApiKeys, Audit, License, Licenses, Log, OrderLines, Overview, Product, Products, Release, Settings, Webhook, Webhooks } from "./pages";
+import {
+  ApiKeys,
+  Audit,
+  License,
+  Licenses,
+  Log,
+  OrderLines,
+  Overview,
+  Product,
+  Products,
+  Release,
+  Settings,
+  Webhook,
+  Webhooks,
+} from "./pages";
 import { ResourcePage, resources } from "./resources";
 import "./style.css";
 import { ErrorBox } from "./ui";
@@ -50,9 +64,17 @@ function SignIn({ onSignedIn, reason }: { onSignedIn: (s: Session) => void; reas
           e.preventDefault();
           const data = new FormData(e.currentTarget);
           setBusy(true);
-          const res = await api.POST("/v1/auth/console/login", { body: { username: String(data.get("username")), password: String(data.get("password")) } });
+          const res = await api.POST("/v1/auth/console/login", {
+            body: { username: String(data.get("username")), password: String(data.get("password")) },
+          });
           setBusy(false);
-          if (res.data) onSignedIn({ user: res.data.user, roles: res.data.roles, csrfToken: res.data.csrfToken, expiresAt: res.data.expiresAt });
+          if (res.data)
+            onSignedIn({
+              user: res.data.user,
+              roles: res.data.roles,
+              csrfToken: res.data.csrfToken,
+              expiresAt: res.data.expiresAt,
+            });
           else setError(errorText(res.error, res.response));
         }}
       >
@@ -83,7 +105,8 @@ function Page({ hash, roles }: { hash: string; roles: string[] }) {
     case undefined:
       return <Overview roles={roles} />;
     case "products":
-      if (parts[1] && parts[2] === "releases" && parts[3]) return <Release productId={Number(parts[1])} releaseId={Number(parts[3])} roles={roles} />;
+      if (parts[1] && parts[2] === "releases" && parts[3])
+        return <Release productId={Number(parts[1])} releaseId={Number(parts[3])} roles={roles} />;
       return parts[1] ? <Product id={Number(parts[1])} roles={roles} /> : <Products roles={roles} />;
     case "licenses":
       return parts[1] ? <License id={parts[1]} roles={roles} /> : <Licenses roles={roles} />;
@@ -91,7 +114,11 @@ function Page({ hash, roles }: { hash: string; roles: string[] }) {
       return parts[1] ? <Webhook id={Number(parts[1])} /> : <Webhooks />;
     case "orders":
       return (
-        <ResourcePage def={resources.orders!} roles={roles} extra={(row) => <a href={`#/order-lines/${String(row["id"])}`}>Order lines</a>} />
+        <ResourcePage
+          def={resources.orders!}
+          roles={roles}
+          extra={(row) => <a href={`#/order-lines/${String(row["id"])}`}>Order lines</a>}
+        />
       );
     case "order-lines":
       return <OrderLines orderId={Number(parts[1])} />;
@@ -140,9 +167,10 @@ function App() {
   const roles = session.roles;
   return (
     <div class="shell">
-      <a class="skip" href="#content" onClick={(e) => (e.preventDefault(), document.getElementById("content")?.focus())}>
+      {/* A button, not a link: the console's routes live in the URL's hash, which "#content" would replace. */}
+      <button class="skip" type="button" onClick={() => document.getElementById("content")?.focus()}>
         Skip to content
-      </a>
+      </button>
       <header>
         <strong>Licensing console</strong>
         <span class="who">
@@ -162,7 +190,12 @@ function App() {
         <ul>
           {NAV.filter((n) => n.roles.some((r) => roles.includes(r))).map((n) => (
             <li>
-              <a href={n.href} aria-current={(hash === n.href || (n.href !== "#/" && hash.startsWith(`${n.href}/`))) ? "page" : undefined}>
+              <a
+                href={n.href}
+                aria-current={
+                  hash === n.href || (n.href !== "#/" && hash.startsWith(`${n.href}/`)) ? "page" : undefined
+                }
+              >
                 {n.label}
               </a>
             </li>

@@ -1,7 +1,20 @@
 /** The console's pages beyond the plain resources: overview, products and releases, licenses, webhooks, keys, settings, log. */
 import { useEffect, useState } from "preact/hooks";
 import { api, call, must } from "./api/client";
-import { BarChart, CopyButton, EntityForm, ErrorBox, type FieldSpec, ListView, Notice, Table, cell, listOf, named, useAction } from "./ui";
+import {
+  BarChart,
+  CopyButton,
+  EntityForm,
+  ErrorBox,
+  type FieldSpec,
+  ListView,
+  Notice,
+  Table,
+  cell,
+  listOf,
+  named,
+  useAction,
+} from "./ui";
 import { uploadArtifact } from "./upload";
 
 type Row = Record<string, unknown>;
@@ -53,30 +66,57 @@ export function Overview({ roles }: { roles: string[] }) {
     const [info, tokens, traces] = await Promise.all([
       call("GET", "/v1/info"),
       all("/v1/license-tokens", { sort: "-id" }),
-      can(roles, managers) ? all("/v1/license-traces", { filter: 'action == "UpdateCheck" || action == "Download"', sort: "-id" }) : Promise.resolve([] as Row[]),
+      can(roles, managers)
+        ? all("/v1/license-traces", { filter: 'action == "UpdateCheck" || action == "Download"', sort: "-id" })
+        : Promise.resolve([] as Row[]),
     ]);
     let failed: Row[] = [];
     if (can(roles, managers)) {
       const subs = await all("/v1/webhooks/subscriptions");
-      failed = (await Promise.all(subs.map((s) => all(`/v1/webhooks/subscriptions/${String(s["id"])}/events`, { filter: "isSuccess == false" })))).flat();
+      failed = (
+        await Promise.all(
+          subs.map((s) =>
+            all(`/v1/webhooks/subscriptions/${String(s["id"])}/events`, { filter: "isSuccess == false" }),
+          ),
+        )
+      ).flat();
     }
     return { info, tokens, traces, failed };
   }, []);
   if (error) return <ErrorBox error={error} />;
   if (!data) return <p aria-busy="true">Loading…</p>;
   const days = lastDays(14);
-  const activations = days.map((d) => ({ label: d.slice(5), value: data.tokens.filter((t) => t["kind"] !== "Floating" && t["kind"] !== 1 && dayKey(t["issueDate"] ?? t["createdAt"]) === d).length }));
+  const activations = days.map((d) => ({
+    label: d.slice(5),
+    value: data.tokens.filter(
+      (t) => t["kind"] !== "Floating" && t["kind"] !== 1 && dayKey(t["issueDate"] ?? t["createdAt"]) === d,
+    ).length,
+  }));
   // A seat is in use on a day when it was taken on or before that day and had not expired before it.
   const seats = days.map((d) => ({
     label: d.slice(5),
-    value: data.tokens.filter((t) => (t["kind"] === "Floating" || t["kind"] === 1) && dayKey(t["issueDate"] ?? t["createdAt"]) <= d && (!t["expireDate"] || dayKey(t["expireDate"]) >= d)).length,
+    value: data.tokens.filter(
+      (t) =>
+        (t["kind"] === "Floating" || t["kind"] === 1) &&
+        dayKey(t["issueDate"] ?? t["createdAt"]) <= d &&
+        (!t["expireDate"] || dayKey(t["expireDate"]) >= d),
+    ).length,
   }));
   // Traces say when a licensed client checked for updates or downloaded one (for licenses that trace); they keep
   // no version, so adoption shows per day.
   const isDownload = (t: Row) => t["action"] === "Download" || t["action"] === 8;
-  const checks = days.map((d) => ({ label: d.slice(5), value: data.traces.filter((t) => !isDownload(t) && dayKey(t["createdAt"]) === d).length }));
-  const downloads = days.map((d) => ({ label: d.slice(5), value: data.traces.filter((t) => isDownload(t) && dayKey(t["createdAt"]) === d).length }));
-  const failedByDay = days.map((d) => ({ label: d.slice(5), value: data.failed.filter((e) => dayKey(e["createdAt"]) === d).length }));
+  const checks = days.map((d) => ({
+    label: d.slice(5),
+    value: data.traces.filter((t) => !isDownload(t) && dayKey(t["createdAt"]) === d).length,
+  }));
+  const downloads = days.map((d) => ({
+    label: d.slice(5),
+    value: data.traces.filter((t) => isDownload(t) && dayKey(t["createdAt"]) === d).length,
+  }));
+  const failedByDay = days.map((d) => ({
+    label: d.slice(5),
+    value: data.failed.filter((e) => dayKey(e["createdAt"]) === d).length,
+  }));
   const counts = (data.info["database"] ?? {}) as Record<string, number>;
   return (
     <>
@@ -94,7 +134,9 @@ export function Overview({ roles }: { roles: string[] }) {
         <BarChart title="Floating seats in use per day" data={seats} color="#1f7a4d" />
         <BarChart title="Update checks per day (traced licenses)" data={checks} color="#7a4d1f" />
         <BarChart title="Update downloads per day (traced licenses)" data={downloads} color="#5b2f8a" />
-        {can(roles, managers) ? <BarChart title="Failed webhook deliveries per day" data={failedByDay} color="#b3261e" /> : null}
+        {can(roles, managers) ? (
+          <BarChart title="Failed webhook deliveries per day" data={failedByDay} color="#b3261e" />
+        ) : null}
       </div>
     </>
   );
@@ -160,7 +202,12 @@ const releaseFields: FieldSpec[] = [
   { name: "channel", label: "Channel", kind: "select", options: ["stable", "insider"] },
   { name: "releaseDate", label: "Release date", kind: "date" },
   { name: "public", label: "Published (clients see it)", kind: "bool" },
-  { name: "stagingPercentage", label: "Staged rollout %", kind: "number", hint: "0–100: the share of clients offered this release" },
+  {
+    name: "stagingPercentage",
+    label: "Staged rollout %",
+    kind: "number",
+    hint: "0–100: the share of clients offered this release",
+  },
   { name: "requiresMaintenance", label: "Requires maintenance", kind: "bool" },
   { name: "releaseNotes", label: "Release notes", kind: "textarea" },
 ];
@@ -227,7 +274,11 @@ export function Product({ id, roles }: { id: number; roles: string[] }) {
             reload={reload}
             filterHint='channel == "stable"'
             columns={[
-              { key: "version", label: "Version", render: (r) => link(`#/products/${id}/releases/${String(r["id"])}`, r["version"]) },
+              {
+                key: "version",
+                label: "Version",
+                render: (r) => link(`#/products/${id}/releases/${String(r["id"])}`, r["version"]),
+              },
               { key: "name", label: "Name" },
               { key: "channel", label: "Channel" },
               { key: "public", label: "Published" },
@@ -289,7 +340,11 @@ export function Release({ productId, releaseId, roles }: { productId: number; re
                   Hide
                 </button>
               ) : (
-                <button type="button" class="primary" onClick={() => update({ public: true }, "The release is published")}>
+                <button
+                  type="button"
+                  class="primary"
+                  onClick={() => update({ public: true }, "The release is published")}
+                >
                   Publish
                 </button>
               )}
@@ -302,21 +357,30 @@ export function Release({ productId, releaseId, roles }: { productId: number; re
                 }}
               >
                 <label for="rollout">Rollout %</label>
-                <input id="rollout" name="rollout" type="number" min={0} max={100} placeholder={String(r["stagingPercentage"] ?? 100)} />
+                <input
+                  id="rollout"
+                  name="rollout"
+                  type="number"
+                  min={0}
+                  max={100}
+                  placeholder={String(r["stagingPercentage"] ?? 100)}
+                />
                 <button type="submit">Set rollout</button>
               </form>
               {artifacts ? (
-              <button
-                type="button"
-                onClick={() =>
-                  action.run(async () => {
-                    const res = await call("POST", `${base}/${releaseId}/downloads/verify`, { body: {} });
-                    setNotice(`Verified: ${JSON.stringify(Object.fromEntries(Object.entries(res).filter(([k]) => k !== "success" && k !== "code")))}`);
-                  })
-                }
-              >
-                Verify artifacts
-              </button>
+                <button
+                  type="button"
+                  onClick={() =>
+                    action.run(async () => {
+                      const res = await call("POST", `${base}/${releaseId}/downloads/verify`, { body: {} });
+                      setNotice(
+                        `Verified: ${JSON.stringify(Object.fromEntries(Object.entries(res).filter(([k]) => k !== "success" && k !== "code")))}`,
+                      );
+                    })
+                  }
+                >
+                  Verify artifacts
+                </button>
               ) : null}
             </div>
           ) : null}
@@ -333,7 +397,16 @@ export function Release({ productId, releaseId, roles }: { productId: number; re
                 if (!file || file.size === 0) return action.setError("Choose a file to upload");
                 void action.run(async () => {
                   setProgress({ sent: 0, total: file.size });
-                  const res = await uploadArtifact({ productId, releaseId, platform: String(data.get("platform")), kind: String(data.get("kind")), file }, (sent, total) => setProgress({ sent, total }));
+                  const res = await uploadArtifact(
+                    {
+                      productId,
+                      releaseId,
+                      platform: String(data.get("platform")),
+                      kind: String(data.get("kind")),
+                      file,
+                    },
+                    (sent, total) => setProgress({ sent, total }),
+                  );
                   setNotice(`Uploaded ${file.name}: ${cell(res["size"])} bytes, sha512 ${cell(res["sha512"])}`);
                   setReload((n) => n + 1);
                 });
@@ -377,18 +450,18 @@ export function Release({ productId, releaseId, roles }: { productId: number; re
             </form>
           ) : null}
           {artifacts ? (
-          <ListView
-            title="Downloads"
-            path={`${base}/${releaseId}/downloads`}
-            reload={reload}
-            columns={[
-              { key: "platform", label: "Platform" },
-              { key: "kind", label: "Kind" },
-              { key: "fileName", label: "File" },
-              { key: "size", label: "Size" },
-              { key: "sourceKind", label: "Stored" },
-            ]}
-          />
+            <ListView
+              title="Downloads"
+              path={`${base}/${releaseId}/downloads`}
+              reload={reload}
+              columns={[
+                { key: "platform", label: "Platform" },
+                { key: "kind", label: "Kind" },
+                { key: "fileName", label: "File" },
+                { key: "size", label: "Size" },
+                { key: "sourceKind", label: "Stored" },
+              ]}
+            />
           ) : null}
           <section class="card" aria-label="Feed">
             <h3>The feed a client gets</h3>
@@ -397,7 +470,9 @@ export function Release({ productId, releaseId, roles }: { productId: number; re
                 <button
                   type="button"
                   onClick={async () => {
-                    const res = await fetch(`/v1/updates/${encodeURIComponent(String(product.data?.["code"] ?? ""))}/${file}${r["channel"] === "insider" ? "?channel=insider" : ""}`);
+                    const res = await fetch(
+                      `/v1/updates/${encodeURIComponent(String(product.data?.["code"] ?? ""))}/${file}${r["channel"] === "insider" ? "?channel=insider" : ""}`,
+                    );
                     setFeed(`GET ${file}: HTTP ${res.status}\n\n${await res.text()}`);
                   }}
                 >
@@ -434,7 +509,13 @@ export function Licenses({ roles }: { roles: string[] }) {
         <EntityForm
           title="New license from a template"
           fields={[
-            { name: "templateId", label: "Template", kind: "select", required: true, options: (templates.data ?? []).map((t) => `${String(t["id"])}: ${String(t["name"])}`) },
+            {
+              name: "templateId",
+              label: "Template",
+              kind: "select",
+              required: true,
+              options: (templates.data ?? []).map((t) => `${String(t["id"])}: ${String(t["name"])}`),
+            },
             { name: "licenseeName", label: "Licensee name" },
             { name: "licenseeEmail", label: "Licensee email" },
             { name: "customerId", label: "Customer id", kind: "number" },
@@ -444,7 +525,9 @@ export function Licenses({ roles }: { roles: string[] }) {
           onSubmit={async (values) => {
             const templateId = Number(String(values["templateId"]).split(":")[0]);
             const template = templates.data?.find((t) => t["id"] === templateId);
-            return call("POST", "/v1/licenses", { body: { license: { ...values, templateId, productId: template?.["productId"] } } });
+            return call("POST", "/v1/licenses", {
+              body: { license: { ...values, templateId, productId: template?.["productId"] } },
+            });
           }}
           onDone={(r) => {
             setCreating(false);
@@ -454,16 +537,18 @@ export function Licenses({ roles }: { roles: string[] }) {
           onCancel={() => setCreating(false)}
         />
       ) : null}
-      {created ? (
-        <Notice text={`License ${String(created["licenseId"])} created`} />
-      ) : null}
+      {created ? <Notice text={`License ${String(created["licenseId"])} created`} /> : null}
       <ListView
         title="Licenses"
         path="/v1/licenses"
         reload={reload}
         filterHint='status == "Activated" && licenseeName.Contains("Ini")'
         columns={[
-          { key: "licenseId", label: "License", render: (r) => link(`#/licenses/${String(r["licenseId"])}`, r["licenseId"]) },
+          {
+            key: "licenseId",
+            label: "License",
+            render: (r) => link(`#/licenses/${String(r["licenseId"])}`, r["licenseId"]),
+          },
           { key: "licenseeName", label: "Licensee" },
           { key: "productId", label: "Product" },
           { key: "licensingMode", label: "Mode" },
@@ -501,7 +586,18 @@ export function License({ id, roles }: { id: string; roles: string[] }) {
             License {cell(l["licenseId"])} <span class={`badge ${String(l["status"])}`}>{cell(l["status"])}</span>
           </h2>
           <dl class="facts">
-            {["licenseeName", "productId", "edition", "licensingMode", "maxClients", "activeClientCount", "expireDate", "supportExpireDate", "userKey", "revoked"].map((k) => (
+            {[
+              "licenseeName",
+              "productId",
+              "edition",
+              "licensingMode",
+              "maxClients",
+              "activeClientCount",
+              "expireDate",
+              "supportExpireDate",
+              "userKey",
+              "revoked",
+            ].map((k) => (
               <>
                 <dt>{k}</dt>
                 <dd>{cell(named(k, l[k]))}</dd>
@@ -511,11 +607,33 @@ export function License({ id, roles }: { id: string; roles: string[] }) {
           {write ? (
             <div class="actions">
               {l["revoked"] ? (
-                <button type="button" onClick={() => action.run(async () => (await call("PUT", "/v1/licenses", { body: { license: { id: l["id"], revoked: false } } }), license.reload()))}>
+                <button
+                  type="button"
+                  onClick={() =>
+                    action.run(
+                      async () => (
+                        await call("PUT", "/v1/licenses", { body: { license: { id: l["id"], revoked: false } } }),
+                        license.reload()
+                      ),
+                    )
+                  }
+                >
                   Un-revoke
                 </button>
               ) : (
-                <button type="button" class="danger" onClick={() => confirm(`Revoke license ${id}?`) && action.run(async () => (await call("PUT", "/v1/licenses", { body: { license: { id: l["id"], revoked: true } } }), license.reload()))}>
+                <button
+                  type="button"
+                  class="danger"
+                  onClick={() =>
+                    confirm(`Revoke license ${id}?`) &&
+                    action.run(
+                      async () => (
+                        await call("PUT", "/v1/licenses", { body: { license: { id: l["id"], revoked: true } } }),
+                        license.reload()
+                      ),
+                    )
+                  }
+                >
                   Revoke
                 </button>
               )}
@@ -524,7 +642,14 @@ export function License({ id, roles }: { id: string; roles: string[] }) {
                 onSubmit={(e) => {
                   e.preventDefault();
                   const until = String(new FormData(e.currentTarget).get("support"));
-                  void action.run(async () => (await call("PUT", "/v1/licenses", { body: { license: { id: l["id"], supportExpireDate: new Date(until).toISOString() } } }), license.reload()));
+                  void action.run(
+                    async () => (
+                      await call("PUT", "/v1/licenses", {
+                        body: { license: { id: l["id"], supportExpireDate: new Date(until).toISOString() } },
+                      }),
+                      license.reload()
+                    ),
+                  );
                 }}
               >
                 <label for="support">Support until</label>
@@ -537,7 +662,9 @@ export function License({ id, roles }: { id: string; roles: string[] }) {
                   e.preventDefault();
                   const machineId = String(new FormData(e.currentTarget).get("machine"));
                   void action.run(async () => {
-                    const res = await call("POST", `/v1/licenses/${encodeURIComponent(id)}/tokens`, { body: { licenseToken: { machineId } } });
+                    const res = await call("POST", `/v1/licenses/${encodeURIComponent(id)}/tokens`, {
+                      body: { licenseToken: { machineId } },
+                    });
                     setToken(String(res["token"]));
                     setTick((t) => t + 1);
                   });
@@ -571,7 +698,18 @@ export function License({ id, roles }: { id: string; roles: string[] }) {
             actions={
               write
                 ? (row, refresh) => (
-                    <button type="button" onClick={() => action.run(async () => (await call("DELETE", `/v1/licenses/${encodeURIComponent(id)}/tokens/${String(row["id"])}`), refresh(), license.reload()))}>
+                    <button
+                      type="button"
+                      onClick={() =>
+                        action.run(
+                          async () => (
+                            await call("DELETE", `/v1/licenses/${encodeURIComponent(id)}/tokens/${String(row["id"])}`),
+                            refresh(),
+                            license.reload()
+                          ),
+                        )
+                      }
+                    >
                       {row["kind"] === "Floating" || row["kind"] === 1 ? "Free seat" : "Free machine"}
                     </button>
                   )
@@ -579,19 +717,19 @@ export function License({ id, roles }: { id: string; roles: string[] }) {
             }
           />
           {can(roles, managers) ? (
-          <ListView
-            title="Traces"
-            path="/v1/license-traces"
-            query={{ filter: `licenseId == "${String(l["licenseId"])}"` }}
-            reload={tick}
-            columns={[
-              { key: "createdAt", label: "When" },
-              { key: "action", label: "Action" },
-              { key: "machineId", label: "Machine" },
-              { key: "clientIp", label: "IP" },
-              { key: "clientName", label: "Client" },
-            ]}
-          />
+            <ListView
+              title="Traces"
+              path="/v1/license-traces"
+              query={{ filter: `licenseId == "${String(l["licenseId"])}"` }}
+              reload={tick}
+              columns={[
+                { key: "createdAt", label: "When" },
+                { key: "action", label: "Action" },
+                { key: "machineId", label: "Machine" },
+                { key: "clientIp", label: "IP" },
+                { key: "clientName", label: "Client" },
+              ]}
+            />
           ) : null}
         </>
       ) : null}
@@ -606,7 +744,9 @@ export function Webhooks() {
   const [creating, setCreating] = useState(false);
   const [secret, setSecret] = useState<string>();
   const [reload, setReload] = useState(0);
-  const typeNames = (types.data ?? []).map((t) => (typeof t === "string" ? t : String((t as Row)["name"] ?? (t as Row)["type"])));
+  const typeNames = (types.data ?? []).map((t) =>
+    typeof t === "string" ? t : String((t as Row)["name"] ?? (t as Row)["type"]),
+  );
   return (
     <>
       <div class="page-head">
@@ -695,7 +835,19 @@ export function Webhook({ id }: { id: number }) {
             >
               Send a test delivery
             </button>
-            <button type="button" onClick={() => action.run(async () => (await call("PUT", `/v1/webhooks/subscriptions/${id}`, { body: { subscription: { isActive: !s["isActive"] } } }), sub.reload()))}>
+            <button
+              type="button"
+              onClick={() =>
+                action.run(
+                  async () => (
+                    await call("PUT", `/v1/webhooks/subscriptions/${id}`, {
+                      body: { subscription: { isActive: !s["isActive"] } },
+                    }),
+                    sub.reload()
+                  ),
+                )
+              }
+            >
               {s["isActive"] ? "Deactivate" : "Activate"}
             </button>
           </div>
@@ -725,7 +877,11 @@ export function Webhook({ id }: { id: number }) {
                     type="button"
                     onClick={() =>
                       action.run(async () => {
-                        const res = await call("POST", `/v1/webhooks/subscriptions/${id}/events/${String(row["id"])}/retry`, { body: {} });
+                        const res = await call(
+                          "POST",
+                          `/v1/webhooks/subscriptions/${id}/events/${String(row["id"])}/retry`,
+                          { body: {} },
+                        );
                         setNotice(`Retry of ${String(row["eventId"])}: ${String(res["message"])}`);
                         setShown(res["event"] as Row);
                         refresh();
@@ -783,15 +939,27 @@ export function ApiKeys() {
           title="New API key"
           fields={[
             { name: "name", label: "Name", required: true },
-            { name: "ownerId", label: "Owner", kind: "select", required: true, options: (users.data ?? []).map((u) => String(u["userName"])) },
-            { name: "permissions", label: "Permissions (bits: Read 1, Write 2, Delete 4, Create 8; All 15)", kind: "number" },
+            {
+              name: "ownerId",
+              label: "Owner",
+              kind: "select",
+              required: true,
+              options: (users.data ?? []).map((u) => String(u["userName"])),
+            },
+            {
+              name: "permissions",
+              label: "Permissions (bits: Read 1, Write 2, Delete 4, Create 8; All 15)",
+              kind: "number",
+            },
             { name: "expireDate", label: "Expires", kind: "date" },
             { name: "description", label: "Description" },
           ]}
           submitLabel="Create key"
           onSubmit={async (values) => {
             const owner = users.data?.find((u) => u["userName"] === values["ownerId"]);
-            return must(await api.POST("/v1/api-keys", { body: { apiKey: { ...values, ownerId: owner?.["id"] } } as never }));
+            return must(
+              await api.POST("/v1/api-keys", { body: { apiKey: { ...values, ownerId: owner?.["id"] } } as never }),
+            );
           }}
           onDone={(r) => {
             setCreating(false);
@@ -807,10 +975,12 @@ export function ApiKeys() {
             <strong>Store this key now: it is shown only once.</strong>
           </p>
           <p>
-            Key: <code id="new-key">{cell(created["key"])}</code> <CopyButton text={String(created["key"])} label="Copy key" />
+            Key: <code id="new-key">{cell(created["key"])}</code>{" "}
+            <CopyButton text={String(created["key"])} label="Copy key" />
           </p>
           <p>
-            Client secret: <code>{cell(created["clientSecret"])}</code> <CopyButton text={String(created["clientSecret"])} label="Copy secret" />
+            Client secret: <code>{cell(created["clientSecret"])}</code>{" "}
+            <CopyButton text={String(created["clientSecret"])} label="Copy secret" />
           </p>
         </section>
       ) : null}
@@ -829,7 +999,13 @@ export function ApiKeys() {
         ]}
         actions={(row, refresh) =>
           row["revoked"] ? null : (
-            <button type="button" class="danger" onClick={async () => (await call("PUT", "/v1/api-keys", { body: { apiKey: { id: row["id"], revoked: true } } }), refresh())}>
+            <button
+              type="button"
+              class="danger"
+              onClick={async () => (
+                await call("PUT", "/v1/api-keys", { body: { apiKey: { id: row["id"], revoked: true } } }), refresh()
+              )}
+            >
               Revoke
             </button>
           )
@@ -866,7 +1042,13 @@ export function Settings() {
                     onSubmit={(e) => {
                       e.preventDefault();
                       const value = String(new FormData(e.currentTarget).get("value"));
-                      void action.run(async () => (await call("PUT", "/v1/settings", { body: { settings: [{ name: s["name"], value }] } }), setNotice(`${String(s["name"])} saved`), settings.reload()));
+                      void action.run(
+                        async () => (
+                          await call("PUT", "/v1/settings", { body: { settings: [{ name: s["name"], value }] } }),
+                          setNotice(`${String(s["name"])} saved`),
+                          settings.reload()
+                        ),
+                      );
                     }}
                   >
                     <label class="sr-only" for={`set-${String(s["name"])}`}>
@@ -898,7 +1080,13 @@ export function Log() {
   return (
     <>
       <h2>Service log</h2>
-      <ListView title="Log entries" path="/v1/log" defaultSort="-timestamp" filterHint='level >= "Warning"' columns={logColumns} />
+      <ListView
+        title="Log entries"
+        path="/v1/log"
+        defaultSort="-timestamp"
+        filterHint='level >= "Warning"'
+        columns={logColumns}
+      />
     </>
   );
 }
@@ -908,7 +1096,13 @@ export function Audit() {
   return (
     <>
       <h2>Audit trail</h2>
-      <ListView title="Audit entries" path="/v1/log" defaultSort="-timestamp" query={{ filter: 'category == "Audit"' }} columns={logColumns} />
+      <ListView
+        title="Audit entries"
+        path="/v1/log"
+        defaultSort="-timestamp"
+        query={{ filter: 'category == "Audit"' }}
+        columns={logColumns}
+      />
     </>
   );
 }
@@ -980,7 +1174,14 @@ export function OrderLines({ orderId }: { orderId: number }) {
             <button type="button" onClick={() => setMode({ kind: "edit", row })}>
               Edit
             </button>
-            <button type="button" class="danger" onClick={() => confirm(`Remove product ${String(row["productId"])} from the order?`) && action.run(async () => (await call("DELETE", path(row["productId"])), refresh()))}>
+            <button
+              type="button"
+              class="danger"
+              onClick={() =>
+                confirm(`Remove product ${String(row["productId"])} from the order?`) &&
+                action.run(async () => (await call("DELETE", path(row["productId"])), refresh()))
+              }
+            >
               Remove
             </button>
           </>

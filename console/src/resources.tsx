@@ -140,7 +140,15 @@ export const resources: Record<string, ResourceDef> = {
 };
 
 /** A list with create, edit and delete for one resource, shown to the roles the API lets write it. */
-export function ResourcePage({ def, roles, extra }: { def: ResourceDef; roles: string[]; extra?: (row: Record<string, unknown>) => preact.ComponentChildren }) {
+export function ResourcePage({
+  def,
+  roles,
+  extra,
+}: {
+  def: ResourceDef;
+  roles: string[];
+  extra?: (row: Record<string, unknown>) => preact.ComponentChildren;
+}) {
   const [mode, setMode] = useState<{ kind: "new" } | { kind: "edit"; row: Record<string, unknown> }>();
   const [reload, setReload] = useState(0);
   const del = useAction();
@@ -166,7 +174,9 @@ export function ResourcePage({ def, roles, extra }: { def: ResourceDef; roles: s
           initial={mode.kind === "edit" ? mode.row : undefined}
           submitLabel={mode.kind === "new" ? "Create" : "Save"}
           onSubmit={(values) =>
-            mode.kind === "new" ? call("POST", def.path, { body: { [def.singular]: values } }) : call("PUT", def.path, { body: { [def.singular]: { ...values, id: mode.row["id"] } } })
+            mode.kind === "new"
+              ? call("POST", def.path, { body: { [def.singular]: values } })
+              : call("PUT", def.path, { body: { [def.singular]: { ...values, id: mode.row["id"] } } })
           }
           onDone={done}
           onCancel={() => setMode(undefined)}
@@ -192,7 +202,14 @@ export function ResourcePage({ def, roles, extra }: { def: ResourceDef; roles: s
                       <button
                         type="button"
                         class="danger"
-                        onClick={() => confirm(`Delete ${def.singular} ${String(row["id"])}?`) && del.run(async () => (await call("DELETE", `${def.path}/${encodeURIComponent(String(row["id"]))}`), refresh()))}
+                        onClick={() =>
+                          confirm(`Delete ${def.singular} ${String(row["id"])}?`) &&
+                          del.run(
+                            async () => (
+                              await call("DELETE", `${def.path}/${encodeURIComponent(String(row["id"]))}`), refresh()
+                            ),
+                          )
+                        }
                       >
                         Delete
                       </button>

@@ -65,7 +65,11 @@ export function formValues(fields: readonly FieldSpec[], form: HTMLFormElement):
     const raw = String(data.get(f.name) ?? "").trim();
     if (raw === "") continue;
     if (f.kind === "number") values[f.name] = Number(raw);
-    else if (f.kind === "list") values[f.name] = raw.split(",").map((s) => s.trim()).filter(Boolean);
+    else if (f.kind === "list")
+      values[f.name] = raw
+        .split(",")
+        .map((s) => s.trim())
+        .filter(Boolean);
     else if (f.kind === "date") values[f.name] = new Date(raw).toISOString();
     else values[f.name] = raw;
   }
@@ -103,7 +107,13 @@ export function Field({ spec, value }: { spec: FieldSpec; value?: unknown }) {
     if (spec.kind === "bool") el.checked = value === true;
     else el.value = initialText(spec, value);
   }, []);
-  const common = { id, name: spec.name, ref, required: spec.required, "aria-describedby": spec.hint ? `${id}-hint` : undefined };
+  const common = {
+    id,
+    name: spec.name,
+    ref,
+    required: spec.required,
+    "aria-describedby": spec.hint ? `${id}-hint` : undefined,
+  };
   let input: JSX.Element;
   switch (spec.kind) {
     case "bool":
@@ -123,7 +133,20 @@ export function Field({ spec, value }: { spec: FieldSpec; value?: unknown }) {
       input = <textarea {...common} rows={3} />;
       break;
     default:
-      input = <input {...common} type={(spec.kind === "number" ? "number" : spec.kind === "date" ? "datetime-local" : spec.kind === "password" ? "password" : "text") as "text"} />;
+      input = (
+        <input
+          {...common}
+          type={
+            (spec.kind === "number"
+              ? "number"
+              : spec.kind === "date"
+                ? "datetime-local"
+                : spec.kind === "password"
+                  ? "password"
+                  : "text") as "text"
+          }
+        />
+      );
   }
   return (
     <div class={spec.kind === "bool" ? "field check" : "field"}>
@@ -157,7 +180,8 @@ export function EntityForm(props: {
         e.preventDefault();
         const form = e.currentTarget;
         let result: unknown;
-        if (await run(async () => (result = await props.onSubmit(formValues(props.fields, form))))) props.onDone?.(result);
+        if (await run(async () => (result = await props.onSubmit(formValues(props.fields, form)))))
+          props.onDone?.(result);
       }}
     >
       <h3>{props.title}</h3>
@@ -198,7 +222,18 @@ const ENUMS: Record<string, readonly string[]> = {
   level: ["Verbose", "Debug", "Information", "Warning", "Error", "Fatal"],
   status: ["Pending", "Processing", "Completed", "Cancelled"],
   paymentStatus: ["Unpaid", "Paid", "Refunded"],
-  action: ["Activate", "Deactivate", "Validate", "Request", "Release", "Heartbeat", "Report", "UpdateCheck", "Download", "TokenExpired"],
+  action: [
+    "Activate",
+    "Deactivate",
+    "Validate",
+    "Request",
+    "Release",
+    "Heartbeat",
+    "Report",
+    "UpdateCheck",
+    "Download",
+    "TokenExpired",
+  ],
 };
 
 /** A property's value for display: enumeration numbers as names. */
@@ -214,7 +249,17 @@ export function cell(value: unknown): string {
   return String(value);
 }
 
-export function Table<T extends Record<string, unknown>>({ rows, columns, caption, actions }: { rows: T[]; columns: Column<T>[]; caption: string; actions?: (row: T) => ComponentChildren }) {
+export function Table<T extends Record<string, unknown>>({
+  rows,
+  columns,
+  caption,
+  actions,
+}: {
+  rows: T[];
+  columns: Column<T>[];
+  caption: string;
+  actions?: (row: T) => ComponentChildren;
+}) {
   return (
     <div class="table-wrap">
       <table>
@@ -297,25 +342,40 @@ export function ListView(props: {
   return (
     <section class="card" aria-label={props.title}>
       <h3>{props.title}</h3>
-      <form
-        class="filter"
-        role="search"
-        onSubmit={(e) => {
-          e.preventDefault();
-          setSkip(0);
-          setApplied(filter);
-          refresh();
-        }}
-      >
-        <label for={id}>Filter</label>
-        <input id={id} value={filter} onInput={(e) => setFilter(e.currentTarget.value)} placeholder={props.filterHint ?? 'e.g. name.Contains("Studio")'} />
-        <button type="submit">Apply</button>
-        <button type="button" onClick={refresh}>
-          Refresh
-        </button>
-      </form>
+      <search>
+        <form
+          class="filter"
+          onSubmit={(e) => {
+            e.preventDefault();
+            setSkip(0);
+            setApplied(filter);
+            refresh();
+          }}
+        >
+          <label for={id}>Filter</label>
+          <input
+            id={id}
+            value={filter}
+            onInput={(e) => setFilter(e.currentTarget.value)}
+            placeholder={props.filterHint ?? 'e.g. name.Contains("Studio")'}
+          />
+          <button type="submit">Apply</button>
+          <button type="button" onClick={refresh}>
+            Refresh
+          </button>
+        </form>
+      </search>
       <ErrorBox error={error} />
-      {state ? <Table rows={state.rows} columns={props.columns} caption={props.title} actions={props.actions ? (row) => props.actions!(row, refresh) : undefined} /> : <p aria-busy="true">Loading…</p>}
+      {state ? (
+        <Table
+          rows={state.rows}
+          columns={props.columns}
+          caption={props.title}
+          actions={props.actions ? (row) => props.actions!(row, refresh) : undefined}
+        />
+      ) : (
+        <p aria-busy="true">Loading…</p>
+      )}
       <nav class="pager" aria-label={`${props.title} pages`}>
         <button type="button" disabled={skip === 0} onClick={() => setSkip(Math.max(0, skip - PAGE))}>
           Previous
@@ -332,7 +392,15 @@ export function ListView(props: {
 }
 
 /** A bar chart in inline SVG, with the numbers also in a table for screen readers. */
-export function BarChart({ title, data, color = "#2f5fb3" }: { title: string; data: { label: string; value: number }[]; color?: string }) {
+export function BarChart({
+  title,
+  data,
+  color = "#2f5fb3",
+}: {
+  title: string;
+  data: { label: string; value: number }[];
+  color?: string;
+}) {
   const width = 480;
   const height = 160;
   const max = Math.max(1, ...data.map((d) => d.value));
@@ -340,7 +408,11 @@ export function BarChart({ title, data, color = "#2f5fb3" }: { title: string; da
   return (
     <figure class="chart">
       <figcaption>{title}</figcaption>
-      <svg viewBox={`0 0 ${width} ${height + 20}`} role="img" aria-label={`${title}: ${data.map((d) => `${d.label} ${d.value}`).join(", ") || "no data"}`}>
+      <svg
+        viewBox={`0 0 ${width} ${height + 20}`}
+        role="img"
+        aria-label={`${title}: ${data.map((d) => `${d.label} ${d.value}`).join(", ") || "no data"}`}
+      >
         <line x1="0" y1={height} x2={width} y2={height} stroke="#666" />
         {data.map((d, i) => {
           const h = (d.value / max) * (height - 16);

@@ -8,7 +8,13 @@ import { csrfHeaders, errorText } from "./api/client";
 export const SINGLE_LIMIT = 90 * 1024 * 1024;
 export const PART_SIZE = 16 * 1024 * 1024;
 
-function send(method: string, url: string, body: Blob | FormData | string | null, onProgress: (sent: number) => void, json = false): Promise<Record<string, unknown>> {
+function send(
+  method: string,
+  url: string,
+  body: Blob | FormData | string | null,
+  onProgress: (sent: number) => void,
+  json = false,
+): Promise<Record<string, unknown>> {
   return new Promise((resolve, reject) => {
     const xhr = new XMLHttpRequest();
     xhr.open(method, url);
@@ -41,7 +47,10 @@ export interface UploadInput {
 }
 
 /** Uploads a file; `progress` gets the bytes sent so far. Resolves with the API's answer (size and hashes). */
-export async function uploadArtifact(input: UploadInput, progress: (sent: number, total: number) => void): Promise<Record<string, unknown>> {
+export async function uploadArtifact(
+  input: UploadInput,
+  progress: (sent: number, total: number) => void,
+): Promise<Record<string, unknown>> {
   const base = `/v1/products/${input.productId}/releases/${input.releaseId}/downloads`;
   const total = input.file.size;
   if (total <= SINGLE_LIMIT) {
@@ -52,7 +61,13 @@ export async function uploadArtifact(input: UploadInput, progress: (sent: number
     form.append("file", input.file, input.file.name);
     return send("POST", base, form, (sent) => progress(Math.min(sent, total), total));
   }
-  const created = await send("POST", `${base}/uploads`, JSON.stringify({ upload: { platform: input.platform, kind: input.kind, fileName: input.file.name } }), () => undefined, true);
+  const created = await send(
+    "POST",
+    `${base}/uploads`,
+    JSON.stringify({ upload: { platform: input.platform, kind: input.kind, fileName: input.file.name } }),
+    () => undefined,
+    true,
+  );
   const uploadId = String(created["uploadId"]);
   let done = 0;
   for (let part = 1, offset = 0; offset < total; part++, offset += PART_SIZE) {

@@ -41,10 +41,20 @@ export async function waitFor(what, ms, check, { intervalMs = 100, alive } = {})
 export async function spawnAndWait(command, args, { url, method = "HEAD", timeoutMs = 30_000, ...options } = {}) {
   const child = spawn(command, args, options);
   try {
-    await waitFor(`${command} at ${url}`, timeoutMs, async () => ((await fetch(url, { method })).status < 500 ? true : undefined), {
-      intervalMs: 50,
-      alive: () => (child.exitCode !== null ? `exited with ${child.exitCode}` : child.signalCode ? `killed by ${child.signalCode}` : undefined),
-    });
+    await waitFor(
+      `${command} at ${url}`,
+      timeoutMs,
+      async () => ((await fetch(url, { method })).status < 500 ? true : undefined),
+      {
+        intervalMs: 50,
+        alive: () =>
+          child.exitCode !== null
+            ? `exited with ${child.exitCode}`
+            : child.signalCode
+              ? `killed by ${child.signalCode}`
+              : undefined,
+      },
+    );
   } catch (e) {
     if (child.exitCode === null) child.kill("SIGTERM");
     throw e;

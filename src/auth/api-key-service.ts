@@ -118,7 +118,10 @@ export const ApiKey = defineEntity({
   fields: {
     id: f.id(),
     name: f.string({ max: 256 }),
-    key: { ...f.string({ readOnly: true, description: "Masked: the full key is returned only when created." }), filter: undefined },
+    key: {
+      ...f.string({ readOnly: true, description: "Masked: the full key is returned only when created." }),
+      filter: undefined,
+    },
     ownerId: f.string({ max: 64, description: "The user whose roles the key acts with." }),
     description: f.string(),
     createdDate: f.date({ readOnly: true }),
@@ -126,7 +129,9 @@ export const ApiKey = defineEntity({
     revoked: f.bool(),
     permissions: {
       ...f.int({ min: 0, max: 15 }),
-      output: int32(0, 15).openapi({ description: "Bits: Read 1 (GET), Write 2 (PUT, PATCH), Delete 4, Create 8; All 15." }),
+      output: int32(0, 15).openapi({
+        description: "Bits: Read 1 (GET), Write 2 (PUT, PATCH), Delete 4, Create 8; All 15.",
+      }),
     },
   },
   required: ["ownerId"],

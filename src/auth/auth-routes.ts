@@ -23,7 +23,11 @@ const LoginRequest = z
   .object({
     username: z.string().max(256).optional(),
     password: z.string().max(256).optional(),
-    userKey: z.string().max(256).optional().openapi({ description: "An application signs in with its license's user key instead (role Application)." }),
+    userKey: z
+      .string()
+      .max(256)
+      .optional()
+      .openapi({ description: "An application signs in with its license's user key instead (role Application)." }),
   })
   .openapi("LoginRequest");
 
@@ -40,14 +44,19 @@ const UserProfile = User.record
   .openapi("UserProfile");
 
 /** Fields a signed-in user may change on their own account; roles and the customer link stay with administrators. */
-const OwnProfileUpdate = User.updateInput.omit({ id: true, roles: true, customerId: true, rank: true }).openapi("OwnProfileUpdate");
+const OwnProfileUpdate = User.updateInput
+  .omit({ id: true, roles: true, customerId: true, rank: true })
+  .openapi("OwnProfileUpdate");
 
 /** The signed-in user's record with settings and active API keys (SPEC `GET /v1/auth/user`). */
 async function profile(db: Db, config: Config, userId: string): Promise<Record<string, unknown>> {
   const user = await requireById(db, User, userId);
   const [settingRows, keyRows] = await db.batch([
     db.select().from(userSettings).where(eq(userSettings.userId, userId)),
-    db.select().from(apiKeys).where(and(eq(apiKeys.ownerId, userId), eq(apiKeys.revoked, false))),
+    db
+      .select()
+      .from(apiKeys)
+      .where(and(eq(apiKeys.ownerId, userId), eq(apiKeys.revoked, false))),
   ]);
   const now = clock.now().getTime();
   const active = keyRows.filter((k) => k.expireDate === null || Date.parse(k.expireDate) > now);
@@ -80,7 +89,11 @@ class WrongCurrentPassword extends ApiError {
  * the account over. A wrong password counts as a failed login for the IP (login protection), so it cannot be
  * guessed through this route either.
  */
-async function confirmPassword(ctx: ServiceContext, userName: string, currentPassword: string | undefined): Promise<void> {
+async function confirmPassword(
+  ctx: ServiceContext,
+  userName: string,
+  currentPassword: string | undefined,
+): Promise<void> {
   if (currentPassword === undefined) throw new ApiError(400, CURRENT_PASSWORD_REQUIRED);
   await protectLogin(
     ctx,
@@ -135,7 +148,11 @@ export function registerAuth(app: Router): void {
       operationId: "getSignedInUser",
       summary: "The signed-in user with roles, settings and active API keys",
       ...access.bearer(),
-      request: { query: z.object({ request: z.string().max(2048).optional().openapi({ description: "Accepted for compatibility; ignored." }) }) },
+      request: {
+        query: z.object({
+          request: z.string().max(2048).optional().openapi({ description: "Accepted for compatibility; ignored." }),
+        }),
+      },
       responses: { 200: json(enveloped({ user: UserProfile }), "The signed-in user"), ...errorResponses },
     }),
     async (c) => {
@@ -158,7 +175,11 @@ export function registerAuth(app: Router): void {
         body: jsonBody(
           z.object({
             user: OwnProfileUpdate,
-            currentPassword: z.string().max(256).optional().openapi({ description: "The present password: required to change the password, email or user name." }),
+            currentPassword: z
+              .string()
+              .max(256)
+              .optional()
+              .openapi({ description: "The present password: required to change the password, email or user name." }),
           }),
         ),
       },
@@ -170,10 +191,14 @@ export function registerAuth(app: Router): void {
       const { user: input, currentPassword } = c.req.valid("json");
       const existing = await requireById(ctx.db, User, userId);
       const values = await userWriteValues(User.toRow(input));
-      if (changesCredentials(values, existing)) await confirmPassword(ctx, String(existing["userName"]), currentPassword);
+      if (changesCredentials(values, existing))
+        await confirmPassword(ctx, String(existing["userName"]), currentPassword);
       if (Object.keys(values).length > 0) {
         const ends = endsTokens(values, existing);
-        const row = await updateRow(ctx.db, User, userId, { ...values, ...(ends ? { tokensValidAfter: tokensEndNow() } : {}) });
+        const row = await updateRow(ctx.db, User, userId, {
+          ...values,
+          ...(ends ? { tokensValidAfter: tokensEndNow() } : {}),
+        });
         auditUserWrite(ctx, "update", row, existing);
       }
       return ok(c, { user: await profile(ctx.db, ctx.config, userId) });
@@ -193,7 +218,9 @@ export function registerAuth(app: Router): void {
           enveloped({
             user: z.string().optional(),
             roles: z.array(z.string()),
-            permissions: int32(0, 15).optional().openapi({ description: "API key permission bits; absent for bearer tokens." }),
+            permissions: int32(0, 15)
+              .optional()
+              .openapi({ description: "API key permission bits; absent for bearer tokens." }),
             keyName: z.string().optional(),
           }),
           "The session",

@@ -25,7 +25,10 @@ function signingKey(config: Config): Promise<CryptoKey> {
   if (!secret) throw new ConfigError("Application:JwtSecret", "a secret is required to issue and verify bearer tokens");
   let key = keys.get(secret);
   if (!key) {
-    key = crypto.subtle.importKey("raw", new TextEncoder().encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign", "verify"]);
+    key = crypto.subtle.importKey("raw", new TextEncoder().encode(secret), { name: "HMAC", hash: "SHA-256" }, false, [
+      "sign",
+      "verify",
+    ]);
     keys.set(secret, key);
   }
   return key;
@@ -45,7 +48,11 @@ export interface TokenSubject {
 export async function issueToken(config: Config, who: TokenSubject): Promise<{ token: string; expiresIn: number }> {
   const now = Math.max(Math.floor(clock.now().getTime() / 1000), who.validAfter ?? 0);
   const expiresIn = Math.max(1, Math.floor(config["Application:TokenExpiration"] / 1000));
-  const token = await new SignJWT({ name: who.name, roles: [...who.roles], ...(who.licenseId ? { lic: who.licenseId } : {}) })
+  const token = await new SignJWT({
+    name: who.name,
+    roles: [...who.roles],
+    ...(who.licenseId ? { lic: who.licenseId } : {}),
+  })
     .setProtectedHeader({ alg: "HS256", typ: "JWT" })
     .setSubject(who.subject)
     .setIssuer(ISSUER)
@@ -74,10 +81,7 @@ export function loggedOutQuery(db: Db, token: Pick<Principal, "jti" | "userId" |
   const ended = token.userId
     ? sql` OR NOT EXISTS (SELECT 1 FROM ${users} WHERE ${users.id} = ${token.userId} AND coalesce(${users.tokensValidAfter}, 0) <= ${token.issuedAt ?? 0})`
     : sql``;
-  return db
-    .select({ ended: sql<number>`1` })
-    .from(sql`(SELECT 1)`)
-    .where(sql`${loggedOut}${ended}`);
+  return db.select({ ended: sql<number>`1` }).from(sql`(SELECT 1)`).where(sql`${loggedOut}${ended}`);
 }
 
 /**
@@ -107,7 +111,9 @@ export async function verifyTokenClaims(config: Config, token: string): Promise<
     return undefined;
   }
   const jti = String(payload.jti);
-  const roles = (Array.isArray(payload["roles"]) ? payload["roles"] : []).filter((r): r is Role => ROLES.includes(r as Role));
+  const roles = (Array.isArray(payload["roles"]) ? payload["roles"] : []).filter((r): r is Role =>
+    ROLES.includes(r as Role),
+  );
   const lic = typeof payload["lic"] === "string" ? payload["lic"] : undefined;
   return {
     kind: "bearer",

@@ -35,20 +35,32 @@ export async function ensureAdmin(d1: D1Database, config: Config, trigger: { cli
   }
   if (existing!.results.length > 0) {
     // Created before tombstones existed: adopt it, create nothing.
-    await d1.prepare("INSERT INTO admin_bootstraps (normalized_user_name, claim, created_at) VALUES (?, 'adopted', ?) ON CONFLICT DO NOTHING").bind(normalized, now).run();
+    await d1
+      .prepare(
+        "INSERT INTO admin_bootstraps (normalized_user_name, claim, created_at) VALUES (?, 'adopted', ?) ON CONFLICT DO NOTHING",
+      )
+      .bind(normalized, now)
+      .run();
     done = signature;
     return;
   }
   // The password of a new administrator meets the same minimum as any other (decisions.md, Service security).
   if (password.length < MIN_PASSWORD_LENGTH) {
-    throw new ConfigError("Application:AdminPassword", `the administrator's password needs at least ${MIN_PASSWORD_LENGTH} characters`);
+    throw new ConfigError(
+      "Application:AdminPassword",
+      `the administrator's password needs at least ${MIN_PASSWORD_LENGTH} characters`,
+    );
   }
 
   const claim = crypto.randomUUID();
   const userId = crypto.randomUUID();
   const key = fixedKey ?? generateApiKey();
   const results = await d1.batch([
-    d1.prepare("INSERT INTO admin_bootstraps (normalized_user_name, claim, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING").bind(normalized, claim, now),
+    d1
+      .prepare(
+        "INSERT INTO admin_bootstraps (normalized_user_name, claim, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+      )
+      .bind(normalized, claim, now),
     d1
       .prepare(
         `INSERT INTO users (id, user_name, normalized_user_name, roles, password_hash, created_at, updated_at)
@@ -74,7 +86,15 @@ export async function ensureAdmin(d1: D1Database, config: Config, trigger: { cli
       .bind(
         now,
         `Administrator ${username} and its API key created at startup`,
-        JSON.stringify({ event: "Bootstrap", user: null, userId: null, clientIp: trigger.clientIp ?? null, targetUserId: userId, targetUserName: username, fixedKey: fixedKey !== undefined }),
+        JSON.stringify({
+          event: "Bootstrap",
+          user: null,
+          userId: null,
+          clientIp: trigger.clientIp ?? null,
+          targetUserId: userId,
+          targetUserName: username,
+          fixedKey: fixedKey !== undefined,
+        }),
         userId,
       ),
   ]);

@@ -11,7 +11,14 @@ import { ok } from "../http/respond";
 import type { Router } from "../http/router";
 import { passwordAttempt, protectLogin } from "../protection/limits";
 import { Permission, generateApiKey, invalidateApiKeyCache, keyPrefix } from "./api-key-service";
-import { CONSOLE_COOKIE, CONSOLE_KEY_NAME, CSRF_HEADER, consoleSessionKey, csrfTokenFor, sessionCookie } from "./console-session";
+import {
+  CONSOLE_COOKIE,
+  CONSOLE_KEY_NAME,
+  CSRF_HEADER,
+  consoleSessionKey,
+  csrfTokenFor,
+  sessionCookie,
+} from "./console-session";
 import { sha256Hex } from "../crypto";
 import { API_KEY_SCHEME, access } from "./guard";
 import { INVALID_LOGIN, checkPassword } from "./sign-in";
@@ -23,7 +30,9 @@ const ConsoleLoginRequest = z
 const ConsoleSession = enveloped({
   user: z.string(),
   roles: z.array(z.string()),
-  csrfToken: z.string().openapi({ description: `Send it in the ${CSRF_HEADER} header with every request the cookie authenticates.` }),
+  csrfToken: z
+    .string()
+    .openapi({ description: `Send it in the ${CSRF_HEADER} header with every request the cookie authenticates.` }),
   expiresAt: z.string().openapi({ description: "When the session's API key expires (ISO 8601)." }),
 }).openapi("ConsoleSession");
 
@@ -69,7 +78,12 @@ export function registerConsoleAuth(app: Router): void {
         }),
         ctx.db.update(users).set({ lastLogIn: nowIso() }).where(eq(users.id, user.id)),
       ]);
-      const res = ok(c, { user: user.userName, roles: (user.roles ?? []) as Role[], csrfToken: await csrfTokenFor(key), expiresAt });
+      const res = ok(c, {
+        user: user.userName,
+        roles: (user.roles ?? []) as Role[],
+        csrfToken: await csrfTokenFor(key),
+        expiresAt,
+      });
       res.headers.append("Set-Cookie", sessionCookie(key, Math.floor(lifetime / 1000)));
       return res;
     },
@@ -92,7 +106,12 @@ export function registerConsoleAuth(app: Router): void {
       const key = await consoleSessionKey(c);
       if (key === null) throw unauthorized(API_KEY_SCHEME);
       if (key !== undefined) {
-        await c.get("db").update(apiKeys).set({ revoked: true }).where(eq(apiKeys.keyDigest, await sha256Hex(key))).run();
+        await c
+          .get("db")
+          .update(apiKeys)
+          .set({ revoked: true })
+          .where(eq(apiKeys.keyDigest, await sha256Hex(key)))
+          .run();
         invalidateApiKeyCache();
       }
       const res = ok(c, {});

@@ -24,7 +24,10 @@ export const CONSOLE_KEY_NAME = "Console session";
 /** The CSRF token of a console key: derived, so nothing is stored, and it never reveals the key. */
 export async function csrfTokenFor(key: string): Promise<string> {
   const bytes = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(`console-csrf\0${key}`)));
-  return btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  return btoa(String.fromCharCode(...bytes))
+    .replace(/\+/g, "-")
+    .replace(/\//g, "_")
+    .replace(/=+$/, "");
 }
 
 /**
@@ -43,4 +46,3 @@ export async function consoleSessionKey(c: Context<AppEnv>): Promise<string | nu
 export function sessionCookie(key: string, maxAge: number): string {
   return generateCookie(CONSOLE_COOKIE, key, { path: "/", httpOnly: true, secure: true, sameSite: "Strict", maxAge });
 }
-

@@ -51,7 +51,12 @@ export interface AuthenticateOptions {
  * route accepts; the roles, and the permission bit of the method where roles are checked. Returns the principal or
  * throws the 401/403 ApiError. gRPC calls it with the call's metadata (the same headers).
  */
-export async function authenticate(c: Context<AppEnv>, accepts: Credential, roles?: readonly Role[], options: AuthenticateOptions = {}): Promise<Principal> {
+export async function authenticate(
+  c: Context<AppEnv>,
+  accepts: Credential,
+  roles?: readonly Role[],
+  options: AuthenticateOptions = {},
+): Promise<Principal> {
   const config = c.get("config");
   const db = c.get("db");
   // The admin console's cookie (with its CSRF token) stands for an API key when no credential header is sent.
@@ -83,7 +88,11 @@ export async function authenticate(c: Context<AppEnv>, accepts: Credential, role
   return principal;
 }
 
-function guard(accepts: Credential, roles?: readonly Role[], options: AuthenticateOptions = {}): MiddlewareHandler<AppEnv> {
+function guard(
+  accepts: Credential,
+  roles?: readonly Role[],
+  options: AuthenticateOptions = {},
+): MiddlewareHandler<AppEnv> {
   if (!options.deferLogoutCheck) {
     return async (c, next) => {
       c.set("principal", await authenticate(c, accepts, roles));

@@ -20,7 +20,10 @@ export const INVALID_USER_KEY = "Invalid user key.";
  * (role Application, claim `lic`). Only a key that names no license answers 401 `Invalid user key.`: a revoked,
  * expired or tampered license signs in, so the application learns why from its licensing calls (527, 535).
  */
-export async function signInWithUserKey(ctx: ServiceContext, userKey: string): Promise<{ token: string; expiresIn: number; roles: Role[] }> {
+export async function signInWithUserKey(
+  ctx: ServiceContext,
+  userKey: string,
+): Promise<{ token: string; expiresIn: number; roles: Role[] }> {
   let license: LicenseWithProduct;
   try {
     license = await findByUserKey(ctx.db, userKey);
@@ -29,9 +32,15 @@ export async function signInWithUserKey(ctx: ServiceContext, userKey: string): P
     throw e;
   }
   // A revoked or expired license's key signs nothing in, and counts as a failed attempt like an unknown key.
-  if (license.revoked || (license.expireDate !== null && license.expireDate <= clock.now().toISOString())) throw new ApiError(401, INVALID_USER_KEY);
+  if (license.revoked || (license.expireDate !== null && license.expireDate <= clock.now().toISOString()))
+    throw new ApiError(401, INVALID_USER_KEY);
   const roles: Role[] = ["Application"];
-  const issued = await issueToken(ctx.config, { subject: license.licenseId, name: license.licenseId, roles, licenseId: license.licenseId });
+  const issued = await issueToken(ctx.config, {
+    subject: license.licenseId,
+    name: license.licenseId,
+    roles,
+    licenseId: license.licenseId,
+  });
   return { ...issued, roles };
 }
 
@@ -45,11 +54,20 @@ export async function checkPassword(db: Db, username: string, password: string) 
 }
 
 /** A user name and password sign-in: a bearer token, or 401 `Invalid username or password.` */
-export async function signInWithPassword(ctx: ServiceContext, username: string | undefined, password: string | undefined): Promise<{ token: string; expiresIn: number; roles: Role[] }> {
+export async function signInWithPassword(
+  ctx: ServiceContext,
+  username: string | undefined,
+  password: string | undefined,
+): Promise<{ token: string; expiresIn: number; roles: Role[] }> {
   const user = username && password !== undefined ? await checkPassword(ctx.db, username, password) : undefined;
   if (!user) throw new ApiError(401, INVALID_LOGIN);
   const roles = (user.roles ?? []) as Role[];
-  const issued = await issueToken(ctx.config, { subject: user.id, name: user.userName, roles, validAfter: user.tokensValidAfter });
+  const issued = await issueToken(ctx.config, {
+    subject: user.id,
+    name: user.userName,
+    roles,
+    validAfter: user.tokensValidAfter,
+  });
   ctx.waitUntil(ctx.db.update(users).set({ lastLogIn: nowIso() }).where(eq(users.id, user.id)).run());
   return { ...issued, roles };
 }

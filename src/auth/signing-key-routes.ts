@@ -12,7 +12,9 @@ const Jwk = z
     crv: z.literal("P-256"),
     x: z.string(),
     y: z.string(),
-    kid: z.string().openapi({ description: "The RFC 7638 thumbprint; update checks name it in `keyId`, license keys in the JWS header." }),
+    kid: z.string().openapi({
+      description: "The RFC 7638 thumbprint; update checks name it in `keyId`, license keys in the JWS header.",
+    }),
     alg: z.literal("ES256"),
     use: z.literal("sig"),
   })
@@ -28,7 +30,10 @@ export function registerSigningKeys(app: Router): void {
       operationId: "getSigningKeys",
       summary: "Public keys that sign update check data and license keys (JWK Set)",
       ...access.anonymous(),
-      responses: { 200: json(JwkSet, "The JWK Set; the newest key signs, older keys stay published"), ...anonymousErrorResponses },
+      responses: {
+        200: json(JwkSet, "The JWK Set; the newest key signs, older keys stay published"),
+        ...anonymousErrorResponses,
+      },
     }),
     async (c) => {
       const keys = await signingKeys(c.get("db"), c.get("config"));

@@ -78,7 +78,10 @@ export function forgetSigningKeys(): void {
  * do not count as a key.
  */
 async function generateKeyRow(db: Db, secret: string | undefined, unusable: readonly number[]): Promise<void> {
-  const pair = (await crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, true, ["sign", "verify"])) as CryptoKeyPair;
+  const pair = (await crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, true, [
+    "sign",
+    "verify",
+  ])) as CryptoKeyPair;
   const jwk = (await crypto.subtle.exportKey("jwk", pair.privateKey)) as JsonWebKey;
   const kid = await calculateJwkThumbprint({ kty: "EC", crv: "P-256", x: jwk.x!, y: jwk.y! });
   const now = clock.now().toISOString();
@@ -88,13 +91,22 @@ async function generateKeyRow(db: Db, secret: string | undefined, unusable: read
        SELECT ?1, ?2, ?3, 'ES256 key that signs license keys and update checks (private JWK, AES-GCM encrypted)', ?4, 'jwk+aes-gcm', ?5, ?5
        WHERE NOT EXISTS (SELECT 1 FROM resources WHERE type = ?2 AND data IS NOT NULL AND id NOT IN (SELECT value FROM json_each(?6)))`,
     )
-    .bind(`Signing key ${kid}`, SIGNATURE_KEY_TYPE, kid, await encryptSecret(secret, JSON.stringify({ ...jwk, kid })), now, JSON.stringify(unusable))
+    .bind(
+      `Signing key ${kid}`,
+      SIGNATURE_KEY_TYPE,
+      kid,
+      await encryptSecret(secret, JSON.stringify({ ...jwk, kid })),
+      now,
+      JSON.stringify(unusable),
+    )
     .run();
 }
 
 async function readKeyRows(db: Db): Promise<KeyRow[]> {
   const { results } = await db.$client
-    .prepare("SELECT id, type, data, meta, updated_at FROM resources WHERE type IN (?1, ?2) AND data IS NOT NULL ORDER BY id DESC")
+    .prepare(
+      "SELECT id, type, data, meta, updated_at FROM resources WHERE type IN (?1, ?2) AND data IS NOT NULL ORDER BY id DESC",
+    )
     .bind(SIGNATURE_KEY_TYPE, RETIRED_SIGNATURE_KEY_TYPE)
     .all<KeyRow>();
   return results;
@@ -106,15 +118,24 @@ type PrivateJwk = JsonWebKey & { kid: string; x: string; y: string; d: string };
 async function keyOf(secret: string | undefined, row: KeyRow): Promise<PrivateJwk | undefined> {
   try {
     const jwk = JSON.parse(await decryptSecret(secret, row.data)) as Partial<PrivateJwk>;
-    if (jwk.kty !== "EC" || jwk.crv !== "P-256" || typeof jwk.kid !== "string" || !jwk.x || !jwk.y || !jwk.d) throw new Error("not a private P-256 JWK with a kid");
+    if (jwk.kty !== "EC" || jwk.crv !== "P-256" || typeof jwk.kid !== "string" || !jwk.x || !jwk.y || !jwk.d)
+      throw new Error("not a private P-256 JWK with a kid");
     // Importing proves the key is whole; the import is reused for the signing key.
-    await crypto.subtle.importKey("jwk", { ...jwk, key_ops: ["sign"] } as JsonWebKey, { name: "ECDSA", namedCurve: "P-256" }, false, ["sign"]);
+    await crypto.subtle.importKey(
+      "jwk",
+      { ...jwk, key_ops: ["sign"] } as JsonWebKey,
+      { name: "ECDSA", namedCurve: "P-256" },
+      false,
+      ["sign"],
+    );
     return jwk as PrivateJwk;
   } catch (e) {
     const version = `${row.id}@${row.updated_at}`;
     if (!reported.has(version)) {
       reported.add(version);
-      console.error(`signing key resource ${row.id} skipped: it is malformed or does not decrypt with Application:EncryptionKey (${e instanceof Error ? e.message : String(e)})`);
+      console.error(
+        `signing key resource ${row.id} skipped: it is malformed or does not decrypt with Application:EncryptionKey (${e instanceof Error ? e.message : String(e)})`,
+      );
     }
     return undefined;
   }
@@ -147,12 +168,28 @@ async function load(db: Db, secret: string | undefined): Promise<SigningKeys> {
   }
   const newest = active()[0]?.jwk;
   if (!newest) throw new Error("no signing key could be created");
-  const privateKey = await crypto.subtle.importKey("jwk", { ...newest, key_ops: ["sign"] }, { name: "ECDSA", namedCurve: "P-256" }, false, ["sign"]);
-  const published = keys.filter((k) => k.jwk && (signingKeyState(k.row.type) === "active" || (publishedUntil(k.row) ?? 0) > now));
+  const privateKey = await crypto.subtle.importKey(
+    "jwk",
+    { ...newest, key_ops: ["sign"] },
+    { name: "ECDSA", namedCurve: "P-256" },
+    false,
+    ["sign"],
+  );
+  const published = keys.filter(
+    (k) => k.jwk && (signingKeyState(k.row.type) === "active" || (publishedUntil(k.row) ?? 0) > now),
+  );
   return {
     kid: newest.kid,
     privateKey,
-    published: published.map(({ jwk }) => ({ kty: "EC", crv: "P-256", x: jwk!.x, y: jwk!.y, kid: jwk!.kid, alg: "ES256", use: "sig" })),
+    published: published.map(({ jwk }) => ({
+      kty: "EC",
+      crv: "P-256",
+      x: jwk!.x,
+      y: jwk!.y,
+      kid: jwk!.kid,
+      alg: "ES256",
+      use: "sig",
+    })),
   };
 }
 
@@ -166,14 +203,26 @@ export async function retireSigningKey(db: Db, config: Config, id: number): Prom
   const until = new Date(now.getTime() + config["Licensing:LicenseKeyLifetime"]).toISOString();
   await db.$client
     .prepare("UPDATE resources SET type = ?1, meta = ?2, updated_at = ?3 WHERE id = ?4 AND type = ?5")
-    .bind(RETIRED_SIGNATURE_KEY_TYPE, JSON.stringify({ retiredAt: now.toISOString(), publishedUntil: until }), now.toISOString(), id, SIGNATURE_KEY_TYPE)
+    .bind(
+      RETIRED_SIGNATURE_KEY_TYPE,
+      JSON.stringify({ retiredAt: now.toISOString(), publishedUntil: until }),
+      now.toISOString(),
+      id,
+      SIGNATURE_KEY_TYPE,
+    )
     .run();
   forgetSigningKeys();
 }
 
 /** Until when a retired key's row must stay (its publication); undefined when nothing holds it any more. */
 export function retiredKeyHeldUntil(row: { meta?: unknown }): string | undefined {
-  const until = publishedUntil({ id: 0, type: RETIRED_SIGNATURE_KEY_TYPE, data: "", meta: typeof row.meta === "string" ? row.meta : null, updated_at: "" });
+  const until = publishedUntil({
+    id: 0,
+    type: RETIRED_SIGNATURE_KEY_TYPE,
+    data: "",
+    meta: typeof row.meta === "string" ? row.meta : null,
+    updated_at: "",
+  });
   return until !== undefined && until > clock.now().getTime() ? new Date(until).toISOString() : undefined;
 }
 
@@ -200,7 +249,11 @@ export async function signJws(db: Db, config: Config, payload: object): Promise<
 }
 
 /** An ES256 signature of the bytes: standard base64 of the 64-byte IEEE P1363 (r||s) form, with the key's id. */
-export async function signBytes(db: Db, config: Config, bytes: Uint8Array): Promise<{ signature: string; keyId: string }> {
+export async function signBytes(
+  db: Db,
+  config: Config,
+  bytes: Uint8Array,
+): Promise<{ signature: string; keyId: string }> {
   const keys = await signingKeys(db, config);
   const signature = await crypto.subtle.sign({ name: "ECDSA", hash: "SHA-256" }, keys.privateKey, bytes);
   return { signature: toBase64(signature), keyId: keys.kid };

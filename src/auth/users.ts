@@ -14,7 +14,12 @@ export const User = defineEntity({
     id: f.stringId(),
     // No spaces, controls or bidirectional characters: a user name must read as what it is.
     userName: f.string({ max: 256, pattern: new RegExp(`^[^\\s${DECEPTIVE_CHARACTERS}]+$`) }),
-    password: f.string({ min: MIN_PASSWORD_LENGTH, max: 256, writeOnly: true, description: `Write-only; at least ${MIN_PASSWORD_LENGTH} characters; stored as a PBKDF2-SHA256 hash.` }),
+    password: f.string({
+      min: MIN_PASSWORD_LENGTH,
+      max: 256,
+      writeOnly: true,
+      description: `Write-only; at least ${MIN_PASSWORD_LENGTH} characters; stored as a PBKDF2-SHA256 hash.`,
+    }),
     email: f.string({ max: 256 }),
     phoneNumber: f.string({ max: 64 }),
     title: f.string({ max: 64 }),

@@ -368,7 +368,10 @@ export const orderProducts = sqliteTable(
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
-  (t) => [uniqueIndex("order_products_order_product").on(t.orderId, t.productId), index("order_products_product").on(t.productId)],
+  (t) => [
+    uniqueIndex("order_products_order_product").on(t.orderId, t.productId),
+    index("order_products_product").on(t.productId),
+  ],
 );
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -590,7 +593,11 @@ export const logs = sqliteTable(
     properties: text("properties"),
     requestId: text("request_id"),
   },
-  (t) => [index("logs_timestamp").on(t.timestamp), index("logs_level").on(t.level), index("logs_category").on(t.category)],
+  (t) => [
+    index("logs_timestamp").on(t.timestamp),
+    index("logs_level").on(t.level),
+    index("logs_category").on(t.category),
+  ],
 );
 
 export const emailOutbox = sqliteTable("email_outbox", {

@@ -80,9 +80,12 @@ class CountedStatement {
   }
 
   async raw(options?: { columnNames?: boolean }): Promise<unknown[]> {
-    const rows = await this.timed(() => (options?.columnNames ? this.inner.raw({ columnNames: true }) : this.inner.raw()));
+    const rows = await this.timed(() =>
+      options?.columnNames ? this.inner.raw({ columnNames: true }) : this.inner.raw(),
+    );
     // raw() gives no meta: a write read this way (RETURNING) answers one row per row it changed.
-    if (WRITE.test(this.sql)) this.work.rowsWritten += options?.columnNames ? Math.max(0, rows.length - 1) : rows.length;
+    if (WRITE.test(this.sql))
+      this.work.rowsWritten += options?.columnNames ? Math.max(0, rows.length - 1) : rows.length;
     return rows;
   }
 }
@@ -103,7 +106,9 @@ class CountedD1 {
     this.work.statements += statements.length;
     this.work.roundTrips++;
     try {
-      const results = await this.target.batch<T>(statements.map((s) => (s instanceof CountedStatement ? s.inner : (s as D1PreparedStatement))));
+      const results = await this.target.batch<T>(
+        statements.map((s) => (s instanceof CountedStatement ? s.inner : (s as D1PreparedStatement))),
+      );
       for (const r of results) {
         this.work.rowsWritten += r.meta?.changes ?? 0;
         this.work.rowsRead += (r.meta as Meta | undefined)?.rows_read ?? 0;
@@ -144,7 +149,8 @@ export interface RequestDb {
  * request too, wherever that request is served.
  */
 export function requestDb(d1: D1Database, start: SessionStart): RequestDb {
-  const target = typeof d1.withSession === "function" ? d1.withSession("bookmark" in start ? start.bookmark : start.constraint) : d1;
+  const target =
+    typeof d1.withSession === "function" ? d1.withSession("bookmark" in start ? start.bookmark : start.constraint) : d1;
   const work = new D1Work();
   const client = new CountedD1(target, work);
   const session = new SQLiteD1Session(client as unknown as D1Database, dialect, relational, {});

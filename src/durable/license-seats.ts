@@ -27,8 +27,13 @@ export interface SeatRequest {
   now: number;
 }
 
-export type SeatGrant = { granted: true; renewed: boolean; expiresAt: number; active: number } | { granted: false; active: number };
-export type SeatBeat = { found: false } | { found: true; expired: true } | { found: true; expired: false; expiresAt: number; active: number };
+export type SeatGrant =
+  | { granted: true; renewed: boolean; expiresAt: number; active: number }
+  | { granted: false; active: number };
+export type SeatBeat =
+  | { found: false }
+  | { found: true; expired: true }
+  | { found: true; expired: false; expiresAt: number; active: number };
 
 interface SeatRow extends Record<string, SqlStorageValue> {
   token_digest: string;
@@ -70,7 +75,13 @@ export abstract class SeatStore extends DurableObject<Bindings> {
     const expiresAt = input.now + input.leaseMs;
     const held = this.sql.exec<SeatRow>("SELECT * FROM seats WHERE token_digest = ?", input.tokenDigest).toArray()[0];
     if (held && held.expires_at > input.now) {
-      this.sql.exec("UPDATE seats SET expires_at = ?, client_name = coalesce(?, client_name), address = coalesce(?, address) WHERE token_digest = ?", expiresAt, input.clientName ?? null, input.address ?? null, input.tokenDigest);
+      this.sql.exec(
+        "UPDATE seats SET expires_at = ?, client_name = coalesce(?, client_name), address = coalesce(?, address) WHERE token_digest = ?",
+        expiresAt,
+        input.clientName ?? null,
+        input.address ?? null,
+        input.tokenDigest,
+      );
       await this.scheduleAlarm();
       return { granted: true, renewed: true, expiresAt, active: this.live(input.now) };
     }
@@ -106,10 +117,17 @@ export abstract class SeatStore extends DurableObject<Bindings> {
   }
 
   /** Whether the seat of this token is live, until when, and whose it is (the key a validate signs names them). */
-  async seat(tokenDigest: string, now: number): Promise<{ live: boolean; expiresAt?: number; machineId?: string; clientId?: string; active: number }> {
+  async seat(
+    tokenDigest: string,
+    now: number,
+  ): Promise<{ live: boolean; expiresAt?: number; machineId?: string; clientId?: string; active: number }> {
     const seat = this.sql.exec<SeatRow>("SELECT * FROM seats WHERE token_digest = ?", tokenDigest).toArray()[0];
     const live = seat !== undefined && seat.expires_at > now;
-    return { live, ...(live ? { expiresAt: seat.expires_at, machineId: seat.machine_id, clientId: seat.client_id } : {}), active: this.live(now) };
+    return {
+      live,
+      ...(live ? { expiresAt: seat.expires_at, machineId: seat.machine_id, clientId: seat.client_id } : {}),
+      active: this.live(now),
+    };
   }
 
   /** Frees a seat; false when the token holds none. */
@@ -122,7 +140,8 @@ export abstract class SeatStore extends DurableObject<Bindings> {
   async drop(tokenDigests?: string[]): Promise<number> {
     if (!tokenDigests) return this.sql.exec("DELETE FROM seats").rowsWritten;
     let dropped = 0;
-    for (const digest of tokenDigests) dropped += this.sql.exec("DELETE FROM seats WHERE token_digest = ?", digest).rowsWritten;
+    for (const digest of tokenDigests)
+      dropped += this.sql.exec("DELETE FROM seats WHERE token_digest = ?", digest).rowsWritten;
     return dropped;
   }
 
@@ -166,12 +185,24 @@ export abstract class SeatStore extends DurableObject<Bindings> {
       ]);
       // D1 first: if it fails, the alarm is retried and the seats are still here to be reclaimed.
       await this.env.DB.batch(statements);
-      for (const seat of dead) this.sql.exec("DELETE FROM seats WHERE token_digest = ? AND (expires_at <= ? OR ?)", seat.token_digest, now, reclaimAll ? 1 : 0);
+      for (const seat of dead)
+        this.sql.exec(
+          "DELETE FROM seats WHERE token_digest = ? AND (expires_at <= ? OR ?)",
+          seat.token_digest,
+          now,
+          reclaimAll ? 1 : 0,
+        );
       // After the write-through, so a subscriber hears of a seat only once it is gone. The events are licensing's
       // (license.seat.expired): a queue job hands them over. A failed send is logged, never thrown, so the alarm
       // does not reclaim the seats again.
-      const job: JobOf<"license.seats.expired"> = { kind: "license.seats.expired", licenseRowId: licenseId, seats: dead.map((seat) => ({ machineId: seat.machine_id, clientId: seat.client_id })) };
-      await this.env.WEBHOOKS.send(job).catch((e: unknown) => console.error(`license seats: handing over the expired seats of license ${licenseId} failed`, e));
+      const job: JobOf<"license.seats.expired"> = {
+        kind: "license.seats.expired",
+        licenseRowId: licenseId,
+        seats: dead.map((seat) => ({ machineId: seat.machine_id, clientId: seat.client_id })),
+      };
+      await this.env.WEBHOOKS.send(job).catch((e: unknown) =>
+        console.error(`license seats: handing over the expired seats of license ${licenseId} failed`, e),
+      );
     }
     await this.scheduleAlarm();
   }

@@ -86,7 +86,11 @@ export class RateLimiter extends DurableObject<Bindings> {
   async loginBegin(now: number, maxAttempts: number, blockMs: number): Promise<LoginGate> {
     const s = this.state();
     if (s.login_blocked_until > now) return { allowed: false, retryAfter: seconds(s.login_blocked_until - now) };
-    this.sql.exec("DELETE FROM login_attempts WHERE at <= ? OR (pending = 1 AND at <= ?)", now - blockMs, now - PENDING_MS);
+    this.sql.exec(
+      "DELETE FROM login_attempts WHERE at <= ? OR (pending = 1 AND at <= ?)",
+      now - blockMs,
+      now - PENDING_MS,
+    );
     const { n } = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM login_attempts").one();
     if (n >= maxAttempts) {
       // Only attempts still being checked can fill the count here (failures alone would have blocked): the client
@@ -94,7 +98,9 @@ export class RateLimiter extends DurableObject<Bindings> {
       const { oldest } = this.sql.exec<{ oldest: number }>("SELECT min(at) AS oldest FROM login_attempts").one();
       return { allowed: false, retryAfter: seconds(Math.min(PENDING_MS, oldest + blockMs - now)) };
     }
-    const { id } = this.sql.exec<{ id: number }>("INSERT INTO login_attempts (at, account, pending) VALUES (?, NULL, 1) RETURNING id", now).one();
+    const { id } = this.sql
+      .exec<{ id: number }>("INSERT INTO login_attempts (at, account, pending) VALUES (?, NULL, 1) RETURNING id", now)
+      .one();
     return { allowed: true, attempt: id };
   }
 
@@ -104,10 +110,18 @@ export class RateLimiter extends DurableObject<Bindings> {
    * are cleared (the failures of other accounts stay). `neutral`: only the attempt is cleared (a user-key sign-in,
    * an error that is no verdict on the credential). Returns whether this call started a block.
    */
-  async loginEnd(now: number, attempt: number, outcome: "failed" | "succeeded" | "neutral", account: string | null, maxAttempts: number, blockMs: number): Promise<LoginOutcome> {
+  async loginEnd(
+    now: number,
+    attempt: number,
+    outcome: "failed" | "succeeded" | "neutral",
+    account: string | null,
+    maxAttempts: number,
+    blockMs: number,
+  ): Promise<LoginOutcome> {
     if (outcome !== "failed") {
       this.sql.exec("DELETE FROM login_attempts WHERE id = ?", attempt);
-      if (outcome === "succeeded" && account !== null) this.sql.exec("DELETE FROM login_attempts WHERE pending = 0 AND account = ?", account);
+      if (outcome === "succeeded" && account !== null)
+        this.sql.exec("DELETE FROM login_attempts WHERE pending = 0 AND account = ?", account);
       return { blocked: false };
     }
     this.sql.exec("DELETE FROM login_attempts WHERE id = ?", attempt);

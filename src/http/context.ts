@@ -53,7 +53,11 @@ export interface ClientInfo {
 export function clientInfo(c: Context<AppEnv>): ClientInfo {
   const cf = (c.req.raw as Request & { cf?: Record<string, unknown> }).cf;
   const geo = cf
-    ? Object.fromEntries(["country", "region", "city", "latitude", "longitude", "timezone"].filter((k) => cf[k] !== undefined).map((k) => [k, cf[k]]))
+    ? Object.fromEntries(
+        ["country", "region", "city", "latitude", "longitude", "timezone"]
+          .filter((k) => cf[k] !== undefined)
+          .map((k) => [k, cf[k]]),
+      )
     : {};
   return { address: c.get("clientIp"), ...(Object.keys(geo).length > 0 ? { geoLocation: JSON.stringify(geo) } : {}) };
 }

@@ -9,7 +9,8 @@ import { cors } from "hono/cors";
 import type { AppEnv } from "./app-env";
 
 /** Paths browsers may call: the application-facing surface, nothing of the Management API. */
-const BROWSER_PATHS = /^\/(?:v1\/license\/[^/]+$|v1\/report$|v1\/auth\/login$|v1\/updates\/|v1\/extensions\/keys$|licensing\.v1\.[A-Za-z]+\/[A-Za-z]+$)/;
+const BROWSER_PATHS =
+  /^\/(?:v1\/license\/[^/]+$|v1\/report$|v1\/auth\/login$|v1\/updates\/|v1\/extensions\/keys$|licensing\.v1\.[A-Za-z]+\/[A-Za-z]+$)/;
 
 const handler = cors({
   origin: (origin, c) => {
@@ -20,7 +21,14 @@ const handler = cors({
   allowMethods: ["GET", "HEAD", "POST"],
   // Headers an application reads from answers: gRPC-Web's status (when it travels in headers), the licensing
   // reason, the artifact digest and the rate limiter's Retry-After.
-  exposeHeaders: ["grpc-status", "grpc-message", "licensing-reason", "X-Service-Sha512", "Retry-After", "Content-Disposition"],
+  exposeHeaders: [
+    "grpc-status",
+    "grpc-message",
+    "licensing-reason",
+    "X-Service-Sha512",
+    "Retry-After",
+    "Content-Disposition",
+  ],
   maxAge: 600,
 });
 

@@ -60,14 +60,29 @@ const isoDate = z
 
 /** Field builders: one per kind of stored value. */
 export const f = {
-  id: (o: Options = {}) => ({ filter: "integer" as const, output: describe(int32(1), o.description), input: int32(1), readOnly: true }),
+  id: (o: Options = {}) => ({
+    filter: "integer" as const,
+    output: describe(int32(1), o.description),
+    input: int32(1),
+    readOnly: true,
+  }),
   /** A server-generated string key (user ids are strings in SPEC). */
-  stringId: (o: Options = {}) => ({ filter: "string" as const, output: describe(z.string(), o.description), input: z.string().max(64), readOnly: true }),
+  stringId: (o: Options = {}) => ({
+    filter: "string" as const,
+    output: describe(z.string(), o.description),
+    input: z.string().max(64),
+    readOnly: true,
+  }),
   string: (o: Options & { min?: number; max?: number; pattern?: RegExp } = {}) => {
     let input = z.string().max(o.max ?? 4000);
     if (o.min !== undefined) input = input.min(o.min);
     if (o.pattern) input = input.regex(o.pattern);
-    return { filter: "string" as const, output: describe(z.string(), o.description), input: describe(input, o.description), ...flags(o) };
+    return {
+      filter: "string" as const,
+      output: describe(z.string(), o.description),
+      input: describe(input, o.description),
+      ...flags(o),
+    };
   },
   int: (o: Options & { min?: number; max?: number } = {}) => ({
     filter: "integer" as const,
@@ -86,10 +101,21 @@ export const f = {
   number: (o: Options & { min?: number } = {}) => ({
     filter: "number" as const,
     output: describe(z.number(), o.description),
-    input: describe(z.number().min(o.min ?? -1e15).max(1e15), o.description),
+    input: describe(
+      z
+        .number()
+        .min(o.min ?? -1e15)
+        .max(1e15),
+      o.description,
+    ),
     ...flags(o),
   }),
-  bool: (o: Options = {}) => ({ filter: "boolean" as const, output: describe(z.boolean(), o.description), input: z.boolean(), ...flags(o) }),
+  bool: (o: Options = {}) => ({
+    filter: "boolean" as const,
+    output: describe(z.boolean(), o.description),
+    input: z.boolean(),
+    ...flags(o),
+  }),
   date: (o: Options = {}) => ({
     filter: "date" as const,
     output: describe(z.string().openapi({ format: "date-time" }), o.description),
@@ -132,7 +158,9 @@ type CreateShape<F extends Fields, R extends keyof F> = { [K in InputKeys<F> & R
   [K in Exclude<InputKeys<F>, R>]: Nullable<F[K]["input"]>;
 };
 type IdInput<F extends Fields> = F extends { id: Field } ? F["id"]["input"] : z.ZodInt;
-type UpdateShape<F extends Fields, R extends keyof F> = { id: IdInput<F> } & { [K in InputKeys<F> & R]: z.ZodOptional<F[K]["input"]> } & {
+type UpdateShape<F extends Fields, R extends keyof F> = { id: IdInput<F> } & {
+  [K in InputKeys<F> & R]: z.ZodOptional<F[K]["input"]>;
+} & {
   [K in Exclude<InputKeys<F>, R>]: Nullable<F[K]["input"]>;
 };
 
@@ -185,7 +213,9 @@ export interface TypedEntity<F extends Fields, R extends keyof F & string> exten
 }
 
 /** Declares an entity; see the file comment. */
-export function defineEntity<const F extends Fields, const R extends keyof F & string = never>(def: EntityDefinition<F, R>): TypedEntity<F, R> {
+export function defineEntity<const F extends Fields, const R extends keyof F & string = never>(
+  def: EntityDefinition<F, R>,
+): TypedEntity<F, R> {
   const columns = def.table as unknown as Record<string, SQLiteColumn | undefined>;
   const required = new Set<string>(def.required ?? []);
   const recordShape: Record<string, z.ZodType> = {};

@@ -59,6 +59,9 @@ async function runAlone<const Q extends Queries>(db: Db, queries: Q): Promise<Ba
 }
 
 /** A service's first reads: in one batch with the request's pending checks, if any (none outside a request). */
-export function firstReads<const Q extends Queries>(ctx: { db: Db; firstBatch?: FirstBatch | undefined }, queries: Q): Promise<BatchResponse<Q>> {
+export function firstReads<const Q extends Queries>(
+  ctx: { db: Db; firstBatch?: FirstBatch | undefined },
+  queries: Q,
+): Promise<BatchResponse<Q>> {
   return ctx.firstBatch ? ctx.firstBatch.run(ctx.db, queries) : runAlone(ctx.db, queries);
 }

@@ -23,10 +23,16 @@ const MAX_NAMES_LENGTH = 2000;
 const names = () => z.string().max(MAX_NAMES_LENGTH).optional();
 const paramSchemas = {
   // The length is checked by compileFilter (400 with the envelope, CONTRACT's limit), not by the schema.
-  filter: z.string().optional().openapi({ maxLength: MAX_FILTER_LENGTH, description: 'Expression on the properties, e.g. `name.StartsWith("A") && id > 3`.' }),
+  filter: z.string().optional().openapi({
+    maxLength: MAX_FILTER_LENGTH,
+    description: 'Expression on the properties, e.g. `name.StartsWith("A") && id > 3`.',
+  }),
   sort: names().openapi({ description: "Comma-separated properties; prefix `-` descending, `+` or none ascending." }),
   skip: int32.optional().openapi({ ...int32Doc, description: "Items to skip." }),
-  take: int32.optional().openapi({ ...int32Doc, description: "Maximum items returned (default Application:DefaultPageSize, at most Application:MaxPageSize)." }),
+  take: int32.optional().openapi({
+    ...int32Doc,
+    description: "Maximum items returned (default Application:DefaultPageSize, at most Application:MaxPageSize).",
+  }),
   select: names().openapi({ description: "Comma-separated properties to return." }),
   include: names().openapi({ description: "Comma-separated related entities to load." }),
   countOnly: z
@@ -39,7 +45,8 @@ const paramSchemas = {
 type ParamSchemas = typeof paramSchemas;
 
 /** What the OpenAPI document says of a list that takes none of the list parameters. */
-export const NO_LIST_PARAMS = "Takes none of the list parameters (select, filter, sort, take, skip, include, countOnly): it always answers the whole list.";
+export const NO_LIST_PARAMS =
+  "Takes none of the list parameters (select, filter, sort, take, skip, include, countOnly): it always answers the whole list.";
 
 /**
  * A list that takes no list parameters refuses them (400) rather than ignoring them, so no client mistakes the
@@ -47,10 +54,16 @@ export const NO_LIST_PARAMS = "Takes none of the list parameters (select, filter
  */
 export function refuseListParams(query: Record<string, string>): void {
   const given = (Object.keys(paramSchemas) as ListParam[]).filter((p) => query[p] !== undefined);
-  if (given.length > 0) throw new ApiError(400, `This list takes no list parameters (${given.join(", ")} given): it always answers the whole list`);
+  if (given.length > 0)
+    throw new ApiError(
+      400,
+      `This list takes no list parameters (${given.join(", ")} given): it always answers the whole list`,
+    );
 }
 /** The zod object of a route's list parameters: exactly the subset SPEC gives that route. */
-export function listQuery<const P extends readonly ListParam[]>(params: P): z.ZodObject<{ [K in P[number]]: ParamSchemas[K] }> {
+export function listQuery<const P extends readonly ListParam[]>(
+  params: P,
+): z.ZodObject<{ [K in P[number]]: ParamSchemas[K] }> {
   const shape: Record<string, z.ZodType> = {};
   for (const p of params) shape[p] = paramSchemas[p];
   return z.object(shape) as unknown as z.ZodObject<{ [K in P[number]]: ParamSchemas[K] }>;
@@ -75,7 +88,11 @@ export interface ListOptions {
   scope?: SQL;
   includes?: Record<string, IncludeLoader>;
   /** Extra mapping after toWire (computed properties), given the page's rows; one batched query at most. */
-  decorate?: (items: Record<string, unknown>[], rows: Record<string, unknown>[], context: { db: Db; config: Config }) => Promise<void> | void;
+  decorate?: (
+    items: Record<string, unknown>[],
+    rows: Record<string, unknown>[],
+    context: { db: Db; config: Config },
+  ) => Promise<void> | void;
 }
 
 function splitNames(raw: string | undefined): string[] {
@@ -105,7 +122,11 @@ export function orderBy(entity: Entity, sort: string | undefined): SQL[] {
 }
 
 /** Resolves `select` against the properties a record returns, plus included relations (case-insensitive). */
-export function selectKeys(entity: Entity, select: string | undefined, included: readonly string[] = []): string[] | undefined {
+export function selectKeys(
+  entity: Entity,
+  select: string | undefined,
+  included: readonly string[] = [],
+): string[] | undefined {
   const names = splitNames(select);
   if (names.length === 0) return undefined;
   const keys = [...Object.keys(entity.record.shape), ...included];
@@ -145,7 +166,11 @@ export async function listBody(
     if (!entry) throw unknownProperty(name, entity.name);
     return entry;
   });
-  const keys = selectKeys(entity, params.select, includes.map(([name]) => name));
+  const keys = selectKeys(
+    entity,
+    params.select,
+    includes.map(([name]) => name),
+  );
   const countQuery = db.select({ n: count() }).from(entity.table).where(where);
   if (params.countOnly) {
     const [row] = await countQuery;

@@ -22,7 +22,12 @@ export function int64(min = 0, max = Number.MAX_SAFE_INTEGER) {
  * bounds are stated by hand (zod-openapi cannot read them through the coercion).
  */
 export function int32PathParam(name: string, min = 1, max = INT32_MAX) {
-  return z.coerce.number().int().min(min).max(max).openapi({ param: { name, in: "path" }, type: "integer", format: "int32", minimum: min, maximum: max });
+  return z.coerce
+    .number()
+    .int()
+    .min(min)
+    .max(max)
+    .openapi({ param: { name, in: "path" }, type: "integer", format: "int32", minimum: min, maximum: max });
 }
 
 export const Envelope = z
@@ -30,7 +35,10 @@ export const Envelope = z
     success: z.boolean(),
     code: int32(0, 599).openapi({ description: "0 on success; the HTTP status on error." }),
     message: z.string().optional(),
-    reason: z.string().optional().openapi({ description: "Licensing refusals (520 + gRPC code) only: a stable, machine-readable reason such as licenseRevoked." }),
+    reason: z.string().optional().openapi({
+      description:
+        "Licensing refusals (520 + gRPC code) only: a stable, machine-readable reason such as licenseRevoked.",
+    }),
   })
   .openapi("Envelope");
 
@@ -72,9 +80,17 @@ export function jsonBody<T extends z.ZodType>(schema: T) {
  * text body saying how long to wait (protection/limits.ts).
  */
 export const tooManyRequests = {
-  description: "Too many requests from the client's IP address (IpFiltering:BruteForceProtection); the text says how many seconds to wait.",
-  headers: { "Retry-After": { description: "Seconds until the IP's block ends.", schema: { type: "integer", format: "int32", minimum: 1, maximum: INT32_MAX } } },
-  content: { "text/plain": { schema: z.string().openapi({ example: "Too many requests. Try again in 840 seconds." }) } },
+  description:
+    "Too many requests from the client's IP address (IpFiltering:BruteForceProtection); the text says how many seconds to wait.",
+  headers: {
+    "Retry-After": {
+      description: "Seconds until the IP's block ends.",
+      schema: { type: "integer", format: "int32", minimum: 1, maximum: INT32_MAX },
+    },
+  },
+  content: {
+    "text/plain": { schema: z.string().openapi({ example: "Too many requests. Try again in 840 seconds." }) },
+  },
 } as const;
 
 /** The error answers every authenticated route can give. */
@@ -85,12 +101,16 @@ export const errorResponses = {
   },
   401: { description: "No credential, or an invalid, expired or revoked one (empty body)." },
   403: {
-    description: "Valid credential without the required role or permission bit (empty body), or a blacklisted client IP (the envelope).",
+    description:
+      "Valid credential without the required role or permission bit (empty body), or a blacklisted client IP (the envelope).",
     content: { "application/json": { schema: Envelope } },
   },
   413: { description: "A JSON request body over 4 MiB.", content: { "application/json": { schema: Envelope } } },
   429: tooManyRequests,
-  500: { description: "Any other error, including an invalid filter expression.", content: { "application/json": { schema: Envelope } } },
+  500: {
+    description: "Any other error, including an invalid filter expression.",
+    content: { "application/json": { schema: Envelope } },
+  },
 } as const;
 
 /** Error answers of anonymous routes. */

@@ -29,7 +29,11 @@ function whereId(entity: Entity, id: Id, scope?: SQL): SQL | undefined {
 
 /** The row with this id (inside `scope` when given), or undefined. */
 export async function findById(db: Db, entity: Entity, id: Id, scope?: SQL): Promise<Row | undefined> {
-  return (await db.select().from(entity.table).where(whereId(entity, id, scope)).get()) as Row | undefined;
+  return (await db
+    .select()
+    .from(entity.table)
+    .where(whereId(entity, id, scope))
+    .get()) as Row | undefined;
 }
 
 /** The row with this id, or 400 `<Thing> <id> not found` (CONTRACT section 2). */
@@ -48,16 +52,25 @@ export async function resolveId(db: Db, entity: Entity, value: Id): Promise<Id> 
   const column = entity.publicIdColumn;
   if (!column || typeof value === "number") return value;
   if (/^\d{1,10}$/.test(value)) return Number(value);
-  const row = (await db.select({ id: entity.idColumn }).from(entity.table).where(eq(column, value)).get()) as { id: Id } | undefined;
+  const row = (await db.select({ id: entity.idColumn }).from(entity.table).where(eq(column, value)).get()) as
+    | { id: Id }
+    | undefined;
   if (!row) throw notFound400(entity.name, value);
   return row.id;
 }
 
 /** Checks that every referenced id exists, in one batch; 400 naming the first that does not. */
-export async function checkReferences(db: Db, references: readonly { entity: Entity; id: Id; field: string }[]): Promise<void> {
+export async function checkReferences(
+  db: Db,
+  references: readonly { entity: Entity; id: Id; field: string }[],
+): Promise<void> {
   if (references.length === 0) return;
-  const queries = references.map((r) => db.select({ id: r.entity.idColumn }).from(r.entity.table).where(eq(r.entity.idColumn, r.id)).limit(1));
-  const results = (await db.batch(queries as unknown as [(typeof queries)[number], ...(typeof queries)[number][]])) as unknown[][];
+  const queries = references.map((r) =>
+    db.select({ id: r.entity.idColumn }).from(r.entity.table).where(eq(r.entity.idColumn, r.id)).limit(1),
+  );
+  const results = (await db.batch(
+    queries as unknown as [(typeof queries)[number], ...(typeof queries)[number][]],
+  )) as unknown[][];
   references.forEach((r, i) => {
     if ((results[i] ?? []).length === 0) throw new ApiError(400, `${r.entity.name} ${r.id} not found (${r.field})`);
   });
@@ -67,13 +80,17 @@ const camelCase = (column: string) => column.replace(/_(\w)/g, (_, ch: string) =
 
 /** Turns SQLite constraint failures into 400 answers that say what clashed. */
 export function constraintError(entity: Entity, error: unknown): unknown {
-  const text = [error instanceof Error ? error.message : "", error instanceof Error && error.cause instanceof Error ? error.cause.message : ""].join(" ");
+  const text = [
+    error instanceof Error ? error.message : "",
+    error instanceof Error && error.cause instanceof Error ? error.cause.message : "",
+  ].join(" ");
   const unique = /UNIQUE constraint failed: ([\w.]+(?:, [\w.]+)*)/.exec(text);
   if (unique?.[1]) {
     const names = unique[1].split(", ").map((c) => camelCase((c.split(".").pop() ?? c).replace(/^normalized_/, "")));
     return new ApiError(400, `A ${entity.name} with the same ${names.join(", ")} already exists`);
   }
-  if (/FOREIGN KEY constraint failed/.test(text)) return new ApiError(400, `The ${entity.name} refers to, or is referred to by, records that prevent this change`);
+  if (/FOREIGN KEY constraint failed/.test(text))
+    return new ApiError(400, `The ${entity.name} refers to, or is referred to by, records that prevent this change`);
   const notNull = /NOT NULL constraint failed: \w+\.(\w+)/.exec(text);
   if (notNull?.[1]) return new ApiError(400, `${entity.name} ${camelCase(notNull[1])} is required`);
   return error;
@@ -91,7 +108,11 @@ async function guarded<T>(entity: Entity, run: () => Promise<T>): Promise<T> {
 export async function insertRow(db: Db, entity: Entity, values: Row): Promise<Row> {
   const now = nowIso();
   const cols = columnsOf(entity);
-  const stamped = { ...(cols["createdAt"] ? { createdAt: now } : {}), ...(cols["updatedAt"] ? { updatedAt: now } : {}), ...columnValues(entity, values) };
+  const stamped = {
+    ...(cols["createdAt"] ? { createdAt: now } : {}),
+    ...(cols["updatedAt"] ? { updatedAt: now } : {}),
+    ...columnValues(entity, values),
+  };
   return guarded(entity, async () => {
     const [row] = (await db.insert(entity.table).values(stamped).returning()) as Row[];
     if (!row) throw new Error(`insert into ${entity.name} returned no row`);
@@ -104,7 +125,11 @@ export async function updateRow(db: Db, entity: Entity, id: Id, values: Row, sco
   const cols = columnsOf(entity);
   const stamped = { ...columnValues(entity, values), ...(cols["updatedAt"] ? { updatedAt: nowIso() } : {}) };
   return guarded(entity, async () => {
-    const [row] = (await db.update(entity.table).set(stamped).where(whereId(entity, id, scope)).returning()) as Row[];
+    const [row] = (await db
+      .update(entity.table)
+      .set(stamped)
+      .where(whereId(entity, id, scope))
+      .returning()) as Row[];
     if (!row) throw notFound400(entity.name, id);
     return row;
   });
@@ -113,7 +138,10 @@ export async function updateRow(db: Db, entity: Entity, id: Id, values: Row, sco
 /** Deletes one row; 400 when the id is unknown. */
 export async function deleteRow(db: Db, entity: Entity, id: Id, scope?: SQL): Promise<void> {
   await guarded(entity, async () => {
-    const deleted = await db.delete(entity.table).where(whereId(entity, id, scope)).returning({ id: entity.idColumn });
+    const deleted = await db
+      .delete(entity.table)
+      .where(whereId(entity, id, scope))
+      .returning({ id: entity.idColumn });
     if (deleted.length === 0) throw notFound400(entity.name, id);
   });
 }
@@ -129,13 +157,23 @@ export interface Dependent {
  * Refuses (400) to delete a record that other records still point at, saying which and how many; counted in one
  * round trip. Collections the route documents as deleted with the record are not listed here.
  */
-export async function refuseIfReferenced(db: Db, entity: Entity, id: Id, dependents: readonly Dependent[]): Promise<void> {
+export async function refuseIfReferenced(
+  db: Db,
+  entity: Entity,
+  id: Id,
+  dependents: readonly Dependent[],
+): Promise<void> {
   if (dependents.length === 0) return;
   const queries = dependents.map((d) => db.select({ n: count() }).from(d.table).where(eq(d.column, id)));
-  const results = (await db.batch(queries as unknown as [(typeof queries)[number], ...(typeof queries)[number][]])) as { n: number }[][];
+  const results = (await db.batch(queries as unknown as [(typeof queries)[number], ...(typeof queries)[number][]])) as {
+    n: number;
+  }[][];
   const found = dependents.map((d, i) => ({ label: d.label, n: results[i]?.[0]?.n ?? 0 })).filter((d) => d.n > 0);
   if (found.length > 0) {
-    throw new ApiError(400, `${entity.name} ${id} still has ${found.map((d) => `${d.n} ${d.label}`).join(" and ")}; delete or reassign them first`);
+    throw new ApiError(
+      400,
+      `${entity.name} ${id} still has ${found.map((d) => `${d.n} ${d.label}`).join(" and ")}; delete or reassign them first`,
+    );
   }
 }
 

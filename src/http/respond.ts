@@ -70,7 +70,12 @@ export function ok<T extends object, S extends ContentfulStatusCode = 200>(
   status: S | undefined,
   options: EnvelopeOptions,
 ): Response & TypedResponse<{ success: true; message?: string } & T, S, "json">;
-export function ok<T extends object, S extends ContentfulStatusCode = 200>(c: Context<AppEnv>, data: T, status?: S, options?: EnvelopeOptions) {
+export function ok<T extends object, S extends ContentfulStatusCode = 200>(
+  c: Context<AppEnv>,
+  data: T,
+  status?: S,
+  options?: EnvelopeOptions,
+) {
   return send(c, { success: true as const, ...(options?.code === false ? {} : { code: 0 as const }), ...data }, status);
 }
 
@@ -79,7 +84,11 @@ export function errorResponse(c: Context<AppEnv>, error: ApiError): Response {
   if (error.message === "") return new Response(null, { status: error.status, headers: error.headers });
   // A licensing refusal adds its machine-readable reason (additive to SPEC's envelope).
   const reason = error instanceof LicensingError && error.reason ? { reason: error.reason } : {};
-  const res = send(c, { success: false, code: error.status, message: error.message, ...reason }, error.status as ContentfulStatusCode);
+  const res = send(
+    c,
+    { success: false, code: error.status, message: error.message, ...reason },
+    error.status as ContentfulStatusCode,
+  );
   for (const [k, v] of Object.entries(error.headers)) res.headers.set(k, v);
   return res;
 }
@@ -135,7 +144,10 @@ export function validationHook(result: { success: boolean; error?: ZodError; dat
   if (!result.success && result.error) throw zodProblem(result.error);
   if (result.success && result.target === "json") {
     const paths = loneSurrogatePaths(result.data);
-    if (paths.length > 0) throw new ValidationProblem(Object.fromEntries(paths.map((p) => [p, ["The text holds a lone UTF-16 surrogate, which UTF-8 cannot carry"]])));
+    if (paths.length > 0)
+      throw new ValidationProblem(
+        Object.fromEntries(paths.map((p) => [p, ["The text holds a lone UTF-16 surrogate, which UTF-8 cannot carry"]])),
+      );
   }
 }
 
@@ -145,7 +157,8 @@ export function validationHook(result: { success: boolean; error?: ZodError; dat
  */
 export function renderError(err: Error, c: Context<AppEnv>): Response {
   const res = errorAnswer(err, c);
-  if (res.status >= 500 && !(err instanceof LicensingError) && !(err instanceof RefusalError)) logFailure(c, err, res.status, logMessage(err));
+  if (res.status >= 500 && !(err instanceof LicensingError) && !(err instanceof RefusalError))
+    logFailure(c, err, res.status, logMessage(err));
   return res;
 }
 
@@ -168,5 +181,8 @@ function errorAnswer(err: Error, c: Context<AppEnv>): Response {
     return errorResponse(c, new ApiError(500, err.message));
   }
   console.error("Unhandled error", c.get("requestId"), err);
-  return errorResponse(c, new ApiError(500, "An unexpected error occurred. See the service log for request " + (c.get("requestId") ?? "")));
+  return errorResponse(
+    c,
+    new ApiError(500, "An unexpected error occurred. See the service log for request " + (c.get("requestId") ?? "")),
+  );
 }

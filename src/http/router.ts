@@ -19,6 +19,9 @@ export function documented(app: Router, route: RouteConfig, handler: Handler<App
   const { middleware, ...doc } = route;
   app.openAPIRegistry.registerPath(doc);
   const path = route.path.replace(/\{(\w+)\}/g, ":$1");
-  const chain = [...(Array.isArray(middleware) ? middleware : middleware ? [middleware] : []), handler] as Handler<AppEnv>[];
+  const chain = [
+    ...(Array.isArray(middleware) ? middleware : middleware ? [middleware] : []),
+    handler,
+  ] as Handler<AppEnv>[];
   app.on([route.method.toUpperCase()], [path], ...chain);
 }

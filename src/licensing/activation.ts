@@ -49,18 +49,35 @@ export async function activate(ctx: ServiceContext, input: ActivateInput, client
   const insert = await activationStatement(
     ctx.db,
     token,
-    { licenseId: license.id, machineId, clientId, clientName: input.clientName ?? null, address: client.address, expireDate: "license" },
+    {
+      licenseId: license.id,
+      machineId,
+      clientId,
+      clientName: input.clientName ?? null,
+      address: client.address,
+      expireDate: "license",
+    },
     at,
   );
   // The count of machines after the insert, in the same round trip (a batch runs its statements in order).
   const counted = ctx.db.$client.prepare(ACTIVE_CLIENTS_SQL).bind(license.id, stamp);
   const [inserted, counts] = await ctx.db.$client.batch<Record<string, unknown>>([insert, counted]);
-  const row = inserted?.results[0] as { created_at: string; updated_at: string; expire_date: string | null } | undefined;
+  const row = inserted?.results[0] as
+    | { created_at: string; updated_at: string; expire_date: string | null }
+    | undefined;
   if (!row) throw fail(GrpcCode.AlreadyExists, Messages.alreadyActivated);
   const newMachine = row.created_at === row.updated_at;
   trace(ctx, license, TraceAction.Activate, client, { machineId, clientId, clientName: input.clientName ?? null });
-  if (newMachine) void emitClientEvent(ctx, "license.activated", license, { machineId, clientId, clientName: input.clientName ?? null });
-  const active = clientCount(license.licensingMode, counts?.results[0] as { tokens: number; machines: number } | undefined);
+  if (newMachine)
+    void emitClientEvent(ctx, "license.activated", license, {
+      machineId,
+      clientId,
+      clientName: input.clientName ?? null,
+    });
+  const active = clientCount(
+    license.licensingMode,
+    counts?.results[0] as { tokens: number; machines: number } | undefined,
+  );
   const view = await licenseView(ctx, license, {
     status: "Activated",
     machineId,
@@ -92,7 +109,11 @@ export interface CountResult {
 }
 
 /** Frees a machine's activation (by its token, or by machine and client). */
-export async function deactivate(ctx: ServiceContext, input: DeactivateInput, client: ClientInfo): Promise<CountResult> {
+export async function deactivate(
+  ctx: ServiceContext,
+  input: DeactivateInput,
+  client: ClientInfo,
+): Promise<CountResult> {
   const license = await openLicense(ctx, input.userKey);
   const machineId = required(input.machineId, Messages.machineRequired);
   const byToken = input.licenseToken?.trim();
@@ -105,8 +126,15 @@ export async function deactivate(ctx: ServiceContext, input: DeactivateInput, cl
         input.clientId !== undefined ? eq(licenseTokens.clientId, input.clientId) : undefined,
       );
   const removed = await ctx.db.delete(licenseTokens).where(where).returning({ id: licenseTokens.id });
-  if (removed.length === 0) throw byToken ? fail(GrpcCode.NotFound, Messages.tokenNotFound) : fail(GrpcCode.FailedPrecondition, Messages.notActivated);
+  if (removed.length === 0)
+    throw byToken
+      ? fail(GrpcCode.NotFound, Messages.tokenNotFound)
+      : fail(GrpcCode.FailedPrecondition, Messages.notActivated);
   trace(ctx, license, TraceAction.Deactivate, client, { machineId, clientId: input.clientId ?? null });
   void emitClientEvent(ctx, "license.deactivated", license, { machineId, clientId: input.clientId ?? null });
-  return { licenseId: license.licenseId, activeClientCount: await activeClients(ctx.db, license), maxClientCount: license.maxClients };
+  return {
+    licenseId: license.licenseId,
+    activeClientCount: await activeClients(ctx.db, license),
+    maxClientCount: license.maxClients,
+  };
 }

@@ -15,19 +15,32 @@ import { TOKEN_PREFIXES, TokenKind } from "./vocabulary";
  * with a digit as the original form does.
  */
 function clientTokenInput(kind: TokenKind, licenseRowId: number, machineId: string, clientId: string): string {
-  if (!machineId.includes("\n") && !clientId.includes("\n")) return `${kind}\n${licenseRowId}\n${machineId}\n${clientId}`;
+  if (!machineId.includes("\n") && !clientId.includes("\n"))
+    return `${kind}\n${licenseRowId}\n${machineId}\n${clientId}`;
   return JSON.stringify([kind, licenseRowId, machineId, clientId]);
 }
 
 /** The token of a (license, machine, client) for a kind: derived, so a repeat request gets the same token. */
-export async function clientToken(config: Config, kind: TokenKind, licenseRowId: number, machineId: string, clientId: string): Promise<string> {
+export async function clientToken(
+  config: Config,
+  kind: TokenKind,
+  licenseRowId: number,
+  machineId: string,
+  clientId: string,
+): Promise<string> {
   const key = await deriveKey(
     requireEncryptionKey(config["Application:EncryptionKey"], "client tokens"),
     "licensing/client-token/v1",
     { name: "HMAC", hash: "SHA-256", length: 256 },
     ["sign"],
   );
-  const mac = new Uint8Array(await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(clientTokenInput(kind, licenseRowId, machineId, clientId))));
+  const mac = new Uint8Array(
+    await crypto.subtle.sign(
+      "HMAC",
+      key,
+      new TextEncoder().encode(clientTokenInput(kind, licenseRowId, machineId, clientId)),
+    ),
+  );
   const body = [...mac.slice(0, 24)].map((b) => BASE62[b % 62]).join("");
   return `${TOKEN_PREFIXES[kind]}${body}`;
 }

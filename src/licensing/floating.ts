@@ -14,7 +14,16 @@ import { spendLicenseBudget } from "./license-limit";
 import { Mode, TokenKind, TraceAction } from "./vocabulary";
 import { type ClientInfo } from "../http/context";
 import { licenseView, trace } from "./license-view";
-import { Messages, fail, firstReads, requireUsable, requireOwnLicense, openLicense, now, required } from "./license-lookup";
+import {
+  Messages,
+  fail,
+  firstReads,
+  requireUsable,
+  requireOwnLicense,
+  openLicense,
+  now,
+  required,
+} from "./license-lookup";
 import { clientToken } from "./client-tokens";
 import { type ActivateResult, type CountResult } from "./activation";
 import { seats } from "./validation";
@@ -39,7 +48,11 @@ export interface RequestResult extends Omit<ActivateResult, "newMachine"> {
 }
 
 /** Grants a floating seat, or returns the seat this machine and client already hold; 528 when all are taken. */
-export async function requestSeat(ctx: ServiceContext, input: RequestInput, client: ClientInfo): Promise<RequestResult> {
+export async function requestSeat(
+  ctx: ServiceContext,
+  input: RequestInput,
+  client: ClientInfo,
+): Promise<RequestResult> {
   const license = await openLicense(ctx, input.userKey);
   if (license.licensingMode !== Mode.Floating) throw fail(GrpcCode.FailedPrecondition, Messages.notFloating);
   await spendLicenseBudget(ctx, license.id);
@@ -69,10 +82,26 @@ export async function requestSeat(ctx: ServiceContext, input: RequestInput, clie
        ON CONFLICT (token_digest) DO UPDATE SET expire_date = excluded.expire_date, last_heartbeat = excluded.last_heartbeat,
          client_name = coalesce(excluded.client_name, client_name), address = excluded.address, updated_at = excluded.updated_at`,
     )
-    .bind(digest, tokenPrefix(token), TokenKind.Floating, license.id, machineId, clientId, input.clientName ?? null, client.address, at.toISOString(), expireAt)
+    .bind(
+      digest,
+      tokenPrefix(token),
+      TokenKind.Floating,
+      license.id,
+      machineId,
+      clientId,
+      input.clientName ?? null,
+      client.address,
+      at.toISOString(),
+      expireAt,
+    )
     .run();
   trace(ctx, license, TraceAction.Request, client, { machineId, clientId, clientName: input.clientName ?? null });
-  if (!grant.renewed) void emitClientEvent(ctx, "license.seat.requested", license, { machineId, clientId, clientName: input.clientName ?? null });
+  if (!grant.renewed)
+    void emitClientEvent(ctx, "license.seat.requested", license, {
+      machineId,
+      clientId,
+      clientName: input.clientName ?? null,
+    });
   return {
     licenseToken: token,
     tokenExpireAt: expireAt,
@@ -153,7 +182,11 @@ export async function heartbeat(ctx: ServiceContext, input: { licenseToken?: str
 }
 
 /** Frees a floating seat; 525 for a token that holds none. */
-export async function releaseSeat(ctx: ServiceContext, input: { licenseToken?: string; userKey?: string }, client: ClientInfo): Promise<CountResult> {
+export async function releaseSeat(
+  ctx: ServiceContext,
+  input: { licenseToken?: string; userKey?: string },
+  client: ClientInfo,
+): Promise<CountResult> {
   const { digest, token, license } = await findSeatToken(ctx, input.licenseToken);
   if (input.userKey && input.userKey.trim() !== license.userKey) throw fail(GrpcCode.NotFound, Messages.tokenNotFound);
   await spendLicenseBudget(ctx, license.id);
@@ -163,6 +196,10 @@ export async function releaseSeat(ctx: ServiceContext, input: { licenseToken?: s
   await ctx.db.delete(licenseTokens).where(eq(licenseTokens.tokenDigest, digest));
   if (!released.released) throw fail(GrpcCode.NotFound, Messages.tokenNotFound);
   trace(ctx, license, TraceAction.Release, client, { machineId: token.machineId, clientId: token.clientId });
-  void emitClientEvent(ctx, "license.seat.released", license, { machineId: token.machineId, clientId: token.clientId, clientName: token.clientName });
+  void emitClientEvent(ctx, "license.seat.released", license, {
+    machineId: token.machineId,
+    clientId: token.clientId,
+    clientName: token.clientName,
+  });
   return { licenseId: license.licenseId, activeClientCount: released.active, maxClientCount: license.maxClients };
 }

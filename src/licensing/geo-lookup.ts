@@ -41,14 +41,16 @@ export class GeoLookupError extends Error {
 
 /** The configured URL template, or 400 naming the setting when it is missing or unusable. */
 export function geoLocationTemplate(template: string | undefined): string {
-  if (!template) throw new ApiError(400, `${GEO_SETTING} is not set: configure a URL template with {ip} to fill geolocations`);
+  if (!template)
+    throw new ApiError(400, `${GEO_SETTING} is not set: configure a URL template with {ip} to fill geolocations`);
   let valid = template.includes("{ip}") && /^https?:\/\//i.test(template);
   try {
     new URL(template.replaceAll("{ip}", "127.0.0.1"));
   } catch {
     valid = false;
   }
-  if (!valid) throw new ApiError(400, `${GEO_SETTING} must be an http(s) URL template containing {ip}, got "${template}"`);
+  if (!valid)
+    throw new ApiError(400, `${GEO_SETTING} must be an http(s) URL template containing {ip}, got "${template}"`);
   return template;
 }
 
@@ -76,10 +78,17 @@ function text(body: Json, ...keys: string[]): string | undefined {
  * flags a failure (`status: "fail"`, `error`, `success: false`) or holds no location is a bad answer.
  */
 export function parseGeoAnswer(body: unknown, ip: string): GeoLocation {
-  if (typeof body !== "object" || body === null || Array.isArray(body)) throw new GeoLookupError(`the answer for ${ip} is not a JSON object`, false);
+  if (typeof body !== "object" || body === null || Array.isArray(body))
+    throw new GeoLookupError(`the answer for ${ip} is not a JSON object`, false);
   const answer = body as Json;
-  if (answer["status"] === "fail" || answer["success"] === false || answer["error"] === true || typeof answer["error"] === "string") {
-    const reason = text(answer, "message", "reason") ?? (typeof answer["error"] === "string" ? answer["error"] : "no reason given");
+  if (
+    answer["status"] === "fail" ||
+    answer["success"] === false ||
+    answer["error"] === true ||
+    typeof answer["error"] === "string"
+  ) {
+    const reason =
+      text(answer, "message", "reason") ?? (typeof answer["error"] === "string" ? answer["error"] : "no reason given");
     throw new GeoLookupError(`the service could not locate ${ip}: ${reason}`, false);
   }
   const [locLatitude, locLongitude] = (text(answer, "loc") ?? "").split(",");
@@ -90,10 +99,13 @@ export function parseGeoAnswer(body: unknown, ip: string): GeoLocation {
     city: text(answer, "city"),
     latitude: text(answer, "latitude", "lat") ?? (locLatitude || undefined),
     longitude: text(answer, "longitude", "lon", "lng") ?? (locLongitude || undefined),
-    timezone: text(answer, "timezone", "time_zone") ?? (typeof zone === "object" && zone !== null ? text(zone as Json, "id") : undefined),
+    timezone:
+      text(answer, "timezone", "time_zone") ??
+      (typeof zone === "object" && zone !== null ? text(zone as Json, "id") : undefined),
   };
   const found = Object.fromEntries(Object.entries(location).filter(([, v]) => v !== undefined)) as GeoLocation;
-  if (!found.country && !found.region && !found.city && !found.latitude) throw new GeoLookupError(`the answer for ${ip} holds no location`, false);
+  if (!found.country && !found.region && !found.city && !found.latitude)
+    throw new GeoLookupError(`the answer for ${ip} holds no location`, false);
   return found;
 }
 
@@ -102,7 +114,11 @@ function isTimeout(error: unknown): boolean {
 }
 
 /** Locates one address through the service; GeoLookupError says why not. */
-export async function lookupGeoLocation(template: string, ip: string, timeoutMs = GEO_TIMEOUT_MS): Promise<GeoLocation> {
+export async function lookupGeoLocation(
+  template: string,
+  ip: string,
+  timeoutMs = GEO_TIMEOUT_MS,
+): Promise<GeoLocation> {
   if (!isIpAddress(ip)) throw new GeoLookupError(`"${ip}" is not an IP address`, false);
   let response: Response;
   try {
@@ -111,18 +127,26 @@ export async function lookupGeoLocation(template: string, ip: string, timeoutMs 
       signal: AbortSignal.timeout(timeoutMs),
     });
   } catch (e) {
-    if (isTimeout(e)) throw new GeoLookupError(`the geolocation service did not answer within ${timeoutMs / 1000} s`, true);
-    throw new GeoLookupError(`the geolocation service could not be reached: ${e instanceof Error ? e.message : String(e)}`, true);
+    if (isTimeout(e))
+      throw new GeoLookupError(`the geolocation service did not answer within ${timeoutMs / 1000} s`, true);
+    throw new GeoLookupError(
+      `the geolocation service could not be reached: ${e instanceof Error ? e.message : String(e)}`,
+      true,
+    );
   }
   if (!response.ok) {
     await response.body?.cancel();
-    throw new GeoLookupError(`the geolocation service answered ${response.status} for ${ip}`, response.status >= 500 || response.status === 429);
+    throw new GeoLookupError(
+      `the geolocation service answered ${response.status} for ${ip}`,
+      response.status >= 500 || response.status === 429,
+    );
   }
   let body: unknown;
   try {
     body = JSON.parse(await response.text());
   } catch (e) {
-    if (isTimeout(e)) throw new GeoLookupError(`the geolocation service did not answer within ${timeoutMs / 1000} s`, true);
+    if (isTimeout(e))
+      throw new GeoLookupError(`the geolocation service did not answer within ${timeoutMs / 1000} s`, true);
     throw new GeoLookupError(`the answer for ${ip} is not JSON`, false);
   }
   return parseGeoAnswer(body, ip);
@@ -190,7 +214,8 @@ export async function fillGeoLocations(
     results.forEach((result, i) => {
       const ip = chunk[i] as string;
       if (result.status === "fulfilled") return void located.set(ip, result.value);
-      const error = result.reason instanceof GeoLookupError ? result.reason : new GeoLookupError(String(result.reason), true);
+      const error =
+        result.reason instanceof GeoLookupError ? result.reason : new GeoLookupError(String(result.reason), true);
       errors.push(`${ip}: ${error.message}`);
       if (error.serviceDown) stoppedBy = error.message;
     });
@@ -198,8 +223,11 @@ export async function fillGeoLocations(
   const unattempted = addresses.length - located.size - errors.length;
   if (stoppedBy && unattempted > 0) errors.push(`${unattempted} more not tried: ${stoppedBy}`);
 
-  const updates = [...located].map(([ip, geo]) => setGeoLocation(db, target, JSON.stringify(geo), and(eq(columns.ip, ip), missing)));
-  const changed = updates.length > 0 ? await db.batch(updates as [(typeof updates)[number], ...(typeof updates)[number][]]) : [];
+  const updates = [...located].map(([ip, geo]) =>
+    setGeoLocation(db, target, JSON.stringify(geo), and(eq(columns.ip, ip), missing)),
+  );
+  const changed =
+    updates.length > 0 ? await db.batch(updates as [(typeof updates)[number], ...(typeof updates)[number][]]) : [];
   return {
     updated: changed.reduce((n, rows) => n + rows.length, 0),
     failed: addresses.length - located.size,

@@ -53,7 +53,10 @@ export function generateUserKey(format: string): string {
 
 /** The identifiers a new license gets; injectable so tests can force a collision. */
 export type LicenseKeyGenerator = (userKeyFormat: string) => { licenseId: string; userKey: string };
-export const generateLicenseKeys: LicenseKeyGenerator = (format) => ({ licenseId: generateLicenseId(), userKey: generateUserKey(format) });
+export const generateLicenseKeys: LicenseKeyGenerator = (format) => ({
+  licenseId: generateLicenseId(),
+  userKey: generateUserKey(format),
+});
 
 // ---------------------------------------------------------------------------------------------------------------
 // Integrity
@@ -88,7 +91,6 @@ function integrityKey(secret: string): Promise<CryptoKey> {
   return deriveKey(secret, "licensing/license-integrity/v1", { name: "HMAC", hash: "SHA-256", length: 256 }, ["sign"]);
 }
 
-
 /** The integrity HMAC of a license (lowercase hex), as stored in its `integrity` column. */
 export async function signLicense(secret: string | undefined, license: LicenseCore): Promise<string> {
   const key = await integrityKey(requireEncryptionKey(secret, "license integrity"));
@@ -96,7 +98,10 @@ export async function signLicense(secret: string | undefined, license: LicenseCo
 }
 
 /** Whether a stored row still carries the HMAC of its core fields; false means it was changed outside the API. */
-export async function isLicenseIntact(secret: string | undefined, license: LicenseCore & { integrity: string | null }): Promise<boolean> {
+export async function isLicenseIntact(
+  secret: string | undefined,
+  license: LicenseCore & { integrity: string | null },
+): Promise<boolean> {
   const expected = await signLicense(secret, license);
   return license.integrity !== null && timingSafeEqualText(expected, license.integrity);
 }
@@ -114,12 +119,25 @@ export function tokenIsLive(now: Date): SQL | undefined {
  * limits there), live tokens (seats) otherwise. One query for any number of licenses: the ids travel as one JSON
  * parameter, so a page of a thousand stays under D1's limit of bound values.
  */
-export async function activeClientCounts(db: Db, licenseIds: readonly number[], now: Date): Promise<Map<number, { tokens: number; machines: number }>> {
+export async function activeClientCounts(
+  db: Db,
+  licenseIds: readonly number[],
+  now: Date,
+): Promise<Map<number, { tokens: number; machines: number }>> {
   if (licenseIds.length === 0) return new Map();
   const rows = await db
-    .select({ licenseId: licenseTokens.licenseId, tokens: count(), machines: sql<number>`count(DISTINCT ${licenseTokens.machineId})` })
+    .select({
+      licenseId: licenseTokens.licenseId,
+      tokens: count(),
+      machines: sql<number>`count(DISTINCT ${licenseTokens.machineId})`,
+    })
     .from(licenseTokens)
-    .where(and(sql`${licenseTokens.licenseId} IN (SELECT value FROM json_each(${JSON.stringify(licenseIds)}))`, tokenIsLive(now)))
+    .where(
+      and(
+        sql`${licenseTokens.licenseId} IN (SELECT value FROM json_each(${JSON.stringify(licenseIds)}))`,
+        tokenIsLive(now),
+      ),
+    )
     .groupBy(licenseTokens.licenseId);
   return new Map(rows.map((r) => [r.licenseId, { tokens: r.tokens, machines: r.machines }]));
 }
@@ -159,8 +177,10 @@ export function applyTemplate(values: Record<string, unknown>, template: Templat
     if (out[key] === undefined && template[key] !== null) out[key] = template[key];
   }
   const issueDate = out["issueDate"] as string;
-  if (out["expireDate"] === undefined && template.expireDays !== null) out["expireDate"] = addDays(issueDate, template.expireDays);
-  if (out["supportExpireDate"] === undefined && template.supportDays !== null) out["supportExpireDate"] = addDays(issueDate, template.supportDays);
+  if (out["expireDate"] === undefined && template.expireDays !== null)
+    out["expireDate"] = addDays(issueDate, template.expireDays);
+  if (out["supportExpireDate"] === undefined && template.supportDays !== null)
+    out["supportExpireDate"] = addDays(issueDate, template.supportDays);
   return out;
 }
 
@@ -168,7 +188,10 @@ type NewLicenseRow = typeof licenses.$inferInsert;
 
 /** Whether an insert failed only because a generated identifier was already taken. */
 function isKeyCollision(error: unknown): boolean {
-  const text = [error instanceof Error ? error.message : "", error instanceof Error && error.cause instanceof Error ? error.cause.message : ""].join(" ");
+  const text = [
+    error instanceof Error ? error.message : "",
+    error instanceof Error && error.cause instanceof Error ? error.cause.message : "",
+  ].join(" ");
   return /UNIQUE constraint failed: licenses\.(license_id|user_key)/.test(text);
 }
 
@@ -180,7 +203,9 @@ function isKeyCollision(error: unknown): boolean {
 export async function createLicense(
   db: Db,
   settings: { secret: string | undefined; userKeyFormat: string },
-  values: Omit<NewLicenseRow, "licenseId" | "userKey" | "issueDate" | "createdAt" | "updatedAt"> & { issueDate?: string | null },
+  values: Omit<NewLicenseRow, "licenseId" | "userKey" | "issueDate" | "createdAt" | "updatedAt"> & {
+    issueDate?: string | null;
+  },
   now: Date,
   generate: LicenseKeyGenerator = generateLicenseKeys,
 ): Promise<LicenseRow> {
@@ -246,8 +271,11 @@ export async function updateLicense(
     const existing = await db.select().from(licenses).where(eq(licenses.id, id)).get();
     if (!existing) return undefined;
     const merged = { ...existing, ...changes } as LicenseRow;
-    const integrity = (await isLicenseIntact(secret, existing)) ? await signLicense(secret, merged) : existing.integrity;
-    const unchanged = existing.integrity === null ? isNull(licenses.integrity) : eq(licenses.integrity, existing.integrity);
+    const integrity = (await isLicenseIntact(secret, existing))
+      ? await signLicense(secret, merged)
+      : existing.integrity;
+    const unchanged =
+      existing.integrity === null ? isNull(licenses.integrity) : eq(licenses.integrity, existing.integrity);
     const [row] = await db
       .update(licenses)
       .set({ ...changes, integrity, updatedAt: now.toISOString() })
@@ -260,7 +288,10 @@ export async function updateLicense(
 }
 
 /** The public `lic…` ids of licenses by integer id (one query), for records that point at a license. */
-export async function publicLicenseIds(db: Db, ids: readonly (number | null | undefined)[]): Promise<Map<number, string>> {
+export async function publicLicenseIds(
+  db: Db,
+  ids: readonly (number | null | undefined)[],
+): Promise<Map<number, string>> {
   const wanted = [...new Set(ids.filter((id): id is number => typeof id === "number"))];
   if (wanted.length === 0) return new Map();
   const rows = await db

@@ -21,10 +21,24 @@ export interface EventClient {
 type ClientEvent = Extract<EventType, "license.activated" | "license.deactivated" | `license.seat.${string}`>;
 
 /** Emits a client event of a stored license row (any row of the licenses table). */
-export function emitClientEvent(ctx: EmitContext, type: ClientEvent, license: typeof licenses.$inferSelect, client: EventClient): Promise<void> {
+export function emitClientEvent(
+  ctx: EmitContext,
+  type: ClientEvent,
+  license: typeof licenses.$inferSelect,
+  client: EventClient,
+): Promise<void> {
   return emit(ctx, type, async () => {
     const [record] = await licenseRecords(ctx.db, ctx.config, [license]);
-    return { data: { ...record, client: { machineId: client.machineId, clientId: client.clientId || null, clientName: client.clientName ?? null } } };
+    return {
+      data: {
+        ...record,
+        client: {
+          machineId: client.machineId,
+          clientId: client.clientId || null,
+          clientName: client.clientName ?? null,
+        },
+      },
+    };
   });
 }
 
@@ -32,7 +46,12 @@ export function emitClientEvent(ctx: EmitContext, type: ClientEvent, license: ty
  * license.seat.expired for seats a LicenseSeats alarm reclaimed (after their token rows are gone). Awaited by the
  * alarm, and never throws: a failure to emit must not make the alarm reclaim the seats again.
  */
-export async function emitSeatsExpired(env: Bindings, waitUntil: (promise: Promise<unknown>) => void, licenseRowId: number, seats: readonly EventClient[]): Promise<void> {
+export async function emitSeatsExpired(
+  env: Bindings,
+  waitUntil: (promise: Promise<unknown>) => void,
+  licenseRowId: number,
+  seats: readonly EventClient[],
+): Promise<void> {
   try {
     const ctx = await backgroundContext(env, waitUntil);
     if (!ctx.config["Webhooks:Enabled"]) return;

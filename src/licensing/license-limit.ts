@@ -17,8 +17,15 @@ export function licenseLimiterName(licenseRowId: number): string {
 /** Counts one call against the license's budget; 429 once it is spent. */
 export async function spendLicenseBudget(ctx: ServiceContext, licenseRowId: number): Promise<void> {
   const window = ctx.config["Licensing:LicenseRequestTimeFrame"];
-  const verdict = await ctx.env.RATE_LIMITER.getByName(licenseLimiterName(licenseRowId)).hit(clock.now().getTime(), ctx.config["Licensing:MaxRequestsPerLicense"], window, window);
+  const verdict = await ctx.env.RATE_LIMITER.getByName(licenseLimiterName(licenseRowId)).hit(
+    clock.now().getTime(),
+    ctx.config["Licensing:MaxRequestsPerLicense"],
+    window,
+    window,
+  );
   if (verdict.allowed) return;
   const wait = verdict.retryAfter ?? 1;
-  throw new ApiError(429, `Too many requests for this license. Try again in ${wait} seconds.`, { "Retry-After": String(wait) });
+  throw new ApiError(429, `Too many requests for this license. Try again in ${wait} seconds.`, {
+    "Retry-After": String(wait),
+  });
 }

@@ -56,9 +56,12 @@ export const Reasons: Record<keyof typeof Messages, string> = {
   tokenTampered: "licenseTokenTampered",
 };
 
-const reasonOfMessage = new Map(Object.entries(Messages).map(([name, message]) => [message as string, Reasons[name as keyof typeof Messages]]));
+const reasonOfMessage = new Map(
+  Object.entries(Messages).map(([name, message]) => [message as string, Reasons[name as keyof typeof Messages]]),
+);
 
-export const fail = (code: GrpcCode, message: string) => new LicensingError(code, message, reasonOfMessage.get(message));
+export const fail = (code: GrpcCode, message: string) =>
+  new LicensingError(code, message, reasonOfMessage.get(message));
 
 export type LicenseWithProduct = LicenseRow & { productCode: string };
 
@@ -71,7 +74,12 @@ export function userKeyOf(userKey: string | undefined): string {
 
 /** The license with this user key and its product's code, unexecuted (operations batch it with other reads). */
 export function licenseByUserKey(db: Db, key: string) {
-  return db.select({ license: licenses, productCode: products.code }).from(licenses).innerJoin(products, eq(products.id, licenses.productId)).where(eq(licenses.userKey, key)).limit(1);
+  return db
+    .select({ license: licenses, productCode: products.code })
+    .from(licenses)
+    .innerJoin(products, eq(products.id, licenses.productId))
+    .where(eq(licenses.userKey, key))
+    .limit(1);
 }
 
 export function foundLicense(row: { license: LicenseRow; productCode: string } | undefined): LicenseWithProduct {
@@ -90,7 +98,10 @@ export async function findByUserKey(db: Db, userKey: string | undefined): Promis
  * first batch (a bearer token's logout check), which are settled before anything read is used. So validate and
  * heartbeat cost one round trip with a bearer token as with a key.
  */
-export function firstReads<const Q extends readonly [BatchItem<"sqlite">, ...BatchItem<"sqlite">[]]>(ctx: ServiceContext, queries: Q): Promise<BatchResponse<Q>> {
+export function firstReads<const Q extends readonly [BatchItem<"sqlite">, ...BatchItem<"sqlite">[]]>(
+  ctx: ServiceContext,
+  queries: Q,
+): Promise<BatchResponse<Q>> {
   return readFirstBatch(ctx, queries);
 }
 
@@ -111,7 +122,12 @@ const REFUSAL_ERRORS: Record<LicenseRefusal, () => LicensingError> = {
 };
 
 /** Asks the license policy (licensing/policy.ts) and throws its refusal as the licensing error (52x). */
-export async function requireUsable(config: Config, license: LicenseWithProduct, now: Date, productCode?: string): Promise<void> {
+export async function requireUsable(
+  config: Config,
+  license: LicenseWithProduct,
+  now: Date,
+  productCode?: string,
+): Promise<void> {
   const verdict = await judgeLicense(config["Application:EncryptionKey"], license, now, { productCode });
   if (!verdict.usable) throw REFUSAL_ERRORS[verdict.refusal]();
 }
@@ -122,7 +138,11 @@ export function requireOwnLicense(ctx: ServiceContext, license: LicenseRow): voi
   if (bound !== undefined && bound !== license.licenseId) throw fail(GrpcCode.PermissionDenied, Messages.wrongProduct);
 }
 
-export async function openLicense(ctx: ServiceContext, userKey: string | undefined, productCode?: string): Promise<LicenseWithProduct> {
+export async function openLicense(
+  ctx: ServiceContext,
+  userKey: string | undefined,
+  productCode?: string,
+): Promise<LicenseWithProduct> {
   const license = await findLicense(ctx, userKey);
   requireOwnLicense(ctx, license);
   await requireUsable(ctx.config, license, now(), productCode);

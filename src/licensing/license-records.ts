@@ -22,16 +22,28 @@ export const License = defineEntity({
   publicId: "licenseId",
   fields: {
     id: f.id(),
-    licenseId: f.string({ readOnly: true, description: "Public identifier: lic + 8 upper-case hex characters; generated, unique." }),
-    userKey: f.string({ readOnly: true, description: "Generated from Licensing:UserKeyFormat (Crockford base32); unique." }),
+    licenseId: f.string({
+      readOnly: true,
+      description: "Public identifier: lic + 8 upper-case hex characters; generated, unique.",
+    }),
+    userKey: f.string({
+      readOnly: true,
+      description: "Generated from Licensing:UserKeyFormat (Crockford base32); unique.",
+    }),
     productId: f.int({ min: 1 }),
     customerId: f.int({ min: 1 }),
     orderId: f.int({ min: 1 }),
-    templateId: f.int({ min: 1, description: "On create, the template fills every property the body omits; its product must be the license's." }),
+    templateId: f.int({
+      min: 1,
+      description: "On create, the template fills every property the body omits; its product must be the license's.",
+    }),
     licenseType: f.enumOf(LicenseType),
     edition: f.string({ max: 64, description: "Standard, Professional, Ultimate …" }),
     licensingMode: f.enumOf(LicensingMode),
-    maxClients: f.int({ min: 0, description: "Activations (Activation mode, distinct machines) or concurrent seats (Floating); 0 = unlimited." }),
+    maxClients: f.int({
+      min: 0,
+      description: "Activations (Activation mode, distinct machines) or concurrent seats (Floating); 0 = unlimited.",
+    }),
     issueDate: f.date({ description: "Default: now." }),
     expireDate: f.date({ description: "None = perpetual; from the template's expireDays when omitted." }),
     supportExpireDate: f.date({ description: "End of maintenance; from the template's supportDays when omitted." }),
@@ -45,9 +57,13 @@ export const License = defineEntity({
     meta: f.string(),
     status: f.oneOf(LICENSE_STATUSES, {
       readOnly: true,
-      description: "Computed (not filterable): Tampered (changed outside the API), Revoked, Expired, else Activated or NotActivated.",
+      description:
+        "Computed (not filterable): Tampered (changed outside the API), Revoked, Expired, else Activated or NotActivated.",
     }),
-    activeClientCount: f.int({ readOnly: true, description: "Computed: machines (Activation) or seats (Floating) holding a live token." }),
+    activeClientCount: f.int({
+      readOnly: true,
+      description: "Computed: machines (Activation) or seats (Floating) holding a live token.",
+    }),
     createdAt: f.date({ readOnly: true }),
     updatedAt: f.date({ readOnly: true }),
   },
@@ -56,7 +72,12 @@ export const License = defineEntity({
 
 /** Computed properties of a page of licenses: one query for the page's tokens (list `decorate`). */
 export async function showStatus(items: Row[], rows: Row[], context: { db: Db; config: Config }): Promise<void> {
-  const facts = await describeLicenses(context.db, context.config["Application:EncryptionKey"], rows as LicenseRow[], clock.now());
+  const facts = await describeLicenses(
+    context.db,
+    context.config["Application:EncryptionKey"],
+    rows as LicenseRow[],
+    clock.now(),
+  );
   items.forEach((item, i) => Object.assign(item, facts[i]));
 }
 

@@ -22,7 +22,10 @@ export const LicenseTemplate = defineEntity({
     licenseType: f.enumOf(LicenseType),
     edition: f.string({ max: 64 }),
     licensingMode: f.enumOf(LicensingMode),
-    maxClients: f.int({ min: 0, description: "Activations (Activation mode) or concurrent seats (Floating); 0 = unlimited." }),
+    maxClients: f.int({
+      min: 0,
+      description: "Activations (Activation mode) or concurrent seats (Floating); 0 = unlimited.",
+    }),
     expireDays: f.int({ min: 0, description: "Days from the issue date to expiry; none = perpetual." }),
     supportDays: f.int({ min: 0, description: "Days from the issue date to the end of maintenance." }),
     features: f.strings(),

@@ -52,7 +52,11 @@ const seconds = (ms: number): number => Math.floor(ms / 1000);
  * on the caller's machine. The key's `exp` is no later than the key lifetime, the license's expiry and the
  * activation's or seat's end; it names the mode, status, machine (and client), and the request's nonce.
  */
-export async function licenseView(ctx: ServiceContext, license: LicenseWithProduct, proof?: KeyProof): Promise<LicenseView> {
+export async function licenseView(
+  ctx: ServiceContext,
+  license: LicenseWithProduct,
+  proof?: KeyProof,
+): Promise<LicenseView> {
   let licenseKey: string | undefined;
   if (proof) {
     const issuedAt = seconds(now().getTime());
@@ -86,14 +90,29 @@ export async function licenseView(ctx: ServiceContext, license: LicenseWithProdu
     expireAt: license.expireDate ?? undefined,
     supportExpireAt: license.supportExpireDate ?? undefined,
     features: license.features ?? [],
-    licensee: { name: license.licenseeName ?? undefined, email: license.licenseeEmail ?? undefined, company: license.licenseeCompany ?? undefined },
+    licensee: {
+      name: license.licenseeName ?? undefined,
+      email: license.licenseeEmail ?? undefined,
+      company: license.licenseeCompany ?? undefined,
+    },
     ...(licenseKey !== undefined ? { licenseKey } : {}),
   };
 }
 
 /** Writes a trace when the license traces (CONTRACT section 3). */
-export function trace(ctx: ServiceContext, license: LicenseRow, action: number, client: ClientInfo, who: { machineId?: string | null; clientId?: string | null; clientName?: string | null }): void {
-  if (license.trace) recordTrace(ctx, { licenseId: license.id, action, address: client.address, geoLocation: client.geoLocation, ...who }, now().toISOString());
+export function trace(
+  ctx: ServiceContext,
+  license: LicenseRow,
+  action: number,
+  client: ClientInfo,
+  who: { machineId?: string | null; clientId?: string | null; clientName?: string | null },
+): void {
+  if (license.trace)
+    recordTrace(
+      ctx,
+      { licenseId: license.id, action, address: client.address, geoLocation: client.geoLocation, ...who },
+      now().toISOString(),
+    );
 }
 
 /** activeClientCounts (licenses.ts) of one license as raw SQL, for a D1 batch with raw statements: `?1` id, `?2` now. */

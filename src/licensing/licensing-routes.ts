@@ -20,19 +20,42 @@ import { heartbeat, releaseSeat, requestSeat } from "./floating";
 const text = (max = 256) => z.string().max(max).optional();
 const licensingErrors = {
   ...errorResponses,
-  523: { description: "InvalidArgument: `Invalid license key`, a required machine or client id missing.", content: { "application/json": { schema: Envelope } } },
-  525: { description: "NotFound: `License key not found`, `License token not found`.", content: { "application/json": { schema: Envelope } } },
-  526: { description: "AlreadyExists: `The license has already been activated` (limit reached on other machines).", content: { "application/json": { schema: Envelope } } },
-  527: { description: "PermissionDenied: revoked, expired, token expired, or not valid for this product.", content: { "application/json": { schema: Envelope } } },
-  528: { description: "ResourceExhausted: every floating seat is taken.", content: { "application/json": { schema: Envelope } } },
-  529: { description: "FailedPrecondition: not activated, not a floating license, or no activation needed.", content: { "application/json": { schema: Envelope } } },
-  535: { description: "DataLoss: the license or its token has been tampered.", content: { "application/json": { schema: Envelope } } },
+  523: {
+    description: "InvalidArgument: `Invalid license key`, a required machine or client id missing.",
+    content: { "application/json": { schema: Envelope } },
+  },
+  525: {
+    description: "NotFound: `License key not found`, `License token not found`.",
+    content: { "application/json": { schema: Envelope } },
+  },
+  526: {
+    description: "AlreadyExists: `The license has already been activated` (limit reached on other machines).",
+    content: { "application/json": { schema: Envelope } },
+  },
+  527: {
+    description: "PermissionDenied: revoked, expired, token expired, or not valid for this product.",
+    content: { "application/json": { schema: Envelope } },
+  },
+  528: {
+    description: "ResourceExhausted: every floating seat is taken.",
+    content: { "application/json": { schema: Envelope } },
+  },
+  529: {
+    description: "FailedPrecondition: not activated, not a floating license, or no activation needed.",
+    content: { "application/json": { schema: Envelope } },
+  },
+  535: {
+    description: "DataLoss: the license or its token has been tampered.",
+    content: { "application/json": { schema: Envelope } },
+  },
 } as const;
 
 const LicenseView = z
   .object({
     licenseId: z.string(),
-    licensingMode: z.union([int32(0, 2), z.string()]).openapi({ description: "0 = File, 1 = Activation, 2 = Floating" }),
+    licensingMode: z
+      .union([int32(0, 2), z.string()])
+      .openapi({ description: "0 = File, 1 = Activation, 2 = Floating" }),
     licenseType: z.union([int32(0, 2), z.string()]).openapi({ description: "0 = Standard, 1 = Demo, 2 = Trial" }),
     edition: z.string().optional(),
     issueDate: z.string(),
@@ -40,18 +63,27 @@ const LicenseView = z
     supportExpireAt: z.string().optional(),
     features: z.array(z.string()),
     licensee: z.object({ name: z.string().optional(), email: z.string().optional(), company: z.string().optional() }),
-    licenseKey: z.string().optional().openapi({
-      description:
-        "Compact JWS (ES256, header kid) over the license; verify offline with GET /v1/extensions/keys. Present only where it proves a usable " +
-        "license on the caller's machine: File mode always, Activation mode for a machine with a live activation, Floating mode for the " +
-        "machine/client holding a live seat.",
-    }),
+    licenseKey: z
+      .string()
+      .optional()
+      .openapi({
+        description:
+          "Compact JWS (ES256, header kid) over the license; verify offline with GET /v1/extensions/keys. Present only where it proves a usable " +
+          "license on the caller's machine: File mode always, Activation mode for a machine with a live activation, Floating mode for the " +
+          "machine/client holding a live seat.",
+      }),
   })
   .openapi("LicenseInfo");
 
 const counts = { activeClientCount: int32(0), maxClientCount: int32(0).openapi({ description: "0 = unlimited" }) };
 
-function route<B extends z.ZodType, R extends z.ZodRawShape>(path: string, operationId: string, summary: string, body: B, answer: R) {
+function route<B extends z.ZodType, R extends z.ZodRawShape>(
+  path: string,
+  operationId: string,
+  summary: string,
+  body: B,
+  answer: R,
+) {
   return createRoute({
     method: "post",
     path,
@@ -71,7 +103,17 @@ export function registerLicensingRoutes(app: Router): void {
       "/v1/license/activate",
       "activateLicense",
       "Activate a machine (idempotent per machine and client)",
-      z.object({ userKey: text(), machineId: text(), clientId: text(), clientName: text(), productCode: text(), version: text(64), nonce: text() }).openapi("ActivateRequest"),
+      z
+        .object({
+          userKey: text(),
+          machineId: text(),
+          clientId: text(),
+          clientName: text(),
+          productCode: text(),
+          version: text(64),
+          nonce: text(),
+        })
+        .openapi("ActivateRequest"),
       { licenseToken: z.string(), tokenExpireAt: z.string().optional(), ...counts, license: LicenseView },
     ),
     async (c) => {
@@ -84,7 +126,9 @@ export function registerLicensingRoutes(app: Router): void {
       "/v1/license/deactivate",
       "deactivateLicense",
       "Free a machine's activation",
-      z.object({ userKey: text(), machineId: text(), clientId: text(), licenseToken: text() }).openapi("DeactivateRequest"),
+      z
+        .object({ userKey: text(), machineId: text(), clientId: text(), licenseToken: text() })
+        .openapi("DeactivateRequest"),
       { licenseId: z.string(), ...counts },
     ),
     async (c) => ok(c, await deactivate(serviceContext(c), c.req.valid("json"), clientInfo(c))),
@@ -94,7 +138,17 @@ export function registerLicensingRoutes(app: Router): void {
       "/v1/license/validate",
       "validateLicense",
       "Validate a license (for a machine, client or token when given)",
-      z.object({ userKey: text(), machineId: text(), clientId: text(), licenseToken: text(), productCode: text(), version: text(64), nonce: text() }).openapi("ValidateRequest"),
+      z
+        .object({
+          userKey: text(),
+          machineId: text(),
+          clientId: text(),
+          licenseToken: text(),
+          productCode: text(),
+          version: text(64),
+          nonce: text(),
+        })
+        .openapi("ValidateRequest"),
       {
         licenseId: z.string(),
         status: z.enum(["Activated", "NotActivated", "Expired", "Revoked", "Tampered"]),
@@ -113,7 +167,13 @@ export function registerLicensingRoutes(app: Router): void {
       "requestFloatingLicense",
       "Take a floating seat (or the seat this machine and client already hold)",
       z.object({ userKey: text(), machineId: text(), clientId: text(), clientName: text() }).openapi("FloatingRequest"),
-      { licenseToken: z.string(), tokenExpireAt: z.string(), heartbeatInterval: int32(0).openapi({ description: "Seconds between heartbeats." }), ...counts, license: LicenseView },
+      {
+        licenseToken: z.string(),
+        tokenExpireAt: z.string(),
+        heartbeatInterval: int32(0).openapi({ description: "Seconds between heartbeats." }),
+        ...counts,
+        license: LicenseView,
+      },
     ),
     async (c) => {
       const { newSeat: _new, ...result } = await requestSeat(serviceContext(c), c.req.valid("json"), clientInfo(c));
@@ -121,18 +181,30 @@ export function registerLicensingRoutes(app: Router): void {
     },
   );
   app.openapi(
-    route("/v1/license/heartbeat", "heartbeat", "Keep a floating seat alive", z.object({ licenseToken: text() }).openapi("HeartbeatRequest"), {
-      tokenExpireAt: z.string(),
-      heartbeatInterval: int32(0),
-      ...counts,
-    }),
+    route(
+      "/v1/license/heartbeat",
+      "heartbeat",
+      "Keep a floating seat alive",
+      z.object({ licenseToken: text() }).openapi("HeartbeatRequest"),
+      {
+        tokenExpireAt: z.string(),
+        heartbeatInterval: int32(0),
+        ...counts,
+      },
+    ),
     async (c) => ok(c, await heartbeat(serviceContext(c), c.req.valid("json"))),
   );
   app.openapi(
-    route("/v1/license/release", "releaseFloatingLicense", "Free a floating seat", z.object({ licenseToken: text(), userKey: text() }).openapi("ReleaseRequest"), {
-      licenseId: z.string(),
-      ...counts,
-    }),
+    route(
+      "/v1/license/release",
+      "releaseFloatingLicense",
+      "Free a floating seat",
+      z.object({ licenseToken: text(), userKey: text() }).openapi("ReleaseRequest"),
+      {
+        licenseId: z.string(),
+        ...counts,
+      },
+    ),
     async (c) => ok(c, await releaseSeat(serviceContext(c), c.req.valid("json"), clientInfo(c))),
   );
 
@@ -183,5 +255,7 @@ export function registerLicensingRoutes(app: Router): void {
       413: { description: "The request body is over 4 MiB.", content: { "application/json": { schema: Envelope } } },
     },
   });
-  app.openapi(reportRoute, async (c) => ok(c, { reportId: await storeReport(serviceContext(c), c.req.valid("json"), clientInfo(c)) }));
+  app.openapi(reportRoute, async (c) =>
+    ok(c, { reportId: await storeReport(serviceContext(c), c.req.valid("json"), clientInfo(c)) }),
+  );
 }

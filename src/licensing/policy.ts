@@ -15,7 +15,13 @@ import { type LicenseStatus, Mode } from "./vocabulary";
 
 /** Why a license may not be used, in the order the policy checks. */
 export type LicenseRefusal = "notFound" | "tampered" | "revoked" | "expired" | "wrongProduct";
-export const LICENSE_REFUSALS: readonly LicenseRefusal[] = ["notFound", "tampered", "revoked", "expired", "wrongProduct"];
+export const LICENSE_REFUSALS: readonly LicenseRefusal[] = [
+  "notFound",
+  "tampered",
+  "revoked",
+  "expired",
+  "wrongProduct",
+];
 
 export type LicenseVerdict<L> = { usable: true; license: L } | { usable: false; refusal: LicenseRefusal };
 
@@ -43,7 +49,8 @@ export function refusalOf(
   if (license.revoked) return "revoked";
   if (license.expireDate !== null && license.expireDate <= now.toISOString()) return "expired";
   if (expected.productId !== undefined && Number(license.productId) !== expected.productId) return "wrongProduct";
-  if (expected.productCode !== undefined && expected.productCode !== "" && expected.productCode !== license.productCode) return "wrongProduct";
+  if (expected.productCode !== undefined && expected.productCode !== "" && expected.productCode !== license.productCode)
+    return "wrongProduct";
   return undefined;
 }
 

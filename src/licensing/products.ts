@@ -10,7 +10,11 @@ export const Product = defineEntity({
   fields: {
     id: f.id(),
     // Not `.` or `..`: the code is a segment of update and download URLs, which URL parsers would remove.
-    code: f.string({ max: 64, pattern: /^(?!\.\.?$)[A-Za-z0-9._-]{1,64}$/, description: "Unique; letters, digits, '.', '_' and '-' (not '.' or '..')." }),
+    code: f.string({
+      max: 64,
+      pattern: /^(?!\.\.?$)[A-Za-z0-9._-]{1,64}$/,
+      description: "Unique; letters, digits, '.', '_' and '-' (not '.' or '..').",
+    }),
     name: f.string({ max: 256 }),
     description: f.string(),
     url: f.string({ max: 2048 }),

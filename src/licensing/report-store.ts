@@ -53,16 +53,20 @@ export async function storeReport(ctx: ServiceContext, input: ReportInput, clien
     : bound !== undefined
       ? await ctx.db.select(columns).from(licenses).where(eq(licenses.licenseId, bound)).get()
       : undefined;
-  if (bound !== undefined && license?.licenseId !== bound) throw new LicensingError(GrpcCode.PermissionDenied, Messages.wrongProduct);
+  if (bound !== undefined && license?.licenseId !== bound)
+    throw new LicensingError(GrpcCode.PermissionDenied, Messages.wrongProduct);
   // A report for a license spends its budget (license-limit.ts); one without is limited per IP only.
   if (license) await spendLicenseBudget(ctx, license.id);
   const bytes = new TextEncoder().encode(input.content);
   let content: string | null = input.content;
   let contentKey: string | null = null;
   if (bytes.byteLength > MAX_INLINE_CONTENT_BYTES) {
-    if (!ctx.env.ARTIFACTS) throw new ApiError(413, "The report content is over 256 KiB and no ARTIFACTS bucket is bound to keep it");
+    if (!ctx.env.ARTIFACTS)
+      throw new ApiError(413, "The report content is over 256 KiB and no ARTIFACTS bucket is bound to keep it");
     contentKey = `reports/${crypto.randomUUID()}`;
-    await ctx.env.ARTIFACTS.put(contentKey, bytes, { httpMetadata: { contentType: input.contentType ?? "text/plain; charset=utf-8" } });
+    await ctx.env.ARTIFACTS.put(contentKey, bytes, {
+      httpMetadata: { contentType: input.contentType ?? "text/plain; charset=utf-8" },
+    });
     content = null;
   }
   const now = nowIso();
@@ -90,7 +94,17 @@ export async function storeReport(ctx: ServiceContext, input: ReportInput, clien
   if (!row) throw new Error("report insert returned no row");
   emit(ctx, "report.received", async () => ({ data: await reportRecord(ctx.db, ctx.config, row) }));
   if (license?.trace) {
-    recordTrace(ctx, { licenseId: license.id, action: TraceAction.Report, address: client.address, geoLocation: client.geoLocation, ...input }, now);
+    recordTrace(
+      ctx,
+      {
+        licenseId: license.id,
+        action: TraceAction.Report,
+        address: client.address,
+        geoLocation: client.geoLocation,
+        ...input,
+      },
+      now,
+    );
   }
   return row.id;
 }

@@ -14,17 +14,23 @@ const cutoff = (days: number, now: Date) => new Date(now.getTime() - days * DAY)
 
 /** The statement removing old traces, for housekeeping's batch. */
 export function pruneTracesStatement(d1: D1Database, config: Config, now: Date): D1PreparedStatement {
-  return d1.prepare("DELETE FROM license_traces WHERE created_at < ?").bind(cutoff(config["Licensing:TraceRetentionDays"], now));
+  return d1
+    .prepare("DELETE FROM license_traces WHERE created_at < ?")
+    .bind(cutoff(config["Licensing:TraceRetentionDays"], now));
 }
 
 /** The statement removing old reports whose content is in the row, for housekeeping's batch. */
 export function pruneInlineReportsStatement(d1: D1Database, config: Config, now: Date): D1PreparedStatement {
-  return d1.prepare("DELETE FROM reports WHERE created_at < ? AND content_key IS NULL").bind(cutoff(config["Licensing:ReportRetentionDays"], now));
+  return d1
+    .prepare("DELETE FROM reports WHERE created_at < ? AND content_key IS NULL")
+    .bind(cutoff(config["Licensing:ReportRetentionDays"], now));
 }
 
 /** Removes old reports whose content is in R2 (up to REPORT_BODIES_PER_RUN): their bodies, then their rows. */
 export async function pruneStoredReports(env: Bindings, config: Config, now: Date): Promise<number> {
-  const { results } = await env.DB.prepare("SELECT id, content_key FROM reports WHERE created_at < ? AND content_key IS NOT NULL ORDER BY id LIMIT ?")
+  const { results } = await env.DB.prepare(
+    "SELECT id, content_key FROM reports WHERE created_at < ? AND content_key IS NOT NULL ORDER BY id LIMIT ?",
+  )
     .bind(cutoff(config["Licensing:ReportRetentionDays"], now), REPORT_BODIES_PER_RUN)
     .all<{ id: number; content_key: string }>();
   if (results.length === 0) return 0;

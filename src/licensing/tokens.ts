@@ -46,7 +46,12 @@ export interface ActivationRequest {
  * same token (a derived token, runtime.ts) refreshes its row instead. Its RETURNING row is empty when the limit is
  * reached (or the license no longer exists). Unexecuted, so a caller can batch it.
  */
-export async function activationStatement(db: Db, token: string, request: ActivationRequest, now: Date): Promise<D1PreparedStatement> {
+export async function activationStatement(
+  db: Db,
+  token: string,
+  request: ActivationRequest,
+  now: Date,
+): Promise<D1PreparedStatement> {
   const stamp = now.toISOString();
   const fromLicense = request.expireDate === "license";
   return db.$client
@@ -81,7 +86,11 @@ export async function activationStatement(db: Db, token: string, request: Activa
 }
 
 /** Issues a new random activation token by hand through activationStatement; undefined when the limit is reached. */
-export async function issueActivationToken(db: Db, request: ActivationRequest, now: Date): Promise<{ row: LicenseTokenRow; token: string } | undefined> {
+export async function issueActivationToken(
+  db: Db,
+  request: ActivationRequest,
+  now: Date,
+): Promise<{ row: LicenseTokenRow; token: string } | undefined> {
   const token = generateToken(TokenKind.Activation);
   const inserted = await (await activationStatement(db, token, request, now)).first<{ id: number }>();
   if (!inserted) return undefined;
@@ -108,7 +117,10 @@ export const LicenseToken = defineEntity({
   table: licenseTokens,
   fields: {
     id: f.id(),
-    token: f.string({ readOnly: true, description: "Masked (actk_AbCd…): the full token is returned only by the POST that issues it." }),
+    token: f.string({
+      readOnly: true,
+      description: "Masked (actk_AbCd…): the full token is returned only by the POST that issues it.",
+    }),
     kind: f.enumOf(TOKEN_KINDS, { readOnly: true }),
     licenseId: licenseReference(licenseTokens.licenseId),
     machineId: f.string({ max: 256 }),

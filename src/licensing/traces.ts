@@ -48,9 +48,17 @@ type QueuedTrace = TraceSubject & { at: string };
  * writes one when the license traces): the trace is sent to the TRACES queue after the response, and the consumer
  * writes a whole queue batch in one D1 round trip. A failure to queue it never fails the operation.
  */
-export function recordTrace(ctx: { env: Bindings; waitUntil(p: Promise<unknown>): void }, t: TraceSubject, at: string): void {
+export function recordTrace(
+  ctx: { env: Bindings; waitUntil(p: Promise<unknown>): void },
+  t: TraceSubject,
+  at: string,
+): void {
   const trace: QueuedTrace = { ...t, at };
-  ctx.waitUntil(ctx.env.TRACES.send({ kind: TRACE_JOB, traces: [trace] }).catch((e: unknown) => console.error("license trace not queued", e)));
+  ctx.waitUntil(
+    ctx.env.TRACES.send({ kind: TRACE_JOB, traces: [trace] }).catch((e: unknown) =>
+      console.error("license trace not queued", e),
+    ),
+  );
 }
 
 const COLUMNS = 8;
@@ -59,7 +67,13 @@ export const TRACE_ROWS_PER_STATEMENT = Math.floor(100 / COLUMNS);
 
 function isTrace(t: unknown): t is QueuedTrace {
   const v = t as QueuedTrace;
-  return typeof v === "object" && v !== null && Number.isInteger(v.licenseId) && Number.isInteger(v.action) && typeof v.at === "string";
+  return (
+    typeof v === "object" &&
+    v !== null &&
+    Number.isInteger(v.licenseId) &&
+    Number.isInteger(v.action) &&
+    typeof v.at === "string"
+  );
 }
 
 /** One multi-row INSERT; rows of a license deleted since the operation are skipped (the FK would refuse them). */
@@ -67,7 +81,16 @@ function insertTraces(db: D1Database, rows: QueuedTrace[]): D1PreparedStatement 
   const values = rows.map(() => "(?, ?, ?, ?, ?, ?, ?, ?)").join(", ");
   const sql = `INSERT INTO license_traces (license_id, action, client_ip, client_id, client_name, machine_id, geo_location, created_at)
     SELECT * FROM (VALUES ${values}) AS v WHERE EXISTS (SELECT 1 FROM licenses WHERE licenses.id = v.column1)`;
-  const params = rows.flatMap((t) => [t.licenseId, t.action, t.address ?? null, t.clientId ?? null, t.clientName ?? null, t.machineId ?? null, t.geoLocation ?? null, t.at]);
+  const params = rows.flatMap((t) => [
+    t.licenseId,
+    t.action,
+    t.address ?? null,
+    t.clientId ?? null,
+    t.clientName ?? null,
+    t.machineId ?? null,
+    t.geoLocation ?? null,
+    t.at,
+  ]);
   return db.prepare(sql).bind(...params);
 }
 
@@ -77,15 +100,16 @@ export async function writeTraces(messages: Message<Job>[], env: Bindings): Prom
   for (const message of messages) {
     const traces = (message.body as { traces?: unknown }).traces;
     const valid = Array.isArray(traces) ? traces.filter(isTrace) : [];
-    if (valid.length !== (Array.isArray(traces) ? traces.length : 1)) console.error(`license traces: message ${message.id} holds malformed traces, skipped`);
+    if (valid.length !== (Array.isArray(traces) ? traces.length : 1))
+      console.error(`license traces: message ${message.id} holds malformed traces, skipped`);
     rows.push(...valid);
   }
   const statements: D1PreparedStatement[] = [];
-  for (let i = 0; i < rows.length; i += TRACE_ROWS_PER_STATEMENT) statements.push(insertTraces(env.DB, rows.slice(i, i + TRACE_ROWS_PER_STATEMENT)));
+  for (let i = 0; i < rows.length; i += TRACE_ROWS_PER_STATEMENT)
+    statements.push(insertTraces(env.DB, rows.slice(i, i + TRACE_ROWS_PER_STATEMENT)));
   if (statements.length > 0) await env.DB.batch(statements);
   for (const message of messages) message.ack();
 }
-
 
 const ro = { readOnly: true } as const;
 

@@ -9,7 +9,17 @@ import { type LicenseRow } from "./license-core";
 import { type LicenseStatus, Mode, TokenKind, TraceAction } from "./vocabulary";
 import { type ClientInfo } from "../http/context";
 import { type LicenseView, licenseView, trace } from "./license-view";
-import { Messages, fail, userKeyOf, licenseByUserKey, foundLicense, firstReads, requireUsable, requireOwnLicense, now } from "./license-lookup";
+import {
+  Messages,
+  fail,
+  userKeyOf,
+  licenseByUserKey,
+  foundLicense,
+  firstReads,
+  requireUsable,
+  requireOwnLicense,
+  now,
+} from "./license-lookup";
 import { clientToken } from "./client-tokens";
 
 export interface ValidateInput {
@@ -45,7 +55,16 @@ export async function validate(ctx: ServiceContext, input: ValidateInput, client
   const at = now();
   // One D1 round trip: the license and, when the client names a machine or a token, the live tokens that can be
   // the activation it names (which one it is needs the license's id: liveActivation decides).
-  const candidatesQuery = named ? activationCandidates(ctx.db, key, givenToken ? await sha256Hex(givenToken) : undefined, machineId ?? "", clientId, at) : undefined;
+  const candidatesQuery = named
+    ? activationCandidates(
+        ctx.db,
+        key,
+        givenToken ? await sha256Hex(givenToken) : undefined,
+        machineId ?? "",
+        clientId,
+        at,
+      )
+    : undefined;
   const [licenseRows, candidates] = candidatesQuery
     ? await firstReads(ctx, [licenseByUserKey(ctx.db, key), candidatesQuery])
     : [(await firstReads(ctx, [licenseByUserKey(ctx.db, key)]))[0], []];
@@ -57,14 +76,23 @@ export async function validate(ctx: ServiceContext, input: ValidateInput, client
   if (license.licensingMode === Mode.Activation && named) {
     token = await liveActivation(ctx, license, machineId, clientId, givenToken, candidates);
   } else if (license.licensingMode === Mode.Floating && (input.licenseToken || (machineId && clientId))) {
-    const value = input.licenseToken?.trim() || (await clientToken(ctx.config, TokenKind.Floating, license.id, machineId ?? "", clientId));
+    const value =
+      input.licenseToken?.trim() ||
+      (await clientToken(ctx.config, TokenKind.Floating, license.id, machineId ?? "", clientId));
     const seat = await seats(ctx, license.id).seat(await sha256Hex(value), at.getTime());
     // A seat held by another machine is not this machine's: as for an activation, it is not found.
     if (seat.live && (machineId === undefined || seat.machineId === machineId)) {
-      token = { value, expireAt: new Date(seat.expiresAt!).toISOString(), until: seat.expiresAt!, machineId: seat.machineId, clientId: seat.clientId };
+      token = {
+        value,
+        expireAt: new Date(seat.expiresAt!).toISOString(),
+        until: seat.expiresAt!,
+        machineId: seat.machineId,
+        clientId: seat.clientId,
+      };
     }
   }
-  if (license.licensingMode !== Mode.File && named && !token) throw fail(GrpcCode.FailedPrecondition, Messages.notActivated);
+  if (license.licensingMode !== Mode.File && named && !token)
+    throw fail(GrpcCode.FailedPrecondition, Messages.notActivated);
   trace(ctx, license, TraceAction.Validate, client, { machineId: machineId ?? null, clientId: clientId || null });
   return {
     licenseId: license.licenseId,
@@ -96,14 +124,28 @@ export async function validate(ctx: ServiceContext, input: ValidateInput, client
  * among which the derived token's row is when it exists (activate stores it with exactly these values), and
  * liveActivation picks it by digest.
  */
-function activationCandidates(db: Db, key: string, givenDigest: string | undefined, machineId: string, clientId: string, at: Date) {
+function activationCandidates(
+  db: Db,
+  key: string,
+  givenDigest: string | undefined,
+  machineId: string,
+  clientId: string,
+  at: Date,
+) {
   return db
-    .select({ licenseId: licenseTokens.licenseId, tokenDigest: licenseTokens.tokenDigest, expireDate: licenseTokens.expireDate, machineId: licenseTokens.machineId })
+    .select({
+      licenseId: licenseTokens.licenseId,
+      tokenDigest: licenseTokens.tokenDigest,
+      expireDate: licenseTokens.expireDate,
+      machineId: licenseTokens.machineId,
+    })
     .from(licenseTokens)
     .where(
       and(
         sql`${licenseTokens.licenseId} = (SELECT ${licenses.id} FROM ${licenses} WHERE ${licenses.userKey} = ${key})`,
-        givenDigest !== undefined ? eq(licenseTokens.tokenDigest, givenDigest) : and(eq(licenseTokens.machineId, machineId), eq(licenseTokens.clientId, clientId)),
+        givenDigest !== undefined
+          ? eq(licenseTokens.tokenDigest, givenDigest)
+          : and(eq(licenseTokens.machineId, machineId), eq(licenseTokens.clientId, clientId)),
         or(isNull(licenseTokens.expireDate), gt(licenseTokens.expireDate, at.toISOString())),
       ),
     );
@@ -116,13 +158,23 @@ async function liveActivation(
   machineId: string | undefined,
   clientId: string,
   givenToken: string | undefined,
-  candidates: readonly { licenseId: number; tokenDigest: string; expireDate: string | null; machineId: string | null }[],
+  candidates: readonly {
+    licenseId: number;
+    tokenDigest: string;
+    expireDate: string | null;
+    machineId: string | null;
+  }[],
 ): Promise<{ value: string; expireAt?: string; machineId?: string } | undefined> {
-  const value = givenToken ?? (await clientToken(ctx.config, TokenKind.Activation, license.id, machineId ?? "", clientId));
+  const value =
+    givenToken ?? (await clientToken(ctx.config, TokenKind.Activation, license.id, machineId ?? "", clientId));
   const digest = await sha256Hex(value);
   const row = candidates.find((t) => t.licenseId === license.id && t.tokenDigest === digest);
   if (!row || (machineId !== undefined && row.machineId !== machineId)) return undefined;
-  return { value, ...(row.expireDate ? { expireAt: row.expireDate } : {}), ...(row.machineId ? { machineId: row.machineId } : {}) };
+  return {
+    value,
+    ...(row.expireDate ? { expireAt: row.expireDate } : {}),
+    ...(row.machineId ? { machineId: row.machineId } : {}),
+  };
 }
 
 export function seats(ctx: ServiceContext, licenseRowId: number) {

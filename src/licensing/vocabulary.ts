@@ -24,10 +24,24 @@ export const TOKEN_KINDS = ["Activation", "Floating"] as const;
 export const TokenKind = { Activation: 0, Floating: 1 } as const;
 export type TokenKind = (typeof TokenKind)[keyof typeof TokenKind];
 /** What every token of a kind starts with (CONTRACT section 3). */
-export const TOKEN_PREFIXES: Readonly<Record<TokenKind, string>> = { [TokenKind.Activation]: "actk_", [TokenKind.Floating]: "fltk_" };
+export const TOKEN_PREFIXES: Readonly<Record<TokenKind, string>> = {
+  [TokenKind.Activation]: "actk_",
+  [TokenKind.Floating]: "fltk_",
+};
 
 /** `action` of a license trace, index = stored number (CONTRACT section 3). */
-export const TRACE_ACTIONS = ["Activate", "Deactivate", "Validate", "Request", "Release", "Heartbeat", "Report", "UpdateCheck", "Download", "TokenExpired"] as const;
+export const TRACE_ACTIONS = [
+  "Activate",
+  "Deactivate",
+  "Validate",
+  "Request",
+  "Release",
+  "Heartbeat",
+  "Report",
+  "UpdateCheck",
+  "Download",
+  "TokenExpired",
+] as const;
 /** Stored numbers of trace actions, by name. */
 export const TraceAction = {
   Activate: 0,

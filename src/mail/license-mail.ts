@@ -49,8 +49,10 @@ function customerName(license: LicenseRow, customer: CustomerRow | undefined): s
 /** The recipient: the one asked for, else the licensee's email, else the customer's; 400 when there is none. */
 function recipient(license: LicenseRow, customer: CustomerRow | undefined, to: string | undefined): string {
   const chosen = to ?? license.licenseeEmail ?? customer?.email ?? undefined;
-  if (!chosen) throw new ApiError(400, `License ${license.licenseId} has no licensee or customer email address; send "to"`);
-  if (!address.safeParse(chosen).success) throw new ApiError(400, `The stored email address of license ${license.licenseId} is not valid: ${chosen}`);
+  if (!chosen)
+    throw new ApiError(400, `License ${license.licenseId} has no licensee or customer email address; send "to"`);
+  if (!address.safeParse(chosen).success)
+    throw new ApiError(400, `The stored email address of license ${license.licenseId} is not valid: ${chosen}`);
   return chosen;
 }
 
@@ -70,7 +72,10 @@ export async function licenseMail(db: Db, licenseId: string | number, to?: strin
   const license = await findLicense(db, licenseId);
   const [product, customer, templates] = await db.batch([
     db.select().from(products).where(eq(products.id, license.productId)),
-    db.select().from(customers).where(eq(customers.id, license.customerId ?? -1)),
+    db
+      .select()
+      .from(customers)
+      .where(eq(customers.id, license.customerId ?? -1)),
     templateQuery(db, license.productId),
   ]);
   const productRow = product[0];
@@ -78,7 +83,11 @@ export async function licenseMail(db: Db, licenseId: string | number, to?: strin
   const customerRow = customer[0];
   const mailTo = recipient(license, customerRow, to);
   const resource = templates[0];
-  if (!resource) throw new ApiError(400, `No email template: store a resource of type ${EMAIL_TEMPLATE_TYPE} (name = subject, data = body)`);
+  if (!resource)
+    throw new ApiError(
+      400,
+      `No email template: store a resource of type ${EMAIL_TEMPLATE_TYPE} (name = subject, data = body)`,
+    );
   if (!resource.data) throw new ApiError(400, `Email template ${resource.id} has no data`);
   const isHtml = /html/i.test(resource.dataFormat ?? "");
   const values: Record<Placeholder, string> = {

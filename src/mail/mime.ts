@@ -96,7 +96,9 @@ export function htmlToText(html: string): string {
 }
 
 function part(type: "plain" | "html", text: string): string {
-  return [`Content-Type: text/${type}; charset=utf-8`, "Content-Transfer-Encoding: base64", "", base64Lines(text)].join(CRLF);
+  return [`Content-Type: text/${type}; charset=utf-8`, "Content-Transfer-Encoding: base64", "", base64Lines(text)].join(
+    CRLF,
+  );
 }
 
 /** The whole raw message, headers and body, CRLF-terminated lines. */

@@ -20,7 +20,9 @@ export interface OutgoingMail {
 }
 
 /** What became of a message: sent through the binding, or queued in the outbox; `emailId` is its outbox row. */
-export type MailOutcome = { status: "sent"; emailId: number; messageId: string } | { status: "queued"; emailId: number };
+export type MailOutcome =
+  | { status: "sent"; emailId: number; messageId: string }
+  | { status: "queued"; emailId: number };
 
 /** What sending needs: the database (outbox), the configuration (Email:From) and the binding, if any. */
 export interface MailDeps {
@@ -63,5 +65,7 @@ export async function sendMail(deps: MailDeps, mail: OutgoingMail): Promise<Mail
 
 /** The cron trigger's statement removing outbox messages older than Email:OutboxRetentionDays (housekeeping.ts). */
 export function pruneOutboxStatement(d1: D1Database, config: Config, now: Date): D1PreparedStatement {
-  return d1.prepare("DELETE FROM email_outbox WHERE created_at < ?").bind(new Date(now.getTime() - config["Email:OutboxRetentionDays"] * 86_400_000).toISOString());
+  return d1
+    .prepare("DELETE FROM email_outbox WHERE created_at < ?")
+    .bind(new Date(now.getTime() - config["Email:OutboxRetentionDays"] * 86_400_000).toISOString());
 }

@@ -4,7 +4,14 @@
  * A key must have an owner (SPEC "Authentication" rule 8).
  */
 import { z } from "@hono/zod-openapi";
-import { generateApiKey, generateClientSecret, invalidateApiKeyCache, keyPrefix, ApiKey, maskKeys } from "../auth/api-key-service";
+import {
+  generateApiKey,
+  generateClientSecret,
+  invalidateApiKeyCache,
+  keyPrefix,
+  ApiKey,
+  maskKeys,
+} from "../auth/api-key-service";
 import { sha256Hex } from "../crypto";
 import { Roles } from "../auth/guard";
 import { nowIso } from "../clock";
@@ -18,15 +25,28 @@ import { User } from "../auth/users";
 const AUDITED = ["name", "ownerId", "permissions", "revoked", "expireDate", "description"] as const;
 
 /** The audit entry of an API key write: created, revoked, changed or deleted, by whom. */
-function auditApiKeyWrite(ctx: ServiceContext, operation: "create" | "update" | "delete", row: Row, previous?: Row): void {
-  const about = { targetApiKeyId: row["id"], targetApiKeyName: row["name"] ?? null, ownerId: row["ownerId"] ?? null, permissions: row["permissions"] };
+function auditApiKeyWrite(
+  ctx: ServiceContext,
+  operation: "create" | "update" | "delete",
+  row: Row,
+  previous?: Row,
+): void {
+  const about = {
+    targetApiKeyId: row["id"],
+    targetApiKeyName: row["name"] ?? null,
+    ownerId: row["ownerId"] ?? null,
+    permissions: row["permissions"],
+  };
   const label = `API key ${String(row["id"])}${row["name"] ? ` (${String(row["name"])})` : ""}`;
   if (operation === "create") return ctx.log?.audit("ApiKeyCreated", `${label} created`, ctx, about);
   if (operation === "delete") return ctx.log?.audit("ApiKeyDeleted", `${label} deleted`, ctx, about);
   const fields = AUDITED.filter((k) => JSON.stringify(row[k] ?? null) !== JSON.stringify(previous?.[k] ?? null));
   if (fields.length === 0) return;
   const revoked = Boolean(row["revoked"]) && !previous?.["revoked"];
-  ctx.log?.audit(revoked ? "ApiKeyRevoked" : "ApiKeyChanged", `${label} ${revoked ? "revoked" : "changed"}`, ctx, { ...about, fields });
+  ctx.log?.audit(revoked ? "ApiKeyRevoked" : "ApiKeyChanged", `${label} ${revoked ? "revoked" : "changed"}`, ctx, {
+    ...about,
+    fields,
+  });
 }
 
 export function registerApiKeys(app: Router): void {
@@ -41,7 +61,9 @@ export function registerApiKeys(app: Router): void {
     list: { decorate: maskKeys },
     createdShape: {
       key: z.string().openapi({ description: "The API key: shown only in this answer, stored as a digest." }),
-      clientSecret: z.string().openapi({ description: "The client secret: shown only in this answer, stored as a digest." }),
+      clientSecret: z
+        .string()
+        .openapi({ description: "The client secret: shown only in this answer, stored as a digest." }),
     },
     hooks: {
       create: async (_ctx, values) => {

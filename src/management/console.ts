@@ -20,7 +20,8 @@ const CONSOLE_HEADERS: Record<string, string> = {
 };
 
 async function serve(c: Context<AppEnv>): Promise<Response> {
-  if (!c.get("config")["Application:EnableWebApi"]) throw new ApiError(404, "The console is disabled with the REST API");
+  if (!c.get("config")["Application:EnableWebApi"])
+    throw new ApiError(404, "The console is disabled with the REST API");
   if (!c.env.ASSETS) throw new ApiError(404, "The console is not part of this build (npm run console:build)");
   const answer = await c.env.ASSETS.fetch(c.req.raw);
   if (answer.status === 404) throw new ApiError(404, `No console file at ${c.req.path}`);

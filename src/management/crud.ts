@@ -15,7 +15,16 @@ import type { Context } from "hono";
 import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import type { AppEnv, Role } from "../http/app-env";
 import { access } from "../auth/guard";
-import { type Id, type Row, checkReferences, deleteRow, insertRow, requireById, resolveId, updateRow } from "../http/repository";
+import {
+  type Id,
+  type Row,
+  checkReferences,
+  deleteRow,
+  insertRow,
+  requireById,
+  resolveId,
+  updateRow,
+} from "../http/repository";
 import { type ServiceContext, serviceContext } from "../http/context";
 import type { Entity } from "../http/entity";
 import { type ListOptions, type ListParam, type ListParams, listBody, listQuery } from "../http/list";
@@ -41,7 +50,12 @@ export interface CrudHooks {
   /** Extra properties of the create answer besides `<singular>Id` (a secret shown once); see createdShape. */
   created?: (ctx: ServiceContext, row: Row, values: Row) => Record<string, unknown>;
   /** After any successful write (cache invalidation, generation bumps, events through ctx.waitUntil). */
-  written?: (ctx: ServiceContext, operation: Exclude<Operation, "list">, row: Row, previous?: Row) => Promise<void> | void;
+  written?: (
+    ctx: ServiceContext,
+    operation: Exclude<Operation, "list">,
+    row: Row,
+    previous?: Row,
+  ) => Promise<void> | void;
 }
 
 export interface CrudDefinition {
@@ -116,10 +130,21 @@ export function intIdParam(name: string) {
 /** The path parameter schema of an entity's id: int32 for integer keys, a string otherwise. */
 export function idParamSchema(entity: Entity, name: string) {
   if (entity.publicIdColumn) {
-    return z.string().min(1).max(64).openapi({ param: { name, in: "path" }, description: `The ${entity.name}'s public identifier or its integer id.` });
+    return z
+      .string()
+      .min(1)
+      .max(64)
+      .openapi({
+        param: { name, in: "path" },
+        description: `The ${entity.name}'s public identifier or its integer id.`,
+      });
   }
   if (entity.fields["id"]?.filter === "integer") return intIdParam(name);
-  return z.string().min(1).max(64).openapi({ param: { name, in: "path" } });
+  return z
+    .string()
+    .min(1)
+    .max(64)
+    .openapi({ param: { name, in: "path" } });
 }
 
 function upperFirst(s: string): string {
@@ -134,7 +159,9 @@ export function crud(app: Router, def: CrudDefinition): void {
   const idParam = def.idParam ?? entity.idName;
   const scopeParams = scope
     ? z.object({
-        ...(scope.parentScope ? { [scope.parentScope.param]: idParamSchema(scope.parentScope.parent, scope.parentScope.param) } : {}),
+        ...(scope.parentScope
+          ? { [scope.parentScope.param]: idParamSchema(scope.parentScope.parent, scope.parentScope.param) }
+          : {}),
         [scope.param]: idParamSchema(scope.parent, scope.param),
       })
     : undefined;
@@ -151,7 +178,9 @@ export function crud(app: Router, def: CrudDefinition): void {
     if (!scope) return { values: {}, where: undefined };
     const parentId = await resolveId(ctx.db, scope.parent, params[scope.param] as Id);
     const outer = scope.parentScope;
-    const withinOuter = outer ? eq(outer.column, await resolveId(ctx.db, outer.parent, params[outer.param] as Id)) : undefined;
+    const withinOuter = outer
+      ? eq(outer.column, await resolveId(ctx.db, outer.parent, params[outer.param] as Id))
+      : undefined;
     await requireById(ctx.db, scope.parent, parentId, withinOuter);
     const where = scope.where ? scope.where(parentId) : scope.column ? eq(scope.column, parentId) : undefined;
     const key = scope.column ? Object.entries(entity.table).find(([, col]) => col === scope.column)?.[0] : undefined;
@@ -175,7 +204,10 @@ export function crud(app: Router, def: CrudDefinition): void {
       ...access.key(def.roles.list),
       request: { query, ...(scopeParams ? { params: scopeParams } : {}) },
       responses: {
-        200: json(enveloped({ [entity.plural]: z.array(entity.record), [entity.totalName]: int64() }), `A page of ${label} records and the count of all that match the filter`),
+        200: json(
+          enveloped({ [entity.plural]: z.array(entity.record), [entity.totalName]: int64() }),
+          `A page of ${label} records and the count of all that match the filter`,
+        ),
         ...errorResponses,
       },
     });
@@ -183,7 +215,10 @@ export function crud(app: Router, def: CrudDefinition): void {
       const ctx = serviceContext(c);
       const { where: scoped } = await scopeOf(ctx, c.req.valid("param") ?? {});
       const where = and(scoped, def.list?.visible?.(ctx));
-      const body = await listBody(ctx.db, entity, c.req.valid("query"), ctx.config, { ...def.list, ...(where ? { scope: where } : {}) });
+      const body = await listBody(ctx.db, entity, c.req.valid("query"), ctx.config, {
+        ...def.list,
+        ...(where ? { scope: where } : {}),
+      });
       return ok(c, body);
     });
   }
@@ -196,9 +231,15 @@ export function crud(app: Router, def: CrudDefinition): void {
       ...named("create", opName("create", entity.name)),
       summary: `Create a ${label}`,
       ...access.key(def.roles.create),
-      request: { body: jsonBody(z.object({ [entity.singular]: entity.createInput })), ...(scopeParams ? { params: scopeParams } : {}) },
+      request: {
+        body: jsonBody(z.object({ [entity.singular]: entity.createInput })),
+        ...(scopeParams ? { params: scopeParams } : {}),
+      },
       responses: {
-        200: json(enveloped({ [entity.idName]: entity.fields["id"]?.output ?? int32(1), ...def.createdShape }), `The ${label} was created`),
+        200: json(
+          enveloped({ [entity.idName]: entity.fields["id"]?.output ?? int32(1), ...def.createdShape }),
+          `The ${label} was created`,
+        ),
         ...errorResponses,
       },
     });
@@ -223,7 +264,10 @@ export function crud(app: Router, def: CrudDefinition): void {
       ...named("update", opName("update", entity.name)),
       summary: `Update a ${label} (only the properties sent)`,
       ...access.key(def.roles.update),
-      request: { body: jsonBody(z.object({ [entity.singular]: entity.updateInput })), ...(scopeParams ? { params: scopeParams } : {}) },
+      request: {
+        body: jsonBody(z.object({ [entity.singular]: entity.updateInput })),
+        ...(scopeParams ? { params: scopeParams } : {}),
+      },
       responses: { 200: json(enveloped({}), `The ${label} was updated`), ...errorResponses },
     });
     register(app, route, async (c) => {
@@ -235,7 +279,9 @@ export function crud(app: Router, def: CrudDefinition): void {
       await checkReferences(ctx.db, references(input));
       let values = entity.toRow(input);
       if (def.hooks?.update) values = await def.hooks.update(ctx, values, existing, input);
-      const save = def.hooks?.save ?? ((_ctx: ServiceContext, rowId: Id, changes: Row) => updateRow(ctx.db, entity, rowId, changes, where));
+      const save =
+        def.hooks?.save ??
+        ((_ctx: ServiceContext, rowId: Id, changes: Row) => updateRow(ctx.db, entity, rowId, changes, where));
       const row = Object.keys(values).length > 0 ? await save(ctx, id, values, existing) : existing;
       await def.hooks?.written?.(ctx, "update", row, existing);
       return ok(c, {});

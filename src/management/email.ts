@@ -31,14 +31,18 @@ export const EmailSendBody = z
 /** The body of `POST /v1/email/license`. */
 export const EmailLicenseBody = z
   .object({
-    licenseId: z.union([z.string().min(1).max(64), int32(1)]).openapi({ description: "The license's `lic…` id or its integer id." }),
+    licenseId: z
+      .union([z.string().min(1).max(64), int32(1)])
+      .openapi({ description: "The license's `lic…` id or its integer id." }),
     to: emailAddress.optional().openapi({ description: "Default: the licensee's email, else the customer's." }),
   })
   .openapi("EmailLicense");
 
 /** The answer of both email routes. */
 export const EmailOutcome = enveloped({
-  status: z.enum(["sent", "queued"]).openapi({ description: "`sent` through the EMAIL binding, or `queued` in the outbox." }),
+  status: z
+    .enum(["sent", "queued"])
+    .openapi({ description: "`sent` through the EMAIL binding, or `queued` in the outbox." }),
   emailId: int32(1).openapi({ description: "The message's row in the email outbox." }),
   messageId: z.string().optional().openapi({ description: "Message-ID given by the mail transport (sent only)." }),
 }).openapi("EmailOutcome");
@@ -48,7 +52,8 @@ export function registerEmail(app: Router): void {
   const roles = Roles.management;
   const answer = { 200: json(EmailOutcome, "The message was sent or queued"), ...errorResponses };
 
-  const deliver = (ctx: ServiceContext, mail: OutgoingMail) => sendMail({ db: ctx.db, config: ctx.config, transport: ctx.env.EMAIL }, mail);
+  const deliver = (ctx: ServiceContext, mail: OutgoingMail) =>
+    sendMail({ db: ctx.db, config: ctx.config, transport: ctx.env.EMAIL }, mail);
 
   app.openapi(
     createRoute({

@@ -9,21 +9,36 @@ import { serviceContext } from "../http/context";
 import { enveloped, errorResponses, int32, int64, json } from "../http/openapi";
 import { ok } from "../http/respond";
 import type { Router } from "../http/router";
-import { GEO_SETTING, type GeoFillResult, type GeoTarget, MAX_ADDRESSES_PER_CALL, fillGeoLocations, geoLocationTemplate } from "../licensing/geo-lookup";
+import {
+  GEO_SETTING,
+  type GeoFillResult,
+  type GeoTarget,
+  MAX_ADDRESSES_PER_CALL,
+  fillGeoLocations,
+  geoLocationTemplate,
+} from "../licensing/geo-lookup";
 
 const GeoRequest = z.object({
-  ids: z.array(int32(1)).max(1000).optional().openapi({ description: "Only these records; default every record without a geolocation." }),
+  ids: z
+    .array(int32(1))
+    .max(1000)
+    .optional()
+    .openapi({ description: "Only these records; default every record without a geolocation." }),
 });
 
 function summary(result: GeoFillResult): string | undefined {
   const parts: string[] = [];
   if (result.failed > 0) parts.push(`${result.failed} address(es) could not be located: ${result.errors.join("; ")}`);
-  if (result.more) parts.push(`more than ${MAX_ADDRESSES_PER_CALL} addresses lack a geolocation: call again for the rest`);
+  if (result.more)
+    parts.push(`more than ${MAX_ADDRESSES_PER_CALL} addresses lack a geolocation: call again for the rest`);
   return parts.length > 0 ? parts.join(". ") : undefined;
 }
 
 /** Registers the geolocation route of traces or reports. */
-export function registerGeoLocationRoute(app: Router, options: { path: string; tag: string; operationId: string; target: GeoTarget; label: string }): void {
+export function registerGeoLocationRoute(
+  app: Router,
+  options: { path: string; tag: string; operationId: string; target: GeoTarget; label: string },
+): void {
   const route = createRoute({
     method: "post",
     path: options.path,
@@ -37,7 +52,10 @@ export function registerGeoLocationRoute(app: Router, options: { path: string; t
     request: { body: { required: false, content: { "application/json": { schema: GeoRequest } } } },
     responses: {
       200: json(
-        enveloped({ updated: int64().openapi({ description: "Records that received a geolocation." }), failed: int64().openapi({ description: "Addresses not located." }) }),
+        enveloped({
+          updated: int64().openapi({ description: "Records that received a geolocation." }),
+          failed: int64().openapi({ description: "Addresses not located." }),
+        }),
         "Geolocations filled",
       ),
       ...errorResponses,

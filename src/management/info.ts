@@ -68,7 +68,9 @@ export function featureSwitches(config: Config, env: Bindings) {
   };
 }
 
-const CountsSchema = z.object(Object.fromEntries(Object.keys(COUNTED).map((name) => [name, int64()])) as Record<keyof typeof COUNTED, z.ZodInt>);
+const CountsSchema = z.object(
+  Object.fromEntries(Object.keys(COUNTED).map((name) => [name, int64()])) as Record<keyof typeof COUNTED, z.ZodInt>,
+);
 const FeaturesSchema = z.object({
   webApi: z.boolean(),
   swagger: z.boolean(),
@@ -85,7 +87,10 @@ const FeaturesSchema = z.object({
 /** The answer of `GET /v1/info`. */
 export const ServerInfo = enveloped({
   version: z.string(),
-  buildDate: z.string().optional().openapi({ format: "date-time", description: "Upload time of the running Worker version (absent without version metadata)." }),
+  buildDate: z.string().optional().openapi({
+    format: "date-time",
+    description: "Upload time of the running Worker version (absent without version metadata).",
+  }),
   versionId: z.string().optional().openapi({ description: "Id of the running Worker version." }),
   versionTag: z.string().optional(),
   runtime: z.string(),

@@ -50,15 +50,21 @@ async function checkTokenRequest(ctx: ServiceContext, values: Row): Promise<Row>
   const verdict = await judgeLicense(ctx.config["Application:EncryptionKey"], license, now);
   if (!verdict.usable) {
     // No product is expected here, so a wrong product cannot happen; not found is the path's 400.
-    if (!license || verdict.refusal === "notFound" || verdict.refusal === "wrongProduct") throw notFound400(License.name, values["licenseId"] as number);
+    if (!license || verdict.refusal === "notFound" || verdict.refusal === "wrongProduct")
+      throw notFound400(License.name, values["licenseId"] as number);
     throw new ApiError(400, REFUSALS[verdict.refusal](license.licenseId));
   }
   const usable = verdict.license;
-  if (usable.licensingMode === Mode.File) throw new ApiError(400, `License ${usable.licenseId} is a File license: it needs no activation`);
+  if (usable.licensingMode === Mode.File)
+    throw new ApiError(400, `License ${usable.licenseId} is a File license: it needs no activation`);
   if (usable.licensingMode === Mode.Floating) {
-    throw new ApiError(400, `License ${usable.licenseId} is a Floating license: its clients hold seats (/v1/license/request), not activation tokens`);
+    throw new ApiError(
+      400,
+      `License ${usable.licenseId} is a Floating license: its clients hold seats (/v1/license/request), not activation tokens`,
+    );
   }
-  if (typeof values["expireDate"] === "string" && values["expireDate"] <= now.toISOString()) throw new ApiError(400, "expireDate must be in the future");
+  if (typeof values["expireDate"] === "string" && values["expireDate"] <= now.toISOString())
+    throw new ApiError(400, "expireDate must be in the future");
   return { ...values, licensePublicId: usable.licenseId, licenseMaxClients: usable.maxClients };
 }
 
@@ -122,7 +128,8 @@ export function registerLicenseTokens(app: Router): void {
       created: (_ctx, row) => ({ token: row["token"] }),
       // A floating token holds a seat in the license's Durable Object: free it with the row.
       delete: async (ctx, existing) => {
-        if (existing["kind"] === TokenKind.Floating) await dropSeats(ctx.env, existing["licenseId"] as number, [existing["tokenDigest"] as string]);
+        if (existing["kind"] === TokenKind.Floating)
+          await dropSeats(ctx.env, existing["licenseId"] as number, [existing["tokenDigest"] as string]);
       },
     },
   });

@@ -20,7 +20,12 @@ const isoDate = z
   .refine((s) => !Number.isNaN(Date.parse(s)), { message: "Not a valid ISO 8601 date" });
 const DeleteQuery = z.object({
   before: isoDate.optional().openapi({ format: "date-time", description: "Only traces created before this date." }),
-  licenseId: z.string().min(1).max(64).optional().openapi({ description: "Only traces of this license (lic… id or integer id)." }),
+  licenseId: z
+    .string()
+    .min(1)
+    .max(64)
+    .optional()
+    .openapi({ description: "Only traces of this license (lic… id or integer id)." }),
 });
 
 export function registerLicenseTraces(app: Router): void {
@@ -41,15 +46,20 @@ export function registerLicenseTraces(app: Router): void {
     tags: ["License traces"],
     operationId: "deleteLicenseTraces",
     summary: "Delete license traces",
-    description: "Deletes the traces created before `before` and/or of the license `licenseId`; with neither, every trace.",
+    description:
+      "Deletes the traces created before `before` and/or of the license `licenseId`; with neither, every trace.",
     ...access.key(managers),
     request: { query: DeleteQuery },
-    responses: { 200: json(enveloped({ deleted: int64().openapi({ description: "Traces deleted." }) }), "Traces deleted"), ...errorResponses },
+    responses: {
+      200: json(enveloped({ deleted: int64().openapi({ description: "Traces deleted." }) }), "Traces deleted"),
+      ...errorResponses,
+    },
   });
   app.openapi(remove, async (c) => {
     const ctx = serviceContext(c);
     const query = c.req.valid("query");
-    const licenseId = query.licenseId !== undefined ? ((await resolveId(ctx.db, License, query.licenseId)) as number) : undefined;
+    const licenseId =
+      query.licenseId !== undefined ? ((await resolveId(ctx.db, License, query.licenseId)) as number) : undefined;
     const deleted = await deleteTraces(ctx.db, {
       ...(query.before !== undefined ? { before: new Date(query.before).toISOString() } : {}),
       ...(licenseId !== undefined ? { licenseId } : {}),

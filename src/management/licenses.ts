@@ -35,12 +35,20 @@ import { License, showStatus, licenseRecords } from "../licensing/license-record
 const DEFAULTED = ["licenseType", "licensingMode", "maxClients", "revoked", "trace", "issueDate"] as const;
 
 /** Management changes of licenses as events: created, updated (with previous) plus revoked, deleted. */
-function emitLicenseChange(ctx: ServiceContext, operation: "create" | "update" | "delete", row: Row, previous?: Row): void {
-  if (operation === "create") emit(ctx, "license.created", async () => ({ data: (await licenseRecords(ctx.db, ctx.config, [row]))[0]! }));
-  if (operation === "delete") emit(ctx, "license.deleted", async () => ({ data: (await licenseRecords(ctx.db, ctx.config, [row]))[0]! }));
+function emitLicenseChange(
+  ctx: ServiceContext,
+  operation: "create" | "update" | "delete",
+  row: Row,
+  previous?: Row,
+): void {
+  if (operation === "create")
+    emit(ctx, "license.created", async () => ({ data: (await licenseRecords(ctx.db, ctx.config, [row]))[0]! }));
+  if (operation === "delete")
+    emit(ctx, "license.deleted", async () => ({ data: (await licenseRecords(ctx.db, ctx.config, [row]))[0]! }));
   if (operation !== "update" || !previous) return;
   // A PUT that changed nothing stored is no news; both records are built once, and only for a subscriber.
-  if (Object.keys(changedFields(License.toWire(previous, ctx.config), License.toWire(row, ctx.config))).length === 0) return;
+  if (Object.keys(changedFields(License.toWire(previous, ctx.config), License.toWire(row, ctx.config))).length === 0)
+    return;
   let records: Promise<Record<string, unknown>[]> | undefined;
   const changed = async () => {
     const [before, after] = await (records ??= licenseRecords(ctx.db, ctx.config, [previous, row]));
@@ -57,14 +65,21 @@ async function checkTemplateProduct(ctx: ServiceContext, license: Row): Promise<
   const template = await ctx.db.select().from(licenseTemplates).where(eq(licenseTemplates.id, templateId)).get();
   if (!template) throw notFound400(LicenseTemplate.name, templateId);
   if (template.productId !== license["productId"]) {
-    throw new ApiError(400, `LicenseTemplate ${template.id} is for product ${template.productId}, not product ${String(license["productId"])}`);
+    throw new ApiError(
+      400,
+      `LicenseTemplate ${template.id} is for product ${template.productId}, not product ${String(license["productId"])}`,
+    );
   }
   return template;
 }
 
 /** Create: defaults for omitted values, then the template's; identifiers and integrity come at insert. */
 async function prepareNewLicense(ctx: ServiceContext, values: Row): Promise<Row> {
-  const given = Object.fromEntries(Object.entries(values).filter(([key, value]) => !(value === null && (DEFAULTED as readonly string[]).includes(key))));
+  const given = Object.fromEntries(
+    Object.entries(values).filter(
+      ([key, value]) => !(value === null && (DEFAULTED as readonly string[]).includes(key)),
+    ),
+  );
   given["issueDate"] ??= nowIso();
   const template = await checkTemplateProduct(ctx, given);
   return template ? applyTemplate(given, template) : given;
@@ -74,7 +89,8 @@ async function prepareNewLicense(ctx: ServiceContext, values: Row): Promise<Row>
 async function checkLicenseUpdate(ctx: ServiceContext, values: Row, existing: Row): Promise<Row> {
   const cleared = DEFAULTED.filter((key) => values[key] === null);
   if (cleared.length > 0) throw new ApiError(400, `A license's ${cleared.join(", ")} cannot be cleared`);
-  if (values["productId"] !== undefined || values["templateId"] !== undefined) await checkTemplateProduct(ctx, { ...existing, ...values });
+  if (values["productId"] !== undefined || values["templateId"] !== undefined)
+    await checkTemplateProduct(ctx, { ...existing, ...values });
   return values;
 }
 
@@ -82,7 +98,13 @@ async function checkLicenseUpdate(ctx: ServiceContext, values: Row, existing: Ro
 async function saveLicenseUpdate(ctx: ServiceContext, id: Id, values: Row): Promise<Row> {
   let row: LicenseRow | undefined;
   try {
-    row = await updateLicense(ctx.db, ctx.config["Application:EncryptionKey"], id as number, values as Parameters<typeof updateLicense>[3], clock.now());
+    row = await updateLicense(
+      ctx.db,
+      ctx.config["Application:EncryptionKey"],
+      id as number,
+      values as Parameters<typeof updateLicense>[3],
+      clock.now(),
+    );
   } catch (e) {
     if (e instanceof LicenseConflictError) throw new ApiError(400, e.message);
     throw constraintError(License, e);
@@ -92,7 +114,10 @@ async function saveLicenseUpdate(ctx: ServiceContext, id: Id, values: Row): Prom
 }
 
 async function storeNewLicense(ctx: ServiceContext, values: Row): Promise<Row> {
-  const settings = { secret: ctx.config["Application:EncryptionKey"], userKeyFormat: ctx.config["Licensing:UserKeyFormat"] };
+  const settings = {
+    secret: ctx.config["Application:EncryptionKey"],
+    userKeyFormat: ctx.config["Licensing:UserKeyFormat"],
+  };
   try {
     return await createLicense(ctx.db, settings, values as Parameters<typeof createLicense>[2], clock.now());
   } catch (e) {
@@ -119,7 +144,8 @@ export function registerLicenses(app: Router): void {
       create:
         "licenseId and userKey are generated. A template (templateId) fills every property the body omits; expireDays and " +
         "supportDays count from issueDate (default now). The answer carries the lic… licenseId and the integer id.",
-      delete: "Deletes the license with its tokens and traces; received reports stay, without the link. The path takes the lic… id or the integer id.",
+      delete:
+        "Deletes the license with its tokens and traces; received reports stay, without the link. The path takes the lic… id or the integer id.",
     },
     hooks: {
       create: prepareNewLicense,
@@ -133,14 +159,33 @@ export function registerLicenses(app: Router): void {
         emitLicenseChange(ctx, operation, row, previous);
         // The audit trail (logging.ts): revocations and deletions, by whom; never the user key.
         const about = { licenseId: row["licenseId"], id: row["id"] };
-        if (operation === "delete") ctx.log?.audit("LicenseDeleted", `License ${String(row["licenseId"])} deleted`, ctx, about);
-        if (operation === "update" && row["revoked"] && !previous?.["revoked"]) ctx.log?.audit("LicenseRevoked", `License ${String(row["licenseId"])} revoked`, ctx, about);
+        if (operation === "delete")
+          ctx.log?.audit("LicenseDeleted", `License ${String(row["licenseId"])} deleted`, ctx, about);
+        if (operation === "update" && row["revoked"] && !previous?.["revoked"])
+          ctx.log?.audit("LicenseRevoked", `License ${String(row["licenseId"])} revoked`, ctx, about);
       },
     },
   });
-  const nested = { tag: "Licenses", operations: ["list"] as const, roles: { list: all, create: all, update: all, delete: all }, list };
-  crud(app, { ...nested, entity: License, path: "/v1/customers/{customerId}/licenses", tag: "Customers", scope: { param: "customerId", parent: Customer, column: licenses.customerId } });
-  crud(app, { ...nested, entity: License, path: "/v1/orders/{orderId}/licenses", tag: "Orders", scope: { param: "orderId", parent: Order, column: licenses.orderId } });
+  const nested = {
+    tag: "Licenses",
+    operations: ["list"] as const,
+    roles: { list: all, create: all, update: all, delete: all },
+    list,
+  };
+  crud(app, {
+    ...nested,
+    entity: License,
+    path: "/v1/customers/{customerId}/licenses",
+    tag: "Customers",
+    scope: { param: "customerId", parent: Customer, column: licenses.customerId },
+  });
+  crud(app, {
+    ...nested,
+    entity: License,
+    path: "/v1/orders/{orderId}/licenses",
+    tag: "Orders",
+    scope: { param: "orderId", parent: Order, column: licenses.orderId },
+  });
   crud(app, {
     ...nested,
     entity: License,

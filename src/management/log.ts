@@ -33,18 +33,30 @@ export const LogEntry = defineEntity({
     id: f.id(),
     timestamp: f.date({ readOnly: true }),
     level: f.enumOf(LOG_LEVELS, { readOnly: true }),
-    category: f.oneOf(LOG_CATEGORIES, { readOnly: true, description: "What the entry is about: `Service`, or `Audit` for security events (listed for Administrators only)." }),
+    category: f.oneOf(LOG_CATEGORIES, {
+      readOnly: true,
+      description:
+        "What the entry is about: `Service`, or `Audit` for security events (listed for Administrators only).",
+    }),
     message: f.string({ readOnly: true }),
     exception: f.string({ readOnly: true, description: "The error's name, message and stack." }),
-    properties: f.string({ readOnly: true, description: "JSON object: method, path, status, clientIp … of the request." }),
-    requestId: f.string({ readOnly: true, description: "The request that wrote the entry (its cf-ray or a generated id)." }),
+    properties: f.string({
+      readOnly: true,
+      description: "JSON object: method, path, status, clientIp … of the request.",
+    }),
+    requestId: f.string({
+      readOnly: true,
+      description: "The request that wrote the entry (its cf-ray or a generated id).",
+    }),
   },
 });
 
 const levelParam = z
   .string()
   .max(32)
-  .refine((v) => parseLogLevel(v) !== undefined, { message: `Expected a level name or number: ${LOG_LEVELS.map((l, i) => `${i} ${l}`).join(", ")}` })
+  .refine((v) => parseLogLevel(v) !== undefined, {
+    message: `Expected a level name or number: ${LOG_LEVELS.map((l, i) => `${i} ${l}`).join(", ")}`,
+  })
   .transform((v) => parseLogLevel(v)!);
 
 const isoInstant = z
@@ -55,8 +67,15 @@ const isoInstant = z
 
 /** The query of `DELETE /v1/log`. */
 export const LogDeletionQuery = z.object({
-  before: isoInstant.optional().openapi({ type: "string", format: "date-time", maxLength: 64, description: "Delete entries written before this instant." }),
-  level: levelParam.optional().openapi({ type: "string", maxLength: 32, description: "Delete only entries of this level (name or number)." }),
+  before: isoInstant.optional().openapi({
+    type: "string",
+    format: "date-time",
+    maxLength: 64,
+    description: "Delete entries written before this instant.",
+  }),
+  level: levelParam
+    .optional()
+    .openapi({ type: "string", maxLength: 32, description: "Delete only entries of this level (name or number)." }),
 });
 
 /** Registers `GET /v1/log`, `GET /v1/log/levels` and `DELETE /v1/log`. */
@@ -81,7 +100,10 @@ export function registerLog(app: Router): void {
       operationId: "listLogLevels",
       summary: "List the log levels, by number",
       ...access.key(roles),
-      responses: { 200: json(enveloped({ levels: z.array(z.enum(LOG_LEVELS)) }), "Level names; index = level number"), ...errorResponses },
+      responses: {
+        200: json(enveloped({ levels: z.array(z.enum(LOG_LEVELS)) }), "Level names; index = level number"),
+        ...errorResponses,
+      },
     }),
     (c) => ok(c, { levels: [...LOG_LEVELS] }),
   );
@@ -93,7 +115,8 @@ export function registerLog(app: Router): void {
       tags: ["Service log"],
       operationId: "deleteLogs",
       summary: "Delete log entries (all, or those before a date and/or of a level)",
-      description: "Audit entries (category `Audit`) are deleted only when an Administrator asks; other roles delete the rest.",
+      description:
+        "Audit entries (category `Audit`) are deleted only when an Administrator asks; other roles delete the rest.",
       ...access.key(roles),
       request: { query: LogDeletionQuery },
       responses: { 200: json(enveloped({ deleted: int64() }), "How many entries were deleted"), ...errorResponses },
@@ -102,9 +125,17 @@ export function registerLog(app: Router): void {
       const ctx = serviceContext(c);
       const { before, level } = c.req.valid("query");
       // Roles below Administrator clear the service's own entries only, never the audit trail.
-      const deleted = await deleteLogs(ctx.db, { ...(before ? { before } : {}), ...(level ? { level } : {}), keepAudit: !seesAudit(ctx) });
+      const deleted = await deleteLogs(ctx.db, {
+        ...(before ? { before } : {}),
+        ...(level ? { level } : {}),
+        keepAudit: !seesAudit(ctx),
+      });
       // Clearing the log is itself recorded, so the trail shows who removed what.
-      ctx.log?.audit("LogDeleted", `${deleted} log entries deleted`, ctx, { deleted, before: before?.toISOString() ?? null, level: level ?? null });
+      ctx.log?.audit("LogDeleted", `${deleted} log entries deleted`, ctx, {
+        deleted,
+        before: before?.toISOString() ?? null,
+        level: level ?? null,
+      });
       return ok(c, { deleted });
     },
   );

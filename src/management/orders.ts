@@ -7,7 +7,15 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { and, eq, sql } from "drizzle-orm";
 import { Roles, access } from "../auth/guard";
 import type { Db } from "../db/client";
-import { type Row, deleteRow, generateCode, insertRow, refuseIfReferenced, requireById, updateRow } from "../http/repository";
+import {
+  type Row,
+  deleteRow,
+  generateCode,
+  insertRow,
+  refuseIfReferenced,
+  requireById,
+  updateRow,
+} from "../http/repository";
 import { licenses, orderProducts, orders } from "../db/schema";
 import { type ServiceContext, serviceContext } from "../http/context";
 import { crud, intIdParam } from "./crud";
@@ -21,19 +29,31 @@ import { Customer } from "../licensing/customers";
 import { Order, OrderProduct } from "../licensing/orders";
 import { Product } from "../licensing/products";
 
-const ORDER_EVENTS: Record<"create" | "update" | "delete", EventType> = { create: "order.created", update: "order.updated", delete: "order.deleted" };
+const ORDER_EVENTS: Record<"create" | "update" | "delete", EventType> = {
+  create: "order.created",
+  update: "order.updated",
+  delete: "order.deleted",
+};
 
 /** Order changes as events (the record as the API returns it; updates with the changed fields' former values). */
-function emitOrderChange(ctx: ServiceContext, operation: "create" | "update" | "delete", row: Row, previous?: Row): void {
+function emitOrderChange(
+  ctx: ServiceContext,
+  operation: "create" | "update" | "delete",
+  row: Row,
+  previous?: Row,
+): void {
   const data = Order.toWire(row, ctx.config);
-  const changed = operation === "update" && previous ? changedFields(Order.toWire(previous, ctx.config), data) : undefined;
+  const changed =
+    operation === "update" && previous ? changedFields(Order.toWire(previous, ctx.config), data) : undefined;
   if (changed && Object.keys(changed).length === 0) return;
   emit(ctx, ORDER_EVENTS[operation], () => ({ data, ...(changed ? { previous: changed } : {}) }));
 }
 
 /** A change of an order's lines is an order.updated of the order (read after the change, for a subscriber only). */
 function emitOrderLinesChanged(ctx: ServiceContext, orderId: number): void {
-  emit(ctx, "order.updated", async () => ({ data: Order.toWire(await requireById(ctx.db, Order, orderId), ctx.config) }));
+  emit(ctx, "order.updated", async () => ({
+    data: Order.toWire(await requireById(ctx.db, Order, orderId), ctx.config),
+  }));
 }
 
 export function registerOrders(app: Router): void {
@@ -52,7 +72,9 @@ export function registerOrders(app: Router): void {
         return values;
       },
       delete: (ctx, existing) =>
-        refuseIfReferenced(ctx.db, Order, existing["id"] as number, [{ label: "licenses", table: licenses, column: licenses.orderId }]),
+        refuseIfReferenced(ctx.db, Order, existing["id"] as number, [
+          { label: "licenses", table: licenses, column: licenses.orderId },
+        ]),
       written: emitOrderChange,
     },
   });
@@ -74,7 +96,8 @@ export function registerOrders(app: Router): void {
       param: "productId",
       parent: Product,
       // Orders with a line for the product: a subquery, so the list stays one statement.
-      where: (productId) => sql`${orders.id} IN (SELECT ${orderProducts.orderId} FROM ${orderProducts} WHERE ${orderProducts.productId} = ${productId})`,
+      where: (productId) =>
+        sql`${orders.id} IN (SELECT ${orderProducts.orderId} FROM ${orderProducts} WHERE ${orderProducts.productId} = ${productId})`,
     },
   });
   crud(app, {
@@ -94,7 +117,11 @@ const LineBody = z.object({ orderProduct: OrderProduct.createInput });
 /** The order's line for the product, or 400 saying the order (or its line) does not exist. */
 async function requireLine(db: Db, { orderId, productId }: { orderId: number; productId: number }) {
   await requireById(db, Order, orderId);
-  const line = await db.select().from(orderProducts).where(and(eq(orderProducts.orderId, orderId), eq(orderProducts.productId, productId))).get();
+  const line = await db
+    .select()
+    .from(orderProducts)
+    .where(and(eq(orderProducts.orderId, orderId), eq(orderProducts.productId, productId)))
+    .get();
   if (!line) throw new ApiError(400, `Order ${orderId} has no line for product ${productId}`);
   return line;
 }
@@ -119,14 +146,14 @@ function registerOrderLines(app: Router): void {
       responses: { 200: json(enveloped({ orderProductId: int32(1) }), "The line was added"), ...errorResponses },
     }),
     async (c) => {
-    const ctx = serviceContext(c);
-    const { orderId, productId } = c.req.valid("param");
-    await requireById(ctx.db, Order, orderId);
-    await requireById(ctx.db, Product, productId);
-    const values = OrderProduct.toRow(c.req.valid("json").orderProduct);
-    const row = await insertRow(ctx.db, OrderProduct, { quantity: 1, ...values, orderId, productId });
-    emitOrderLinesChanged(ctx, orderId);
-    return ok(c, { orderProductId: row["id"] as number });
+      const ctx = serviceContext(c);
+      const { orderId, productId } = c.req.valid("param");
+      await requireById(ctx.db, Order, orderId);
+      await requireById(ctx.db, Product, productId);
+      const values = OrderProduct.toRow(c.req.valid("json").orderProduct);
+      const row = await insertRow(ctx.db, OrderProduct, { quantity: 1, ...values, orderId, productId });
+      emitOrderLinesChanged(ctx, orderId);
+      return ok(c, { orderProductId: row["id"] as number });
     },
   );
 

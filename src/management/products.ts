@@ -22,7 +22,8 @@ export function registerProducts(app: Router): void {
     roles: { list: all, create: all, update: all, delete: all },
     hooks: {
       update: async (ctx, values, existing) => {
-        if (values["isApplication"] === false && existing["isApplication"]) await refuseIfDownloads(ctx, existing["id"] as number);
+        if (values["isApplication"] === false && existing["isApplication"])
+          await refuseIfDownloads(ctx, existing["id"] as number);
         return values;
       },
       delete: (ctx, existing) =>

@@ -32,7 +32,13 @@ import {
   stageResource,
   verifyRelease,
 } from "../updates/artifacts";
-import { HostedDownloadInput, ReleaseDownload, UploadFields, UploadInput, hostedUrlProblem } from "../updates/release-download";
+import {
+  HostedDownloadInput,
+  ReleaseDownload,
+  UploadFields,
+  UploadInput,
+  hostedUrlProblem,
+} from "../updates/release-download";
 import { MultipartReader, formBoundary } from "../updates/multipart";
 import { MAX_PART_NUMBER, abortUpload, completeUpload, createUpload, uploadPart } from "../updates/uploads";
 import { Product } from "../licensing/products";
@@ -58,7 +64,14 @@ const partParams = uploadParams.extend({
     .int()
     .min(1)
     .max(MAX_PART_NUMBER)
-    .openapi({ param: { name: "partNumber", in: "path" }, type: "integer", format: "int32", minimum: 1, maximum: MAX_PART_NUMBER, description: `1 to ${MAX_PART_NUMBER}, without gaps.` }),
+    .openapi({
+      param: { name: "partNumber", in: "path" },
+      type: "integer",
+      format: "int32",
+      minimum: 1,
+      maximum: MAX_PART_NUMBER,
+      description: `1 to ${MAX_PART_NUMBER}, without gaps.`,
+    }),
 });
 
 const Created = enveloped({
@@ -70,7 +83,12 @@ const Created = enveloped({
 
 /** The 201 answer of every route that adds an artifact. */
 function createdBody(row: Row) {
-  return { releaseDownloadId: row["id"] as number, size: row["size"] as number, sha256: row["sha256"] as string, sha512: row["sha512"] as string };
+  return {
+    releaseDownloadId: row["id"] as number,
+    size: row["size"] as number,
+    sha256: row["sha256"] as string,
+    sha512: row["sha512"] as string,
+  };
 }
 
 /** The multipart form of POST, documented for clients; read by MultipartReader, not by a validator (it streams). */
@@ -78,11 +96,20 @@ const multipartSchema = {
   type: "object" as const,
   required: ["file", "platform", "kind"],
   properties: {
-    file: { type: "string" as const, format: "binary", description: "The artifact's bytes. Send it after the other fields." },
+    file: {
+      type: "string" as const,
+      format: "binary",
+      description: "The artifact's bytes. Send it after the other fields.",
+    },
     platform: { type: "string" as const, enum: [...ReleaseDownload.fields.platform.input.options] },
     kind: { type: "string" as const, enum: [...ReleaseDownload.fields.kind.input.options] },
     fileName: { type: "string" as const, maxLength: 255, description: "Default: the file part's file name." },
-    sourceKind: { type: "string" as const, enum: ["local", "resource"], description: "local (default): R2 under Extensions:DownloadRoot; resource: the database, up to Extensions:MaxResourceArtifactBytes." },
+    sourceKind: {
+      type: "string" as const,
+      enum: ["local", "resource"],
+      description:
+        "local (default): R2 under Extensions:DownloadRoot; resource: the database, up to Extensions:MaxResourceArtifactBytes.",
+    },
     signature: { type: "string" as const, maxLength: 16_384 },
   },
 };
@@ -101,7 +128,8 @@ export function registerDownloads(app: Router): void {
     roles: { list: roles, create: roles, update: roles, delete: roles },
     operationIds: { list: "listReleaseDownloads", update: "updateReleaseDownload", delete: "deleteReleaseDownload" },
     descriptions: {
-      update: "Changes platform, kind, fileName, signature and (hosted artifacts only) url. size, sha256 and sha512 are never changed: they are ignored in the body; to replace the bytes, delete the artifact and add it again.",
+      update:
+        "Changes platform, kind, fileName, signature and (hosted artifacts only) url. size, sha256 and sha512 are never changed: they are ignored in the body; to replace the bytes, delete the artifact and add it again.",
       delete: "Deletes the artifact and its stored bytes (R2 object or database chunks).",
     },
     scope: {
@@ -129,7 +157,7 @@ export function registerDownloads(app: Router): void {
       operationId: "createReleaseDownload",
       summary: "Add an artifact: a hosted URL (JSON) or an uploaded file (multipart/form-data)",
       description:
-        "JSON `{releaseDownload: {platform, kind, fileName, sourceKind: \"url\", url, size, sha256, sha512}}` adds a hosted artifact. " +
+        'JSON `{releaseDownload: {platform, kind, fileName, sourceKind: "url", url, size, sha256, sha512}}` adds a hosted artifact. ' +
         "multipart/form-data uploads the file (part `file`, after the fields platform, kind, fileName, sourceKind, signature); the service computes size and hashes while it streams. " +
         "Only releases of application products with a major.minor.patch version take downloads; one artifact per platform and kind.",
       ...access.key(roles),
@@ -143,7 +171,11 @@ export function registerDownloads(app: Router): void {
           },
         },
       },
-      responses: { 201: json(Created, "The artifact was added"), ...errorResponses, 413: json(enveloped({}), "The file is larger than Extensions:MaxResourceArtifactBytes (sourceKind resource)") },
+      responses: {
+        201: json(Created, "The artifact was added"),
+        ...errorResponses,
+        413: json(enveloped({}), "The file is larger than Extensions:MaxResourceArtifactBytes (sourceKind resource)"),
+      },
     }),
     async (c) => {
       const ctx = serviceContext(c);
@@ -156,9 +188,16 @@ export function registerDownloads(app: Router): void {
         row = await addUploaded(ctx, target, new MultipartReader(c.req.raw.body, boundary));
       } else {
         const input = hostedBody(c.req).releaseDownload;
-        if (!input) throw new ApiError(400, "Send {releaseDownload: {...}} as JSON for a hosted artifact, or the file as multipart/form-data");
+        if (!input)
+          throw new ApiError(
+            400,
+            "Send {releaseDownload: {...}} as JSON for a hosted artifact, or the file as multipart/form-data",
+          );
         if ((input.sourceKind ?? "url") !== "url") {
-          throw new ApiError(400, `sourceKind ${input.sourceKind} stores uploaded bytes: send the file as multipart/form-data (the JSON form adds hosted artifacts, sourceKind url)`);
+          throw new ApiError(
+            400,
+            `sourceKind ${input.sourceKind} stores uploaded bytes: send the file as multipart/form-data (the JSON form adds hosted artifacts, sourceKind url)`,
+          );
         }
         row = await addHosted(ctx, target, input);
       }
@@ -173,13 +212,16 @@ export function registerDownloads(app: Router): void {
       tags: [TAG],
       operationId: "verifyReleaseDownloads",
       summary: "Re-hash every uploaded artifact of the release",
-      description: "Streams the stored bytes of every local and resource artifact and compares size, sha256 and sha512 with the record. Hosted (url) artifacts are not checked.",
+      description:
+        "Streams the stored bytes of every local and resource artifact and compares size, sha256 and sha512 with the record. Hosted (url) artifacts are not checked.",
       ...access.key(roles),
       request: { params: releaseParams },
       responses: {
         200: json(
           enveloped({
-            drifted: z.array(int32(1)).openapi({ description: "Ids of artifacts whose bytes are missing or do not match their size and hashes." }),
+            drifted: z.array(int32(1)).openapi({
+              description: "Ids of artifacts whose bytes are missing or do not match their size and hashes.",
+            }),
             checked: int64().openapi({ description: "How many uploaded artifacts were checked." }),
           }),
           "The result of the check",
@@ -208,7 +250,11 @@ function hostedBody(req: unknown): { releaseDownload?: z.infer<typeof HostedDown
 /** PUT rules beyond the schema: url belongs to hosted artifacts only and cannot be cleared on them. */
 function checkUpdate(values: Row, existing: Row): Row {
   if (values["url"] === undefined) return values;
-  if (existing["sourceKind"] !== "url") throw new ApiError(400, `url can be changed only on hosted artifacts (sourceKind url); this one is ${existing["sourceKind"]}`);
+  if (existing["sourceKind"] !== "url")
+    throw new ApiError(
+      400,
+      `url can be changed only on hosted artifacts (sourceKind url); this one is ${existing["sourceKind"]}`,
+    );
   if (values["url"] === null) throw new ApiError(400, "url is required for a hosted artifact");
   const problem = hostedUrlProblem(values["url"] as string);
   if (problem) throw new ApiError(400, problem);
@@ -239,7 +285,11 @@ async function addUploaded(ctx: ServiceContext, target: DownloadTarget, form: Mu
     const staged = await stage(ctx, target, parsed.data, form.bytes());
     return commitStaged(ctx, target, staged, async () => {
       const extra = await form.next();
-      if (extra) throw new ApiError(400, `The form part "${extra.name}" comes after the file; send every field before the file part`);
+      if (extra)
+        throw new ApiError(
+          400,
+          `The form part "${extra.name}" comes after the file; send every field before the file part`,
+        );
     });
   }
   throw new ApiError(400, "The form has no part named file");
@@ -282,15 +332,23 @@ function registerUploads(app: Router): void {
       ...access.key(roles),
       request: {
         params: partParams,
-        body: { required: true, content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } } },
+        body: {
+          required: true,
+          content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } },
+        },
       },
-      responses: { 200: json(enveloped({ partNumber: int32(1, MAX_PART_NUMBER), size: int64() }), "The part was stored"), 411: json(enveloped({}), "No Content-Length"), ...errorResponses },
+      responses: {
+        200: json(enveloped({ partNumber: int32(1, MAX_PART_NUMBER), size: int64() }), "The part was stored"),
+        411: json(enveloped({}), "No Content-Length"),
+        ...errorResponses,
+      },
     }),
     async (c) => {
       const ctx = serviceContext(c);
       const { productId, releaseId, uploadId, partNumber } = c.req.valid("param");
       const length = Number(c.req.header("content-length") ?? Number.NaN);
-      if (!Number.isSafeInteger(length)) throw new ApiError(411, "Content-Length is required: R2 stores a part only with its length known");
+      if (!Number.isSafeInteger(length))
+        throw new ApiError(411, "Content-Length is required: R2 stores a part only with its length known");
       if (length === 0 || !c.req.raw.body) throw new ApiError(400, "The part is empty");
       const part = await uploadPart(ctx, { productId, releaseId, uploadId }, partNumber, c.req.raw.body, length);
       return ok(c, { partNumber: part.partNumber, size: part.size });

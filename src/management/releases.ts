@@ -10,11 +10,18 @@ import { Product } from "../licensing/products";
 import { LicenseTemplate } from "../licensing/license-templates";
 import { bumpReleaseGeneration } from "../updates/product-memo";
 
-async function checkMaintenanceRule(ctx: ServiceContext, productId: number, requiresMaintenance: unknown): Promise<void> {
+async function checkMaintenanceRule(
+  ctx: ServiceContext,
+  productId: number,
+  requiresMaintenance: unknown,
+): Promise<void> {
   if (requiresMaintenance !== false || ctx.config["Updates:AllowPublicApplicationReleases"]) return;
   const product = await requireById(ctx.db, Product, productId);
   if (product["isApplication"]) {
-    throw new ApiError(400, "requiresMaintenance cannot be false on an application product unless Updates:AllowPublicApplicationReleases is enabled");
+    throw new ApiError(
+      400,
+      "requiresMaintenance cannot be false on an application product unless Updates:AllowPublicApplicationReleases is enabled",
+    );
   }
 }
 
@@ -56,6 +63,11 @@ export function registerReleases(app: Router): void {
     label: "license template",
     operations: ["list"],
     roles: { list: all, create: all, update: all, delete: all },
-    scope: { param: "releaseId", parent: ProductRelease, column: licenseTemplates.releaseId, parentScope: { param: "productId", column: productReleases.productId, parent: Product } },
+    scope: {
+      param: "releaseId",
+      parent: ProductRelease,
+      column: licenseTemplates.releaseId,
+      parentScope: { param: "productId", column: productReleases.productId, parent: Product },
+    },
   });
 }

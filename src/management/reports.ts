@@ -19,9 +19,16 @@ export function registerReports(app: Router): void {
     list: { decorate: showPublicLicenseIds },
     hooks: {
       written: (ctx, operation, row) => {
-        if (operation === "delete") emit(ctx, "report.deleted", async () => ({ data: await reportRecord(ctx.db, ctx.config, row) }));
+        if (operation === "delete")
+          emit(ctx, "report.deleted", async () => ({ data: await reportRecord(ctx.db, ctx.config, row) }));
       },
     },
   });
-  registerGeoLocationRoute(app, { path: "/v1/reports/geolocation", tag: "Reports", operationId: "locateReports", target: "reports", label: "received reports" });
+  registerGeoLocationRoute(app, {
+    path: "/v1/reports/geolocation",
+    tag: "Reports",
+    operationId: "locateReports",
+    target: "reports",
+    label: "received reports",
+  });
 }

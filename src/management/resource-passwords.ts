@@ -29,7 +29,11 @@ export async function sealPlainPasswords(d1: D1Database, config: Config): Promis
     .all<{ id: number; password: string }>();
   const updates: D1PreparedStatement[] = [];
   for (const row of results) {
-    updates.push(d1.prepare("UPDATE resources SET password = ? WHERE id = ? AND password = ?").bind(await encryptSecret(secret, row.password), row.id, row.password));
+    updates.push(
+      d1
+        .prepare("UPDATE resources SET password = ? WHERE id = ? AND password = ?")
+        .bind(await encryptSecret(secret, row.password), row.id, row.password),
+    );
   }
   const [first, ...rest] = updates;
   if (!first) return 0;

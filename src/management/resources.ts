@@ -28,8 +28,15 @@ export const Resource = defineEntity({
     code: f.string({ max: 128 }),
     description: f.string(),
     source: f.string({ max: 2048 }),
-    password: f.string({ max: 256, writeOnly: true, description: "Protects the resource; stored encrypted, accepted, never returned." }),
-    data: f.string({ max: 1_000_000, description: "Never returned for signing keys (SignatureKey, RetiredSignatureKey): it holds their private part." }),
+    password: f.string({
+      max: 256,
+      writeOnly: true,
+      description: "Protects the resource; stored encrypted, accepted, never returned.",
+    }),
+    data: f.string({
+      max: 1_000_000,
+      description: "Never returned for signing keys (SignatureKey, RetiredSignatureKey): it holds their private part.",
+    }),
     dataFormat: f.string({ max: 64 }),
     meta: f.string(),
     createdAt: f.date({ readOnly: true }),
@@ -61,7 +68,8 @@ export function registerResources(app: Router): void {
     roles: { list: Roles.management, create: Roles.management, update: Roles.management, delete: Roles.management },
     list: { decorate: hidePrivateKeys },
     descriptions: {
-      delete: "Deletes a resource. Signing keys (Administrator only) are retired instead: a retired key signs no more and stays published at GET /v1/extensions/keys until every license key it signed has expired.",
+      delete:
+        "Deletes a resource. Signing keys (Administrator only) are retired instead: a retired key signs no more and stays published at GET /v1/extensions/keys until every license key it signed has expired.",
     },
     hooks: {
       create: (ctx, values) => {
@@ -76,7 +84,11 @@ export function registerResources(app: Router): void {
         requireAdministratorFor(ctx, existing["type"]);
         // A retired key may go once nothing it signed is in use any more.
         const heldUntil = signingKeyState(existing["type"]) === "retired" ? retiredKeyHeldUntil(existing) : undefined;
-        if (heldUntil) throw new ApiError(400, `This retired signing key stays published until ${heldUntil}, when the last license key it signed expires`);
+        if (heldUntil)
+          throw new ApiError(
+            400,
+            `This retired signing key stays published until ${heldUntil}, when the last license key it signed expires`,
+          );
       },
       remove: async (ctx, id, existing) => {
         if (signingKeyState(existing["type"]) === "active") return retireSigningKey(ctx.db, ctx.config, id as number);

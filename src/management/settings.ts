@@ -36,7 +36,11 @@ export const SettingsChange = z
       .array(
         z.object({
           name: z.string().min(1).max(256),
-          value: z.string().max(100_000).nullable().openapi({ description: "The new value as text; null removes the stored value." }),
+          value: z
+            .string()
+            .max(100_000)
+            .nullable()
+            .openapi({ description: "The new value as text; null removes the stored value." }),
         }),
       )
       .min(1)
@@ -77,7 +81,10 @@ export function registerSettings(app: Router): void {
       summary: "Change settings (all or nothing); a null value returns a setting to its environment or default value",
       ...access.key(Roles.admin),
       request: { body: jsonBody(SettingsChange) },
-      responses: { 200: json(enveloped({ settings: z.array(SettingRecord) }), "The changed settings as they now apply"), ...errorResponses },
+      responses: {
+        200: json(enveloped({ settings: z.array(SettingRecord) }), "The changed settings as they now apply"),
+        ...errorResponses,
+      },
     }),
     async (c) => {
       const ctx = serviceContext(c);

@@ -38,20 +38,43 @@ export function endsTokens(values: Row, existing: Row): boolean {
 }
 
 /** Columns a user write changes that are no audit event of their own (derived or bookkeeping). */
-const UNAUDITED = new Set(["passwordHash", "normalizedUserName", "updatedAt", "tokensValidAfter", "lastLogIn", "roles"]);
+const UNAUDITED = new Set([
+  "passwordHash",
+  "normalizedUserName",
+  "updatedAt",
+  "tokensValidAfter",
+  "lastLogIn",
+  "roles",
+]);
 
 /** The audit entries of a user write, from the row before and after: never the password or its hash. */
-export function auditUserWrite(ctx: ServiceContext, operation: "create" | "update" | "delete", row: Row, previous?: Row): void {
+export function auditUserWrite(
+  ctx: ServiceContext,
+  operation: "create" | "update" | "delete",
+  row: Row,
+  previous?: Row,
+): void {
   const name = String(row["userName"]);
   const about = { targetUserId: row["id"], targetUserName: name };
   if (operation !== "update" || !previous) {
-    ctx.log?.audit(operation === "create" ? "UserCreated" : "UserDeleted", `User ${name} ${operation}d`, ctx, { ...about, roles: row["roles"] ?? [] });
+    ctx.log?.audit(operation === "create" ? "UserCreated" : "UserDeleted", `User ${name} ${operation}d`, ctx, {
+      ...about,
+      roles: row["roles"] ?? [],
+    });
     return;
   }
-  if (row["passwordHash"] !== previous["passwordHash"]) ctx.log?.audit("PasswordChanged", `Password of user ${name} changed`, ctx, about);
+  if (row["passwordHash"] !== previous["passwordHash"])
+    ctx.log?.audit("PasswordChanged", `Password of user ${name} changed`, ctx, about);
   const before = JSON.stringify(previous["roles"] ?? []);
-  if (JSON.stringify(row["roles"] ?? []) !== before) ctx.log?.audit("RolesChanged", `Roles of user ${name} changed`, ctx, { ...about, from: previous["roles"] ?? [], to: row["roles"] ?? [] });
-  const fields = Object.keys(row).filter((k) => !UNAUDITED.has(k) && JSON.stringify(row[k] ?? null) !== JSON.stringify(previous[k] ?? null));
+  if (JSON.stringify(row["roles"] ?? []) !== before)
+    ctx.log?.audit("RolesChanged", `Roles of user ${name} changed`, ctx, {
+      ...about,
+      from: previous["roles"] ?? [],
+      to: row["roles"] ?? [],
+    });
+  const fields = Object.keys(row).filter(
+    (k) => !UNAUDITED.has(k) && JSON.stringify(row[k] ?? null) !== JSON.stringify(previous[k] ?? null),
+  );
   if (fields.length > 0) ctx.log?.audit("UserChanged", `User ${name} changed`, ctx, { ...about, fields });
 }
 
@@ -104,11 +127,17 @@ export function registerUsers(app: Router): void {
       summary: "List the roles",
       description: NO_LIST_PARAMS,
       ...access.key(admin),
-      responses: { 200: json(enveloped({ roles: z.array(RoleRecord), totalRolesCount: int64() }), "Every role"), ...errorResponses },
+      responses: {
+        200: json(enveloped({ roles: z.array(RoleRecord), totalRolesCount: int64() }), "Every role"),
+        ...errorResponses,
+      },
     }),
     (c) => {
       refuseListParams(c.req.query());
-      return ok(c, { roles: ROLES.map((name, i) => ({ id: i + 1, name, description: ROLE_DESCRIPTIONS[name] })), totalRolesCount: ROLES.length });
+      return ok(c, {
+        roles: ROLES.map((name, i) => ({ id: i + 1, name, description: ROLE_DESCRIPTIONS[name] })),
+        totalRolesCount: ROLES.length,
+      });
     },
   );
 
@@ -153,7 +182,10 @@ export function registerUsers(app: Router): void {
         }
         const next = ROLES.filter((r) => current.has(r));
         const ends = endsTokens({ roles: next }, user);
-        const row = await updateRow(ctx.db, User, userId, { roles: next, ...(ends ? { tokensValidAfter: tokensEndNow() } : {}) });
+        const row = await updateRow(ctx.db, User, userId, {
+          roles: next,
+          ...(ends ? { tokensValidAfter: tokensEndNow() } : {}),
+        });
         invalidateApiKeyCache();
         auditUserWrite(ctx, "update", row, user);
         return ok(c, { roles: next });

@@ -5,7 +5,10 @@
 
 /** The address as bytes: 4 for IPv4 (and IPv4-mapped IPv6), 16 for IPv6; undefined when not an address. */
 export function parseIp(text: string): Uint8Array | undefined {
-  const value = text.trim().replace(/^\[|\]$/g, "").replace(/%.*$/, "");
+  const value = text
+    .trim()
+    .replace(/^\[|\]$/g, "")
+    .replace(/%.*$/, "");
   if (/^\d{1,3}(\.\d{1,3}){3}$/.test(value)) {
     const parts = value.split(".").map(Number);
     return parts.every((p) => p <= 255) ? Uint8Array.from(parts) : undefined;

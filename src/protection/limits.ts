@@ -53,12 +53,18 @@ export const ipProtection: MiddlewareHandler<AppEnv> = async (c, next) => {
     }
   };
   if (ipInList(ip, config["IpFiltering:Blacklist"])) throw new ApiError(403, "Requests from this address are blocked");
-  if (!config["IpFiltering:BruteForceProtection:Enabled"] || ipInList(ip, config["IpFiltering:Whitelist"])) return proceed();
+  if (!config["IpFiltering:BruteForceProtection:Enabled"] || ipInList(ip, config["IpFiltering:Whitelist"]))
+    return proceed();
   let verdict;
   if (LOGIN_PATHS.includes(c.req.path)) {
     // A login flood stops here, before any password is hashed: a generous limit of its own, blocked for one frame.
     const frame = config["IpFiltering:BruteForceProtection:TimeFrameDuration"];
-    verdict = await limiter(c.env, ip, "logins").hit(clock.now().getTime(), config["IpFiltering:AuthenticationProtection:MaxLoginRequestsPerTimeFrame"], frame, frame);
+    verdict = await limiter(c.env, ip, "logins").hit(
+      clock.now().getTime(),
+      config["IpFiltering:AuthenticationProtection:MaxLoginRequestsPerTimeFrame"],
+      frame,
+      frame,
+    );
   } else {
     if (excluded(c.req.path, config)) return proceed();
     verdict = await limiter(c.env, ip).hit(
@@ -108,23 +114,45 @@ const isFailedLogin = (e: unknown) => e instanceof ApiError && e.status === 401;
  * it counts as a failure until settled. A failure (`isFailure`, by default a 401) stays counted and may start the
  * block (one audit entry per block); a password success clears that account's failures only.
  */
-export async function protectLogin<T>(ctx: ServiceContext, who: LoginAttempt, attempt: () => Promise<T>, isFailure: (e: unknown) => boolean = isFailedLogin): Promise<T> {
+export async function protectLogin<T>(
+  ctx: ServiceContext,
+  who: LoginAttempt,
+  attempt: () => Promise<T>,
+  isFailure: (e: unknown) => boolean = isFailedLogin,
+): Promise<T> {
   if (!watched(ctx)) return attempt();
   const ip = limiter(ctx.env, ctx.clientIp);
   const maxAttempts = ctx.config["IpFiltering:AuthenticationProtection:MaxFailedAttempts"];
   const blockMs = ctx.config["IpFiltering:AuthenticationProtection:LoginBlockDuration"];
   const gate = await ip.loginBegin(clock.now().getTime(), maxAttempts, blockMs);
-  if (!gate.allowed) throw new RefusalError(500, `Too many failed logins from this address. Try again in ${gate.retryAfter} seconds.`);
+  if (!gate.allowed)
+    throw new RefusalError(500, `Too many failed logins from this address. Try again in ${gate.retryAfter} seconds.`);
   let result: T;
   try {
     result = await attempt();
   } catch (e) {
     const failed = isFailure(e);
-    const outcome = await ip.loginEnd(clock.now().getTime(), gate.attempt, failed ? "failed" : "neutral", who.account, maxAttempts, blockMs);
+    const outcome = await ip.loginEnd(
+      clock.now().getTime(),
+      gate.attempt,
+      failed ? "failed" : "neutral",
+      who.account,
+      maxAttempts,
+      blockMs,
+    );
     if (outcome.blocked) await auditBlock(ctx, outcome.failures ?? maxAttempts, blockMs);
     throw e;
   }
-  ctx.waitUntil(ip.loginEnd(clock.now().getTime(), gate.attempt, who.clearsFailures ? "succeeded" : "neutral", who.account, maxAttempts, blockMs));
+  ctx.waitUntil(
+    ip.loginEnd(
+      clock.now().getTime(),
+      gate.attempt,
+      who.clearsFailures ? "succeeded" : "neutral",
+      who.account,
+      maxAttempts,
+      blockMs,
+    ),
+  );
   return result;
 }
 
@@ -135,7 +163,11 @@ export async function protectLogin<T>(ctx: ServiceContext, who: LoginAttempt, at
 export async function countFailedLogin(ctx: ServiceContext): Promise<void> {
   if (!watched(ctx)) return;
   const blockMs = ctx.config["IpFiltering:AuthenticationProtection:LoginBlockDuration"];
-  const outcome = await limiter(ctx.env, ctx.clientIp).loginFailed(clock.now().getTime(), ctx.config["IpFiltering:AuthenticationProtection:MaxFailedAttempts"], blockMs);
+  const outcome = await limiter(ctx.env, ctx.clientIp).loginFailed(
+    clock.now().getTime(),
+    ctx.config["IpFiltering:AuthenticationProtection:MaxFailedAttempts"],
+    blockMs,
+  );
   if (outcome.blocked) await auditBlock(ctx, outcome.failures ?? 0, blockMs);
 }
 
@@ -145,9 +177,14 @@ export async function countFailedLogin(ctx: ServiceContext): Promise<void> {
  */
 async function auditBlock(ctx: ServiceContext, failures: number, blockMs: number): Promise<void> {
   const log = new ServiceLog();
-  log.audit("LoginBlocked", `Logins from ${ctx.clientIp} blocked for ${Math.ceil(blockMs / 1000)} seconds after ${failures} failed attempts`, ctx, {
-    failures,
-    blockedSeconds: Math.ceil(blockMs / 1000),
-  });
+  log.audit(
+    "LoginBlocked",
+    `Logins from ${ctx.clientIp} blocked for ${Math.ceil(blockMs / 1000)} seconds after ${failures} failed attempts`,
+    ctx,
+    {
+      failures,
+      blockedSeconds: Math.ceil(blockMs / 1000),
+    },
+  );
   await log.flush(ctx.db, ctx.requestId);
 }

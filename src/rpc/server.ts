@@ -9,8 +9,20 @@
  */
 import { fromBinary } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError, type ConnectRouter, type Interceptor, createConnectRouter, createContextKey, createContextValues } from "@connectrpc/connect";
-import { type UniversalHandler, universalServerRequestFromFetch, universalServerResponseToFetch } from "@connectrpc/connect/protocol";
+import {
+  Code,
+  ConnectError,
+  type ConnectRouter,
+  type Interceptor,
+  createConnectRouter,
+  createContextKey,
+  createContextValues,
+} from "@connectrpc/connect";
+import {
+  type UniversalHandler,
+  universalServerRequestFromFetch,
+  universalServerResponseToFetch,
+} from "@connectrpc/connect/protocol";
 import type { Context } from "hono";
 import type { AppEnv, Principal } from "../http/app-env";
 import { authenticate } from "../auth/guard";
@@ -50,7 +62,11 @@ function state(values: { get<T>(key: { id: symbol; defaultValue: T }): T }): Cal
 function authenticated(values: Parameters<typeof state>[0]): CallState {
   const s = state(values);
   // CONTRACT section 7: a missing or bad credential is Unauthenticated with SPEC's login message.
-  if (s.principal instanceof ApiError) throw new ConnectError(s.principal.status === 403 ? "Permission denied" : INVALID_LOGIN, s.principal.status === 403 ? Code.PermissionDenied : Code.Unauthenticated);
+  if (s.principal instanceof ApiError)
+    throw new ConnectError(
+      s.principal.status === 403 ? "Permission denied" : INVALID_LOGIN,
+      s.principal.status === 403 ? Code.PermissionDenied : Code.Unauthenticated,
+    );
   s.ctx.principal = s.principal;
   return s;
 }
@@ -58,7 +74,12 @@ function authenticated(values: Parameters<typeof state>[0]): CallState {
 /** Service errors as gRPC statuses with the same message (CONTRACT section 4). */
 function toConnectError(e: unknown): unknown {
   if (e instanceof ConnectError) return e;
-  if (e instanceof LicensingError) return new ConnectError(e.message, e.grpcCode as number as Code, e.reason ? { "licensing-reason": e.reason } : undefined);
+  if (e instanceof LicensingError)
+    return new ConnectError(
+      e.message,
+      e.grpcCode as number as Code,
+      e.reason ? { "licensing-reason": e.reason } : undefined,
+    );
   if (e instanceof ApiError) {
     const code =
       e.status === 401
@@ -86,7 +107,8 @@ async function call<T>(run: () => Promise<T>): Promise<T> {
 }
 
 const timestamp = (iso: string | undefined) => (iso ? timestampFromDate(new Date(iso)) : undefined);
-const name = (names: readonly string[], value: number | string) => (typeof value === "string" ? value : (names[value] ?? String(value)));
+const name = (names: readonly string[], value: number | string) =>
+  typeof value === "string" ? value : (names[value] ?? String(value));
 const opt = (s: string | undefined) => (s === undefined || s === "" ? undefined : s);
 
 function licenseMessage(view: LicenseView) {
@@ -99,7 +121,11 @@ function licenseMessage(view: LicenseView) {
     expireAt: timestamp(view.expireAt),
     supportExpireAt: timestamp(view.supportExpireAt),
     features: view.features,
-    licensee: { name: view.licensee.name ?? "", email: view.licensee.email ?? "", company: view.licensee.company ?? "" },
+    licensee: {
+      name: view.licensee.name ?? "",
+      email: view.licensee.email ?? "",
+      company: view.licensee.company ?? "",
+    },
     licenseKey: view.licenseKey ?? "",
   };
 }
@@ -120,7 +146,9 @@ function routes(router: ConnectRouter): void {
         const signedIn =
           req.userKey !== "" && req.username === ""
             ? await protectLogin(ctx, USER_KEY_ATTEMPT, () => signInWithUserKey(ctx, req.userKey))
-            : await protectLogin(ctx, passwordAttempt(req.username || undefined), () => signInWithPassword(ctx, req.username || undefined, req.password));
+            : await protectLogin(ctx, passwordAttempt(req.username || undefined), () =>
+                signInWithPassword(ctx, req.username || undefined, req.password),
+              );
         return { token: signedIn.token, expiresIn: signedIn.expiresIn, roles: signedIn.roles };
       }),
   });
@@ -129,18 +157,57 @@ function routes(router: ConnectRouter): void {
     activateLicense: (req, context) =>
       call(async () => {
         const { ctx, client } = authenticated(context.values);
-        const r = await activate(ctx, { userKey: req.userKey, machineId: req.machineId, clientId: opt(req.clientId), clientName: opt(req.clientName), productCode: opt(req.productCode), version: opt(req.version), nonce: opt(req.nonce) }, client);
-        return { licenseToken: r.licenseToken, tokenExpireAt: timestamp(r.tokenExpireAt), activeClientCount: r.activeClientCount, maxClientCount: r.maxClientCount, license: licenseMessage(r.license) };
+        const r = await activate(
+          ctx,
+          {
+            userKey: req.userKey,
+            machineId: req.machineId,
+            clientId: opt(req.clientId),
+            clientName: opt(req.clientName),
+            productCode: opt(req.productCode),
+            version: opt(req.version),
+            nonce: opt(req.nonce),
+          },
+          client,
+        );
+        return {
+          licenseToken: r.licenseToken,
+          tokenExpireAt: timestamp(r.tokenExpireAt),
+          activeClientCount: r.activeClientCount,
+          maxClientCount: r.maxClientCount,
+          license: licenseMessage(r.license),
+        };
       }),
     deactivateLicense: (req, context) =>
       call(async () => {
         const { ctx, client } = authenticated(context.values);
-        return deactivate(ctx, { userKey: req.userKey, machineId: req.machineId, clientId: opt(req.clientId), licenseToken: opt(req.licenseToken) }, client);
+        return deactivate(
+          ctx,
+          {
+            userKey: req.userKey,
+            machineId: req.machineId,
+            clientId: opt(req.clientId),
+            licenseToken: opt(req.licenseToken),
+          },
+          client,
+        );
       }),
     validateLicense: (req, context) =>
       call(async () => {
         const { ctx, client } = authenticated(context.values);
-        const r = await validate(ctx, { userKey: req.userKey, machineId: opt(req.machineId), clientId: opt(req.clientId), licenseToken: opt(req.licenseToken), productCode: opt(req.productCode), version: opt(req.version), nonce: req.nonce }, client);
+        const r = await validate(
+          ctx,
+          {
+            userKey: req.userKey,
+            machineId: opt(req.machineId),
+            clientId: opt(req.clientId),
+            licenseToken: opt(req.licenseToken),
+            productCode: opt(req.productCode),
+            version: opt(req.version),
+            nonce: req.nonce,
+          },
+          client,
+        );
         return {
           licenseId: r.licenseId,
           status: STATUS[r.status] ?? LicenseStatus.UNSPECIFIED,
@@ -154,7 +221,11 @@ function routes(router: ConnectRouter): void {
     requestFloatingLicense: (req, context) =>
       call(async () => {
         const { ctx, client } = authenticated(context.values);
-        const r = await requestSeat(ctx, { userKey: req.userKey, machineId: req.machineId, clientId: req.clientId, clientName: opt(req.clientName) }, client);
+        const r = await requestSeat(
+          ctx,
+          { userKey: req.userKey, machineId: req.machineId, clientId: req.clientId, clientName: opt(req.clientName) },
+          client,
+        );
         return {
           licenseToken: r.licenseToken,
           tokenExpireAt: timestamp(r.tokenExpireAt),
@@ -173,7 +244,12 @@ function routes(router: ConnectRouter): void {
       call(async () => {
         const { ctx } = authenticated(context.values);
         const r = await heartbeat(ctx, { licenseToken: req.licenseToken });
-        return { tokenExpireAt: timestamp(r.tokenExpireAt), heartbeatInterval: r.heartbeatInterval, activeClientCount: r.activeClientCount, maxClientCount: r.maxClientCount };
+        return {
+          tokenExpireAt: timestamp(r.tokenExpireAt),
+          heartbeatInterval: r.heartbeatInterval,
+          activeClientCount: r.activeClientCount,
+          maxClientCount: r.maxClientCount,
+        };
       }),
   });
 
@@ -188,7 +264,9 @@ function routes(router: ConnectRouter): void {
             name: req.name,
             uid: opt(req.uid),
             version: opt(req.version),
-            date: req.date ? new Date(Number(req.date.seconds) * 1000 + Math.floor(req.date.nanos / 1e6)).toISOString() : undefined,
+            date: req.date
+              ? new Date(Number(req.date.seconds) * 1000 + Math.floor(req.date.nanos / 1e6)).toISOString()
+              : undefined,
             userKey: opt(req.userKey),
             machineId: opt(req.machineId),
             clientId: opt(req.clientId),
@@ -218,11 +296,14 @@ const MAX_MESSAGE_BYTES = MAX_REPORT_BYTES + 64 * 1024;
 function checkFieldLengths(message: object, path = ""): void {
   for (const [key, value] of Object.entries(message)) {
     const limit = FIELD_LIMITS[key] ?? DEFAULT_FIELD_LIMIT;
-    if (typeof value === "string" && value.length > limit) throw new ConnectError(`${path}${key} is longer than ${limit} characters`, Code.InvalidArgument);
+    if (typeof value === "string" && value.length > limit)
+      throw new ConnectError(`${path}${key} is longer than ${limit} characters`, Code.InvalidArgument);
     if (Array.isArray(value)) {
-      if (value.length > MAX_REPEATED) throw new ConnectError(`${path}${key} has more than ${MAX_REPEATED} items`, Code.InvalidArgument);
+      if (value.length > MAX_REPEATED)
+        throw new ConnectError(`${path}${key} has more than ${MAX_REPEATED} items`, Code.InvalidArgument);
       value.forEach((item: unknown, i) => {
-        if (typeof item === "string" && item.length > limit) throw new ConnectError(`${path}${key}[${i}] is longer than ${limit} characters`, Code.InvalidArgument);
+        if (typeof item === "string" && item.length > limit)
+          throw new ConnectError(`${path}${key}[${i}] is longer than ${limit} characters`, Code.InvalidArgument);
         if (item !== null && typeof item === "object") checkFieldLengths(item, `${path}${key}[${i}].`);
       });
     } else if (value !== null && typeof value === "object") checkFieldLengths(value, `${path}${key}.`);
@@ -240,7 +321,13 @@ let handlers: Map<string, UniversalHandler> | undefined;
 /** The connect handlers by path, built once per isolate (DESIGN: no router built per request). */
 function rpcHandlers(): Map<string, UniversalHandler> {
   if (!handlers) {
-    const router = createConnectRouter({ grpc: false, grpcWeb: true, connect: true, readMaxBytes: MAX_MESSAGE_BYTES, interceptors: [fieldLimits] });
+    const router = createConnectRouter({
+      grpc: false,
+      grpcWeb: true,
+      connect: true,
+      readMaxBytes: MAX_MESSAGE_BYTES,
+      interceptors: [fieldLimits],
+    });
     routes(router);
     handlers = new Map(router.handlers.map((h) => [h.requestPath, h]));
   }
@@ -343,14 +430,20 @@ async function parsedRequest(request: Request, handler: UniversalHandler): Promi
     if (bytes.byteLength === 0) return new Request(request, { body: bytes });
     if (bytes.byteLength < 5) throw new MalformedRequest("the gRPC-Web frame header is cut short");
     const length = new DataView(bytes.buffer, bytes.byteOffset + 1, 4).getUint32(0);
-    if (bytes[0] !== 0) throw new MalformedRequest("the gRPC-Web message is compressed or not a message frame; send one uncompressed message");
-    if (5 + length !== bytes.byteLength) throw new MalformedRequest("the gRPC-Web body is not exactly one message frame");
+    if (bytes[0] !== 0)
+      throw new MalformedRequest(
+        "the gRPC-Web message is compressed or not a message frame; send one uncompressed message",
+      );
+    if (5 + length !== bytes.byteLength)
+      throw new MalformedRequest("the gRPC-Web body is not exactly one message frame");
     message = bytes.subarray(5);
   }
   try {
     fromBinary(handler.method.input, message);
   } catch (e) {
-    throw new MalformedRequest(`the request is not a ${handler.method.input.typeName} message: ${e instanceof Error ? e.message : String(e)}`);
+    throw new MalformedRequest(
+      `the request is not a ${handler.method.input.typeName} message: ${e instanceof Error ? e.message : String(e)}`,
+    );
   }
   return new Request(request, { body: bytes });
 }
@@ -359,11 +452,18 @@ async function parsedRequest(request: Request, handler: UniversalHandler): Promi
 function refusal(request: Request, text: boolean, e: MalformedRequest): Response {
   const type = request.headers.get("content-type") ?? "";
   if (text || GRPC_WEB_BINARY.test(type.split(";")[0]?.trim() ?? "")) {
-    const headers = { "content-type": text ? "application/grpc-web-text+proto" : "application/grpc-web+proto", "grpc-status": String(e.code), "grpc-message": encodeURIComponent(e.message) };
+    const headers = {
+      "content-type": text ? "application/grpc-web-text+proto" : "application/grpc-web+proto",
+      "grpc-status": String(e.code),
+      "grpc-message": encodeURIComponent(e.message),
+    };
     return new Response(null, { status: 200, headers });
   }
   const tooLarge = e.code === Code.ResourceExhausted;
-  return Response.json({ code: tooLarge ? "resource_exhausted" : "invalid_argument", message: e.message }, { status: tooLarge ? 429 : 400 });
+  return Response.json(
+    { code: tooLarge ? "resource_exhausted" : "invalid_argument", message: e.message },
+    { status: tooLarge ? 429 : 400 },
+  );
 }
 
 async function serve(c: Context<AppEnv>, handler: UniversalHandler): Promise<Response> {

@@ -53,7 +53,13 @@ export async function keepAnswer(key: string, response: Response, now: number, m
   if (body.byteLength > MAX_ANSWER_BYTES || maxAgeMs <= 0) return;
   drop(key);
   while (kept.size > 0 && keptBytes + body.byteLength > MAX_BYTES) drop(kept.keys().next().value as string);
-  kept.set(key, { body, status: response.status, headers: [...response.headers], keptAt: now, expiresAt: now + Math.min(maxAgeMs, ANSWER_MEMO_MS) });
+  kept.set(key, {
+    body,
+    status: response.status,
+    headers: [...response.headers],
+    keptAt: now,
+    expiresAt: now + Math.min(maxAgeMs, ANSWER_MEMO_MS),
+  });
   keptBytes += body.byteLength;
 }
 

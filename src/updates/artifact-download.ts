@@ -12,7 +12,14 @@ import { ApiError } from "../errors";
 import type { LicenseRow } from "../licensing/license-core";
 import { recordTrace } from "../licensing/traces";
 import { TraceAction } from "../licensing/vocabulary";
-import { BAD_DOWNLOAD_TOKEN, type Caller, REVOKED_OR_EXPIRED, licenseOf, requireTokenLicense, resolveCaller } from "./caller";
+import {
+  BAD_DOWNLOAD_TOKEN,
+  type Caller,
+  REVOKED_OR_EXPIRED,
+  licenseOf,
+  requireTokenLicense,
+  resolveCaller,
+} from "./caller";
 import { CHANNELS, PLATFORMS, type Platform, type ProductRow, platformVerdict, requiresMaintenance } from "./catalog";
 import { type DownloadClaim, coversWholeFile, recordTokenUse, verifyDownloadToken } from "./download-tokens";
 import { productByCodeMemo } from "./product-memo";
@@ -112,9 +119,12 @@ export async function multipartBody(
   const boundary = `licensing-${randomString(24)}`;
   const encoder = new TextEncoder();
   const head = (r: Span, first: boolean) =>
-    encoder.encode(`${first ? "" : "\r\n"}--${boundary}\r\nContent-Type: ${contentType}\r\nContent-Range: bytes ${r.start}-${r.end}/${file.size}\r\n\r\n`);
+    encoder.encode(
+      `${first ? "" : "\r\n"}--${boundary}\r\nContent-Type: ${contentType}\r\nContent-Range: bytes ${r.start}-${r.end}/${file.size}\r\n\r\n`,
+    );
   const tail = encoder.encode(`\r\n--${boundary}--\r\n`);
-  const length = ranges.reduce((n, r, i) => n + head(r, i === 0).byteLength + (r.end - r.start + 1), 0) + tail.byteLength;
+  const length =
+    ranges.reduce((n, r, i) => n + head(r, i === 0).byteLength + (r.end - r.start + 1), 0) + tail.byteLength;
 
   const groups = coalesce(ranges);
   if (!read) return { body: null, boundary, length };
@@ -154,13 +164,15 @@ const TRACE_DOWNLOAD = TraceAction.Download;
 
 export function requirePlatform(value: string | undefined, fallback?: Platform): Platform {
   const platform = value ?? fallback;
-  if (!platform || !(PLATFORMS as readonly string[]).includes(platform)) throw new ApiError(400, `Unknown platform '${value}': one of ${PLATFORMS.join(", ")}`);
+  if (!platform || !(PLATFORMS as readonly string[]).includes(platform))
+    throw new ApiError(400, `Unknown platform '${value}': one of ${PLATFORMS.join(", ")}`);
   return platform as Platform;
 }
 
 export function requireChannel(value: string | undefined): string {
   const channel = value ?? "stable";
-  if (!(CHANNELS as readonly string[]).includes(channel)) throw new ApiError(400, `Unknown channel '${value}': stable or insider`);
+  if (!(CHANNELS as readonly string[]).includes(channel))
+    throw new ApiError(400, `Unknown channel '${value}': stable or insider`);
   return channel;
 }
 
@@ -178,14 +190,23 @@ export function traceFor(c: Context<AppEnv>, caller: Caller, action: number): vo
   const license = licenseOf(caller);
   if (!license?.trace) return;
   const client = clientInfo(c);
-  recordTrace(serviceContext(c), { licenseId: license.id, action, address: client.address, geoLocation: client.geoLocation }, nowIso());
+  recordTrace(
+    serviceContext(c),
+    { licenseId: license.id, action, address: client.address, geoLocation: client.geoLocation },
+    nowIso(),
+  );
 }
 
 /** 403 naming the platform rule when the platform's family is not open to this license (SPEC rule 3). */
 function refuseByPlatform(ctx: ServiceContext, platform: Platform, license: LicenseRow | undefined): void {
   const verdict = platformVerdict(ctx.config, platform, license);
   if (!verdict.allowed) {
-    throw new ApiError(403, verdict.reason === "platformRequiresEdition" ? `${platform} needs a license of the ${verdict.requiredEdition} edition` : `${platform} needs a license`);
+    throw new ApiError(
+      403,
+      verdict.reason === "platformRequiresEdition"
+        ? `${platform} needs a license of the ${verdict.requiredEdition} edition`
+        : `${platform} needs a license`,
+    );
   }
 }
 
@@ -230,7 +251,9 @@ export async function downloadResponse(c: Context<AppEnv>): Promise<Response> {
   const head = c.req.method === "HEAD";
   const etag = artifactEtag(file);
   // A Range whose If-Range names other bytes is answered with the whole file (RFC 9110 section 13.1.5).
-  const range = ifRangeHolds(c.req.header("if-range"), etag) ? parseRange(c.req.header("range"), file.size) : parseRange(undefined, file.size);
+  const range = ifRangeHolds(c.req.header("if-range"), etag)
+    ? parseRange(c.req.header("range"), file.size)
+    : parseRange(undefined, file.size);
   const caller = await downloadCaller(ctx, product.id, userKeyOf(c));
   const token = query["token"];
   // Blockmaps describe, they do not install: auto-updaters fetch them beside the installer without its token. Whether
@@ -260,26 +283,35 @@ export async function downloadResponse(c: Context<AppEnv>): Promise<Response> {
         ? "public, max-age=31536000, immutable"
         : `public, max-age=${ctx.config["Updates:FeedCacheSeconds"]}`;
   const hosted = file.sourceKind === "url" && file.url;
-  if (!hosted && noneMatchHits(c.req.header("if-none-match"), etag)) return new Response(null, { status: 304, headers: { ETag: etag, "Cache-Control": cacheControl } });
+  if (!hosted && noneMatchHits(c.req.header("if-none-match"), etag))
+    return new Response(null, { status: 304, headers: { ETag: etag, "Cache-Control": cacheControl } });
 
   // What this answer serves; a token records it in one statement (download-tokens.ts) before any byte is sent.
-  const complete = hosted || range.kind === "all" || (range.kind === "ranges" && coversWholeFile(range.ranges, file.size));
+  const complete =
+    hosted || range.kind === "all" || (range.kind === "ranges" && coversWholeFile(range.ranges, file.size));
   if (claim && !head && range.kind !== "unsatisfiable") {
-    const bytes = range.kind === "ranges" && !hosted ? range.ranges.reduce((n, r) => n + r.end - r.start + 1, 0) : file.size;
+    const bytes =
+      range.kind === "ranges" && !hosted ? range.ranges.reduce((n, r) => n + r.end - r.start + 1, 0) : file.size;
     await recordTokenUse(ctx, claim, { bytes, complete: Boolean(complete), size: file.size });
   }
   if (complete && !head) traceFor(c, license ? { kind: "licensed", license } : caller, TRACE_DOWNLOAD);
 
-  if (hosted) return new Response(null, { status: 302, headers: { Location: file.url!, "Cache-Control": "private, no-store" } });
+  if (hosted)
+    return new Response(null, { status: 302, headers: { Location: file.url!, "Cache-Control": "private, no-store" } });
 
   const headers = { ...artifactHeaders(file, cacheControl), "Content-Disposition": contentDisposition(file.fileName) };
   // HEAD reads no bytes, so it asks storage whether they are there: it must not promise what GET would answer 404.
-  if (head && !(await artifactExists(ctx.env, ctx.db, file))) throw new ApiError(404, "The artifact's bytes are missing");
-  if (range.kind === "unsatisfiable") return new Response(null, { status: 416, headers: { ...headers, "Content-Range": `bytes */${file.size}` } });
+  if (head && !(await artifactExists(ctx.env, ctx.db, file)))
+    throw new ApiError(404, "The artifact's bytes are missing");
+  if (range.kind === "unsatisfiable")
+    return new Response(null, { status: 416, headers: { ...headers, "Content-Range": `bytes */${file.size}` } });
   if (range.kind === "all") {
     const body = head ? null : await readArtifact(ctx.env, ctx.db, file);
     if (!head && !body) throw new ApiError(404, "The artifact's bytes are missing");
-    return new Response(body, { status: 200, headers: { ...headers, "Content-Type": "application/octet-stream", "Content-Length": String(file.size) } });
+    return new Response(body, {
+      status: 200,
+      headers: { ...headers, "Content-Type": "application/octet-stream", "Content-Length": String(file.size) },
+    });
   }
   if (range.ranges.length === 1) {
     const r = range.ranges[0]!;
@@ -287,13 +319,22 @@ export async function downloadResponse(c: Context<AppEnv>): Promise<Response> {
     if (!head && !body) throw new ApiError(404, "The artifact's bytes are missing");
     return new Response(body, {
       status: 206,
-      headers: { ...headers, "Content-Type": "application/octet-stream", "Content-Range": `bytes ${r.start}-${r.end}/${file.size}`, "Content-Length": String(r.end - r.start + 1) },
+      headers: {
+        ...headers,
+        "Content-Type": "application/octet-stream",
+        "Content-Range": `bytes ${r.start}-${r.end}/${file.size}`,
+        "Content-Length": String(r.end - r.start + 1),
+      },
     });
   }
   const multipart = await multipartBody(ctx.env, ctx.db, file, range.ranges, undefined, !head);
   if (!multipart) throw new ApiError(404, "The artifact's bytes are missing");
   return new Response(multipart.body, {
     status: 206,
-    headers: { ...headers, "Content-Type": `multipart/byteranges; boundary=${multipart.boundary}`, "Content-Length": String(multipart.length) },
+    headers: {
+      ...headers,
+      "Content-Type": `multipart/byteranges; boundary=${multipart.boundary}`,
+      "Content-Length": String(multipart.length),
+    },
   });
 }

@@ -101,7 +101,11 @@ export interface SizeLimit {
  * Stores `source` through `sink`, hashing on the way. Empty files are refused (an artifact has a size > 0); on any
  * failure the sink's bytes are discarded before the error goes on.
  */
-export async function storeStream(source: AsyncIterable<Uint8Array>, sink: BlockSink, limit?: SizeLimit): Promise<Digests> {
+export async function storeStream(
+  source: AsyncIterable<Uint8Array>,
+  sink: BlockSink,
+  limit?: SizeLimit,
+): Promise<Digests> {
   const hasher = new Hasher();
   const blocks = new Blocks(sink.blockSize);
   try {

@@ -44,7 +44,11 @@ export function publishedDownloads(releaseId: number) {
 }
 
 /** The release `releaseId` of product `productId` with what decides whether it takes downloads; 400 when missing. */
-async function releaseOf(db: Db, productId: number, releaseId: number): Promise<{ code: string; isApplication: boolean; version: string }> {
+async function releaseOf(
+  db: Db,
+  productId: number,
+  releaseId: number,
+): Promise<{ code: string; isApplication: boolean; version: string }> {
   const row = await db
     .select({ code: products.code, isApplication: products.isApplication, version: productReleases.version })
     .from(productReleases)
@@ -62,10 +66,16 @@ async function releaseOf(db: Db, productId: number, releaseId: number): Promise<
 export async function downloadTarget(db: Db, productId: number, releaseId: number): Promise<DownloadTarget> {
   const row = await releaseOf(db, productId, releaseId);
   if (!row.isApplication) {
-    throw new ApiError(400, `Downloads can be added only to releases of application products; product ${row.code} is not an application (isApplication is false)`);
+    throw new ApiError(
+      400,
+      `Downloads can be added only to releases of application products; product ${row.code} is not an application (isApplication is false)`,
+    );
   }
   if (!DOWNLOAD_VERSION.test(row.version)) {
-    throw new ApiError(400, `Release version "${row.version}" is not major.minor.patch (optionally -prerelease); only such releases receive downloads`);
+    throw new ApiError(
+      400,
+      `Release version "${row.version}" is not major.minor.patch (optionally -prerelease); only such releases receive downloads`,
+    );
   }
   return { productId, productCode: row.code, releaseId, version: row.version };
 }
@@ -75,19 +85,35 @@ export async function refuseTaken(db: Db, releaseId: number, platform: string, k
   const row = await db
     .select({ id: releaseDownloads.id })
     .from(releaseDownloads)
-    .where(and(eq(releaseDownloads.releaseId, releaseId), eq(releaseDownloads.platform, platform), eq(releaseDownloads.kind, kind)))
+    .where(
+      and(
+        eq(releaseDownloads.releaseId, releaseId),
+        eq(releaseDownloads.platform, platform),
+        eq(releaseDownloads.kind, kind),
+      ),
+    )
     .get();
-  if (row) throw new ApiError(400, `Release ${releaseId} already has a ${kind} for ${platform} (download ${row.id}); delete it first to replace it`);
+  if (row)
+    throw new ApiError(
+      400,
+      `Release ${releaseId} already has a ${kind} for ${platform} (download ${row.id}); delete it first to replace it`,
+    );
 }
 
 /** The R2 bucket and key prefix of `local` artifacts, or 400 naming Extensions:DownloadRoot. */
 export function artifactBucket(env: Bindings, config: Config): { bucket: R2Bucket; root: string } {
   const root = (config["Extensions:DownloadRoot"] ?? "").replace(/^\/+|\/+$/g, "");
   if (!root) {
-    throw new ApiError(400, "Extensions:DownloadRoot is not set: it is the key prefix of uploaded artifacts in the ARTIFACTS R2 bucket, required for sourceKind=local (or store the file with sourceKind=resource)");
+    throw new ApiError(
+      400,
+      "Extensions:DownloadRoot is not set: it is the key prefix of uploaded artifacts in the ARTIFACTS R2 bucket, required for sourceKind=local (or store the file with sourceKind=resource)",
+    );
   }
   if (!env.ARTIFACTS) {
-    throw new ApiError(400, "Extensions:DownloadRoot needs an R2 bucket bound as ARTIFACTS and none is bound; bind one in wrangler.toml (or store the file with sourceKind=resource)");
+    throw new ApiError(
+      400,
+      "Extensions:DownloadRoot needs an R2 bucket bound as ARTIFACTS and none is bound; bind one in wrangler.toml (or store the file with sourceKind=resource)",
+    );
   }
   return { bucket: env.ARTIFACTS, root };
 }
@@ -109,7 +135,11 @@ export interface StagedArtifact {
 }
 
 /** Adds a hosted artifact (JSON form): size and hashes as its publisher gives them. */
-export async function addHosted(ctx: ServiceContext, target: DownloadTarget, input: Record<string, unknown>): Promise<Row> {
+export async function addHosted(
+  ctx: ServiceContext,
+  target: DownloadTarget,
+  input: Record<string, unknown>,
+): Promise<Row> {
   const row = await insertRow(ctx.db, ReleaseDownload, {
     releaseId: target.releaseId,
     platform: input["platform"],
@@ -127,15 +157,28 @@ export async function addHosted(ctx: ServiceContext, target: DownloadTarget, inp
 }
 
 /** Streams an uploaded file into R2 under Extensions:DownloadRoot; the row is written by `commit`. */
-export async function stageLocal(ctx: ServiceContext, target: DownloadTarget, fields: UploadFields, source: AsyncIterable<Uint8Array>): Promise<StagedArtifact> {
+export async function stageLocal(
+  ctx: ServiceContext,
+  target: DownloadTarget,
+  fields: UploadFields,
+  source: AsyncIterable<Uint8Array>,
+): Promise<StagedArtifact> {
   const { bucket, root } = artifactBucket(ctx.env, ctx.config);
   const key = artifactKey(root, target, fields.fileName);
-  const digests = await storeStream(source, new R2Sink(bucket, key, { httpMetadata: { contentType: "application/octet-stream" } }));
+  const digests = await storeStream(
+    source,
+    new R2Sink(bucket, key, { httpMetadata: { contentType: "application/octet-stream" } }),
+  );
   const discard = () => bucket.delete(key);
   return {
     digests,
     discard,
-    commit: () => insertRow(ctx.db, ReleaseDownload, { ...artifactValues(target, fields, digests), sourceKind: "local", storageKey: key }),
+    commit: () =>
+      insertRow(ctx.db, ReleaseDownload, {
+        ...artifactValues(target, fields, digests),
+        sourceKind: "local",
+        storageKey: key,
+      }),
   };
 }
 
@@ -143,7 +186,12 @@ export async function stageLocal(ctx: ServiceContext, target: DownloadTarget, fi
  * Streams an uploaded file into D1 chunks under a pending row, up to Extensions:MaxResourceArtifactBytes (413 past
  * it, as soon as the stream passes it); `commit` gives the row its platform, size and hashes in one UPDATE.
  */
-export async function stageResource(ctx: ServiceContext, target: DownloadTarget, fields: UploadFields, source: AsyncIterable<Uint8Array>): Promise<StagedArtifact> {
+export async function stageResource(
+  ctx: ServiceContext,
+  target: DownloadTarget,
+  fields: UploadFields,
+  source: AsyncIterable<Uint8Array>,
+): Promise<StagedArtifact> {
   await removeStalePending(ctx.db);
   const pending = await insertRow(ctx.db, ReleaseDownload, {
     ...artifactValues(target, fields, { size: 0, sha256: "", sha512: "" }),
@@ -157,7 +205,11 @@ export async function stageResource(ctx: ServiceContext, target: DownloadTarget,
   try {
     digests = await storeStream(source, new ChunkSink(ctx.db, id, CHUNK_BYTES), {
       max,
-      refuse: (limit) => new ApiError(413, `The file is larger than Extensions:MaxResourceArtifactBytes (${limit} bytes), the limit of sourceKind=resource; upload it with sourceKind=local`),
+      refuse: (limit) =>
+        new ApiError(
+          413,
+          `The file is larger than Extensions:MaxResourceArtifactBytes (${limit} bytes), the limit of sourceKind=resource; upload it with sourceKind=local`,
+        ),
     });
   } catch (e) {
     await discard();
@@ -166,7 +218,13 @@ export async function stageResource(ctx: ServiceContext, target: DownloadTarget,
   return {
     digests,
     discard,
-    commit: () => updateRow(ctx.db, ReleaseDownload, id, { platform: fields.platform, size: digests.size, sha256: digests.sha256, sha512: digests.sha512 }),
+    commit: () =>
+      updateRow(ctx.db, ReleaseDownload, id, {
+        platform: fields.platform,
+        size: digests.size,
+        sha256: digests.sha256,
+        sha512: digests.sha512,
+      }),
   };
 }
 
@@ -184,13 +242,20 @@ function artifactValues(target: DownloadTarget, fields: UploadFields, digests: D
 }
 
 /** Publishes staged bytes (or removes them when publishing fails, e.g. the platform and kind were taken meanwhile). */
-export async function commitStaged(ctx: ServiceContext, target: DownloadTarget, staged: StagedArtifact, beforeCommit?: () => Promise<void>): Promise<Row> {
+export async function commitStaged(
+  ctx: ServiceContext,
+  target: DownloadTarget,
+  staged: StagedArtifact,
+  beforeCommit?: () => Promise<void>,
+): Promise<Row> {
   let row: Row;
   try {
     await beforeCommit?.();
     row = await staged.commit();
   } catch (e) {
-    await staged.discard().catch((cleanup: unknown) => console.error("discarding an artifact that was not published", cleanup));
+    await staged
+      .discard()
+      .catch((cleanup: unknown) => console.error("discarding an artifact that was not published", cleanup));
     throw e;
   }
   await bumpReleaseGeneration(ctx.db, target.productId);
@@ -200,7 +265,10 @@ export async function commitStaged(ctx: ServiceContext, target: DownloadTarget, 
 /** Deletes rows with their chunks (chunks first: the foreign key would refuse the row otherwise without cascade). */
 async function removeRows(db: Db, ids: number[]): Promise<void> {
   if (ids.length === 0) return;
-  await db.batch([db.delete(artifactChunks).where(inArray(artifactChunks.downloadId, ids)), db.delete(releaseDownloads).where(inArray(releaseDownloads.id, ids))]);
+  await db.batch([
+    db.delete(artifactChunks).where(inArray(artifactChunks.downloadId, ids)),
+    db.delete(releaseDownloads).where(inArray(releaseDownloads.id, ids)),
+  ]);
 }
 
 /** Removes pending rows (and chunks) of uploads that never finished: a Worker stopped in the middle of one. */
@@ -218,7 +286,11 @@ async function removeStalePending(db: Db): Promise<void> {
 
 /** The product of a release (generation bumps after PUT and DELETE, whose hooks only see the artifact row). */
 export async function productOfRelease(db: Db, releaseId: number): Promise<number | undefined> {
-  const row = await db.select({ productId: productReleases.productId }).from(productReleases).where(eq(productReleases.id, releaseId)).get();
+  const row = await db
+    .select({ productId: productReleases.productId })
+    .from(productReleases)
+    .where(eq(productReleases.id, releaseId))
+    .get();
   return row?.productId;
 }
 
@@ -234,7 +306,12 @@ export async function afterArtifactDeleted(ctx: ServiceContext, row: Row): Promi
  * bounded); hosted artifacts are not checked. Returns the ids of artifacts whose bytes are missing, unreadable or
  * differ in size or hash from the row.
  */
-export async function verifyRelease(env: Bindings, db: Db, productId: number, releaseId: number): Promise<{ drifted: number[]; checked: number }> {
+export async function verifyRelease(
+  env: Bindings,
+  db: Db,
+  productId: number,
+  releaseId: number,
+): Promise<{ drifted: number[]; checked: number }> {
   await releaseOf(db, productId, releaseId);
   const rows = await db
     .select()

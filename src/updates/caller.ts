@@ -24,7 +24,10 @@ export interface CustomerName {
  * Who asks. A licensed caller found by resolveCaller also carries its customer's name, read in the same query
  * (null: no customer); undefined where the license came another way (a download token).
  */
-export type Caller = { kind: "anonymous" } | { kind: "unknown" } | { kind: "licensed"; license: LicenseRow; customer?: CustomerName | null };
+export type Caller =
+  | { kind: "anonymous" }
+  | { kind: "unknown" }
+  | { kind: "licensed"; license: LicenseRow; customer?: CustomerName | null };
 
 export const REVOKED_OR_EXPIRED = "License revoked or expired";
 export const BAD_DOWNLOAD_TOKEN = "Download token invalid, expired or already used";
@@ -54,7 +57,11 @@ export function callerLicenseQuery(db: Db, productId: number, key: string) {
 }
 
 /** The caller behind a user key, for one product. */
-export async function resolveCaller(ctx: ServiceContext, productId: number, userKey: string | undefined): Promise<Caller> {
+export async function resolveCaller(
+  ctx: ServiceContext,
+  productId: number,
+  userKey: string | undefined,
+): Promise<Caller> {
   const key = callerKey(userKey);
   if (!key) return { kind: "anonymous" };
   const [row] = await callerLicenseQuery(ctx.db, productId, key);
@@ -70,7 +77,9 @@ export async function judgeCaller(
   ctx: ServiceContext,
   row: { license: LicenseRow; customer: CustomerName | null; askedProductId: number } | undefined,
 ): Promise<Caller> {
-  const verdict = await judgeLicense(ctx.config["Application:EncryptionKey"], row?.license, clock.now(), { productId: row?.askedProductId });
+  const verdict = await judgeLicense(ctx.config["Application:EncryptionKey"], row?.license, clock.now(), {
+    productId: row?.askedProductId,
+  });
   if (verdict.usable) return { kind: "licensed", license: verdict.license, customer: row?.customer ?? null };
   // Guessing user keys on the update routes counts like failed logins (SPEC "Limits" rule 5), refused keys too.
   ctx.waitUntil(countFailedLogin(ctx));
@@ -83,7 +92,10 @@ export function licenseOf(caller: Caller): LicenseRow | undefined {
 }
 
 /** The license a download token was issued to must still be usable, as the license policy decides (otherwise the token's message). */
-export async function requireTokenLicense(ctx: ServiceContext, licenseId: number | null): Promise<LicenseRow | undefined> {
+export async function requireTokenLicense(
+  ctx: ServiceContext,
+  licenseId: number | null,
+): Promise<LicenseRow | undefined> {
   if (licenseId === null) return undefined;
   const license = await ctx.db.select().from(licenses).where(eq(licenses.id, licenseId)).get();
   const verdict = await judgeLicense(ctx.config["Application:EncryptionKey"], license, clock.now());

@@ -48,13 +48,25 @@ export async function productByCode(db: Db, code: string): Promise<ProductRow | 
  * created_at) would overwrite each other.
  */
 export function offeredReleaseReads(db: Db, productId: number, platform: Platform, channel: string | undefined) {
-  const inScope = and(eq(productReleases.productId, productId), eq(productReleases.public, true), channel ? eq(productReleases.channel, channel) : undefined);
+  const inScope = and(
+    eq(productReleases.productId, productId),
+    eq(productReleases.public, true),
+    channel ? eq(productReleases.channel, channel) : undefined,
+  );
   return [
     db.select().from(productReleases).where(inScope),
     db
       .select()
       .from(releaseDownloads)
-      .where(and(eq(releaseDownloads.platform, platform), inArray(releaseDownloads.releaseId, db.select({ id: productReleases.id }).from(productReleases).where(inScope)))),
+      .where(
+        and(
+          eq(releaseDownloads.platform, platform),
+          inArray(
+            releaseDownloads.releaseId,
+            db.select({ id: productReleases.id }).from(productReleases).where(inScope),
+          ),
+        ),
+      ),
   ] as const;
 }
 
@@ -62,17 +74,27 @@ export function offeredReleaseReads(db: Db, productId: number, platform: Platfor
  * The releases a feed may offer for a platform, newest version first: public, on the channel (any channel when
  * none is given), with a `major.minor.patch` version and at least one installer or zip for the platform (SPEC rule 6).
  */
-export async function offeredReleases(db: Db, productId: number, platform: Platform, channel: string | undefined): Promise<ReleaseWithFiles[]> {
+export async function offeredReleases(
+  db: Db,
+  productId: number,
+  platform: Platform,
+  channel: string | undefined,
+): Promise<ReleaseWithFiles[]> {
   const [releases, files] = await db.batch(offeredReleaseReads(db, productId, platform, channel));
   return groupOfferedReleases(releases, files);
 }
 
 /** offeredReleases from the rows of offeredReleaseReads: releases without an artifact for the platform are left out. */
-export function groupOfferedReleases(releases: readonly ReleaseRow[], files: readonly DownloadRow[]): ReleaseWithFiles[] {
+export function groupOfferedReleases(
+  releases: readonly ReleaseRow[],
+  files: readonly DownloadRow[],
+): ReleaseWithFiles[] {
   const byRelease = new Map<number, ReleaseWithFiles>(releases.map((release) => [release.id, { release, files: [] }]));
   for (const file of files) byRelease.get(file.releaseId)?.files.push(file);
   return [...byRelease.values()]
-    .filter((r) => isReleaseVersion(r.release.version) && r.files.some((f) => f.kind === "installer" || f.kind === "zip"))
+    .filter(
+      (r) => isReleaseVersion(r.release.version) && r.files.some((f) => f.kind === "installer" || f.kind === "zip"),
+    )
     .sort((a, b) => compareVersions(b.release.version, a.release.version));
 }
 
@@ -101,13 +123,25 @@ export function maintenanceEnd(license: Pick<LicenseRow, "supportExpireDate" | "
  * application product, but a release can get that value while its product is not one and keep it when the product
  * becomes one again; deciding here, at every read, means no sequence of edits ungates an application's installer.
  */
-export function requiresMaintenance(config: Config, product: Pick<ProductRow, "isApplication">, release: Pick<ReleaseRow, "requiresMaintenance">): boolean {
+export function requiresMaintenance(
+  config: Config,
+  product: Pick<ProductRow, "isApplication">,
+  release: Pick<ReleaseRow, "requiresMaintenance">,
+): boolean {
   return release.requiresMaintenance || (product.isApplication && !config["Updates:AllowPublicApplicationReleases"]);
 }
 
 /** Releases as the update routes judge them: `requiresMaintenance` as requiresMaintenance decides it now. */
-export function withCurrentGates(config: Config, product: Pick<ProductRow, "isApplication">, releases: readonly ReleaseWithFiles[]): ReleaseWithFiles[] {
-  return releases.map((r) => (r.release.requiresMaintenance || !requiresMaintenance(config, product, r.release) ? r : { ...r, release: { ...r.release, requiresMaintenance: true } }));
+export function withCurrentGates(
+  config: Config,
+  product: Pick<ProductRow, "isApplication">,
+  releases: readonly ReleaseWithFiles[],
+): ReleaseWithFiles[] {
+  return releases.map((r) =>
+    r.release.requiresMaintenance || !requiresMaintenance(config, product, r.release)
+      ? r
+      : { ...r, release: { ...r.release, requiresMaintenance: true } },
+  );
 }
 
 /** Rule 2 (and 4): whether the license's maintenance covers the release (by day), or the release needs none. */
@@ -118,7 +152,10 @@ export function coveredByMaintenance(license: LicenseRow | undefined, release: R
   return publishedAt(release).slice(0, 10) <= maintenanceEnd(license).slice(0, 10);
 }
 
-export type PlatformVerdict = { allowed: true } | { allowed: false; reason: "platformRequiresLicense" } | { allowed: false; reason: "platformRequiresEdition"; requiredEdition: string };
+export type PlatformVerdict =
+  | { allowed: true }
+  | { allowed: false; reason: "platformRequiresLicense" }
+  | { allowed: false; reason: "platformRequiresEdition"; requiredEdition: string };
 
 /** Rule 3 (and 4): whether the platform's family is open to the caller's license edition. */
 export function platformVerdict(config: Config, platform: Platform, license: LicenseRow | undefined): PlatformVerdict {

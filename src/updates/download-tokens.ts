@@ -37,11 +37,18 @@ export interface DownloadClaim {
 const TOKEN = /^([0-9a-z]{1,11})\.([0-9a-z]{1,11})\.([0-9a-z]{1,11})\.([0-9A-Za-z]{8})\.([0-9A-Za-z_-]{22})$/;
 
 function tokenKey(ctx: ServiceContext): Promise<CryptoKey> {
-  return deriveKey(requireEncryptionKey(ctx.config["Application:EncryptionKey"], "download tokens"), "updates/download-token/v1", { name: "HMAC", hash: "SHA-256", length: 256 }, ["sign"]);
+  return deriveKey(
+    requireEncryptionKey(ctx.config["Application:EncryptionKey"], "download tokens"),
+    "updates/download-token/v1",
+    { name: "HMAC", hash: "SHA-256", length: 256 },
+    ["sign"],
+  );
 }
 
 async function macOf(ctx: ServiceContext, payload: string): Promise<string> {
-  const mac = new Uint8Array(await crypto.subtle.sign("HMAC", await tokenKey(ctx), new TextEncoder().encode(payload))).slice(0, 16);
+  const mac = new Uint8Array(
+    await crypto.subtle.sign("HMAC", await tokenKey(ctx), new TextEncoder().encode(payload)),
+  ).slice(0, 16);
   let binary = "";
   for (const b of mac) binary += String.fromCharCode(b);
   return btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
@@ -58,13 +65,22 @@ export async function issueDownloadToken(ctx: ServiceContext, downloadId: number
  * Reads a token presented for an artifact, without touching D1: its signature, its expiry and its artifact. 403 with
  * SPEC's message when it is missing, altered, expired or names another artifact.
  */
-export async function verifyDownloadToken(ctx: ServiceContext, token: string | undefined, downloadId: number): Promise<DownloadClaim> {
+export async function verifyDownloadToken(
+  ctx: ServiceContext,
+  token: string | undefined,
+  downloadId: number,
+): Promise<DownloadClaim> {
   const m = token ? TOKEN.exec(token) : null;
   if (!token || !m) throw new ApiError(403, BAD_DOWNLOAD_TOKEN);
   const payload = token.slice(0, token.lastIndexOf("."));
   if (!timingSafeEqualText(await macOf(ctx, payload), m[5]!)) throw new ApiError(403, BAD_DOWNLOAD_TOKEN);
-  const claim = { licenseId: parseInt(m[1]!, 36), downloadId: parseInt(m[2]!, 36), expiresAt: parseInt(m[3]!, 36) * 1000 };
-  if (claim.downloadId !== downloadId || claim.expiresAt <= clock.now().getTime()) throw new ApiError(403, BAD_DOWNLOAD_TOKEN);
+  const claim = {
+    licenseId: parseInt(m[1]!, 36),
+    downloadId: parseInt(m[2]!, 36),
+    expiresAt: parseInt(m[3]!, 36) * 1000,
+  };
+  if (claim.downloadId !== downloadId || claim.expiresAt <= clock.now().getTime())
+    throw new ApiError(403, BAD_DOWNLOAD_TOKEN);
   return { ...claim, digest: await sha256Hex(token) };
 }
 
@@ -84,7 +100,11 @@ export function coversWholeFile(ranges: readonly Span[], size: number): boolean 
  * One statement: the first use inserts the row; a later one updates it only when it is not a second complete download
  * and stays within twice the size. No row back means refused (403 with SPEC's message).
  */
-export async function recordTokenUse(ctx: ServiceContext, claim: DownloadClaim, use: { bytes: number; complete: boolean; size: number }): Promise<void> {
+export async function recordTokenUse(
+  ctx: ServiceContext,
+  claim: DownloadClaim,
+  use: { bytes: number; complete: boolean; size: number },
+): Promise<void> {
   const now = clock.now().toISOString();
   const budget = 2 * use.size;
   if (use.bytes > budget) throw new ApiError(403, BAD_DOWNLOAD_TOKEN);
@@ -101,7 +121,10 @@ export async function recordTokenUse(ctx: ServiceContext, claim: DownloadClaim, 
     })
     .onConflictDoUpdate({
       target: downloadTokens.tokenDigest,
-      set: { bytesServed: sql`${downloadTokens.bytesServed} + excluded.bytes_served`, usedAt: sql`coalesce(${downloadTokens.usedAt}, excluded.used_at)` },
+      set: {
+        bytesServed: sql`${downloadTokens.bytesServed} + excluded.bytes_served`,
+        usedAt: sql`coalesce(${downloadTokens.usedAt}, excluded.used_at)`,
+      },
       setWhere: sql`(excluded.used_at IS NULL OR ${downloadTokens.usedAt} IS NULL) AND ${downloadTokens.bytesServed} + excluded.bytes_served <= ${budget}`,
     })
     .returning({ bytesServed: downloadTokens.bytesServed })

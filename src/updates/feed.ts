@@ -18,7 +18,10 @@ export interface FeedInput {
 }
 
 /** The feed's release for the caller, or undefined when nothing is installable (the platform rule comes first). */
-export function feedRelease(ctx: ServiceContext, input: Pick<FeedInput, "platform" | "caller" | "releases">): ReleaseWithFiles | undefined {
+export function feedRelease(
+  ctx: ServiceContext,
+  input: Pick<FeedInput, "platform" | "caller" | "releases">,
+): ReleaseWithFiles | undefined {
   const license = licenseOf(input.caller);
   if (!platformVerdict(ctx.config, input.platform, license).allowed) return undefined;
   return input.releases.find((r) => coveredByMaintenance(license, r.release));
@@ -28,14 +31,21 @@ export function feedRelease(ctx: ServiceContext, input: Pick<FeedInput, "platfor
 function feedFiles(entry: ReleaseWithFiles, platform: Platform) {
   const files = entry.files.filter((f) => f.kind === "installer" || f.kind === "zip");
   const zipFirst = platform.startsWith("darwin");
-  return files.sort((a, b) => (a.kind === b.kind ? a.fileName.localeCompare(b.fileName) : (a.kind === "zip") === zipFirst ? -1 : 1));
+  return files.sort((a, b) =>
+    a.kind === b.kind ? a.fileName.localeCompare(b.fileName) : (a.kind === "zip") === zipFirst ? -1 : 1,
+  );
 }
 
 /**
  * The YAML of a feed. Serialized with YAML 1.1 rules so that js-yaml (electron-updater's parser) reads every
  * version and date as a string.
  */
-export async function feedYaml(ctx: ServiceContext, input: FeedInput, entry: ReleaseWithFiles, options: { staged?: number } = {}): Promise<string> {
+export async function feedYaml(
+  ctx: ServiceContext,
+  input: FeedInput,
+  entry: ReleaseWithFiles,
+  options: { staged?: number } = {},
+): Promise<string> {
   const files = await Promise.all(
     feedFiles(entry, input.platform).map(async (file) => {
       const info = await downloadFor(ctx, input, entry, file);

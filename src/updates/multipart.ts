@@ -33,7 +33,11 @@ export function formBoundary(contentType: string | undefined): string | undefine
 /** Index of `needle` in `haystack` from `from`, or -1 (first byte found natively, the rest compared). */
 function indexOf(haystack: Uint8Array, needle: Uint8Array, from = 0): number {
   const first = needle[0]!;
-  for (let i = haystack.indexOf(first, from); i !== -1 && i <= haystack.length - needle.length; i = haystack.indexOf(first, i + 1)) {
+  for (
+    let i = haystack.indexOf(first, from);
+    i !== -1 && i <= haystack.length - needle.length;
+    i = haystack.indexOf(first, i + 1)
+  ) {
     let j = 1;
     while (j < needle.length && haystack[i + j] === needle[j]) j++;
     if (j === needle.length) return i;
@@ -82,11 +86,16 @@ function parseHeaders(block: string): FormPart {
     if (name === "content-disposition") disposition = value;
     else if (name === "content-type") contentType = value;
   }
-  if (!disposition || !/^form-data\s*(;|$)/i.test(disposition)) throw malformed("a part has no Content-Disposition: form-data header");
+  if (!disposition || !/^form-data\s*(;|$)/i.test(disposition))
+    throw malformed("a part has no Content-Disposition: form-data header");
   const params = dispositionParams(disposition);
   if (params["name"] === undefined) throw malformed("a part has no field name");
   const fileName = extendedFileName(params["filename*"]) ?? params["filename"];
-  return { name: params["name"], ...(fileName !== undefined ? { fileName } : {}), ...(contentType ? { contentType } : {}) };
+  return {
+    name: params["name"],
+    ...(fileName !== undefined ? { fileName } : {}),
+    ...(contentType ? { contentType } : {}),
+  };
 }
 
 /**
@@ -134,7 +143,8 @@ export class MultipartReader {
         this.buffer = this.buffer.subarray(at + this.delimiter.length);
         return;
       }
-      if (this.buffer.length > MAX_PREAMBLE_BYTES || !(await this.fill())) throw malformed("the boundary of the Content-Type header never appears");
+      if (this.buffer.length > MAX_PREAMBLE_BYTES || !(await this.fill()))
+        throw malformed("the boundary of the Content-Type header never appears");
     }
   }
 
@@ -153,7 +163,11 @@ export class MultipartReader {
       await this.reader.cancel().catch(() => undefined);
       return undefined;
     }
-    const headerEnd = await this.find(encoder.encode("\r\n\r\n"), MAX_HEADER_BYTES, "a part's headers are too long or never end");
+    const headerEnd = await this.find(
+      encoder.encode("\r\n\r\n"),
+      MAX_HEADER_BYTES,
+      "a part's headers are too long or never end",
+    );
     const block = decoder.decode(this.buffer.subarray(0, headerEnd)).replace(/^[ \t]*\r\n/, "");
     this.buffer = this.buffer.subarray(headerEnd + 4);
     this.state = "part";

@@ -59,6 +59,9 @@ export function forgetProducts(): void {
  * PRODUCT_MEMO_MS).
  */
 export async function bumpReleaseGeneration(db: Db, productId: number): Promise<void> {
-  await db.update(products).set({ releaseGeneration: sql`${products.releaseGeneration} + 1` }).where(eq(products.id, productId));
+  await db
+    .update(products)
+    .set({ releaseGeneration: sql`${products.releaseGeneration} + 1` })
+    .where(eq(products.id, productId));
   forgetProducts();
 }

@@ -85,7 +85,11 @@ export const MAX_SPANS = 32;
  * `maxSpans` reads plus one per backward step: never more bytes read than the file holds per span, and a bounded
  * number of reads.
  */
-export function coalesce(ranges: readonly Span[], maxGap = 64 * 1024, maxSpans = MAX_SPANS): { span: Span; members: number[] }[] {
+export function coalesce(
+  ranges: readonly Span[],
+  maxGap = 64 * 1024,
+  maxSpans = MAX_SPANS,
+): { span: Span; members: number[] }[] {
   const groups = group(ranges, maxGap);
   if (groups.length <= maxSpans) return groups;
   // The gaps between groups that could be joined (the next one starts after the last range before it ends).

@@ -21,7 +21,8 @@ export const UPLOAD_SOURCE_KINDS = ["local", "resource"] as const;
  * characters, or bidirectional controls that would show users another name than the one they download.
  */
 export const FILE_NAME = new RegExp(`^(?!\\.\\.?$)[^/\\\\${DECEPTIVE_CHARACTERS}]{1,255}$`);
-const FILE_NAME_MESSAGE = "A file name of 1 to 255 characters without '/', '\\', control or bidirectional characters, and not '.' or '..'";
+const FILE_NAME_MESSAGE =
+  "A file name of 1 to 255 characters without '/', '\\', control or bidirectional characters, and not '.' or '..'";
 /** The hash forms the feed serves: SHA-256 lowercase hex, SHA-512 standard base64 (64 bytes = 88 characters). */
 export const SHA256_HEX = /^[0-9a-f]{64}$/;
 export const SHA512_BASE64 = /^[A-Za-z0-9+/]{86}==$/;
@@ -40,7 +41,11 @@ export function hostedUrlProblem(url: string): string | undefined {
 }
 
 /** Body schemas of a file name and of a hosted artifact's URL. */
-export const fileNameSchema = z.string().max(255).regex(FILE_NAME, FILE_NAME_MESSAGE).openapi({ description: "Last segment of the download URL." });
+export const fileNameSchema = z
+  .string()
+  .max(255)
+  .regex(FILE_NAME, FILE_NAME_MESSAGE)
+  .openapi({ description: "Last segment of the download URL." });
 export const hostedUrlSchema = z
   .string()
   .max(2048)
@@ -62,9 +67,17 @@ export const ReleaseDownload = defineEntity({
     platform: f.oneOf(PLATFORMS),
     kind: f.oneOf(KINDS),
     fileName: { ...f.string({ max: 255 }), input: fileNameSchema },
-    sourceKind: f.oneOf(SOURCE_KINDS, { readOnly: true, description: "url (hosted elsewhere), local (R2) or resource (the database)." }),
+    sourceKind: f.oneOf(SOURCE_KINDS, {
+      readOnly: true,
+      description: "url (hosted elsewhere), local (R2) or resource (the database).",
+    }),
     url: { ...f.string({ max: 2048 }), input: hostedUrlSchema },
-    size: { filter: "integer" as const, output: int64().openapi({ description: "Bytes." }), input: int64(), readOnly: true },
+    size: {
+      filter: "integer" as const,
+      output: int64().openapi({ description: "Bytes." }),
+      input: int64(),
+      readOnly: true,
+    },
     sha256: f.string({ readOnly: true, description: "Lowercase hex." }),
     sha512: f.string({ readOnly: true, description: "Base64." }),
     signature: f.string({ max: 16_384, description: "The file's signature, as the publisher made it." }),
@@ -80,11 +93,22 @@ export const HostedDownloadInput = z
     platform: z.enum(PLATFORMS),
     kind: z.enum(KINDS),
     fileName: fileNameSchema,
-    sourceKind: z.enum(SOURCE_KINDS).optional().openapi({ description: "Must be url (the default) in the JSON form; upload bytes with multipart/form-data." }),
+    sourceKind: z
+      .enum(SOURCE_KINDS)
+      .optional()
+      .openapi({ description: "Must be url (the default) in the JSON form; upload bytes with multipart/form-data." }),
     url: hostedUrlSchema,
     size: int64(1).openapi({ description: "Bytes, > 0." }),
-    sha256: z.string().length(64).regex(SHA256_HEX, "64 lowercase hex characters").openapi({ description: "Lowercase hex." }),
-    sha512: z.string().length(88).regex(SHA512_BASE64, "88 characters of standard base64").openapi({ description: "Standard base64 (88 characters)." }),
+    sha256: z
+      .string()
+      .length(64)
+      .regex(SHA256_HEX, "64 lowercase hex characters")
+      .openapi({ description: "Lowercase hex." }),
+    sha512: z
+      .string()
+      .length(88)
+      .regex(SHA512_BASE64, "88 characters of standard base64")
+      .openapi({ description: "Standard base64 (88 characters)." }),
     signature: z.string().max(16_384).nullable().optional(),
   })
   .openapi("ReleaseDownloadHosted");

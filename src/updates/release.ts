@@ -13,14 +13,20 @@ export const ProductRelease = defineEntity({
   fields: {
     id: f.id(),
     productId: f.int({ readOnly: true }),
-    version: f.string({ max: 64, pattern: /^\S+$/, description: "major.minor.patch (optionally -prerelease) for releases that receive downloads." }),
+    version: f.string({
+      max: 64,
+      pattern: /^\S+$/,
+      description: "major.minor.patch (optionally -prerelease) for releases that receive downloads.",
+    }),
     name: f.string({ max: 256 }),
     description: f.string(),
     releaseNotes: f.string({ max: 100_000 }),
     releaseDate: f.date(),
     channel: f.oneOf(CHANNELS, { description: "stable (default) or insider." }),
     public: f.bool(),
-    requiresMaintenance: f.bool({ description: "Default true: installable only while the license's maintenance covers the release date." }),
+    requiresMaintenance: f.bool({
+      description: "Default true: installable only while the license's maintenance covers the release date.",
+    }),
     stagingPercentage: f.int({ min: 0, max: 100 }),
     createdAt: f.date({ readOnly: true }),
     updatedAt: f.date({ readOnly: true }),

@@ -21,7 +21,13 @@ export interface ByteSpan {
 export const CHUNK_BYTES = 1024 * 1024;
 
 function checkSpan(download: ReleaseDownloadRow, span: ByteSpan): void {
-  if (!Number.isInteger(span.start) || !Number.isInteger(span.end) || span.start < 0 || span.end < span.start || span.end >= download.size) {
+  if (
+    !Number.isInteger(span.start) ||
+    !Number.isInteger(span.end) ||
+    span.start < 0 ||
+    span.end < span.start ||
+    span.end >= download.size
+  ) {
     throw new RangeError(`Span ${span.start}-${span.end} is outside artifact ${download.id} (${download.size} bytes)`);
   }
 }
@@ -30,7 +36,12 @@ function checkSpan(download: ReleaseDownloadRow, span: ByteSpan): void {
  * Streams an uploaded artifact's bytes (all, or one span) from R2 (`local`) or its D1 chunks (`resource`);
  * undefined when the bytes are missing. One R2 read per call; chunks read lazily, one D1 query per chunk or per few chunks.
  */
-export async function readArtifact(env: Bindings, db: Db, download: ReleaseDownloadRow, span?: ByteSpan): Promise<ReadableStream<Uint8Array> | undefined> {
+export async function readArtifact(
+  env: Bindings,
+  db: Db,
+  download: ReleaseDownloadRow,
+  span?: ByteSpan,
+): Promise<ReadableStream<Uint8Array> | undefined> {
   if (span) checkSpan(download, span);
   if (download.sourceKind === "local") return readObject(env, download, span);
   if (download.sourceKind === "resource") return readChunks(db, download, span ?? { start: 0, end: download.size - 1 });
@@ -58,7 +69,11 @@ export async function artifactExists(env: Bindings, db: Db, download: ReleaseDow
  * Deletes the stored bytes of artifacts (their R2 objects and chunks). Called after their rows are gone, so a
  * failure here leaves unreferenced bytes, never a row without bytes.
  */
-export async function deleteArtifactBytes(env: Bindings, db: Db, downloads: readonly Pick<ReleaseDownloadRow, "id" | "sourceKind" | "storageKey">[]): Promise<void> {
+export async function deleteArtifactBytes(
+  env: Bindings,
+  db: Db,
+  downloads: readonly Pick<ReleaseDownloadRow, "id" | "sourceKind" | "storageKey">[],
+): Promise<void> {
   const keys = downloads.filter((d) => d.sourceKind === "local" && d.storageKey).map((d) => d.storageKey as string);
   const chunked = downloads.filter((d) => d.sourceKind === "resource").map((d) => d.id);
   if (keys.length > 0 && env.ARTIFACTS) await env.ARTIFACTS.delete(keys);
@@ -66,7 +81,11 @@ export async function deleteArtifactBytes(env: Bindings, db: Db, downloads: read
   if (chunked.length > 0) await db.delete(artifactChunks).where(inArray(artifactChunks.downloadId, chunked));
 }
 
-async function readObject(env: Bindings, download: ReleaseDownloadRow, span: ByteSpan | undefined): Promise<ReadableStream<Uint8Array> | undefined> {
+async function readObject(
+  env: Bindings,
+  download: ReleaseDownloadRow,
+  span: ByteSpan | undefined,
+): Promise<ReadableStream<Uint8Array> | undefined> {
   if (!env.ARTIFACTS || !download.storageKey) return undefined;
   const range = span ? { range: { offset: span.start, length: span.end - span.start + 1 } } : undefined;
   const object = await env.ARTIFACTS.get(download.storageKey, range);
@@ -74,7 +93,13 @@ async function readObject(env: Bindings, download: ReleaseDownloadRow, span: Byt
 }
 
 /** One chunk's bytes [from, to] (offsets inside the chunk), or undefined when the chunk is missing. */
-async function readChunk(db: Db, downloadId: number, seq: number, from: number, to: number): Promise<Uint8Array | undefined> {
+async function readChunk(
+  db: Db,
+  downloadId: number,
+  seq: number,
+  from: number,
+  to: number,
+): Promise<Uint8Array | undefined> {
   // hex() crosses the D1 boundary as one string; a BLOB would arrive as an array of a million numbers.
   const row = await db
     .select({ hex: sql<string>`hex(substr(${artifactChunks.data}, ${from + 1}, ${to - from + 1}))` })
@@ -83,12 +108,17 @@ async function readChunk(db: Db, downloadId: number, seq: number, from: number, 
     .get();
   if (!row) return undefined;
   const bytes = fromHex(row.hex);
-  if (bytes.byteLength !== to - from + 1) throw new Error(`Chunk ${seq} of artifact ${downloadId} is shorter than its artifact's size says`);
+  if (bytes.byteLength !== to - from + 1)
+    throw new Error(`Chunk ${seq} of artifact ${downloadId} is shorter than its artifact's size says`);
   return bytes;
 }
 
 /** The chunks covering `span`, fetched as the consumer reads; undefined when the first one is missing. */
-async function readChunks(db: Db, download: ReleaseDownloadRow, span: ByteSpan): Promise<ReadableStream<Uint8Array> | undefined> {
+async function readChunks(
+  db: Db,
+  download: ReleaseDownloadRow,
+  span: ByteSpan,
+): Promise<ReadableStream<Uint8Array> | undefined> {
   const first = Math.floor(span.start / CHUNK_BYTES);
   const last = Math.floor(span.end / CHUNK_BYTES);
   const bounds = (seq: number) => ({

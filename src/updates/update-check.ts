@@ -12,7 +12,17 @@ import type { ServiceContext } from "../http/context";
 import type { LicenseRow } from "../licensing/license-core";
 import { type Caller, type CustomerName, licenseOf } from "./caller";
 import { issueDownloadToken } from "./download-tokens";
-import { type DownloadRow, type Platform, type ProductRow, type ReleaseWithFiles, coveredByMaintenance, mainFile, maintenanceEnd, platformVerdict, publishedAt } from "./catalog";
+import {
+  type DownloadRow,
+  type Platform,
+  type ProductRow,
+  type ReleaseWithFiles,
+  coveredByMaintenance,
+  mainFile,
+  maintenanceEnd,
+  platformVerdict,
+  publishedAt,
+} from "./catalog";
 import { signBytes } from "../auth/signing-keys";
 import { compareVersions } from "./versions";
 
@@ -69,19 +79,38 @@ export interface UpdateCheckInput {
 }
 
 /** The download of a release's main file; a gated release's URL carries a fresh token for a licensed caller. */
-export async function downloadFor(ctx: ServiceContext, input: Pick<UpdateCheckInput, "caller" | "downloadUrl">, entry: ReleaseWithFiles, file: DownloadRow): Promise<DownloadInfo> {
+export async function downloadFor(
+  ctx: ServiceContext,
+  input: Pick<UpdateCheckInput, "caller" | "downloadUrl">,
+  entry: ReleaseWithFiles,
+  file: DownloadRow,
+): Promise<DownloadInfo> {
   const license = licenseOf(input.caller);
-  const token = entry.release.requiresMaintenance && license ? await issueDownloadToken(ctx, file.id, license.id) : undefined;
-  return { fileName: file.fileName, kind: file.kind, size: file.size, sha256: file.sha256, sha512: file.sha512, url: input.downloadUrl(entry, file, token) };
+  const token =
+    entry.release.requiresMaintenance && license ? await issueDownloadToken(ctx, file.id, license.id) : undefined;
+  return {
+    fileName: file.fileName,
+    kind: file.kind,
+    size: file.size,
+    sha256: file.sha256,
+    sha512: file.sha512,
+    url: input.downloadUrl(entry, file, token),
+  };
 }
 
 /** `customer` is the license's customer as the caller's query read it; undefined when not read (then it is read here). */
-async function maintenanceOf(ctx: ServiceContext, product: ProductRow, license: LicenseRow, customer?: CustomerName | null): Promise<MaintenanceInfo> {
+async function maintenanceOf(
+  ctx: ServiceContext,
+  product: ProductRow,
+  license: LicenseRow,
+  customer?: CustomerName | null,
+): Promise<MaintenanceInfo> {
   const until = maintenanceEnd(license);
   const left = Date.parse(until) - clock.now().getTime();
   let licensee = license.licenseeName ?? undefined;
   if (!licensee && license.customerId !== null) {
-    if (customer === undefined) customer = await ctx.db.select().from(customers).where(eq(customers.id, license.customerId)).get();
+    if (customer === undefined)
+      customer = await ctx.db.select().from(customers).where(eq(customers.id, license.customerId)).get();
     licensee = customer?.company ?? ([customer?.firstName, customer?.lastName].filter(Boolean).join(" ") || undefined);
   }
   return {
@@ -111,9 +140,19 @@ export async function checkForUpdate(ctx: ServiceContext, input: UpdateCheckInpu
     updateAvailable: latest !== undefined && compareVersions(latest.release.version, version) > 0,
     installable: false,
   };
-  if (license) data.maintenance = await maintenanceOf(ctx, product, license, caller.kind === "licensed" ? caller.customer : undefined);
+  if (license)
+    data.maintenance = await maintenanceOf(
+      ctx,
+      product,
+      license,
+      caller.kind === "licensed" ? caller.customer : undefined,
+    );
   if (!latest) return data;
-  data.release = { version: latest.release.version, publishedAt: publishedAt(latest.release), ...(latest.release.name ? { name: latest.release.name } : {}) };
+  data.release = {
+    version: latest.release.version,
+    publishedAt: publishedAt(latest.release),
+    ...(latest.release.name ? { name: latest.release.name } : {}),
+  };
 
   const platformRule = platformVerdict(ctx.config, platform, license);
   if (!platformRule.allowed) {
@@ -128,7 +167,9 @@ export async function checkForUpdate(ctx: ServiceContext, input: UpdateCheckInpu
       if (product.purchaseUrl) data.purchaseUrl = product.purchaseUrl;
     } else {
       data.withheldReason = "maintenanceExpired";
-      const installable = releases.find((r) => coveredByMaintenance(license, r.release) && compareVersions(r.release.version, version) > 0);
+      const installable = releases.find(
+        (r) => coveredByMaintenance(license, r.release) && compareVersions(r.release.version, version) > 0,
+      );
       if (installable) data.latestInstallable = installable.release.version;
     }
     return data;
@@ -140,7 +181,10 @@ export async function checkForUpdate(ctx: ServiceContext, input: UpdateCheckInpu
 }
 
 /** The signed answer: `{ success, data, signature, keyId }`. */
-export async function signUpdateCheck(ctx: ServiceContext, data: UpdateCheckData): Promise<{ success: true; data: UpdateCheckData; signature: string; keyId: string }> {
+export async function signUpdateCheck(
+  ctx: ServiceContext,
+  data: UpdateCheckData,
+): Promise<{ success: true; data: UpdateCheckData; signature: string; keyId: string }> {
   const canonical = canonicalize(data);
   if (canonical === undefined) throw new Error("update check data could not be canonicalized");
   const { signature, keyId } = await signBytes(ctx.db, ctx.config, new TextEncoder().encode(canonical));

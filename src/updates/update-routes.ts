@@ -31,7 +31,16 @@ import {
   offeredReleaseReads,
   withCurrentGates,
 } from "./catalog";
-import { noneMatchHits, USER_KEY_HEADER, requirePlatform, requireChannel, requireProduct, userKeyOf, traceFor, downloadResponse } from "./artifact-download";
+import {
+  noneMatchHits,
+  USER_KEY_HEADER,
+  requirePlatform,
+  requireChannel,
+  requireProduct,
+  userKeyOf,
+  traceFor,
+  downloadResponse,
+} from "./artifact-download";
 import { emptyFeedYaml, feedRelease, feedYaml } from "./feed";
 import { keepAnswer, recallAnswer } from "./answer-memo";
 import { checkForUpdate, signUpdateCheck } from "./update-check";
@@ -40,10 +49,20 @@ import { MAX_VERSION_LENGTH, isReleaseVersion } from "./versions";
 const TRACE_UPDATE_CHECK = TraceAction.UpdateCheck;
 const problems = {
   400: { description: "Unknown platform, channel or version.", content: { "application/json": { schema: Envelope } } },
-  403: { description: "`License revoked or expired`, a refused platform, or `Download token invalid, expired or already used`.", content: { "application/json": { schema: Envelope } } },
-  404: { description: "Unknown product, feed file or artifact.", content: { "application/json": { schema: Envelope } } },
+  403: {
+    description:
+      "`License revoked or expired`, a refused platform, or `Download token invalid, expired or already used`.",
+    content: { "application/json": { schema: Envelope } },
+  },
+  404: {
+    description: "Unknown product, feed file or artifact.",
+    content: { "application/json": { schema: Envelope } },
+  },
   429: tooManyRequests,
-  500: { description: "A failure of the service (the database did not answer).", content: { "application/json": { schema: Envelope } } },
+  500: {
+    description: "A failure of the service (the database did not answer).",
+    content: { "application/json": { schema: Envelope } },
+  },
 } as const;
 
 // The handlers validate these by hand (400 with the update routes' envelope, SPEC error shape 3); the schemas document
@@ -54,8 +73,16 @@ const versionParam = z.string().max(MAX_VERSION_LENGTH);
 // No artifact has a longer name (download-entity.ts), so a longer one is answered 404.
 const fileNameParam = z.string().max(255);
 
-const productCodeParam = z.string().min(1).max(64).openapi({ param: { name: "productCode", in: "path" } });
-const userKeyQuery = z.string().max(128).optional().openapi({ description: `The caller's user key; prefer the ${USER_KEY_HEADER} header.` });
+const productCodeParam = z
+  .string()
+  .min(1)
+  .max(64)
+  .openapi({ param: { name: "productCode", in: "path" } });
+const userKeyQuery = z
+  .string()
+  .max(128)
+  .optional()
+  .openapi({ description: `The caller's user key; prefer the ${USER_KEY_HEADER} header.` });
 
 /**
  * Absolute download URLs on this service (CONTRACT section 5): tokenised when a token is given, otherwise pinned to
@@ -71,7 +98,10 @@ function downloadUrlBuilder(c: Context<AppEnv>, product: ProductRow, platform: P
 function unlessNotModified(c: Context<AppEnv>, res: Response): Response {
   const etag = res.headers.get("ETag");
   if (res.status !== 200 || !etag || !noneMatchHits(c.req.header("if-none-match"), etag)) return res;
-  return new Response(null, { status: 304, headers: { ETag: etag, "Cache-Control": res.headers.get("Cache-Control") ?? "private, no-store" } });
+  return new Response(null, {
+    status: 304,
+    headers: { ETag: etag, "Cache-Control": res.headers.get("Cache-Control") ?? "private, no-store" },
+  });
 }
 
 /** A feed answer with its entity tag: a digest of its YAML (a licensed caller's tokens make each one differ). */
@@ -84,7 +114,12 @@ async function taggedFeed(yaml: string): Promise<Response> {
  * Answers through the edge cache when anonymous; private and uncached when the answer depends on a user key. The
  * isolate's own copy (answer-memo.ts) comes first, so a repeated anonymous poll costs no lookup at all.
  */
-async function throughCache(c: Context<AppEnv>, key: string[], anonymous: boolean, produce: () => Promise<Response>): Promise<Response> {
+async function throughCache(
+  c: Context<AppEnv>,
+  key: string[],
+  anonymous: boolean,
+  produce: () => Promise<Response>,
+): Promise<Response> {
   const seconds = c.get("config")["Updates:FeedCacheSeconds"];
   if (!anonymous || seconds === 0) {
     const res = await produce();
@@ -117,43 +152,76 @@ async function throughCache(c: Context<AppEnv>, key: string[], anonymous: boolea
  * The caller behind a user key and the releases offered to the platform: one D1 round trip (a batch) when a key
  * is given, the releases' query alone otherwise (DESIGN: at most one round trip on a cache miss).
  */
-async function callerAndReleases(ctx: ServiceContext, product: ProductRow, userKey: string | undefined, platform: Platform, channel: string): Promise<{ caller: Caller; releases: ReleaseWithFiles[] }> {
+async function callerAndReleases(
+  ctx: ServiceContext,
+  product: ProductRow,
+  userKey: string | undefined,
+  platform: Platform,
+  channel: string,
+): Promise<{ caller: Caller; releases: ReleaseWithFiles[] }> {
   const key = callerKey(userKey);
   const [releasesQuery, filesQuery] = offeredReleaseReads(ctx.db, product.id, platform, channel);
   if (!key) {
     const [releases, files] = await ctx.db.batch([releasesQuery, filesQuery]);
-    return { caller: { kind: "anonymous" }, releases: withCurrentGates(ctx.config, product, groupOfferedReleases(releases, files)) };
+    return {
+      caller: { kind: "anonymous" },
+      releases: withCurrentGates(ctx.config, product, groupOfferedReleases(releases, files)),
+    };
   }
-  const [licenseRows, releases, files] = await ctx.db.batch([callerLicenseQuery(ctx.db, product.id, key), releasesQuery, filesQuery]);
+  const [licenseRows, releases, files] = await ctx.db.batch([
+    callerLicenseQuery(ctx.db, product.id, key),
+    releasesQuery,
+    filesQuery,
+  ]);
   // The caller is judged first, as when the reads were sequential: a refused key answers 403 whatever the releases.
   const caller = await judgeCaller(ctx, licenseRows[0]);
   return { caller, releases: withCurrentGates(ctx.config, product, groupOfferedReleases(releases, files)) };
 }
 
-async function feedResponse(c: Context<AppEnv>, codeParam: string, channelParam: string | undefined, platformParam: string | undefined, file: string, fallback?: Platform): Promise<Response> {
+async function feedResponse(
+  c: Context<AppEnv>,
+  codeParam: string,
+  channelParam: string | undefined,
+  platformParam: string | undefined,
+  file: string,
+  fallback?: Platform,
+): Promise<Response> {
   const ctx = serviceContext(c);
   const channel = requireChannel(channelParam);
   const platform = requirePlatform(platformParam, fallback);
   // electron-updater with `autoUpdater.channel = "<channel>"` asks for `<channel>.yml` (`-mac`, `-linux`…) instead
   // of `latest…yml`: in a feed directory, which already is one channel, that is the same file.
   if (file.startsWith(`${channel}.`) || file.startsWith(`${channel}-`)) file = `latest${file.slice(channel.length)}`;
-  if (!feedFiles(platform).includes(file)) throw new ApiError(404, `No feed file '${file}' for ${platform}: ${feedFiles(platform).join(" or ")}`);
+  if (!feedFiles(platform).includes(file))
+    throw new ApiError(404, `No feed file '${file}' for ${platform}: ${feedFiles(platform).join(" or ")}`);
   const product = await requireProduct(ctx, codeParam);
   const userKey = userKeyOf(c);
-  const res = await throughCache(c, [product.code, String(product.releaseGeneration), "feed", channel, platform, file], !userKey, async () => {
-    const { caller, releases } = await callerAndReleases(ctx, product, userKey, platform, channel);
-    const input = { platform, caller, releases, downloadUrl: downloadUrlBuilder(c, product, platform) };
-    const entry = feedRelease(ctx, input);
-    traceFor(c, caller, TRACE_UPDATE_CHECK);
-    const yaml = entry ? await feedYaml(ctx, input, entry) : ctx.config["Updates:EmptyFeedAsYaml"] ? await emptyFeedYaml(ctx, input) : undefined;
-    if (yaml === undefined) return new Response(null, { status: 204 });
-    return taggedFeed(yaml);
-  });
+  const res = await throughCache(
+    c,
+    [product.code, String(product.releaseGeneration), "feed", channel, platform, file],
+    !userKey,
+    async () => {
+      const { caller, releases } = await callerAndReleases(ctx, product, userKey, platform, channel);
+      const input = { platform, caller, releases, downloadUrl: downloadUrlBuilder(c, product, platform) };
+      const entry = feedRelease(ctx, input);
+      traceFor(c, caller, TRACE_UPDATE_CHECK);
+      const yaml = entry
+        ? await feedYaml(ctx, input, entry)
+        : ctx.config["Updates:EmptyFeedAsYaml"]
+          ? await emptyFeedYaml(ctx, input)
+          : undefined;
+      if (yaml === undefined) return new Response(null, { status: 204 });
+      return taggedFeed(yaml);
+    },
+  );
   return unlessNotModified(c, res);
 }
 
 const feedResponses = {
-  200: { description: "electron-builder UpdateInfo: the highest release the caller may install", content: { "text/yaml": { schema: z.string() } } },
+  200: {
+    description: "electron-builder UpdateInfo: the highest release the caller may install",
+    content: { "text/yaml": { schema: z.string() } },
+  },
   204: { description: "Nothing installable for the caller (or the platform is not open to the caller's edition)." },
   ...problems,
 } as const;
@@ -166,7 +234,8 @@ export function registerUpdateRoutes(app: Router): void {
       path: "/v1/updates/{productCode}",
       tags: ["Updates"],
       operationId: "checkForUpdate",
-      summary: "Signed update check: the newest release, whether the caller may install it, and the caller's maintenance",
+      summary:
+        "Signed update check: the newest release, whether the caller may install it, and the caller's maintenance",
       ...access.anonymous(),
       request: {
         params: z.object({ productCode: productCodeParam }),
@@ -182,8 +251,12 @@ export function registerUpdateRoutes(app: Router): void {
           z
             .object({
               success: z.boolean(),
-              data: z.record(z.string(), z.unknown()).openapi({ description: "The update check data (format 2); see SPEC." }),
-              signature: z.string().openapi({ description: "Base64 of the 64-byte ES256 (P1363) signature over the RFC 8785 canonical JSON of data." }),
+              data: z
+                .record(z.string(), z.unknown())
+                .openapi({ description: "The update check data (format 2); see SPEC." }),
+              signature: z.string().openapi({
+                description: "Base64 of the 64-byte ES256 (P1363) signature over the RFC 8785 canonical JSON of data.",
+              }),
               keyId: z.string().openapi({ description: "The key's kid in GET /v1/extensions/keys." }),
             })
             .openapi("SignedUpdateCheck"),
@@ -200,12 +273,25 @@ export function registerUpdateRoutes(app: Router): void {
       if (!isReleaseVersion(version)) throw new ApiError(400, `Unknown version '${version}': major.minor.patch`);
       const product = await requireProduct(ctx, c.req.param("productCode") ?? "");
       const userKey = userKeyOf(c);
-      return throughCache(c, [product.code, String(product.releaseGeneration), "check", channel, platform, version], !userKey, async () => {
-        const { caller, releases } = await callerAndReleases(ctx, product, userKey, platform, channel);
-        const data = await checkForUpdate(ctx, { product, platform, version, channel, caller, releases, downloadUrl: downloadUrlBuilder(c, product, platform) });
-        traceFor(c, caller, TRACE_UPDATE_CHECK);
-        return send(c, await signUpdateCheck(ctx, data));
-      });
+      return throughCache(
+        c,
+        [product.code, String(product.releaseGeneration), "check", channel, platform, version],
+        !userKey,
+        async () => {
+          const { caller, releases } = await callerAndReleases(ctx, product, userKey, platform, channel);
+          const data = await checkForUpdate(ctx, {
+            product,
+            platform,
+            version,
+            channel,
+            caller,
+            releases,
+            downloadUrl: downloadUrlBuilder(c, product, platform),
+          });
+          traceFor(c, caller, TRACE_UPDATE_CHECK);
+          return send(c, await signUpdateCheck(ctx, data));
+        },
+      );
     },
   );
 
@@ -223,13 +309,24 @@ export function registerUpdateRoutes(app: Router): void {
           productCode: productCodeParam,
           channel: channelParam.openapi({ param: { name: "channel", in: "path" } }),
           platform: platformParam.openapi({ param: { name: "platform", in: "path" } }),
-          file: z.enum(["latest.yml", "latest-mac.yml", "latest-linux.yml", "latest-linux-arm64.yml"]).openapi({ param: { name: "file", in: "path" }, description: "latest.yml (Windows), latest-mac.yml (macOS), latest-linux.yml or latest-linux-arm64.yml (Linux)" }),
+          file: z.enum(["latest.yml", "latest-mac.yml", "latest-linux.yml", "latest-linux-arm64.yml"]).openapi({
+            param: { name: "file", in: "path" },
+            description:
+              "latest.yml (Windows), latest-mac.yml (macOS), latest-linux.yml or latest-linux-arm64.yml (Linux)",
+          }),
         }),
         query: z.object({ userKey: userKeyQuery }),
       },
       responses: feedResponses,
     }),
-    (c) => feedResponse(c, c.req.param("productCode") ?? "", c.req.param("channel"), c.req.param("platform"), c.req.param("file") ?? ""),
+    (c) =>
+      feedResponse(
+        c,
+        c.req.param("productCode") ?? "",
+        c.req.param("channel"),
+        c.req.param("platform"),
+        c.req.param("file") ?? "",
+      ),
   );
 
   const aliases: [string, Platform][] = [
@@ -250,11 +347,23 @@ export function registerUpdateRoutes(app: Router): void {
         ...access.anonymous(),
         request: {
           params: z.object({ productCode: productCodeParam }),
-          query: z.object({ channel: channelParam.optional(), platform: platformParam.optional(), userKey: userKeyQuery }),
+          query: z.object({
+            channel: channelParam.optional(),
+            platform: platformParam.optional(),
+            userKey: userKeyQuery,
+          }),
         },
         responses: feedResponses,
       }),
-      (c) => feedResponse(c, c.req.param("productCode") ?? "", c.req.query("channel"), c.req.query("platform"), file, fallback),
+      (c) =>
+        feedResponse(
+          c,
+          c.req.param("productCode") ?? "",
+          c.req.query("channel"),
+          c.req.query("platform"),
+          file,
+          fallback,
+        ),
     );
   }
 
@@ -275,16 +384,28 @@ export function registerUpdateRoutes(app: Router): void {
           fileName: fileNameParam.openapi({ param: { name: "fileName", in: "path" } }),
         }),
         query: z.object({
-          token: z.string().max(128).optional().openapi({ description: "Download token (gated releases): used up by the first complete download; ranges resume until it expires." }),
-          artifact: z.string().max(20).optional().openapi({ description: "The artifact's id, as the URLs of feeds and update checks carry it: an ungated answer naming it is cached as immutable." }),
+          token: z.string().max(128).optional().openapi({
+            description:
+              "Download token (gated releases): used up by the first complete download; ranges resume until it expires.",
+          }),
+          artifact: z.string().max(20).optional().openapi({
+            description:
+              "The artifact's id, as the URLs of feeds and update checks carry it: an ungated answer naming it is cached as immutable.",
+          }),
           kind: z.enum(["installer", "zip", "delta", "blockmap"]).optional(),
           userKey: userKeyQuery,
           channel: channelParam.optional(),
         }),
       },
       responses: {
-        200: { description: "The artifact", content: { "application/octet-stream": { schema: z.string().openapi({ format: "binary" }) } } },
-        206: { description: "Byte range(s)", content: { "multipart/byteranges": { schema: z.string().openapi({ format: "binary" }) } } },
+        200: {
+          description: "The artifact",
+          content: { "application/octet-stream": { schema: z.string().openapi({ format: "binary" }) } },
+        },
+        206: {
+          description: "Byte range(s)",
+          content: { "multipart/byteranges": { schema: z.string().openapi({ format: "binary" }) } },
+        },
         302: { description: "A hosted artifact: its URL" },
         416: { description: "Range not satisfiable" },
         ...problems,

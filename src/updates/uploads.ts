@@ -61,12 +61,18 @@ function r2Refusal(e: unknown, what: string): unknown {
 }
 
 /** Starts an upload of the artifact `input` names; returns its id. */
-export async function createUpload(ctx: ServiceContext, target: DownloadTarget, input: { platform: string; kind: string; fileName: string; signature?: string | null | undefined }): Promise<string> {
+export async function createUpload(
+  ctx: ServiceContext,
+  target: DownloadTarget,
+  input: { platform: string; kind: string; fileName: string; signature?: string | null | undefined },
+): Promise<string> {
   const { bucket, root } = artifactBucket(ctx.env, ctx.config);
   await refuseTaken(ctx.db, target.releaseId, input.platform, input.kind);
   const uploadId = randomString(32, "0123456789abcdefghijklmnopqrstuvwxyz");
   const key = artifactKey(root, target, input.fileName);
-  const multipart = await bucket.createMultipartUpload(key, { httpMetadata: { contentType: "application/octet-stream" } });
+  const multipart = await bucket.createMultipartUpload(key, {
+    httpMetadata: { contentType: "application/octet-stream" },
+  });
   const state: UploadState = {
     productId: target.productId,
     releaseId: target.releaseId,
@@ -80,7 +86,9 @@ export async function createUpload(ctx: ServiceContext, target: DownloadTarget, 
     ...(ctx.principal?.keyId !== undefined ? { keyId: ctx.principal.keyId } : {}),
   };
   try {
-    await bucket.put(`${prefixOf(root, uploadId)}upload.json`, JSON.stringify(state), { httpMetadata: { contentType: "application/json" } });
+    await bucket.put(`${prefixOf(root, uploadId)}upload.json`, JSON.stringify(state), {
+      httpMetadata: { contentType: "application/json" },
+    });
   } catch (e) {
     await multipart.abort().catch(() => undefined);
     throw e;
@@ -92,7 +100,12 @@ export async function createUpload(ctx: ServiceContext, target: DownloadTarget, 
  * The upload's state: 400 when it does not exist or belongs to another release, 403 when another API key started it
  * (an upload id in a log or a proxy must not let another key, even an administrator's, write or finish the artifact).
  */
-async function openUpload(ctx: ServiceContext, productId: number, releaseId: number, uploadId: string): Promise<OpenUpload> {
+async function openUpload(
+  ctx: ServiceContext,
+  productId: number,
+  releaseId: number,
+  uploadId: string,
+): Promise<OpenUpload> {
   const { bucket, root } = artifactBucket(ctx.env, ctx.config);
   if (!UPLOAD_ID.test(uploadId)) throw unknownUpload(uploadId);
   const prefix = prefixOf(root, uploadId);
@@ -100,7 +113,8 @@ async function openUpload(ctx: ServiceContext, productId: number, releaseId: num
   if (!object) throw unknownUpload(uploadId);
   const state = await object.json<UploadState>();
   if (state.productId !== productId || state.releaseId !== releaseId) throw unknownUpload(uploadId);
-  if (state.keyId !== undefined && state.keyId !== ctx.principal?.keyId) throw new ApiError(403, `Upload ${uploadId} belongs to the API key that started it`);
+  if (state.keyId !== undefined && state.keyId !== ctx.principal?.keyId)
+    throw new ApiError(403, `Upload ${uploadId} belongs to the API key that started it`);
   return { bucket, prefix, state };
 }
 
@@ -131,10 +145,18 @@ async function storedParts(bucket: R2Bucket, prefix: string): Promise<StoredPart
   const parts: StoredPart[] = [];
   let cursor: string | undefined;
   do {
-    const page = await bucket.list({ prefix: `${prefix}part-`, include: ["customMetadata"], ...(cursor ? { cursor } : {}) });
+    const page = await bucket.list({
+      prefix: `${prefix}part-`,
+      include: ["customMetadata"],
+      ...(cursor ? { cursor } : {}),
+    });
     for (const object of page.objects) {
       const meta = object.customMetadata ?? {};
-      parts.push({ partNumber: Number(object.key.slice(-5)), etag: meta["etag"] ?? "", size: Number(meta["size"] ?? 0) });
+      parts.push({
+        partNumber: Number(object.key.slice(-5)),
+        etag: meta["etag"] ?? "",
+        size: Number(meta["size"] ?? 0),
+      });
     }
     cursor = page.truncated ? page.cursor : undefined;
   } while (cursor);
@@ -148,11 +170,14 @@ export function partsProblem(parts: readonly StoredPart[]): string | undefined {
   if (missing !== -1) return `Part ${missing + 1} is missing; parts are numbered from 1 without gaps`;
   const size = parts[0]!.size;
   for (const part of parts.slice(0, -1)) {
-    if (part.size < R2_MIN_PART_BYTES) return `Part ${part.partNumber} has ${part.size} bytes; every part but the last needs at least ${R2_MIN_PART_BYTES}`;
-    if (part.size !== size) return `Part ${part.partNumber} has ${part.size} bytes and part 1 ${size}; every part but the last must have the same size`;
+    if (part.size < R2_MIN_PART_BYTES)
+      return `Part ${part.partNumber} has ${part.size} bytes; every part but the last needs at least ${R2_MIN_PART_BYTES}`;
+    if (part.size !== size)
+      return `Part ${part.partNumber} has ${part.size} bytes and part 1 ${size}; every part but the last must have the same size`;
   }
   const last = parts[parts.length - 1]!;
-  if (parts.length > 1 && last.size > size) return `The last part (${last.partNumber}) is larger than the others (${last.size} > ${size} bytes)`;
+  if (parts.length > 1 && last.size > size)
+    return `The last part (${last.partNumber}) is larger than the others (${last.size} > ${size} bytes)`;
   return undefined;
 }
 
@@ -178,7 +203,9 @@ export async function completeUpload(ctx: ServiceContext, target: DownloadTarget
   if (problem) throw new ApiError(400, `Upload ${uploadId} cannot be completed: ${problem}`);
   await refuseTaken(ctx.db, target.releaseId, state.platform, state.kind);
   try {
-    await bucket.resumeMultipartUpload(state.key, state.r2UploadId).complete(parts.map(({ partNumber, etag }) => ({ partNumber, etag })));
+    await bucket
+      .resumeMultipartUpload(state.key, state.r2UploadId)
+      .complete(parts.map(({ partNumber, etag }) => ({ partNumber, etag })));
   } catch (e) {
     throw r2Refusal(e, `Upload ${uploadId} cannot be completed`);
   }
@@ -215,7 +242,10 @@ export async function completeUpload(ctx: ServiceContext, target: DownloadTarget
 }
 
 /** Aborts an upload: the R2 multipart upload and its stored parts, and the state. */
-export async function abortUpload(ctx: ServiceContext, ids: { productId: number; releaseId: number; uploadId: string }): Promise<void> {
+export async function abortUpload(
+  ctx: ServiceContext,
+  ids: { productId: number; releaseId: number; uploadId: string },
+): Promise<void> {
   const { bucket, prefix, state } = await openUpload(ctx, ids.productId, ids.releaseId, ids.uploadId);
   // An upload R2 already dropped (expired after 7 days) has nothing left to abort.
   await bucket

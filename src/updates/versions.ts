@@ -2,7 +2,8 @@
  * Release versions: `major.minor.patch` with an optional `-prerelease` (SemVer 2 precedence), the form a release
  * needs to receive downloads and the form update checks compare.
  */
-const VERSION = /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?(?:\+[0-9A-Za-z-.]+)?$/;
+const VERSION =
+  /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?(?:\+[0-9A-Za-z-.]+)?$/;
 
 export interface Version {
   major: number;

@@ -81,10 +81,22 @@ async function responseHead(response: Response): Promise<string | null> {
   return new TextDecoder().decode(bytes.slice(0, RESPONSE_BYTES));
 }
 
-const failed = (errorMessage: string, permanent = false): Attempt => ({ statusCode: null, response: null, errorMessage, isSuccess: false, gone: false, permanent });
+const failed = (errorMessage: string, permanent = false): Attempt => ({
+  statusCode: null,
+  response: null,
+  errorMessage,
+  isSuccess: false,
+  gone: false,
+  permanent,
+});
 
 /** The request headers of an attempt: extra headers first, so the service's own always win. */
-async function requestHeaders(secret: string, extra: Record<string, string>, event: EventRow, timestamp: number): Promise<Headers> {
+async function requestHeaders(
+  secret: string,
+  extra: Record<string, string>,
+  event: EventRow,
+  timestamp: number,
+): Promise<Headers> {
   const headers = new Headers({ "User-Agent": `licensing-service-webhooks/${SERVICE_VERSION}` });
   for (const [name, value] of Object.entries(extra)) headers.set(name, value);
   const own = {
@@ -98,7 +110,11 @@ async function requestHeaders(secret: string, extra: Record<string, string>, eve
 }
 
 /** One signed POST of the event's payload to the subscription's URL, with the SSRF policy checked again first. */
-export async function attemptDelivery(config: Config, subscription: SubscriptionRow, event: EventRow): Promise<Attempt> {
+export async function attemptDelivery(
+  config: Config,
+  subscription: SubscriptionRow,
+  event: EventRow,
+): Promise<Attempt> {
   const refused = webhookUrlProblem(subscription.url, config["Webhooks:AllowInsecureUrls"]);
   if (refused) return failed(refused, true);
   let secret: string;
@@ -107,7 +123,10 @@ export async function attemptDelivery(config: Config, subscription: Subscription
     secret = await decryptSecret(config["Application:EncryptionKey"], subscription.secretEncrypted);
     extra = await openHeaders(config, subscription.headers);
   } catch (e) {
-    return failed(`The subscription's secret or headers cannot be read (was Application:EncryptionKey changed?): ${e instanceof Error ? e.message : String(e)}`, true);
+    return failed(
+      `The subscription's secret or headers cannot be read (was Application:EncryptionKey changed?): ${e instanceof Error ? e.message : String(e)}`,
+      true,
+    );
   }
   const timestamp = Math.floor(clock.now().getTime() / 1000);
   const timeoutMs = deliveryTiming.timeoutMs;
@@ -122,23 +141,38 @@ export async function attemptDelivery(config: Config, subscription: Subscription
     const text = await responseHead(response);
     const status = response.status;
     const isSuccess = status >= 200 && status < 300;
-    const redirect = status >= 300 && status < 400 ? `Redirect not followed (${status}${response.headers.get("location") ? ` to ${response.headers.get("location")}` : ""})` : null;
+    const redirect =
+      status >= 300 && status < 400
+        ? `Redirect not followed (${status}${response.headers.get("location") ? ` to ${response.headers.get("location")}` : ""})`
+        : null;
     return {
       statusCode: status,
       response: text,
-      errorMessage: isSuccess ? null : (redirect ?? `HTTP ${status}${response.statusText ? ` ${response.statusText}` : ""}`),
+      errorMessage: isSuccess
+        ? null
+        : (redirect ?? `HTTP ${status}${response.statusText ? ` ${response.statusText}` : ""}`),
       isSuccess,
       gone: status === 410,
       permanent: false,
     };
   } catch (e) {
     const timedOut = e instanceof Error && (e.name === "TimeoutError" || e.name === "AbortError");
-    return failed(timedOut ? `No answer within ${timeoutMs / 1000} s` : `Request failed: ${e instanceof Error ? e.message : String(e)}`);
+    return failed(
+      timedOut
+        ? `No answer within ${timeoutMs / 1000} s`
+        : `Request failed: ${e instanceof Error ? e.message : String(e)}`,
+    );
   }
 }
 
 /** Stores an attempt on the event's row; a 410 also makes the subscription inactive. */
-export async function recordAttempt(db: Db, event: EventRow, attempt: Attempt, retryCount: number, nextRetryAt: string | null): Promise<EventRow> {
+export async function recordAttempt(
+  db: Db,
+  event: EventRow,
+  attempt: Attempt,
+  retryCount: number,
+  nextRetryAt: string | null,
+): Promise<EventRow> {
   const stamp = nowIso();
   const update = db
     .update(webhookEvents)
@@ -155,7 +189,10 @@ export async function recordAttempt(db: Db, event: EventRow, attempt: Attempt, r
     .where(eq(webhookEvents.id, event.id))
     .returning();
   if (!attempt.gone) return (await update)[0] ?? event;
-  const disable = db.update(webhookSubscriptions).set({ isActive: false, updatedAt: stamp }).where(eq(webhookSubscriptions.id, event.webhookSubscriptionId));
+  const disable = db
+    .update(webhookSubscriptions)
+    .set({ isActive: false, updatedAt: stamp })
+    .where(eq(webhookSubscriptions.id, event.webhookSubscriptionId));
   const [rows] = await db.batch([update, disable]);
   return rows[0] ?? event;
 }
@@ -169,9 +206,15 @@ export function nextRetryCount(event: EventRow): number {
  * An attempt made now, outside the schedule (the test route, a retry by hand): recorded like any other; a scheduled
  * retry still pending keeps its time, so a failure here does not cancel it.
  */
-export async function deliverNow(db: Db, config: Config, subscription: SubscriptionRow, event: EventRow): Promise<EventRow> {
+export async function deliverNow(
+  db: Db,
+  config: Config,
+  subscription: SubscriptionRow,
+  event: EventRow,
+): Promise<EventRow> {
   const attempt = await attemptDelivery(config, subscription, event);
-  const pending = event.nextRetryAt !== null && event.sentAt !== null && event.nextRetryAt > nowIso() ? event.nextRetryAt : null;
+  const pending =
+    event.nextRetryAt !== null && event.sentAt !== null && event.nextRetryAt > nowIso() ? event.nextRetryAt : null;
   return recordAttempt(db, event, attempt, nextRetryCount(event), attempt.isSuccess || attempt.gone ? null : pending);
 }
 
@@ -181,7 +224,10 @@ function isDeliveryJob(body: Job): body is Job & DeliveryJob {
 
 /** Records why a row will not be delivered (no attempt made) and stops its schedule. */
 async function recordSkip(db: Db, event: EventRow, reason: string): Promise<void> {
-  await db.update(webhookEvents).set({ errorMessage: reason, nextRetryAt: null, updatedAt: nowIso() }).where(eq(webhookEvents.id, event.id));
+  await db
+    .update(webhookEvents)
+    .set({ errorMessage: reason, nextRetryAt: null, updatedAt: nowIso() })
+    .where(eq(webhookEvents.id, event.id));
 }
 
 /**
@@ -191,7 +237,9 @@ async function recordSkip(db: Db, event: EventRow, reason: string): Promise<void
 async function deadLetter(env: Bindings, job: DeliveryJob, reason: string | null): Promise<void> {
   const what = `${job.eventId} for subscription ${job.subscriptionId} (${reason})`;
   if (!env.WEBHOOKS_DLQ) return console.error(`webhooks: no WEBHOOKS_DLQ binding; dropping ${what}`);
-  await env.WEBHOOKS_DLQ.send({ ...job, reason, failedAt: nowIso() }).catch((e: unknown) => console.error(`webhooks: dead-lettering ${what} failed`, e));
+  await env.WEBHOOKS_DLQ.send({ ...job, reason, failedAt: nowIso() }).catch((e: unknown) =>
+    console.error(`webhooks: dead-lettering ${what} failed`, e),
+  );
 }
 
 /** The consumer of `webhook.delivery` messages (see the file comment for each decision). */
@@ -212,7 +260,13 @@ export async function consumeDelivery(message: Message<Job>, env: Bindings): Pro
   if (!found || found.event.isSuccess) return message.ack();
   const { event, subscription } = found;
   if (!config["Webhooks:Enabled"] || !subscription.isActive) {
-    await recordSkip(db, event, config["Webhooks:Enabled"] ? "Not delivered: the subscription is inactive" : "Not delivered: webhooks are disabled (Webhooks:Enabled)");
+    await recordSkip(
+      db,
+      event,
+      config["Webhooks:Enabled"]
+        ? "Not delivered: the subscription is inactive"
+        : "Not delivered: webhooks are disabled (Webhooks:Enabled)",
+    );
     return message.ack();
   }
   const retryCount = nextRetryCount(event);
@@ -225,4 +279,3 @@ export async function consumeDelivery(message: Message<Job>, env: Bindings): Pro
   if (!attempt.isSuccess && !attempt.gone) await deadLetter(env, job, attempt.errorMessage);
   message.ack();
 }
-

@@ -52,7 +52,9 @@ export function newEventId(): string {
  * keeps its nulls, because "this field was empty" is the information it carries.
  */
 export function buildPayload(config: Config, type: EventType, body: EventBody): EventPayload {
-  const data = config["Application:IgnoreJSonDefaultValues"] ? (omitNulls(body.data) as Record<string, unknown>) : body.data;
+  const data = config["Application:IgnoreJSonDefaultValues"]
+    ? (omitNulls(body.data) as Record<string, unknown>)
+    : body.data;
   return { id: newEventId(), type, createdAt: nowIso(), data, ...(body.previous ? { previous: body.previous } : {}) };
 }
 
@@ -76,7 +78,11 @@ const MESSAGES_PER_BATCH = 100;
  * Records one delivery event row per subscription for a payload (due now: `nextRetryAt` = its creation), in one D1
  * batch; a row that already exists for the (event, subscription) pair is kept.
  */
-export async function recordDeliveries(db: Db, payload: EventPayload, subscriptionIds: readonly number[]): Promise<void> {
+export async function recordDeliveries(
+  db: Db,
+  payload: EventPayload,
+  subscriptionIds: readonly number[],
+): Promise<void> {
   const stamp = nowIso();
   const text = JSON.stringify(payload);
   const rows = subscriptionIds.map((webhookSubscriptionId) => ({
@@ -90,20 +96,36 @@ export async function recordDeliveries(db: Db, payload: EventPayload, subscripti
   }));
   const inserts = [];
   for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) {
-    inserts.push(db.insert(webhookEvents).values(rows.slice(i, i + ROWS_PER_INSERT)).onConflictDoNothing());
+    inserts.push(
+      db
+        .insert(webhookEvents)
+        .values(rows.slice(i, i + ROWS_PER_INSERT))
+        .onConflictDoNothing(),
+    );
   }
   const [first, ...rest] = inserts;
   if (first) await db.batch([first, ...rest]);
 }
 
 /** Sends one delivery message per subscription; when the queue refuses, the rows say so instead of waiting forever. */
-async function enqueueDeliveries(db: Db, env: Bindings, eventId: string, subscriptionIds: readonly number[]): Promise<void> {
-  const messages = subscriptionIds.map((subscriptionId) => ({ body: { kind: DELIVERY_JOB, eventId, subscriptionId } satisfies DeliveryJob }));
+async function enqueueDeliveries(
+  db: Db,
+  env: Bindings,
+  eventId: string,
+  subscriptionIds: readonly number[],
+): Promise<void> {
+  const messages = subscriptionIds.map((subscriptionId) => ({
+    body: { kind: DELIVERY_JOB, eventId, subscriptionId } satisfies DeliveryJob,
+  }));
   try {
-    for (let i = 0; i < messages.length; i += MESSAGES_PER_BATCH) await env.WEBHOOKS.sendBatch(messages.slice(i, i + MESSAGES_PER_BATCH));
+    for (let i = 0; i < messages.length; i += MESSAGES_PER_BATCH)
+      await env.WEBHOOKS.sendBatch(messages.slice(i, i + MESSAGES_PER_BATCH));
   } catch (e) {
     const reason = `The delivery could not be queued: ${e instanceof Error ? e.message : String(e)}`;
-    await db.update(webhookEvents).set({ errorMessage: reason, nextRetryAt: null, updatedAt: nowIso() }).where(sql`${webhookEvents.eventId} = ${eventId}`);
+    await db
+      .update(webhookEvents)
+      .set({ errorMessage: reason, nextRetryAt: null, updatedAt: nowIso() })
+      .where(sql`${webhookEvents.eventId} = ${eventId}`);
     throw e;
   }
 }
@@ -130,13 +152,19 @@ export function emit(ctx: EmitContext, type: EventType, build: () => EventBody |
 }
 
 /** An EmitContext outside a request (a Durable Object, the queue consumer): settings read as requests read them. */
-export async function backgroundContext(env: Bindings, waitUntil: (promise: Promise<unknown>) => void): Promise<EmitContext> {
+export async function backgroundContext(
+  env: Bindings,
+  waitUntil: (promise: Promise<unknown>) => void,
+): Promise<EmitContext> {
   const { config } = await loadConfig(env, env.DB);
   return { db: getDb(env.DB), config, env, waitUntil };
 }
 
 /** The changed wire properties of a record: their values before the change (updatedAt is bookkeeping, not news). */
-export function changedFields(before: Record<string, unknown>, after: Record<string, unknown>): Record<string, unknown> {
+export function changedFields(
+  before: Record<string, unknown>,
+  after: Record<string, unknown>,
+): Record<string, unknown> {
   const previous: Record<string, unknown> = {};
   for (const key of new Set([...Object.keys(before), ...Object.keys(after)])) {
     if (key === "updatedAt") continue;

@@ -5,14 +5,23 @@
 
 export const EVENT_TYPES = [
   { name: "license.created", description: "A license was created (POST /v1/licenses)." },
-  { name: "license.updated", description: "A license was changed (PUT /v1/licenses); previous holds the changed fields' former values." },
+  {
+    name: "license.updated",
+    description: "A license was changed (PUT /v1/licenses); previous holds the changed fields' former values.",
+  },
   { name: "license.deleted", description: "A license was deleted; data is the license as it was." },
   { name: "license.revoked", description: "A license's revoked flag turned true." },
   { name: "license.activated", description: "A new machine activated a license; data.client names it." },
   { name: "license.deactivated", description: "A machine's activation was freed; data.client names it." },
-  { name: "license.seat.requested", description: "A floating client took a seat it did not hold; data.client names it." },
+  {
+    name: "license.seat.requested",
+    description: "A floating client took a seat it did not hold; data.client names it.",
+  },
   { name: "license.seat.released", description: "A floating client gave its seat back; data.client names it." },
-  { name: "license.seat.expired", description: "A floating seat lapsed without heartbeats and was reclaimed; data.client names it." },
+  {
+    name: "license.seat.expired",
+    description: "A floating seat lapsed without heartbeats and was reclaimed; data.client names it.",
+  },
   { name: "order.created", description: "An order was created." },
   { name: "order.updated", description: "An order or one of its product lines was changed." },
   { name: "order.deleted", description: "An order was deleted; data is the order as it was." },

@@ -25,7 +25,8 @@ export function secretProblem(secret: string): string | undefined {
   const shape = "a secret is whsec_ followed by the standard base64 of 24 to 64 random bytes";
   if (!secret.startsWith(SECRET_PREFIX)) return `The secret must start with whsec_: ${shape}`;
   const encoded = secret.slice(SECRET_PREFIX.length);
-  if (!/^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/.test(encoded)) return `The secret is not valid base64: ${shape}`;
+  if (!/^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/.test(encoded))
+    return `The secret is not valid base64: ${shape}`;
   const length = fromBase64(encoded).byteLength;
   if (length < MIN_SECRET_BYTES || length > MAX_SECRET_BYTES) return `The secret holds ${length} bytes: ${shape}`;
   return undefined;
@@ -37,7 +38,12 @@ async function hmac(key: Uint8Array, message: string): Promise<ArrayBuffer> {
 }
 
 /** The signature headers of one delivery attempt: the service's own and the Standard Webhooks trio. */
-export async function signatureHeaders(secret: string, eventId: string, timestamp: number, body: string): Promise<Record<string, string>> {
+export async function signatureHeaders(
+  secret: string,
+  eventId: string,
+  timestamp: number,
+  body: string,
+): Promise<Record<string, string>> {
   const serviceMac = await hmac(encoder.encode(secret), `${timestamp}.${body}`);
   const standardMac = await hmac(fromBase64(secret.slice(SECRET_PREFIX.length)), `${eventId}.${timestamp}.${body}`);
   return {

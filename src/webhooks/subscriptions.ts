@@ -30,7 +30,9 @@ const MAX_HEADERS = 20;
 /** `eventTypes`: the event type names (or `*`), stored as JSON. */
 const eventTypes: Field = {
   filter: "json",
-  output: z.array(z.string()).openapi({ description: "Event types delivered to this subscription; `*` = all (GET /v1/webhooks/event-types)." }),
+  output: z
+    .array(z.string())
+    .openapi({ description: "Event types delivered to this subscription; `*` = all (GET /v1/webhooks/event-types)." }),
   input: z
     .array(z.enum(SUBSCRIBABLE))
     .min(1)
@@ -43,16 +45,22 @@ export const MASKED = "********";
 
 /** `headers`: extra request headers of each delivery, stored as JSON with encrypted values, shown masked. */
 const headers: Field = {
-  output: z.record(z.string(), z.string()).openapi({ description: `Extra request headers sent with each delivery; their values are stored encrypted and shown as ${MASKED}.` }),
+  output: z.record(z.string(), z.string()).openapi({
+    description: `Extra request headers sent with each delivery; their values are stored encrypted and shown as ${MASKED}.`,
+  }),
   show: (value) => Object.fromEntries(Object.keys(value as Record<string, string>).map((name) => [name, MASKED])),
   input: z
     .record(
       z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$/, { message: "Not a valid header name" }),
-      z.string().max(2048).regex(/^[^\r\n\0]*$/, { message: "Header values may not contain line breaks" }),
+      z
+        .string()
+        .max(2048)
+        .regex(/^[^\r\n\0]*$/, { message: "Header values may not contain line breaks" }),
     )
     .refine((h) => Object.keys(h).length <= MAX_HEADERS, { message: `At most ${MAX_HEADERS} headers` })
     .openapi({
-      description: "Extra request headers sent with each delivery; they cannot replace Content-Type, X-Service-* or webhook-* headers.",
+      description:
+        "Extra request headers sent with each delivery; they cannot replace Content-Type, X-Service-* or webhook-* headers.",
       maxProperties: MAX_HEADERS,
     }),
 };
@@ -65,16 +73,25 @@ export const WebhookSubscription = defineEntity({
   fields: {
     id: f.id(),
     name: f.string({ max: 256 }),
-    url: f.string({ max: 2048, description: "https URL called with each event (http and private addresses only with Webhooks:AllowInsecureUrls); no credentials." }),
+    url: f.string({
+      max: 2048,
+      description:
+        "https URL called with each event (http and private addresses only with Webhooks:AllowInsecureUrls); no credentials.",
+    }),
     eventTypes,
     secret: f.string({
       max: 200,
       writeOnly: true,
-      description: "whsec_ + base64 of 24 to 64 random bytes; generated when omitted. Returned only by the POST that creates the subscription.",
+      description:
+        "whsec_ + base64 of 24 to 64 random bytes; generated when omitted. Returned only by the POST that creates the subscription.",
     }),
     headers,
     isActive: f.bool({ description: "Default true; a 410 Gone answer sets it to false." }),
-    maxRetryCount: f.int({ min: 0, max: 8, description: "Retries after a failed attempt (default 8: 30 s, 2 m, 10 m, 30 m, 1 h, 3 h, 6 h, 12 h)." }),
+    maxRetryCount: f.int({
+      min: 0,
+      max: 8,
+      description: "Retries after a failed attempt (default 8: 30 s, 2 m, 10 m, 30 m, 1 h, 3 h, 6 h, 12 h).",
+    }),
     description: f.string(),
     createdAt: f.date({ readOnly: true }),
     updatedAt: f.date({ readOnly: true }),
@@ -90,7 +107,10 @@ export const WebhookEvent = defineEntity({
   fields: {
     id: f.id(),
     webhookSubscriptionId: f.int({ readOnly: true }),
-    eventId: f.string({ readOnly: true, description: "The event's id (evt_…): the payload's id, X-Service-Delivery and webhook-id." }),
+    eventId: f.string({
+      readOnly: true,
+      description: "The event's id (evt_…): the payload's id, X-Service-Delivery and webhook-id.",
+    }),
     eventType: f.string({ readOnly: true }),
     payload: f.string({ readOnly: true, description: "The JSON body delivered." }),
     statusCode: f.int({ readOnly: true, description: "HTTP status of the last attempt (none when no answer came)." }),
@@ -99,7 +119,10 @@ export const WebhookEvent = defineEntity({
     isSuccess: f.bool({ readOnly: true }),
     retryCount: f.int({ readOnly: true, description: "Attempts made after the first." }),
     sentAt: f.date({ readOnly: true, description: "When the last attempt was made." }),
-    nextRetryAt: f.date({ readOnly: true, description: "When the next attempt is due; none when no attempt is scheduled." }),
+    nextRetryAt: f.date({
+      readOnly: true,
+      description: "When the next attempt is due; none when no attempt is scheduled.",
+    }),
     createdAt: f.date({ readOnly: true }),
   },
 });
@@ -131,7 +154,8 @@ function checkValues(config: Config, values: Record<string, unknown>): void {
   const extra = values["headers"];
   if (extra && typeof extra === "object") {
     const reserved = Object.keys(extra).filter((name) => RESERVED_HEADER.test(name));
-    if (reserved.length > 0) throw new ApiError(400, `The service sets ${reserved.join(", ")} itself; extra headers cannot replace it`);
+    if (reserved.length > 0)
+      throw new ApiError(400, `The service sets ${reserved.join(", ")} itself; extra headers cannot replace it`);
   }
 }
 
@@ -140,7 +164,8 @@ const ENCRYPTED = /^v1:[A-Za-z0-9+/=]+:[A-Za-z0-9+/=]+$/;
 /** Extra headers as stored: each value encrypted with Application:EncryptionKey. */
 async function sealHeaders(config: Config, plain: Record<string, string>): Promise<Record<string, string>> {
   const sealed: Record<string, string> = {};
-  for (const [name, value] of Object.entries(plain)) sealed[name] = await encryptSecret(config["Application:EncryptionKey"], value);
+  for (const [name, value] of Object.entries(plain))
+    sealed[name] = await encryptSecret(config["Application:EncryptionKey"], value);
   return sealed;
 }
 
@@ -148,14 +173,22 @@ async function sealHeaders(config: Config, plain: Record<string, string>): Promi
  * Extra headers as sent: encrypted values decrypted (throws when the key cannot read them), and values stored in
  * plain text before encryption (which never have the encrypted form) as they are.
  */
-export async function openHeaders(config: Config, stored: Record<string, string> | null): Promise<Record<string, string>> {
+export async function openHeaders(
+  config: Config,
+  stored: Record<string, string> | null,
+): Promise<Record<string, string>> {
   const open: Record<string, string> = {};
-  for (const [name, value] of Object.entries(stored ?? {})) open[name] = ENCRYPTED.test(value) ? await decryptSecret(config["Application:EncryptionKey"], value) : value;
+  for (const [name, value] of Object.entries(stored ?? {}))
+    open[name] = ENCRYPTED.test(value) ? await decryptSecret(config["Application:EncryptionKey"], value) : value;
   return open;
 }
 
 /** Creates a subscription; returns the stored row and its secret in the clear (shown once). */
-export async function createSubscription(db: Db, config: Config, input: Record<string, unknown>): Promise<{ row: SubscriptionRow; secret: string }> {
+export async function createSubscription(
+  db: Db,
+  config: Config,
+  input: Record<string, unknown>,
+): Promise<{ row: SubscriptionRow; secret: string }> {
   const values = WebhookSubscription.toRow(input);
   checkValues(config, values);
   const secret = typeof values["secret"] === "string" ? values["secret"] : generateSecret();
@@ -183,14 +216,20 @@ export async function createSubscription(db: Db, config: Config, input: Record<s
 const NOT_NULL = ["isActive", "maxRetryCount", "secret"] as const;
 
 /** Applies a partial update (only the properties sent; a new secret replaces the old one); 404 when unknown. */
-export async function updateSubscription(db: Db, config: Config, id: number, input: Record<string, unknown>): Promise<SubscriptionRow> {
+export async function updateSubscription(
+  db: Db,
+  config: Config,
+  id: number,
+  input: Record<string, unknown>,
+): Promise<SubscriptionRow> {
   const existing = await requireSubscription(db, id);
   const values = WebhookSubscription.toRow(input);
   const cleared = NOT_NULL.filter((key) => values[key] === null);
   if (cleared.length > 0) throw new ApiError(400, `A subscription's ${cleared.join(", ")} cannot be cleared`);
   checkValues(config, values);
   const { secret, ...changes } = values;
-  if (typeof secret === "string") changes["secretEncrypted"] = await encryptSecret(config["Application:EncryptionKey"], secret);
+  if (typeof secret === "string")
+    changes["secretEncrypted"] = await encryptSecret(config["Application:EncryptionKey"], secret);
   if (changes["headers"]) changes["headers"] = await sealHeaders(config, changes["headers"] as Record<string, string>);
   if (Object.keys(changes).length === 0) return existing;
   const [row] = await db
@@ -212,16 +251,23 @@ const SEAL_PER_RUN = 100;
 export async function sealPlainHeaders(d1: D1Database, config: Config): Promise<number> {
   if (!config["Application:EncryptionKey"]) return 0;
   const { results } = await d1
-    .prepare("SELECT id, headers FROM webhook_subscriptions WHERE headers IS NOT NULL AND EXISTS (SELECT 1 FROM json_each(headers) WHERE value NOT LIKE 'v1:%') LIMIT ?")
+    .prepare(
+      "SELECT id, headers FROM webhook_subscriptions WHERE headers IS NOT NULL AND EXISTS (SELECT 1 FROM json_each(headers) WHERE value NOT LIKE 'v1:%') LIMIT ?",
+    )
     .bind(SEAL_PER_RUN)
     .all<{ id: number; headers: string }>();
   const updates: D1PreparedStatement[] = [];
   for (const row of results) {
     const stored = JSON.parse(row.headers) as Record<string, string>;
     const sealed: Record<string, string> = {};
-    for (const [name, value] of Object.entries(stored)) sealed[name] = ENCRYPTED.test(value) ? value : await encryptSecret(config["Application:EncryptionKey"], value);
+    for (const [name, value] of Object.entries(stored))
+      sealed[name] = ENCRYPTED.test(value) ? value : await encryptSecret(config["Application:EncryptionKey"], value);
     // Only if unchanged since read: an update through the API meanwhile wrote sealed values already.
-    updates.push(d1.prepare("UPDATE webhook_subscriptions SET headers = ? WHERE id = ? AND headers = ?").bind(JSON.stringify(sealed), row.id, row.headers));
+    updates.push(
+      d1
+        .prepare("UPDATE webhook_subscriptions SET headers = ? WHERE id = ? AND headers = ?")
+        .bind(JSON.stringify(sealed), row.id, row.headers),
+    );
   }
   const [first, ...rest] = updates;
   if (!first) return 0;

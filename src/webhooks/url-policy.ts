@@ -139,9 +139,12 @@ export function webhookUrlProblem(raw: string, allowInsecure: boolean): string |
   } catch {
     return "The webhook url must be an absolute http(s) URL";
   }
-  if (url.username !== "" || url.password !== "") return "The webhook url must not carry credentials; use the subscription's headers instead";
+  if (url.username !== "" || url.password !== "")
+    return "The webhook url must not carry credentials; use the subscription's headers instead";
   if (url.protocol !== "https:" && !(allowInsecure && url.protocol === "http:")) {
-    return allowInsecure ? "The webhook url must use http or https" : "The webhook url must use https (http needs Webhooks:AllowInsecureUrls)";
+    return allowInsecure
+      ? "The webhook url must use http or https"
+      : "The webhook url must use https (http needs Webhooks:AllowInsecureUrls)";
   }
   if (allowInsecure) return undefined;
   const blocked = blockedHostReason(url.hostname);

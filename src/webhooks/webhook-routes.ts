@@ -61,7 +61,9 @@ function eventRecord(row: EventRow, config: Config) {
 
 /** `include=subscription` on the events list: each event's subscription, one query for the page. */
 const includeSubscription: IncludeLoader = async (db: Db, items, config) => {
-  const ids = [...new Set(items.map((item) => item["webhookSubscriptionId"]).filter((id): id is number => typeof id === "number"))];
+  const ids = [
+    ...new Set(items.map((item) => item["webhookSubscriptionId"]).filter((id): id is number => typeof id === "number")),
+  ];
   if (ids.length === 0) return;
   const rows = await db
     .select()
@@ -78,11 +80,18 @@ function requireEnabled(config: Config): void {
 
 /** What an attempt made by hand says in `message`. */
 function attemptMessage(event: EventRow): string {
-  return event.isSuccess ? `Delivered: HTTP ${event.statusCode}` : `Delivery failed: ${event.errorMessage ?? "no answer"}`;
+  return event.isSuccess
+    ? `Delivered: HTTP ${event.statusCode}`
+    : `Delivery failed: ${event.errorMessage ?? "no answer"}`;
 }
 
 /** What every route of this module declares: API key only, Administrator or LicenseManager, the Webhooks tag. */
-function webhookRoute<M extends "get" | "post" | "put" | "delete", P extends string>(method: M, path: P, operationId: string, summary: string) {
+function webhookRoute<M extends "get" | "post" | "put" | "delete", P extends string>(
+  method: M,
+  path: P,
+  operationId: string,
+  summary: string,
+) {
   return { method, path, tags: [TAG], operationId, summary, ...access.key(Roles.managers) };
 }
 
@@ -100,7 +109,10 @@ function registerSubscriptionRoutes(app: Router): void {
       ...webhookRoute("get", BASE, "listWebhookSubscriptions", "List webhook subscriptions"),
       request: { query: listParams },
       responses: {
-        200: json(envelopedWithoutCode({ subscriptions: z.array(WebhookSubscription.record), totalSubscriptionsCount: count }), "A page of subscriptions"),
+        200: json(
+          envelopedWithoutCode({ subscriptions: z.array(WebhookSubscription.record), totalSubscriptionsCount: count }),
+          "A page of subscriptions",
+        ),
         ...webhookErrors,
       },
     }),
@@ -116,13 +128,21 @@ function registerSubscriptionRoutes(app: Router): void {
       ...webhookRoute("post", BASE, "createWebhookSubscription", "Subscribe an endpoint to events"),
       description: "The answer is the only one that shows the signing secret (generated unless given).",
       request: { body: jsonBody(z.object({ subscription: WebhookSubscription.createInput })) },
-      responses: { 201: json(envelopedWithoutCode({ subscription: CreatedSubscription }), "The subscription, with its secret"), ...webhookErrors },
+      responses: {
+        201: json(envelopedWithoutCode({ subscription: CreatedSubscription }), "The subscription, with its secret"),
+        ...webhookErrors,
+      },
     }),
     async (c) => {
       const ctx = serviceContext(c);
       const { row, secret } = await createSubscription(ctx.db, ctx.config, c.req.valid("json").subscription);
       const subscription = { ...WebhookSubscription.toWire(row, ctx.config), secret };
-      return ok(c, { message: "Subscription created; store its secret now, it is not shown again", subscription }, 201, withoutCode);
+      return ok(
+        c,
+        { message: "Subscription created; store its secret now, it is not shown again", subscription },
+        201,
+        withoutCode,
+      );
     },
   );
 
@@ -130,39 +150,76 @@ function registerSubscriptionRoutes(app: Router): void {
     createRoute({
       ...webhookRoute("get", `${BASE}/{id}`, "getWebhookSubscription", "Get a webhook subscription"),
       request: { params: idParams },
-      responses: { 200: json(envelopedWithoutCode({ subscription: WebhookSubscription.record }), "The subscription"), ...webhookErrors },
+      responses: {
+        200: json(envelopedWithoutCode({ subscription: WebhookSubscription.record }), "The subscription"),
+        ...webhookErrors,
+      },
     }),
     async (c) => {
       const ctx = serviceContext(c);
       const row = await requireSubscription(ctx.db, c.req.valid("param").id);
-      return ok(c, { message: "Subscription retrieved", subscription: WebhookSubscription.toWire(row, ctx.config) }, 200, withoutCode);
+      return ok(
+        c,
+        { message: "Subscription retrieved", subscription: WebhookSubscription.toWire(row, ctx.config) },
+        200,
+        withoutCode,
+      );
     },
   );
 
   app.openapi(
     createRoute({
-      ...webhookRoute("put", `${BASE}/{id}`, "updateWebhookSubscription", "Change a webhook subscription (only the properties sent)"),
+      ...webhookRoute(
+        "put",
+        `${BASE}/{id}`,
+        "updateWebhookSubscription",
+        "Change a webhook subscription (only the properties sent)",
+      ),
       description: "A new secret (whsec_…) replaces the old one; it is not returned.",
-      request: { params: idParams, body: jsonBody(z.object({ subscription: WebhookSubscription.updateInput.omit({ id: true }) })) },
-      responses: { 200: json(envelopedWithoutCode({ subscription: WebhookSubscription.record }), "The changed subscription"), ...webhookErrors },
+      request: {
+        params: idParams,
+        body: jsonBody(z.object({ subscription: WebhookSubscription.updateInput.omit({ id: true }) })),
+      },
+      responses: {
+        200: json(envelopedWithoutCode({ subscription: WebhookSubscription.record }), "The changed subscription"),
+        ...webhookErrors,
+      },
     }),
     async (c) => {
       const ctx = serviceContext(c);
-      const row = await updateSubscription(ctx.db, ctx.config, c.req.valid("param").id, c.req.valid("json").subscription);
-      return ok(c, { message: "Subscription updated", subscription: WebhookSubscription.toWire(row, ctx.config) }, 200, withoutCode);
+      const row = await updateSubscription(
+        ctx.db,
+        ctx.config,
+        c.req.valid("param").id,
+        c.req.valid("json").subscription,
+      );
+      return ok(
+        c,
+        { message: "Subscription updated", subscription: WebhookSubscription.toWire(row, ctx.config) },
+        200,
+        withoutCode,
+      );
     },
   );
 
   app.openapi(
     createRoute({
-      ...webhookRoute("delete", `${BASE}/{id}`, "deleteWebhookSubscription", "Delete a webhook subscription with its delivery history"),
+      ...webhookRoute(
+        "delete",
+        `${BASE}/{id}`,
+        "deleteWebhookSubscription",
+        "Delete a webhook subscription with its delivery history",
+      ),
       request: { params: idParams },
       responses: { 200: json(envelopedWithoutCode({}), "The subscription was deleted"), ...webhookErrors },
     }),
     async (c) => {
       const ctx = serviceContext(c);
       const id = c.req.valid("param").id;
-      const deleted = await ctx.db.delete(webhookSubscriptions).where(eq(webhookSubscriptions.id, id)).returning({ id: webhookSubscriptions.id });
+      const deleted = await ctx.db
+        .delete(webhookSubscriptions)
+        .where(eq(webhookSubscriptions.id, id))
+        .returning({ id: webhookSubscriptions.id });
       if (deleted.length === 0) throw new ApiError(404, `Subscription ${id} not found`);
       return ok(c, { message: "Subscription deleted" }, 200, withoutCode);
     },
@@ -170,10 +227,19 @@ function registerSubscriptionRoutes(app: Router): void {
 
   app.openapi(
     createRoute({
-      ...webhookRoute("post", `${BASE}/{id}/test`, "testWebhookSubscription", "Deliver a webhook.test event now (one attempt)"),
-      description: "Delivers a webhook.test event whose data is the subscription, once and at once (also to an inactive subscription), and answers with its delivery event.",
+      ...webhookRoute(
+        "post",
+        `${BASE}/{id}/test`,
+        "testWebhookSubscription",
+        "Deliver a webhook.test event now (one attempt)",
+      ),
+      description:
+        "Delivers a webhook.test event whose data is the subscription, once and at once (also to an inactive subscription), and answers with its delivery event.",
       request: { params: idParams },
-      responses: { 200: json(envelopedWithoutCode({ event: WebhookEvent.record }), "The delivery event of the attempt"), ...webhookErrors },
+      responses: {
+        200: json(envelopedWithoutCode({ event: WebhookEvent.record }), "The delivery event of the attempt"),
+        ...webhookErrors,
+      },
     }),
     async (c) => {
       const ctx = serviceContext(c);
@@ -201,7 +267,13 @@ function registerEventRoutes(app: Router): void {
       description: "`include=subscription` adds each event's subscription.",
       request: { params: idParams, query: listParams },
       responses: {
-        200: json(envelopedWithoutCode({ events: z.array(WebhookEvent.record.extend({ subscription: WebhookSubscription.record.optional() })), totalEventsCount: count }), "A page of delivery events"),
+        200: json(
+          envelopedWithoutCode({
+            events: z.array(WebhookEvent.record.extend({ subscription: WebhookSubscription.record.optional() })),
+            totalEventsCount: count,
+          }),
+          "A page of delivery events",
+        ),
         ...webhookErrors,
       },
     }),
@@ -234,10 +306,19 @@ function registerEventRoutes(app: Router): void {
 
   app.openapi(
     createRoute({
-      ...webhookRoute("post", `${BASE}/{id}/events/{eventId}/retry`, "retryWebhookEvent", "Deliver a failed event again, now"),
-      description: "One attempt now, recorded on the event like a scheduled one (retryCount + 1); a scheduled retry still pending keeps its time.",
+      ...webhookRoute(
+        "post",
+        `${BASE}/{id}/events/{eventId}/retry`,
+        "retryWebhookEvent",
+        "Deliver a failed event again, now",
+      ),
+      description:
+        "One attempt now, recorded on the event like a scheduled one (retryCount + 1); a scheduled retry still pending keeps its time.",
       request: { params: eventParams },
-      responses: { 200: json(envelopedWithoutCode({ event: WebhookEvent.record }), "The delivery event after the attempt"), ...webhookErrors },
+      responses: {
+        200: json(envelopedWithoutCode({ event: WebhookEvent.record }), "The delivery event after the attempt"),
+        ...webhookErrors,
+      },
     }),
     async (c) => {
       const ctx = serviceContext(c);
@@ -260,15 +341,37 @@ function registerInfoRoutes(app: Router): void {
     }),
     (c) => {
       const isEnabled = c.get("config")["Webhooks:Enabled"];
-      return ok(c, { message: isEnabled ? "Webhooks are enabled" : "Webhooks are disabled", isEnabled }, 200, withoutCode);
+      return ok(
+        c,
+        { message: isEnabled ? "Webhooks are enabled" : "Webhooks are disabled", isEnabled },
+        200,
+        withoutCode,
+      );
     },
   );
 
   app.openapi(
     createRoute({
-      ...webhookRoute("get", "/v1/webhooks/event-types", "listWebhookEventTypes", "The event types a subscription can name"),
-      responses: { 200: json(envelopedWithoutCode({ eventTypes: z.array(EventType) }), "Every event type with what emits it"), ...webhookErrors },
+      ...webhookRoute(
+        "get",
+        "/v1/webhooks/event-types",
+        "listWebhookEventTypes",
+        "The event types a subscription can name",
+      ),
+      responses: {
+        200: json(envelopedWithoutCode({ eventTypes: z.array(EventType) }), "Every event type with what emits it"),
+        ...webhookErrors,
+      },
     }),
-    (c) => ok(c, { message: "Event types retrieved", eventTypes: EVENT_TYPES.map(({ name, description }) => ({ name, description })) }, 200, withoutCode),
+    (c) =>
+      ok(
+        c,
+        {
+          message: "Event types retrieved",
+          eventTypes: EVENT_TYPES.map(({ name, description }) => ({ name, description })),
+        },
+        200,
+        withoutCode,
+      ),
   );
 }

@@ -47,7 +47,23 @@ function check(ok, what) {
 
 async function start() {
   const [port, inspector] = [await freePort(), await freePort()];
-  const args = [wrangler, "dev", "--persist-to", state, "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(inspector), "--local-protocol", "http", "--show-interactive-dev-session=false", "--log-level", "warn"];
+  const args = [
+    wrangler,
+    "dev",
+    "--persist-to",
+    state,
+    "--ip",
+    "127.0.0.1",
+    "--port",
+    String(port),
+    "--inspector-port",
+    String(inspector),
+    "--local-protocol",
+    "http",
+    "--show-interactive-dev-session=false",
+    "--log-level",
+    "warn",
+  ];
   if (!varsFile.endsWith(".dev.vars")) args.push("--env-file", varsFile);
   else if (!vars.Application__Environment) args.push("--var", "Application__Environment:Development");
   // Its own process group, so stopping it stops workerd too.
@@ -81,7 +97,10 @@ async function api(base, method, path, body) {
     ...(body ? { body: JSON.stringify(body) } : {}),
   });
   const text = await res.text();
-  return { status: res.status, body: text && (res.headers.get("content-type") ?? "").includes("json") ? JSON.parse(text) : text };
+  return {
+    status: res.status,
+    body: text && (res.headers.get("content-type") ?? "").includes("json") ? JSON.parse(text) : text,
+  };
 }
 
 async function userKeyOf(base, id) {
@@ -90,7 +109,11 @@ async function userKeyOf(base, id) {
 }
 
 async function main() {
-  const migrate = spawnSync(process.execPath, [wrangler, "d1", "migrations", "apply", "DB", "--local", "--persist-to", state], { cwd: root, env, encoding: "utf8" });
+  const migrate = spawnSync(
+    process.execPath,
+    [wrangler, "d1", "migrations", "apply", "DB", "--local", "--persist-to", state],
+    { cwd: root, env, encoding: "utf8" },
+  );
   if (migrate.status !== 0) throw new Error(`migrations failed:\n${migrate.stderr}`);
   log(`state in ${state}`);
 
@@ -98,16 +121,31 @@ async function main() {
   log(`first run at ${base}`);
   const code = `restart-${Date.now().toString(36)}`;
   const written = {};
-  written.setting = await api(base, "PUT", "/v1/settings", { settings: [{ name: "Application:DefaultPageSize", value: "42" }] });
-  written.product = await api(base, "POST", "/v1/products", { product: { code, name: "Restart", isApplication: true } });
+  written.setting = await api(base, "PUT", "/v1/settings", {
+    settings: [{ name: "Application:DefaultPageSize", value: "42" }],
+  });
+  written.product = await api(base, "POST", "/v1/products", {
+    product: { code, name: "Restart", isApplication: true },
+  });
   const productId = written.product.body.productId;
   written.resource = await api(base, "POST", "/v1/resources", { resource: { name: `${code}-resource`, data: "kept" } });
-  written.activationLicense = await api(base, "POST", "/v1/licenses", { license: { productId, licensingMode: "Activation", maxClients: 2 } });
-  written.floatingLicense = await api(base, "POST", "/v1/licenses", { license: { productId, licensingMode: "Floating", maxClients: 1 } });
+  written.activationLicense = await api(base, "POST", "/v1/licenses", {
+    license: { productId, licensingMode: "Activation", maxClients: 2 },
+  });
+  written.floatingLicense = await api(base, "POST", "/v1/licenses", {
+    license: { productId, licensingMode: "Floating", maxClients: 1 },
+  });
   const activationKey = await userKeyOf(base, written.activationLicense.body.id);
   const floatingKey = await userKeyOf(base, written.floatingLicense.body.id);
-  written.activation = await api(base, "POST", "/v1/license/activate", { userKey: activationKey, machineId: "PC-RESTART" });
-  written.seat = await api(base, "POST", "/v1/license/request", { userKey: floatingKey, machineId: "m1", clientId: "c1" });
+  written.activation = await api(base, "POST", "/v1/license/activate", {
+    userKey: activationKey,
+    machineId: "PC-RESTART",
+  });
+  written.seat = await api(base, "POST", "/v1/license/request", {
+    userKey: floatingKey,
+    machineId: "m1",
+    clientId: "c1",
+  });
   for (const [what, res] of Object.entries(written)) check(res.status === 200, `wrote ${what} (${res.status})`);
 
   await stop();
@@ -115,19 +153,41 @@ async function main() {
   base = await start();
   log(`second run at ${base}, same state`);
 
-  const setting = (await api(base, "GET", "/v1/settings")).body.settings.find((s) => s.name === "Application:DefaultPageSize");
-  check(setting?.value === "42" && setting.source === "database", `setting Application:DefaultPageSize = ${setting?.value} (${setting?.source})`);
+  const setting = (await api(base, "GET", "/v1/settings")).body.settings.find(
+    (s) => s.name === "Application:DefaultPageSize",
+  );
+  check(
+    setting?.value === "42" && setting.source === "database",
+    `setting Application:DefaultPageSize = ${setting?.value} (${setting?.source})`,
+  );
   const products = await api(base, "GET", `/v1/products?filter=${encodeURIComponent(`code == "${code}"`)}`);
   check(products.body.totalProductsCount === 1, `product ${code} listed`);
   const resources = await api(base, "GET", `/v1/resources?filter=${encodeURIComponent(`name == "${code}-resource"`)}`);
   check(resources.body.resources?.[0]?.data === "kept", "resource listed with its data");
-  const licenses = await api(base, "GET", `/v1/licenses?filter=${encodeURIComponent(`productId == ${productId}`)}&select=licenseId,status,activeClientCount`);
+  const licenses = await api(
+    base,
+    "GET",
+    `/v1/licenses?filter=${encodeURIComponent(`productId == ${productId}`)}&select=licenseId,status,activeClientCount`,
+  );
   check(licenses.body.totalLicensesCount === 2, `both licenses listed (${JSON.stringify(licenses.body.licenses)})`);
-  const validated = await api(base, "POST", "/v1/license/validate", { userKey: activationKey, machineId: "PC-RESTART" });
-  check(validated.body.status === "Activated" && validated.body.licenseToken === written.activation.body.licenseToken, "activated machine validates with the same token");
+  const validated = await api(base, "POST", "/v1/license/validate", {
+    userKey: activationKey,
+    machineId: "PC-RESTART",
+  });
+  check(
+    validated.body.status === "Activated" && validated.body.licenseToken === written.activation.body.licenseToken,
+    "activated machine validates with the same token",
+  );
   const beat = await api(base, "POST", "/v1/license/heartbeat", { licenseToken: written.seat.body.licenseToken });
-  check(beat.status === 200 && beat.body.activeClientCount === 1, `floating seat answers its heartbeat (${beat.status})`);
-  const second = await api(base, "POST", "/v1/license/request", { userKey: floatingKey, machineId: "m2", clientId: "c2" });
+  check(
+    beat.status === 200 && beat.body.activeClientCount === 1,
+    `floating seat answers its heartbeat (${beat.status})`,
+  );
+  const second = await api(base, "POST", "/v1/license/request", {
+    userKey: floatingKey,
+    machineId: "m2",
+    clientId: "c2",
+  });
   check(second.status === 528, `the seat still fills the license: a second client gets ${second.status}`);
 }
 

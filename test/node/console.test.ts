@@ -33,7 +33,11 @@ async function rest(method: string, path: string, init: { key?: string; token?: 
   const headers: Record<string, string> = { "content-type": "application/json" };
   if (init.key) headers["x-api-key"] = init.key;
   if (init.token) headers["authorization"] = `Bearer ${init.token}`;
-  const res = await fetch(new URL(path, base), { method, headers, body: init.body === undefined ? undefined : JSON.stringify(init.body) });
+  const res = await fetch(new URL(path, base), {
+    method,
+    headers,
+    body: init.body === undefined ? undefined : JSON.stringify(init.body),
+  });
   return { status: res.status, body: (await res.json().catch(() => ({}))) as Record<string, any> };
 }
 
@@ -45,14 +49,17 @@ async function appToken(userKey: string): Promise<string> {
 }
 
 async function licenseByLicenseId(licenseId: string) {
-  const res = await rest("GET", `/v1/licenses?filter=${encodeURIComponent(`licenseId == "${licenseId}"`)}`, { key: KEY });
+  const res = await rest("GET", `/v1/licenses?filter=${encodeURIComponent(`licenseId == "${licenseId}"`)}`, {
+    key: KEY,
+  });
   return res.body["licenses"][0] as Record<string, any>;
 }
 
 beforeAll(async () => {
   // Fails the file with the reason when Chromium is missing and cannot be installed.
   const executablePath = ensureChromium();
-  if (!existsSync(join(root, "console/dist/console/index.html"))) throw new Error("The console is not built: run `npm run console:build` (npm test does).");
+  if (!existsSync(join(root, "console/dist/console/index.html")))
+    throw new Error("The console is not built: run `npm run console:build` (npm test does).");
   receiver = await startWebhookReceiver();
   worker = await startLocalWorker({
     bindings: {
@@ -67,7 +74,15 @@ beforeAll(async () => {
   base = worker.url.toString();
   browser = await chromium.launch({
     executablePath,
-    args: ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
+    args: [
+      "--no-sandbox",
+      "--headless",
+      "--disable-gpu",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+      "--no-first-run",
+    ],
   });
   const context = await browser.newContext({ viewport: { width: 1366, height: 800 } });
   page = await context.newPage();
@@ -90,14 +105,24 @@ afterAll(async () => {
 
 describe("the console's typed client", () => {
   it("was generated from the OpenAPI document the Worker serves now (else run `npm run console:schema`)", async () => {
-    const document = (await (await fetch(new URL("/swagger/v1/swagger.json", base))).json()) as { paths: Record<string, Record<string, unknown>> };
-    const served = Object.entries(document.paths).flatMap(([path, item]) => Object.keys(item).map((method) => `${method} ${path}`)).sort();
+    const document = (await (await fetch(new URL("/swagger/v1/swagger.json", base))).json()) as {
+      paths: Record<string, Record<string, unknown>>;
+    };
+    const served = Object.entries(document.paths)
+      .flatMap(([path, item]) => Object.keys(item).map((method) => `${method} ${path}`))
+      .sort();
     // schema.d.ts lists each path with its methods, the absent ones typed `never`.
     const schema = readFileSync(join(root, "console/src/api/schema.d.ts"), "utf8");
     const typed = [...schema.matchAll(/^ {4}"(\/[^"]*)": \{\n([\s\S]*?)^ {4}\};/gm)]
-      .flatMap(([, path, body]) => [...body!.matchAll(/^ {8}(get|put|post|delete|patch|head|options)(\?)?: (\S+)/gm)].filter((m) => m[3] !== "never;").map((m) => `${m[1]} ${path}`))
+      .flatMap(([, path, body]) =>
+        [...body!.matchAll(/^ {8}(get|put|post|delete|patch|head|options)(\?)?: (\S+)/gm)]
+          .filter((m) => m[3] !== "never;")
+          .map((m) => `${m[1]} ${path}`),
+      )
       .sort();
-    expect(typed, "console/src/api/schema.d.ts is out of date: run `npm run console:schema` and commit it").toEqual(served);
+    expect(typed, "console/src/api/schema.d.ts is out of date: run `npm run console:schema` and commit it").toEqual(
+      served,
+    );
   });
 });
 
@@ -153,7 +178,11 @@ describe("the admin console in Chromium", () => {
     const size = 12 * 1024 * 1024;
     await page.getByLabel("Platform").selectOption("win-x64");
     await page.getByLabel("Kind").selectOption("installer");
-    await page.getByLabel("File").setInputFiles({ name: "Studio Setup 1.0.0.exe", mimeType: "application/octet-stream", buffer: Buffer.alloc(size, 7) });
+    await page.getByLabel("File").setInputFiles({
+      name: "Studio Setup 1.0.0.exe",
+      mimeType: "application/octet-stream",
+      buffer: Buffer.alloc(size, 7),
+    });
     await page.getByRole("button", { name: "Upload", exact: true }).click();
     await page.getByText(/Uploaded Studio Setup 1\.0\.0\.exe: 12582912 bytes, sha512 /).waitFor({ timeout: 60_000 });
     const seen = (await page.evaluate("window.progressSeen")) as number[];
@@ -169,7 +198,11 @@ describe("the admin console in Chromium", () => {
     await page.getByRole("button", { name: "Set rollout" }).click();
     await page.getByText("Rollout set to 40 %").waitFor();
     const releases = await rest("GET", `/v1/products/${productId}/releases`, { key: KEY });
-    expect(releases.body["productReleases"][0]).toMatchObject({ version: "1.0.0", public: true, stagingPercentage: 40 });
+    expect(releases.body["productReleases"][0]).toMatchObject({
+      version: "1.0.0",
+      public: true,
+      stagingPercentage: 40,
+    });
 
     await page.getByRole("button", { name: "Verify artifacts" }).click();
     await page.getByText(/^Verified: /).waitFor();
@@ -197,15 +230,26 @@ describe("the admin console in Chromium", () => {
     floatingLicense = /License (lic\w+) created/.exec(notice!)![1]!;
     await page.getByRole("link", { name: floatingLicense }).click();
     await page.getByRole("heading", { name: new RegExp(`License ${floatingLicense}`) }).waitFor();
-    expect(await licenseByLicenseId(floatingLicense)).toMatchObject({ licensingMode: 2 /* Floating */, maxClients: 2, licenseeName: "Initech", productId: Number(productId) });
+    expect(await licenseByLicenseId(floatingLicense)).toMatchObject({
+      licensingMode: 2 /* Floating */,
+      maxClients: 2,
+      licenseeName: "Initech",
+      productId: Number(productId),
+    });
   });
 
   it("shows a floating seat and an activation appear while applications call the licensing API, and frees a seat", async () => {
     // A floating seat: the application asks for one; the open license page reads seats again by itself.
     const floating = await licenseByLicenseId(floatingLicense);
     const token = await appToken(floating["userKey"]);
-    for (const [machineId, clientId] of [["DESK-7", "alice"], ["DESK-9", "bob"]]) {
-      const seat = await rest("POST", "/v1/license/request", { token, body: { userKey: floating["userKey"], machineId, clientId, clientName: `${clientId}'s desk` } });
+    for (const [machineId, clientId] of [
+      ["DESK-7", "alice"],
+      ["DESK-9", "bob"],
+    ]) {
+      const seat = await rest("POST", "/v1/license/request", {
+        token,
+        body: { userKey: floating["userKey"], machineId, clientId, clientName: `${clientId}'s desk` },
+      });
       expect(seat.status, JSON.stringify(seat.body)).toBe(200);
     }
     const seats = page.getByRole("region", { name: "Activations and floating seats" });
@@ -214,12 +258,34 @@ describe("the admin console in Chromium", () => {
     expect(await seats.getByRole("cell", { name: "Floating", exact: true }).count()).toBe(2);
 
     // An activation, on an Activation license made from a second template (through the API, to keep the test short).
-    const template = await rest("POST", "/v1/license-templates", { key: KEY, body: { licenseTemplate: { name: "Studio Pro", productId: Number(productId), licensingMode: "Activation", maxClients: 2 } } });
-    const created = await rest("POST", "/v1/licenses", { key: KEY, body: { license: { productId: Number(productId), templateId: template.body["licenseTemplateId"], licenseeName: "Globex" } } });
+    const template = await rest("POST", "/v1/license-templates", {
+      key: KEY,
+      body: {
+        licenseTemplate: {
+          name: "Studio Pro",
+          productId: Number(productId),
+          licensingMode: "Activation",
+          maxClients: 2,
+        },
+      },
+    });
+    const created = await rest("POST", "/v1/licenses", {
+      key: KEY,
+      body: {
+        license: {
+          productId: Number(productId),
+          templateId: template.body["licenseTemplateId"],
+          licenseeName: "Globex",
+        },
+      },
+    });
     const activation = await licenseByLicenseId(created.body["licenseId"]);
     await page.goto(new URL(`/console/#/licenses/${activation["licenseId"]}`, base).toString());
     await page.getByRole("heading", { name: new RegExp(`License ${activation["licenseId"]}`) }).waitFor();
-    const activated = await rest("POST", "/v1/license/activate", { token: await appToken(activation["userKey"]), body: { userKey: activation["userKey"], machineId: "PC-0042", clientName: "Office PC" } });
+    const activated = await rest("POST", "/v1/license/activate", {
+      token: await appToken(activation["userKey"]),
+      body: { userKey: activation["userKey"], machineId: "PC-0042", clientName: "Office PC" },
+    });
     expect(activated.status, JSON.stringify(activated.body)).toBe(200);
     await seats.getByRole("cell", { name: "PC-0042", exact: true }).waitFor({ timeout: 15_000 });
     await seats.getByRole("cell", { name: "Activation", exact: true }).waitFor();
@@ -240,7 +306,10 @@ describe("the admin console in Chromium", () => {
     expect(await licenseByLicenseId(floatingLicense)).toMatchObject({ revoked: true, status: "Revoked" });
     // The application is refused a seat from now on.
     const floating = await licenseByLicenseId(floatingLicense);
-    const refused = await rest("POST", "/v1/license/request", { key: KEY, body: { userKey: floating["userKey"], machineId: "DESK-8", clientId: "bob" } });
+    const refused = await rest("POST", "/v1/license/request", {
+      key: KEY,
+      body: { userKey: floating["userKey"], machineId: "DESK-8", clientId: "bob" },
+    });
     expect(refused.status, JSON.stringify(refused.body)).not.toBe(200);
   });
 
@@ -254,7 +323,11 @@ describe("the admin console in Chromium", () => {
     await page.getByRole("button", { name: "Subscribe" }).click();
     await page.getByText(/Signing secret \(shown once\): whsec_/).waitFor();
     const subscriptions = await rest("GET", "/v1/webhooks/subscriptions", { key: KEY });
-    expect(subscriptions.body["subscriptions"][0]).toMatchObject({ name: "CRM (down)", eventTypes: ["license.revoked"], maxRetryCount: 1 });
+    expect(subscriptions.body["subscriptions"][0]).toMatchObject({
+      name: "CRM (down)",
+      eventTypes: ["license.revoked"],
+      maxRetryCount: 1,
+    });
     await page.getByRole("link", { name: "CRM (down)" }).click();
     await page.getByRole("button", { name: "Send a test delivery" }).click();
     await page.getByRole("status").filter({ hasText: /500/ }).first().waitFor();
@@ -322,7 +395,10 @@ describe("the admin console in Chromium", () => {
       expect(await page.getByRole("img", { name: new RegExp(`^${chart}.*${today} 1$`) }).count(), chart).toBe(1);
     }
     // README's picture: refreshed in docs/ with UPDATE_SCREENSHOTS=1 (so a plain test run leaves the tree clean).
-    const shot = process.env["UPDATE_SCREENSHOTS"] === "1" ? join(root, "docs/console.png") : join(mkdtempSync(join(tmpdir(), "console-shot-")), "console.png");
+    const shot =
+      process.env["UPDATE_SCREENSHOTS"] === "1"
+        ? join(root, "docs/console.png")
+        : join(mkdtempSync(join(tmpdir(), "console-shot-")), "console.png");
     await page.screenshot({ path: shot });
     expect(readFileSync(shot).subarray(1, 4).toString()).toBe("PNG");
     await page.getByRole("link", { name: "Service log" }).click();
@@ -338,10 +414,16 @@ describe("the admin console in Chromium", () => {
   it("changes a setting, and opens the audit trail", async () => {
     await page.getByRole("link", { name: "Settings" }).click();
     await page.getByLabel("Application:DefaultPageSize", { exact: true }).fill("50");
-    await page.getByRole("row").filter({ hasText: "Application:DefaultPageSize" }).getByRole("button", { name: "Save" }).click();
+    await page
+      .getByRole("row")
+      .filter({ hasText: "Application:DefaultPageSize" })
+      .getByRole("button", { name: "Save" })
+      .click();
     await page.getByText("Application:DefaultPageSize saved").waitFor();
     const settings = await rest("GET", "/v1/settings", { key: KEY });
-    expect(settings.body["settings"].find((x: { name: string }) => x.name === "Application:DefaultPageSize")).toMatchObject({ value: "50", source: "database" });
+    expect(
+      settings.body["settings"].find((x: { name: string }) => x.name === "Application:DefaultPageSize"),
+    ).toMatchObject({ value: "50", source: "database" });
     // The audit trail reads the log's Audit category (its entries come with branch secauth; not asserted here).
     await page.getByRole("link", { name: "Audit trail" }).click();
     await page.getByRole("heading", { name: "Audit trail" }).waitFor();
@@ -349,32 +431,44 @@ describe("the admin console in Chromium", () => {
   });
 
   it("signs out: the session's key is revoked and the sign-in form is back", async () => {
-    const csrf = (await page.evaluate(`JSON.parse(sessionStorage.getItem("licensing-console-session") ?? "{}").csrfToken`)) as string;
+    const csrf = (await page.evaluate(
+      `JSON.parse(sessionStorage.getItem("licensing-console-session") ?? "{}").csrfToken`,
+    )) as string;
     const cookie = (await page.context().cookies()).find((c) => c.name === "__Host-console-key")!.value;
     await page.getByRole("button", { name: "Sign out" }).click();
     await page.getByRole("button", { name: "Sign in" }).waitFor();
     expect((await page.context().cookies()).find((c) => c.name === "__Host-console-key")).toBeUndefined();
     // The key and its token, replayed: refused.
-    const res = await fetch(new URL("/v1/products", base), { headers: { cookie: `__Host-console-key=${cookie}`, "x-csrf-token": csrf } });
+    const res = await fetch(new URL("/v1/products", base), {
+      headers: { cookie: `__Host-console-key=${cookie}`, "x-csrf-token": csrf },
+    });
     expect(res.status).toBe(401);
   });
 
   it("shows a Sales user only what Sales may do", async () => {
-    const user = await rest("POST", "/v1/users", { key: KEY, body: { user: { userName: "sam", password: "Sales-12345678", roles: ["Sales"] } } });
+    const user = await rest("POST", "/v1/users", {
+      key: KEY,
+      body: { user: { userName: "sam", password: "Sales-12345678", roles: ["Sales"] } },
+    });
     expect(user.status, JSON.stringify(user.body)).toBe(200);
     await page.getByLabel("User name").fill("sam");
     await page.getByLabel("Password").fill("Sales-12345678");
     await page.getByRole("button", { name: "Sign in" }).click();
     await page.getByText("sam (Sales)").waitFor();
     const nav = page.getByRole("navigation", { name: "Console" });
-    for (const allowed of ["Products & releases", "Customers", "Licenses", "Service log"]) await nav.getByRole("link", { name: allowed }).waitFor();
-    for (const hidden of ["Webhooks", "Users", "API keys", "Settings", "Audit trail"]) expect(await nav.getByRole("link", { name: hidden }).count(), hidden).toBe(0);
+    for (const allowed of ["Products & releases", "Customers", "Licenses", "Service log"])
+      await nav.getByRole("link", { name: allowed }).waitFor();
+    for (const hidden of ["Webhooks", "Users", "API keys", "Settings", "Audit trail"])
+      expect(await nav.getByRole("link", { name: hidden }).count(), hidden).toBe(0);
     // A page outside the roles, opened by its address, says so instead of calling the API.
     await page.goto(new URL("/console/#/api-keys", base).toString());
     expect(await page.getByRole("alert").textContent()).toBe("Your roles do not allow this page.");
     // Templates are the managers': the list is readable, the button to make one is not offered.
     await page.goto(new URL("/console/#/templates", base).toString());
-    await page.getByRole("region", { name: "License templates" }).getByRole("cell", { name: "Studio floating, 2 seats" }).waitFor();
+    await page
+      .getByRole("region", { name: "License templates" })
+      .getByRole("cell", { name: "Studio floating, 2 seats" })
+      .waitFor();
     expect(await page.getByRole("button", { name: "New license template" }).count()).toBe(0);
     await page.getByRole("button", { name: "Sign out" }).click();
     await page.getByRole("button", { name: "Sign in" }).waitFor();

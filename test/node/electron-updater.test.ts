@@ -36,7 +36,17 @@ class NodeHttpExecutor extends HttpExecutor<http.ClientRequest> {
       const requestOptions: http.RequestOptions = { headers: options.headers ?? undefined };
       configureRequestUrl(url, requestOptions);
       configureRequestOptions(requestOptions);
-      this.doDownload(requestOptions, { destination, options, onCancel: () => undefined, callback: (error: Error | null) => (error ? reject(error) : resolve(destination)), responseHandler: null }, 0);
+      this.doDownload(
+        requestOptions,
+        {
+          destination,
+          options,
+          onCancel: () => undefined,
+          callback: (error: Error | null) => (error ? reject(error) : resolve(destination)),
+          responseHandler: null,
+        },
+        0,
+      );
     });
   }
 
@@ -77,7 +87,10 @@ function updater(version: string, cache: string, channel = "stable"): NsisUpdate
   };
   const u = new NsisUpdater(null, app);
   // A Windows client, on whatever machine runs the test: electron-updater's own tests set the platform this way.
-  (u as unknown as { _testOnlyOptions: object })._testOnlyOptions = { platform: "win32", isUseDifferentialDownload: true };
+  (u as unknown as { _testOnlyOptions: object })._testOnlyOptions = {
+    platform: "win32",
+    isUseDifferentialDownload: true,
+  };
   (u as unknown as { httpExecutor: HttpExecutor<http.ClientRequest> }).httpExecutor = new NodeHttpExecutor();
   u.setFeedURL({ provider: "generic", url: `${base}/v1/updates/studio/feed/${channel}/win-x64/` });
   u.requestHeaders = { "X-Service-User-Key": userKey };
@@ -88,16 +101,30 @@ function updater(version: string, cache: string, channel = "stable"): NsisUpdate
 }
 
 async function api(method: string, path: string, body?: unknown): Promise<Record<string, any>> {
-  const res = await fetch(new URL(path, worker.url), { method, headers: { "x-api-key": KEY, "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const res = await fetch(new URL(path, worker.url), {
+    method,
+    headers: { "x-api-key": KEY, "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   return (await res.json()) as Record<string, any>;
 }
 
-async function upload(productId: number, releaseId: number, kind: string, fileName: string, bytes: Buffer): Promise<void> {
+async function upload(
+  productId: number,
+  releaseId: number,
+  kind: string,
+  fileName: string,
+  bytes: Buffer,
+): Promise<void> {
   const form = new FormData();
   form.set("platform", "win-x64");
   form.set("kind", kind);
   form.set("file", new Blob([bytes]), fileName);
-  const res = await fetch(new URL(`/v1/products/${productId}/releases/${releaseId}/downloads`, worker.url), { method: "POST", headers: { "x-api-key": KEY }, body: form });
+  const res = await fetch(new URL(`/v1/products/${productId}/releases/${releaseId}/downloads`, worker.url), {
+    method: "POST",
+    headers: { "x-api-key": KEY },
+    body: form,
+  });
   if (res.status !== 201) throw new Error(`upload ${fileName}: ${res.status} ${await res.text()}`);
 }
 
@@ -118,20 +145,37 @@ beforeAll(async () => {
     },
   });
   base = worker.url.toString().replace(/\/$/, "");
-  const productId = (await api("POST", "/v1/products", { product: { code: "studio", name: "Studio", isApplication: true } }))["productId"];
+  const productId = (
+    await api("POST", "/v1/products", { product: { code: "studio", name: "Studio", isApplication: true } })
+  )["productId"];
   for (const [version, bytes, date] of [
     ["1.0.0", oldInstaller, "2026-01-01T00:00:00Z"],
     ["2.0.0", newInstaller, "2026-10-01T00:00:00Z"],
   ] as const) {
-    const releaseId = (await api("POST", `/v1/products/${productId}/releases`, { productRelease: { version, public: true, releaseDate: date } }))["productReleaseId"];
+    const releaseId = (
+      await api("POST", `/v1/products/${productId}/releases`, {
+        productRelease: { version, public: true, releaseDate: date },
+      })
+    )["productReleaseId"];
     await upload(productId, releaseId, "installer", `Studio Setup ${version}.exe`, bytes);
     await upload(productId, releaseId, "blockmap", `Studio Setup ${version}.exe.blockmap`, blockmap(bytes));
   }
   // An insider build: electron-updater finds it through `autoUpdater.channel = "insider"` (insider.yml).
-  const insiderId = (await api("POST", `/v1/products/${productId}/releases`, { productRelease: { version: "2.1.0-beta.1", channel: "insider", public: true, releaseDate: "2026-10-15T00:00:00Z" } }))["productReleaseId"];
+  const insiderId = (
+    await api("POST", `/v1/products/${productId}/releases`, {
+      productRelease: {
+        version: "2.1.0-beta.1",
+        channel: "insider",
+        public: true,
+        releaseDate: "2026-10-15T00:00:00Z",
+      },
+    })
+  )["productReleaseId"];
   await upload(productId, insiderId, "installer", "Studio Setup 2.1.0-beta.1.exe", insiderInstaller);
   const created = await api("POST", "/v1/licenses", { license: { productId, issueDate: "2026-06-01T00:00:00Z" } });
-  userKey = (await api("GET", `/v1/licenses?filter=${encodeURIComponent(`id == ${created["id"]}`)}&select=userKey`))["licenses"][0].userKey;
+  userKey = (await api("GET", `/v1/licenses?filter=${encodeURIComponent(`id == ${created["id"]}`)}&select=userKey`))[
+    "licenses"
+  ][0].userKey;
 }, 180_000);
 afterAll(() => worker?.dispose());
 
@@ -165,10 +209,9 @@ describe("electron-updater against the service", () => {
     const [file] = await u.downloadUpdate();
     expect(sha512(readFileSync(file!))).toBe(sha512(newInstaller));
     const blockmaps = requests.filter((r) => r.path.includes(".blockmap"));
-    expect(blockmaps.map((r) => decodeURIComponent(r.path.split("?")[0]!.split("/").slice(-2).join("/"))).sort()).toEqual([
-      "1.0.0/Studio Setup 1.0.0.exe.blockmap",
-      "2.0.0/Studio Setup 2.0.0.exe.blockmap",
-    ]);
+    expect(
+      blockmaps.map((r) => decodeURIComponent(r.path.split("?")[0]!.split("/").slice(-2).join("/"))).sort(),
+    ).toEqual(["1.0.0/Studio Setup 1.0.0.exe.blockmap", "2.0.0/Studio Setup 2.0.0.exe.blockmap"]);
     const ranged = requests.filter((r) => r.range);
     expect(ranged.length).toBeGreaterThan(0);
     expect(ranged.some((r) => r.range!.includes(","))).toBe(true);
@@ -182,7 +225,9 @@ describe("electron-updater against the service", () => {
     u.disableDifferentialDownload = true;
     requests.length = 0;
     const check = await u.checkForUpdates();
-    expect(requests.map((r) => decodeURIComponent(r.path.split("?")[0]!))).toContain("/v1/updates/studio/feed/insider/win-x64/insider.yml");
+    expect(requests.map((r) => decodeURIComponent(r.path.split("?")[0]!))).toContain(
+      "/v1/updates/studio/feed/insider/win-x64/insider.yml",
+    );
     expect(check?.updateInfo.version).toBe("2.1.0-beta.1");
     expect(check?.isUpdateAvailable).toBe(true);
     const [file] = await u.downloadUpdate();

@@ -47,7 +47,11 @@ afterAll(async () => {
 });
 
 async function rest(method: string, path: string, body?: unknown): Promise<Record<string, any>> {
-  const res = await fetch(new URL(path, worker.url), { method, headers: { "x-api-key": KEY, "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const res = await fetch(new URL(path, worker.url), {
+    method,
+    headers: { "x-api-key": KEY, "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   return (await res.json()) as Record<string, any>;
 }
 
@@ -63,8 +67,13 @@ describe("the native gRPC gateway", () => {
     expect((refused as ConnectError).rawMessage).toBe("Invalid username or password.");
 
     const product = await rest("POST", "/v1/products", { product: { code: "gw", name: "Gateway" } });
-    const created = await rest("POST", "/v1/licenses", { license: { productId: product["productId"], licensingMode: "Activation", maxClients: 1 } });
-    const { licenses } = await rest("GET", `/v1/licenses?filter=${encodeURIComponent(`id == ${created["id"]}`)}&select=userKey`);
+    const created = await rest("POST", "/v1/licenses", {
+      license: { productId: product["productId"], licensingMode: "Activation", maxClients: 1 },
+    });
+    const { licenses } = await rest(
+      "GET",
+      `/v1/licenses?filter=${encodeURIComponent(`id == ${created["id"]}`)}&select=userKey`,
+    );
     const userKey = licenses[0].userKey as string;
 
     const server = createClient(LicenseServer, transport);
@@ -84,7 +93,12 @@ describe("the native gRPC gateway", () => {
     const server = createClient(LicenseServer, createGrpcTransport({ baseUrl: unsignedUrl }));
     const claim = "203.0.113.66";
     const signed = signClientAddress("not-the-gateway-secret-0123456789abcdef", claim);
-    for (const headers of [{ "cf-connecting-ip": claim }, { "x-forwarded-for": claim }, { "x-real-ip": claim }, { [GATEWAY_CLIENT_HEADER]: signed }] as Record<string, string>[]) {
+    for (const headers of [
+      { "cf-connecting-ip": claim },
+      { "x-forwarded-for": claim },
+      { "x-real-ip": claim },
+      { [GATEWAY_CLIENT_HEADER]: signed },
+    ] as Record<string, string>[]) {
       // Unauthenticated (no credential), not PermissionDenied (the blacklist's 403): the claim never arrived.
       const answer = await server.validateLicense({ userKey: "X" }, { headers }).catch((e: unknown) => e);
       expect((answer as ConnectError).code, JSON.stringify(headers)).toBe(Code.Unauthenticated);

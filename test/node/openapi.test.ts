@@ -11,8 +11,20 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 // @ts-expect-error: a plain JavaScript module shared with the benchmark
 import { root, startLocalWorker } from "../../scripts/local-worker.mjs";
 
-type Schema = { $ref?: string; type?: string; properties?: Record<string, Schema>; additionalProperties?: unknown; items?: Schema; anyOf?: Schema[]; oneOf?: Schema[]; allOf?: Schema[] };
-type Operation = { requestBody?: { content: Record<string, { schema: Schema }> }; responses: Record<string, { content?: Record<string, { schema: Schema }> }> };
+type Schema = {
+  $ref?: string;
+  type?: string;
+  properties?: Record<string, Schema>;
+  additionalProperties?: unknown;
+  items?: Schema;
+  anyOf?: Schema[];
+  oneOf?: Schema[];
+  allOf?: Schema[];
+};
+type Operation = {
+  requestBody?: { content: Record<string, { schema: Schema }> };
+  responses: Record<string, { content?: Record<string, { schema: Schema }> }>;
+};
 interface Document {
   paths: Record<string, Record<string, Operation>>;
   components: { schemas: Record<string, Schema> };
@@ -33,10 +45,14 @@ afterAll(() => worker?.dispose());
 describe("the OpenAPI document", () => {
   it("has no Spectral findings (errors or warnings)", () => {
     const spectral = join(root, "node_modules/@stoplight/spectral-cli/dist/index.js");
-    const run = spawnSync(process.execPath, [spectral, "lint", file, "--ruleset", join(root, ".spectral.yaml"), "--format", "json", "--quiet"], {
-      encoding: "utf8",
-      cwd: root,
-    });
+    const run = spawnSync(
+      process.execPath,
+      [spectral, "lint", file, "--ruleset", join(root, ".spectral.yaml"), "--format", "json", "--quiet"],
+      {
+        encoding: "utf8",
+        cwd: root,
+      },
+    );
     const findings = JSON.parse(run.stdout || "[]") as { code: string; message: string; path: string[] }[];
     expect(findings.map((f) => `${f.code} ${f.path.join(".")}: ${f.message}`)).toEqual([]);
   });
@@ -60,14 +76,16 @@ describe("the OpenAPI document", () => {
     const walk = (schema: Schema | undefined, at: string): void => {
       if (!schema) return untyped.push(`${at}: no schema`) as unknown as void;
       if (schema.$ref) return;
-      if (schema.type === "object" && !schema.properties && schema.additionalProperties === undefined) untyped.push(`${at}: untyped object`);
+      if (schema.type === "object" && !schema.properties && schema.additionalProperties === undefined)
+        untyped.push(`${at}: untyped object`);
       for (const [k, v] of Object.entries(schema.properties ?? {})) walk(v, `${at}.${k}`);
       if (schema.items) walk(schema.items, `${at}[]`);
       for (const s of [...(schema.anyOf ?? []), ...(schema.oneOf ?? []), ...(schema.allOf ?? [])]) walk(s, at);
     };
     for (const [path, item] of Object.entries(document.paths)) {
       for (const [method, op] of Object.entries(item)) {
-        for (const [type, media] of Object.entries(op.requestBody?.content ?? {})) walk(media.schema, `${method} ${path} body ${type}`);
+        for (const [type, media] of Object.entries(op.requestBody?.content ?? {}))
+          walk(media.schema, `${method} ${path} body ${type}`);
         const success = Object.entries(op.responses).filter(([status]) => status.startsWith("2"));
         expect(success.length, `${method} ${path} documents no success response`).toBeGreaterThan(0);
         for (const [status, response] of success) {
@@ -79,7 +97,8 @@ describe("the OpenAPI document", () => {
         }
       }
     }
-    for (const [name, schema] of Object.entries(document.components.schemas)) walk(schema, `#/components/schemas/${name}`);
+    for (const [name, schema] of Object.entries(document.components.schemas))
+      walk(schema, `#/components/schemas/${name}`);
     expect(untyped).toEqual([]);
   });
 });

@@ -15,14 +15,19 @@ import { root, startLocalWorker } from "../../scripts/local-worker.mjs";
 
 const run = promisify(execFile);
 const KEY = "api_PackagesAdminKey0000000000000000";
-const npm = (args: string[], cwd: string) => run("npm", [...args, "--no-audit", "--no-fund", "--loglevel=error"], { cwd, maxBuffer: 16 * 1024 * 1024 });
+const npm = (args: string[], cwd: string) =>
+  run("npm", [...args, "--no-audit", "--no-fund", "--loglevel=error"], { cwd, maxBuffer: 16 * 1024 * 1024 });
 let worker: { url: URL; dispose(): Promise<void> };
 let app: string;
 let base: string;
 let userKey: string;
 
 async function api(method: string, path: string, body?: unknown): Promise<Record<string, any>> {
-  const res = await fetch(new URL(path, worker.url), { method, headers: { "x-api-key": KEY, "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const res = await fetch(new URL(path, worker.url), {
+    method,
+    headers: { "x-api-key": KEY, "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   return (await res.json()) as Record<string, any>;
 }
 
@@ -37,17 +42,29 @@ beforeAll(async () => {
     },
   });
   base = worker.url.toString().replace(/\/$/, "");
-  const productId = (await api("POST", "/v1/products", { product: { code: "studio", name: "Studio", isApplication: true } }))["productId"];
-  const created = await api("POST", "/v1/licenses", { license: { productId, licensingMode: "Activation", maxClients: 3, edition: "Ultimate" } });
-  userKey = (await api("GET", `/v1/licenses?filter=${encodeURIComponent(`id == ${created["id"]}`)}&select=userKey`))["licenses"][0].userKey;
+  const productId = (
+    await api("POST", "/v1/products", { product: { code: "studio", name: "Studio", isApplication: true } })
+  )["productId"];
+  const created = await api("POST", "/v1/licenses", {
+    license: { productId, licensingMode: "Activation", maxClients: 3, edition: "Ultimate" },
+  });
+  userKey = (await api("GET", `/v1/licenses?filter=${encodeURIComponent(`id == ${created["id"]}`)}&select=userKey`))[
+    "licenses"
+  ][0].userKey;
 
   // A clean directory, as a vendor's app: the two tarballs and nothing of this repository.
   app = mkdtempSync(join(tmpdir(), "vendor-app-"));
   await npm(["pack", "--pack-destination", app], join(root, "client"));
   await npm(["pack", "--pack-destination", app], join(root, "tools/publish"));
   const tarballs = readdirSync(app).filter((f) => f.endsWith(".tgz"));
-  expect(tarballs.sort()).toEqual([expect.stringMatching(/^licensing-client-.*\.tgz$/), expect.stringMatching(/^licensing-publish-.*\.tgz$/)]);
-  writeFileSync(join(app, "package.json"), JSON.stringify({ name: "vendor-app", version: "1.0.0", private: true, type: "module" }));
+  expect(tarballs.sort()).toEqual([
+    expect.stringMatching(/^licensing-client-.*\.tgz$/),
+    expect.stringMatching(/^licensing-publish-.*\.tgz$/),
+  ]);
+  writeFileSync(
+    join(app, "package.json"),
+    JSON.stringify({ name: "vendor-app", version: "1.0.0", private: true, type: "module" }),
+  );
   await npm(["install", "--prefer-offline", ...tarballs.map((t) => `./${t}`)], app);
 }, 240_000);
 afterAll(async () => {
@@ -107,15 +124,31 @@ const { machineId } = require("@licensing/client/node");
 `,
     );
     const { stdout } = await run(process.execPath, ["example.cjs", base, userKey], { cwd: app });
-    expect(JSON.parse(stdout)).toEqual({ status: "Activated", refused: expect.stringContaining("@licensing/client/grpc-web"), loaded: false });
+    expect(JSON.parse(stdout)).toEqual({
+      status: "Activated",
+      refused: expect.stringContaining("@licensing/client/grpc-web"),
+      loaded: false,
+    });
   });
 
   it("ships types, a license and dependency ranges", async () => {
-    const manifest = JSON.parse((await run(process.execPath, ["-e", 'process.stdout.write(JSON.stringify(require("@licensing/client/package.json")))'], { cwd: app })).stdout);
+    const manifest = JSON.parse(
+      (
+        await run(
+          process.execPath,
+          ["-e", 'process.stdout.write(JSON.stringify(require("@licensing/client/package.json")))'],
+          { cwd: app },
+        )
+      ).stdout,
+    );
     expect(manifest.license).toBe("MIT");
     for (const range of Object.values(manifest.dependencies as Record<string, string>)) expect(range).toMatch(/^\^/);
-    expect(readdirSync(join(app, "node_modules/@licensing/client/dist/esm"))).toEqual(expect.arrayContaining(["index.d.ts", "grpc-web.d.ts", "node.d.ts", "electron-updater.d.ts"]));
-    expect(readdirSync(join(app, "node_modules/@licensing/client/dist/cjs"))).toEqual(expect.arrayContaining(["index.d.ts", "index.js", "package.json"]));
+    expect(readdirSync(join(app, "node_modules/@licensing/client/dist/esm"))).toEqual(
+      expect.arrayContaining(["index.d.ts", "grpc-web.d.ts", "node.d.ts", "electron-updater.d.ts"]),
+    );
+    expect(readdirSync(join(app, "node_modules/@licensing/client/dist/cjs"))).toEqual(
+      expect.arrayContaining(["index.d.ts", "index.js", "package.json"]),
+    );
   });
 });
 
@@ -123,12 +156,22 @@ describe("@licensing/publish installed from its tarball", () => {
   it("runs licensing-publish from node_modules/.bin: help, a usage error, then a real publish as JSON", async () => {
     const bin = join(app, "node_modules/.bin/licensing-publish");
     expect((await run(bin, ["--help"], { cwd: app })).stdout).toContain("Usage: licensing-publish");
-    await expect(run(bin, ["--product", "studio"], { cwd: app, env: { ...process.env, LICENSING_URL: "" } })).rejects.toMatchObject({ code: 2 });
+    await expect(
+      run(bin, ["--product", "studio"], { cwd: app, env: { ...process.env, LICENSING_URL: "" } }),
+    ).rejects.toMatchObject({ code: 2 });
     const dist = join(app, "dist");
     await run(process.execPath, [join(root, "scripts/sample-dist.mjs"), "--out", dist, "--version", "1.1.0"]);
-    const { stdout } = await run(bin, ["--url", base, "--product", "studio", "--dir", dist, "--public", "--json"], { cwd: app, env: { ...process.env, LICENSING_API_KEY: KEY } });
-    expect(JSON.parse(stdout)).toMatchObject({ created: true, uploaded: expect.arrayContaining(["Studio Setup 1.1.0.exe", "Studio-1.1.0-arm64-mac.zip"]) });
-    const feed = await fetch(`${base}/v1/updates/studio/feed/stable/darwin-arm64/latest-mac.yml`, { headers: { "X-Service-User-Key": userKey } });
+    const { stdout } = await run(bin, ["--url", base, "--product", "studio", "--dir", dist, "--public", "--json"], {
+      cwd: app,
+      env: { ...process.env, LICENSING_API_KEY: KEY },
+    });
+    expect(JSON.parse(stdout)).toMatchObject({
+      created: true,
+      uploaded: expect.arrayContaining(["Studio Setup 1.1.0.exe", "Studio-1.1.0-arm64-mac.zip"]),
+    });
+    const feed = await fetch(`${base}/v1/updates/studio/feed/stable/darwin-arm64/latest-mac.yml`, {
+      headers: { "X-Service-User-Key": userKey },
+    });
     expect(feed.status).toBe(200);
     expect(await feed.text()).toContain('version: "1.1.0"');
   });
@@ -136,8 +179,14 @@ describe("@licensing/publish installed from its tarball", () => {
   it("publishes through electron-builder's custom-provider interface: loaded as electron-builder loads it, upload per file", async () => {
     // What electron-builder does for `publish: {provider: "licensing"}`: require build/electron-publisher-licensing.js,
     // take its default export, construct it with (context, publishConfig), and upload each file as it is built.
-    writeFileSync(join(app, "electron-publisher-licensing.cjs"), 'module.exports = require("@licensing/publish/electron-builder");\n');
-    writeFileSync(join(app, "package.json"), JSON.stringify({ name: "vendor-app", version: "1.2.0", private: true, type: "module" }));
+    writeFileSync(
+      join(app, "electron-publisher-licensing.cjs"),
+      'module.exports = require("@licensing/publish/electron-builder");\n',
+    );
+    writeFileSync(
+      join(app, "package.json"),
+      JSON.stringify({ name: "vendor-app", version: "1.2.0", private: true, type: "module" }),
+    );
     const dist = join(app, "dist-eb");
     await run(process.execPath, [join(root, "scripts/sample-dist.mjs"), "--out", dist, "--version", "1.2.0"]);
     writeFileSync(
@@ -158,20 +207,39 @@ const Publisher = module_.default || module_;
 })().catch((e) => { console.error(e); process.exit(1); });
 `,
     );
-    const { stdout } = await run(process.execPath, ["electron-builder-publish.cjs", base, dist], { cwd: app, env: { ...process.env, LICENSING_API_KEY: KEY } });
+    const { stdout } = await run(process.execPath, ["electron-builder-publish.cjs", base, dist], {
+      cwd: app,
+      env: { ...process.env, LICENSING_API_KEY: KEY },
+    });
     expect(stdout).toContain("Licensing service (product: studio");
     expect(stdout, stdout).toContain("release 1.2.0 is public");
-    const feed = await fetch(`${base}/v1/updates/studio/feed/stable/darwin-x64/latest-mac.yml`, { headers: { "X-Service-User-Key": userKey } });
+    const feed = await fetch(`${base}/v1/updates/studio/feed/stable/darwin-x64/latest-mac.yml`, {
+      headers: { "X-Service-User-Key": userKey },
+    });
     expect(feed.status).toBe(200);
     const yaml = await feed.text();
     expect(yaml).toContain('version: "1.2.0"');
     expect(yaml).toContain("Studio-1.2.0-mac.zip?token=");
     const releases = await api("GET", `/v1/products?filter=${encodeURIComponent('code == "studio"')}&select=id`);
     const productId = releases["products"][0].id;
-    const list = await api("GET", `/v1/products/${productId}/releases?filter=${encodeURIComponent('version == "1.2.0"')}`);
-    const downloads = await api("GET", `/v1/products/${productId}/releases/${list["productReleases"][0].id}/downloads?take=100`);
+    const list = await api(
+      "GET",
+      `/v1/products/${productId}/releases?filter=${encodeURIComponent('version == "1.2.0"')}`,
+    );
+    const downloads = await api(
+      "GET",
+      `/v1/products/${productId}/releases/${list["productReleases"][0].id}/downloads?take=100`,
+    );
     expect(downloads["releaseDownloads"].map((d: { fileName: string }) => d.fileName).sort()).toEqual(
-      ["Studio Setup 1.2.0.exe", "Studio Setup 1.2.0.exe.blockmap", "Studio-1.2.0-arm64-mac.zip", "Studio-1.2.0-arm64-mac.zip.blockmap", "Studio-1.2.0-mac.zip", "Studio-1.2.0-mac.zip.blockmap", "Studio-1.2.0.AppImage"].sort(),
+      [
+        "Studio Setup 1.2.0.exe",
+        "Studio Setup 1.2.0.exe.blockmap",
+        "Studio-1.2.0-arm64-mac.zip",
+        "Studio-1.2.0-arm64-mac.zip.blockmap",
+        "Studio-1.2.0-mac.zip",
+        "Studio-1.2.0-mac.zip.blockmap",
+        "Studio-1.2.0.AppImage",
+      ].sort(),
     );
   });
 });

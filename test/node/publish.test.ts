@@ -33,20 +33,51 @@ function artifact(name: string, size: number): Buffer {
 
 function updateInfo(name: string, version: string, files: [string, Buffer][]): void {
   const lines = [`version: ${version}`, "files:"];
-  for (const [file, bytes] of files) lines.push(`  - url: ${file}`, `    sha512: ${sha512(bytes)}`, `    size: ${bytes.byteLength}`);
-  lines.push(`path: ${files[0]![0]}`, `sha512: ${sha512(files[0]![1])}`, "releaseName: Studio 1.2.3", "releaseNotes: |-", "  Faster.", "  Smaller.", "releaseDate: '2026-11-20T10:00:00.000Z'");
+  for (const [file, bytes] of files)
+    lines.push(`  - url: ${file}`, `    sha512: ${sha512(bytes)}`, `    size: ${bytes.byteLength}`);
+  lines.push(
+    `path: ${files[0]![0]}`,
+    `sha512: ${sha512(files[0]![1])}`,
+    "releaseName: Studio 1.2.3",
+    "releaseNotes: |-",
+    "  Faster.",
+    "  Smaller.",
+    "releaseDate: '2026-11-20T10:00:00.000Z'",
+  );
   writeFileSync(join(dir, name), `${lines.join("\n")}\n`);
 }
 
 async function rest(method: string, path: string, body?: unknown): Promise<Record<string, any>> {
-  const res = await fetch(new URL(path, worker.url), { method, headers: { "x-api-key": KEY, "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const res = await fetch(new URL(path, worker.url), {
+    method,
+    headers: { "x-api-key": KEY, "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   return (await res.json()) as Record<string, any>;
 }
 
 /** Runs the CLI as a user would (`licensing-publish …`), returning its output. */
 async function publishCli(...extra: string[]): Promise<string> {
-  const args = ["tools/publish/main.ts", "--product", "studio", "--version", "1.2.3", "--channel", "stable", "--dir", dir, "--single-limit", String(8 * MiB), "--part-size", String(5 * MiB), ...extra];
-  const { stdout } = await run(process.execPath, args, { cwd: root, env: { ...process.env, LICENSING_API_KEY: KEY, LICENSING_URL: worker.url.toString() } });
+  const args = [
+    "tools/publish/main.ts",
+    "--product",
+    "studio",
+    "--version",
+    "1.2.3",
+    "--channel",
+    "stable",
+    "--dir",
+    dir,
+    "--single-limit",
+    String(8 * MiB),
+    "--part-size",
+    String(5 * MiB),
+    ...extra,
+  ];
+  const { stdout } = await run(process.execPath, args, {
+    cwd: root,
+    env: { ...process.env, LICENSING_API_KEY: KEY, LICENSING_URL: worker.url.toString() },
+  });
   return stdout;
 }
 
@@ -77,7 +108,9 @@ beforeAll(async () => {
     ["Studio-1.2.3-arm64.dmg", files["dmg"]],
   ]);
   updateInfo("latest-linux.yml", "1.2.3", [["Studio-1.2.3.AppImage", files["appImage"]]]);
-  productId = (await rest("POST", "/v1/products", { product: { code: "studio", name: "Studio", isApplication: true } }))["productId"];
+  productId = (
+    await rest("POST", "/v1/products", { product: { code: "studio", name: "Studio", isApplication: true } })
+  )["productId"];
 }, 180_000);
 afterAll(async () => {
   await worker?.dispose();
@@ -94,16 +127,45 @@ describe("licensing-publish", () => {
     expect(first).toContain("done: 6 uploaded, 0 replaced, 0 unchanged");
 
     const { productReleases } = await rest("GET", `/v1/products/${productId}/releases`);
-    expect(productReleases).toMatchObject([{ version: "1.2.3", channel: "stable", name: "Studio 1.2.3", releaseNotes: "Faster.\nSmaller.", releaseDate: "2026-11-20T10:00:00.000Z" }]);
-    const { releaseDownloads } = await rest("GET", `/v1/products/${productId}/releases/${productReleases[0].id}/downloads?sort=id`);
-    const summary = releaseDownloads.map((d: Record<string, any>) => [d.platform, d.kind, d.fileName, d.size, d.sha512]);
+    expect(productReleases).toMatchObject([
+      {
+        version: "1.2.3",
+        channel: "stable",
+        name: "Studio 1.2.3",
+        releaseNotes: "Faster.\nSmaller.",
+        releaseDate: "2026-11-20T10:00:00.000Z",
+      },
+    ]);
+    const { releaseDownloads } = await rest(
+      "GET",
+      `/v1/products/${productId}/releases/${productReleases[0].id}/downloads?sort=id`,
+    );
+    const summary = releaseDownloads.map((d: Record<string, any>) => [
+      d.platform,
+      d.kind,
+      d.fileName,
+      d.size,
+      d.sha512,
+    ]);
     expect(summary).toEqual(
       expect.arrayContaining([
         ["win-x64", "installer", "Studio Setup 1.2.3.exe", files["exe"]!.byteLength, sha512(files["exe"]!)],
-        ["win-x64", "blockmap", "Studio Setup 1.2.3.exe.blockmap", files["exeMap"]!.byteLength, sha512(files["exeMap"]!)],
+        [
+          "win-x64",
+          "blockmap",
+          "Studio Setup 1.2.3.exe.blockmap",
+          files["exeMap"]!.byteLength,
+          sha512(files["exeMap"]!),
+        ],
         ["darwin-arm64", "installer", "Studio-1.2.3-arm64.dmg", files["dmg"]!.byteLength, sha512(files["dmg"]!)],
         ["darwin-arm64", "zip", "Studio-1.2.3-arm64-mac.zip", files["zip"]!.byteLength, sha512(files["zip"]!)],
-        ["darwin-arm64", "blockmap", "Studio-1.2.3-arm64-mac.zip.blockmap", files["zipMap"]!.byteLength, sha512(files["zipMap"]!)],
+        [
+          "darwin-arm64",
+          "blockmap",
+          "Studio-1.2.3-arm64-mac.zip.blockmap",
+          files["zipMap"]!.byteLength,
+          sha512(files["zipMap"]!),
+        ],
         ["linux-x64", "installer", "Studio-1.2.3.AppImage", files["appImage"]!.byteLength, sha512(files["appImage"]!)],
       ]),
     );
@@ -129,7 +191,10 @@ describe("licensing-publish", () => {
   it("refuses a version the folder's update info contradicts, and an unknown product", async () => {
     await expect(publishCli("--version", "9.9.9")).rejects.toThrow(/does not match/);
     await expect(
-      run(process.execPath, ["tools/publish/main.ts", "--product", "nope", "--dir", dir], { cwd: root, env: { ...process.env, LICENSING_API_KEY: KEY, LICENSING_URL: worker.url.toString() } }),
+      run(process.execPath, ["tools/publish/main.ts", "--product", "nope", "--dir", dir], {
+        cwd: root,
+        env: { ...process.env, LICENSING_API_KEY: KEY, LICENSING_URL: worker.url.toString() },
+      }),
     ).rejects.toThrow(/Product nope not found/);
   });
 });
@@ -139,7 +204,12 @@ describe("parseUpdateInfo", () => {
     const info = parseUpdateInfo(
       "version: 1.0.0\nfiles:\n  - url: A%20B.exe\n    sha512: abc==\n    size: 5\n  - url: 'C.zip'\n    size: 7\npath: A B.exe\nreleaseNotes: |\n  line 1\n\n  line 2\nreleaseDate: \"2026-01-01T00:00:00.000Z\"\n",
     );
-    expect(info.scalars).toMatchObject({ version: "1.0.0", path: "A B.exe", releaseNotes: "line 1\n\nline 2\n", releaseDate: "2026-01-01T00:00:00.000Z" });
+    expect(info.scalars).toMatchObject({
+      version: "1.0.0",
+      path: "A B.exe",
+      releaseNotes: "line 1\n\nline 2\n",
+      releaseDate: "2026-01-01T00:00:00.000Z",
+    });
     expect(info.files).toEqual([
       { url: "A%20B.exe", sha512: "abc==", size: "5" },
       { url: "C.zip", size: "7" },
@@ -148,9 +218,15 @@ describe("parseUpdateInfo", () => {
 });
 
 /** Runs the CLI with arguments of its own; exit code, stdout and stderr. */
-async function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+async function cli(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await run(process.execPath, ["tools/publish/main.ts", ...args], { cwd: root, env: { ...process.env, LICENSING_URL: "", LICENSING_API_KEY: "", ...env } });
+    const { stdout, stderr } = await run(process.execPath, ["tools/publish/main.ts", ...args], {
+      cwd: root,
+      env: { ...process.env, LICENSING_URL: "", LICENSING_API_KEY: "", ...env },
+    });
     return { code: 0, stdout, stderr };
   } catch (e) {
     const failure = e as { code: number; stdout: string; stderr: string };
@@ -183,15 +259,31 @@ describe("licensing-publish as a command", () => {
 
   it("--dry-run prints what it would upload without contacting the service, and --json gives it as JSON", async () => {
     // Port 9 (discard) is not a licensing service: a dry run must not need one, nor an API key.
-    const dry = await cli(["--dry-run", "--url", "http://127.0.0.1:9", "--product", "studio", "--dir", dir, "--single-limit", String(8 * MiB)]);
+    const dry = await cli([
+      "--dry-run",
+      "--url",
+      "http://127.0.0.1:9",
+      "--product",
+      "studio",
+      "--dir",
+      dir,
+      "--single-limit",
+      String(8 * MiB),
+    ]);
     expect(dry.code, dry.stderr).toBe(0);
     expect(dry.stdout).toContain("would upload darwin-arm64 zip Studio-1.2.3-arm64-mac.zip (11.0 MiB) resumably");
     expect(dry.stdout).toContain("nothing was sent");
     const json = await cli(["--dry-run", "--json", "--url", "http://127.0.0.1:9", "--product", "studio", "--dir", dir]);
-    const result = JSON.parse(json.stdout) as { dryRun: boolean; version: string; artifacts: { fileName: string; sha512: string }[] };
+    const result = JSON.parse(json.stdout) as {
+      dryRun: boolean;
+      version: string;
+      artifacts: { fileName: string; sha512: string }[];
+    };
     expect(result).toMatchObject({ dryRun: true, version: "1.2.3" });
     expect(result.artifacts.map((a) => a.fileName)).toContain("Studio-1.2.3.AppImage");
-    expect(result.artifacts.find((a) => a.fileName === "Studio-1.2.3.AppImage")?.sha512).toBe(sha512(files["appImage"]!));
+    expect(result.artifacts.find((a) => a.fileName === "Studio-1.2.3.AppImage")?.sha512).toBe(
+      sha512(files["appImage"]!),
+    );
   });
 
   it("retries 503 answers and failed parts with backoff, and reports the result as JSON", async () => {
@@ -202,14 +294,26 @@ describe("licensing-publish as a command", () => {
       if ((/\/parts\/\d+$/.test(req.url ?? "") || req.url?.includes("/downloads?take")) && !failed.has(key)) {
         failed.add(key);
         req.resume();
-        res.writeHead(503, { "content-type": "application/json" }).end('{"success":false,"code":503,"message":"try later"}');
+        res
+          .writeHead(503, { "content-type": "application/json" })
+          .end('{"success":false,"code":503,"message":"try later"}');
         return;
       }
       const chunks: Buffer[] = [];
       for await (const chunk of req) chunks.push(chunk as Buffer);
-      const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => k !== "host" && k !== "content-length" && k !== "connection")) as Record<string, string>;
-      const answer = await fetch(new URL(req.url!, worker.url), { method: req.method, headers, ...(chunks.length ? { body: Buffer.concat(chunks) } : {}) });
-      const back = Object.fromEntries([...answer.headers].filter(([k]) => !["content-encoding", "content-length", "transfer-encoding", "connection"].includes(k)));
+      const headers = Object.fromEntries(
+        Object.entries(req.headers).filter(([k]) => k !== "host" && k !== "content-length" && k !== "connection"),
+      ) as Record<string, string>;
+      const answer = await fetch(new URL(req.url!, worker.url), {
+        method: req.method,
+        headers,
+        ...(chunks.length ? { body: Buffer.concat(chunks) } : {}),
+      });
+      const back = Object.fromEntries(
+        [...answer.headers].filter(
+          ([k]) => !["content-encoding", "content-length", "transfer-encoding", "connection"].includes(k),
+        ),
+      );
       res.writeHead(answer.status, back).end(Buffer.from(await answer.arrayBuffer()));
     });
     await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
@@ -217,7 +321,22 @@ describe("licensing-publish as a command", () => {
       const url = `http://127.0.0.1:${(proxy.address() as { port: number }).port}`;
       const product = `retry${Date.now()}`;
       await rest("POST", "/v1/products", { product: { code: product, name: "Retry", isApplication: true } });
-      const out = await cli(["--json", "--url", url, "--product", product, "--dir", dir, "--single-limit", String(8 * MiB), "--part-size", String(5 * MiB)], { LICENSING_API_KEY: KEY, LICENSING_PUBLISH_RETRY_MS: "20" });
+      const out = await cli(
+        [
+          "--json",
+          "--url",
+          url,
+          "--product",
+          product,
+          "--dir",
+          dir,
+          "--single-limit",
+          String(8 * MiB),
+          "--part-size",
+          String(5 * MiB),
+        ],
+        { LICENSING_API_KEY: KEY, LICENSING_PUBLISH_RETRY_MS: "20" },
+      );
       expect(out.code, out.stderr).toBe(0);
       expect(out.stderr).toMatch(/parts\/1: 503; trying again in/);
       expect(out.stderr).toMatch(/parts\/3: 503; trying again in/);

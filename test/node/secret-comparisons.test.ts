@@ -17,17 +17,20 @@ const REVIEWED: { file: string; comparison: string; reason: string }[] = [
   {
     file: "src/management/users.ts",
     comparison: 'row["passwordHash"] !== previous["passwordHash"]',
-    reason: "two stored PBKDF2 hashes (the new one freshly salted) compared to tell whether a write changed the password, for the audit trail; no client input",
+    reason:
+      "two stored PBKDF2 hashes (the new one freshly salted) compared to tell whether a write changed the password, for the audit trail; no client input",
   },
   {
     file: "src/auth/bootstrap.ts",
     comparison: "done === signature",
-    reason: "a fingerprint of the configured administrator, compared with the one this isolate already bootstrapped; no client input",
+    reason:
+      "a fingerprint of the configured administrator, compared with the one this isolate already bootstrapped; no client input",
   },
   {
     file: "src/licensing/validation.ts",
     comparison: "t.tokenDigest === digest",
-    reason: "SHA-256 digests of the presented token, among rows found by the digest index: timing reveals bits of a digest, not of a token",
+    reason:
+      "SHA-256 digests of the presented token, among rows found by the digest index: timing reveals bits of a digest, not of a token",
   },
   {
     file: "src/auth/signing-keys.ts",

@@ -15,7 +15,11 @@ const run = promisify(execFile);
 
 describe("the README's tour", () => {
   it("runs as written, twice, against a fresh service", async () => {
-    const { stdout } = await run(process.execPath, ["scripts/tour.mjs"], { cwd: root, env: process.env, maxBuffer: 16 * 1024 * 1024 });
+    const { stdout } = await run(process.execPath, ["scripts/tour.mjs"], {
+      cwd: root,
+      env: process.env,
+      maxBuffer: 16 * 1024 * 1024,
+    });
     expect(stdout).toMatch(/run 1 passed/);
     expect(stdout).toMatch(/run 2 passed/);
   }, 240_000);
@@ -24,11 +28,24 @@ describe("the README's tour", () => {
     const pattern = answerPattern('{"success":true,"code":0,"licenseId":"lic…","id":1}');
     expect(pattern.test('{"success":true,"code":0,"licenseId":"lic3F9A","id":27}')).toBe(true);
     expect(pattern.test('{"success":true,"code":1,"licenseId":"lic3F9A","id":27}')).toBe(false);
-    expect(answerPattern('{"code":523,"reason":"machineIdRequired"}').test('{"code":523,"reason":"other"}')).toBe(false);
+    expect(answerPattern('{"code":523,"reason":"machineIdRequired"}').test('{"code":523,"reason":"other"}')).toBe(
+      false,
+    );
     const parsed = steps({
       file: "x.md",
       line: 1,
-      lines: ["# explains", "curl a   # Healthy", "", "curl b \\", "  -d x", '# {"a":1}   a note', '#   "b":2}', "", "# explains too", "X=$(curl c)"],
+      lines: [
+        "# explains",
+        "curl a   # Healthy",
+        "",
+        "curl b \\",
+        "  -d x",
+        '# {"a":1}   a note',
+        '#   "b":2}',
+        "",
+        "# explains too",
+        "X=$(curl c)",
+      ],
     });
     expect(parsed.map((s: { command: string; expected?: string }) => [s.command, s.expected])).toEqual([
       ["curl a", "Healthy"],

@@ -60,7 +60,12 @@ beforeAll(async () => {
 /** Characters with a meaning somewhere: LIKE wildcards, escapes, quotes, SQL comment and statement marks, non-ASCII. */
 const CHARS = ["a", "b", "A", "B", "%", "_", "\\", "'", '"', "-", ";", " ", "é", "É", "ß", "😀", "\n", "(", ")", "="];
 const textValue = fc.array(fc.constantFrom(...CHARS), { maxLength: 4 }).map((cs) => cs.join(""));
-const INSTANTS = ["2024-01-01T00:00:00.000Z", "2024-06-15T12:30:00.000Z", "2025-01-01T00:00:00.000Z", "2023-12-31T23:59:59.999Z"];
+const INSTANTS = [
+  "2024-01-01T00:00:00.000Z",
+  "2024-06-15T12:30:00.000Z",
+  "2025-01-01T00:00:00.000Z",
+  "2023-12-31T23:59:59.999Z",
+];
 const PRICES = [-1.5, 0, 0.5, 2.5, 3];
 
 interface Row {
@@ -107,25 +112,54 @@ type Cond =
   | { t: "and" | "or"; left: Cond; right: Cond; keyword: boolean };
 
 const cmpOp = fc.constantFrom<CmpOp>("==", "!=", "<", "<=", ">", ">=");
-const strExpr = fc.record({ prop: fc.constantFrom("name" as const, "code" as const), fold: fc.constantFrom("none" as const, "lower" as const, "upper" as const) });
+const strExpr = fc.record({
+  prop: fc.constantFrom("name" as const, "code" as const),
+  fold: fc.constantFrom("none" as const, "lower" as const, "upper" as const),
+});
 const numExpr: fc.Arbitrary<NumExpr> = fc.oneof(
   fc.record({ kind: fc.constant("prop" as const), prop: fc.constantFrom("qty" as const, "price" as const) }),
   fc.record({ kind: fc.constant("length" as const), of: strExpr }),
 );
 /** `== null` and `!= null` only: an ordered comparison with null is a type error. */
-const nullable = <T,>(op: CmpOp, value: fc.Arbitrary<T>) => (op === "==" || op === "!=" ? fc.option(value, { nil: null }) : value);
+const nullable = <T>(op: CmpOp, value: fc.Arbitrary<T>) =>
+  op === "==" || op === "!=" ? fc.option(value, { nil: null }) : value;
 
 const atom: fc.Arbitrary<Cond> = fc.oneof(
-  fc.tuple(strExpr, cmpOp, fc.boolean()).chain(([left, op, flipped]) => nullable(op, textValue).map((value): Cond => ({ t: "str", left, op, value, flipped }))),
-  fc.record({ t: fc.constant("method" as const), left: strExpr, method: fc.constantFrom("StartsWith" as const, "EndsWith" as const, "Contains" as const), value: textValue }),
+  fc
+    .tuple(strExpr, cmpOp, fc.boolean())
+    .chain(([left, op, flipped]) =>
+      nullable(op, textValue).map((value): Cond => ({ t: "str", left, op, value, flipped })),
+    ),
+  fc.record({
+    t: fc.constant("method" as const),
+    left: strExpr,
+    method: fc.constantFrom("StartsWith" as const, "EndsWith" as const, "Contains" as const),
+    value: textValue,
+  }),
   fc
     .tuple(numExpr, cmpOp, fc.boolean())
-    .chain(([left, op, flipped]) => nullable(op, fc.oneof(fc.integer({ min: -6, max: 6 }), fc.constantFrom(...PRICES))).map((value): Cond => ({ t: "num", left, op, value, flipped }))),
-  fc.tuple(cmpOp, fc.constantFrom("iso" as const, "day" as const)).chain(([op, form]) =>
-    nullable(op, fc.constantFrom(...INSTANTS, "2024-06-15T00:00:00.000Z")).map((value): Cond => ({ t: "date", op, value, form })),
+    .chain(([left, op, flipped]) =>
+      nullable(op, fc.oneof(fc.integer({ min: -6, max: 6 }), fc.constantFrom(...PRICES))).map(
+        (value): Cond => ({ t: "num", left, op, value, flipped }),
+      ),
+    ),
+  fc
+    .tuple(cmpOp, fc.constantFrom("iso" as const, "day" as const))
+    .chain(([op, form]) =>
+      nullable(op, fc.constantFrom(...INSTANTS, "2024-06-15T00:00:00.000Z")).map(
+        (value): Cond => ({ t: "date", op, value, form }),
+      ),
+    ),
+  cmpOp.chain((op) =>
+    nullable(op, fc.oneof(fc.integer({ min: 0, max: 2 }), fc.constantFrom(...KINDS, "demo", "TRIAL"))).map(
+      (value): Cond => ({ t: "enum", op, value }),
+    ),
   ),
-  cmpOp.chain((op) => nullable(op, fc.oneof(fc.integer({ min: 0, max: 2 }), fc.constantFrom(...KINDS, "demo", "TRIAL"))).map((value): Cond => ({ t: "enum", op, value }))),
-  fc.record({ t: fc.constant("flag" as const), compare: fc.option(fc.boolean(), { nil: null }), negatedCompare: fc.boolean() }),
+  fc.record({
+    t: fc.constant("flag" as const),
+    compare: fc.option(fc.boolean(), { nil: null }),
+    negatedCompare: fc.boolean(),
+  }),
 );
 
 const condition: fc.Arbitrary<Cond> = fc.letrec<{ cond: Cond }>((tie) => ({
@@ -133,7 +167,12 @@ const condition: fc.Arbitrary<Cond> = fc.letrec<{ cond: Cond }>((tie) => ({
     { depthSize: "small", withCrossShrink: true },
     atom,
     fc.record({ t: fc.constant("not" as const), inner: tie("cond"), keyword: fc.boolean() }),
-    fc.record({ t: fc.constantFrom("and" as const, "or" as const), left: tie("cond"), right: tie("cond"), keyword: fc.boolean() }),
+    fc.record({
+      t: fc.constantFrom("and" as const, "or" as const),
+      left: tie("cond"),
+      right: tie("cond"),
+      keyword: fc.boolean(),
+    }),
   ),
 })).cond;
 
@@ -146,7 +185,13 @@ interface Spelling {
   escapeUnicode: boolean;
 }
 const spelling: fc.Arbitrary<Spelling> = fc
-  .record({ spaces: fc.array(fc.constantFrom(" ", "  ", "\t", "\n "), { minLength: 1, maxLength: 4 }), upperKeywords: fc.boolean(), pascalNames: fc.boolean(), altOperators: fc.boolean(), escapeUnicode: fc.boolean() })
+  .record({
+    spaces: fc.array(fc.constantFrom(" ", "  ", "\t", "\n "), { minLength: 1, maxLength: 4 }),
+    upperKeywords: fc.boolean(),
+    pascalNames: fc.boolean(),
+    altOperators: fc.boolean(),
+    escapeUnicode: fc.boolean(),
+  })
   .map(({ spaces, ...rest }) => {
     let i = 0;
     return { ...rest, space: () => spaces[i++ % spaces.length]! };
@@ -157,7 +202,8 @@ function quote(value: string, s: Spelling): string {
   for (const ch of value) {
     if (ch === '"' || ch === "\\") out += `\\${ch}`;
     else if (ch === "\n") out += "\\n";
-    else if (s.escapeUnicode && ch.length === 1 && ch.charCodeAt(0) > 0x7e) out += `\\u${ch.charCodeAt(0).toString(16).padStart(4, "0")}`;
+    else if (s.escapeUnicode && ch.length === 1 && ch.charCodeAt(0) > 0x7e)
+      out += `\\u${ch.charCodeAt(0).toString(16).padStart(4, "0")}`;
     else out += ch;
   }
   return `${out}"`;
@@ -169,27 +215,55 @@ const flippedOp: Record<CmpOp, CmpOp> = { "==": "==", "!=": "!=", "<": ">", "<="
 
 function strText(e: StrExpr, s: Spelling): string {
   const base = name(e.prop, s);
-  return e.fold === "none" ? base : `${base}.${s.pascalNames ? (e.fold === "lower" ? "ToLower" : "ToUpper") : e.fold === "lower" ? "tolower" : "toupper"}()`;
+  return e.fold === "none"
+    ? base
+    : `${base}.${s.pascalNames ? (e.fold === "lower" ? "ToLower" : "ToUpper") : e.fold === "lower" ? "tolower" : "toupper"}()`;
 }
-const numText = (e: NumExpr, s: Spelling) => (e.kind === "prop" ? name(e.prop, s) : `${strText(e.of, s)}.${s.pascalNames ? "Length" : "length"}`);
+const numText = (e: NumExpr, s: Spelling) =>
+  e.kind === "prop" ? name(e.prop, s) : `${strText(e.of, s)}.${s.pascalNames ? "Length" : "length"}`;
 const numLiteral = (n: number, s: Spelling) => (n < 0 ? `-${s.space()}${-n}` : String(n));
 
 function render(c: Cond, s: Spelling): string {
   const sp = s.space;
-  const compare = (left: string, o: CmpOp, right: string, flipped: boolean) => (flipped ? `${right}${sp()}${op(flippedOp[o], s)}${sp()}${left}` : `${left}${sp()}${op(o, s)}${sp()}${right}`);
+  const compare = (left: string, o: CmpOp, right: string, flipped: boolean) =>
+    flipped ? `${right}${sp()}${op(flippedOp[o], s)}${sp()}${left}` : `${left}${sp()}${op(o, s)}${sp()}${right}`;
   switch (c.t) {
     case "str":
-      return compare(strText(c.left, s), c.op, c.value === null ? "null" : quote(c.value, s), c.flipped && c.value !== null);
+      return compare(
+        strText(c.left, s),
+        c.op,
+        c.value === null ? "null" : quote(c.value, s),
+        c.flipped && c.value !== null,
+      );
     case "method":
       return `${strText(c.left, s)}.${s.pascalNames ? c.method : c.method.toLowerCase()}(${sp()}${quote(c.value, s)}${sp()})`;
     case "num":
-      return compare(numText(c.left, s), c.op, c.value === null ? "null" : numLiteral(c.value, s), c.flipped && c.value !== null);
+      return compare(
+        numText(c.left, s),
+        c.op,
+        c.value === null ? "null" : numLiteral(c.value, s),
+        c.flipped && c.value !== null,
+      );
     case "date":
-      return compare(name("createdAt", s), c.op, c.value === null ? "null" : quote(c.form === "day" && c.value.endsWith("T00:00:00.000Z") ? c.value.slice(0, 10) : c.value, s), false);
+      return compare(
+        name("createdAt", s),
+        c.op,
+        c.value === null
+          ? "null"
+          : quote(c.form === "day" && c.value.endsWith("T00:00:00.000Z") ? c.value.slice(0, 10) : c.value, s),
+        false,
+      );
     case "enum":
-      return compare(name("kind", s), c.op, c.value === null ? "null" : typeof c.value === "number" ? String(c.value) : quote(c.value, s), false);
+      return compare(
+        name("kind", s),
+        c.op,
+        c.value === null ? "null" : typeof c.value === "number" ? String(c.value) : quote(c.value, s),
+        false,
+      );
     case "flag":
-      return c.compare === null ? name("active", s) : `${name("active", s)}${sp()}${c.negatedCompare ? op("!=", s) : op("==", s)}${sp()}${c.compare}`;
+      return c.compare === null
+        ? name("active", s)
+        : `${name("active", s)}${sp()}${c.negatedCompare ? op("!=", s) : op("==", s)}${sp()}${c.compare}`;
     case "not":
       return c.keyword ? `${s.upperKeywords ? "NOT" : "not"} (${render(c.inner, s)})` : `!(${render(c.inner, s)})`;
     case "and":
@@ -209,7 +283,12 @@ function ordinal(a: string, b: string): number {
 }
 
 /** C#'s comparison with SQL's null rules: `==`/`!=` are null-safe, ordered operators are false on null. */
-function holds(o: CmpOp, left: string | number | boolean | null, right: string | number | boolean | null, order: (a: never, b: never) => number): boolean {
+function holds(
+  o: CmpOp,
+  left: string | number | boolean | null,
+  right: string | number | boolean | null,
+  order: (a: never, b: never) => number,
+): boolean {
   if (o === "==") return left === right;
   if (o === "!=") return left !== right;
   if (left === null || right === null) return false;
@@ -217,7 +296,8 @@ function holds(o: CmpOp, left: string | number | boolean | null, right: string |
   return o === "<" ? d < 0 : o === "<=" ? d <= 0 : o === ">" ? d > 0 : d >= 0;
 }
 
-const asciiFold = (v: string, upper: boolean) => v.replace(upper ? /[a-z]/g : /[A-Z]/g, (ch) => (upper ? ch.toUpperCase() : ch.toLowerCase()));
+const asciiFold = (v: string, upper: boolean) =>
+  v.replace(upper ? /[a-z]/g : /[A-Z]/g, (ch) => (upper ? ch.toUpperCase() : ch.toLowerCase()));
 function strValue(e: StrExpr, row: Row): string | null {
   const v = row[e.prop];
   if (v === null || e.fold === "none") return v;
@@ -236,14 +316,21 @@ function evaluate(c: Cond, row: Row): boolean {
     case "method": {
       const v = strValue(c.left, row);
       if (v === null) return false;
-      return c.method === "StartsWith" ? v.startsWith(c.value) : c.method === "EndsWith" ? v.endsWith(c.value) : v.includes(c.value);
+      return c.method === "StartsWith"
+        ? v.startsWith(c.value)
+        : c.method === "EndsWith"
+          ? v.endsWith(c.value)
+          : v.includes(c.value);
     }
     case "num":
       return holds(c.op, numValue(c.left, row), c.value, (a: number, b: number) => a - b);
     case "date":
       return holds(c.op, row.createdAt, c.value, ordinal);
     case "enum": {
-      const value = typeof c.value === "string" ? KINDS.findIndex((k) => k.toLowerCase() === (c.value as string).toLowerCase()) : c.value;
+      const value =
+        typeof c.value === "string"
+          ? KINDS.findIndex((k) => k.toLowerCase() === (c.value as string).toLowerCase())
+          : c.value;
       return holds(c.op, row.kind, value, (a: number, b: number) => a - b);
     }
     case "flag":
@@ -277,7 +364,8 @@ function stringLiterals(c: Cond): string[] {
 // ---------------------------------------------------------------------------------------------------------------
 // SQL shape
 
-const SQL_TOKEN = /^(\s+|"prop_items"\."(id|name|code|qty|price|active|created_at|kind)"|\?|<=|>=|[()=<>,-]|IS\b|NOT\b|NULL\b|AND\b|OR\b|instr\b|substr\b|length\b|lower\b|upper\b|coalesce\b|[01]\b)/;
+const SQL_TOKEN =
+  /^(\s+|"prop_items"\."(id|name|code|qty|price|active|created_at|kind)"|\?|<=|>=|[()=<>,-]|IS\b|NOT\b|NULL\b|AND\b|OR\b|instr\b|substr\b|length\b|lower\b|upper\b|coalesce\b|[01]\b)/;
 
 /** The part of `sql` that is not a column, operator, keyword or placeholder: empty for a parameterized fragment. */
 function unexpectedSql(sql: string): string {
@@ -310,7 +398,11 @@ describe("the filter compiler", () => {
       fc.asyncProperty(rowsArb, condition, spelling, async (rows, cond, s) => {
         await storeRows(rows);
         const text = render(cond, s);
-        const found = await db.select({ id: items.id }).from(items).where(compileFilter(schema, text)).orderBy(items.id);
+        const found = await db
+          .select({ id: items.id })
+          .from(items)
+          .where(compileFilter(schema, text))
+          .orderBy(items.id);
         const expected = rows.filter((row) => evaluate(cond, row)).map((row) => row.id);
         expect(
           found.map((r) => r.id),
@@ -321,7 +413,60 @@ describe("the filter compiler", () => {
     );
   }, 60_000);
 
-  const TOKENS = ["name", "code", "qty", "price", "active", "createdAt", "kind", "nope", "(", ")", ".", ",", "!", "not", "&&", "||", "and", "or", "==", "=", "!=", "<>", "<", "<=", ">", ">=", "-", '"a"', '"%"', '"\\u0041"', '"\\q"', '"', "1", "2.5", "1e400", "99999999999999999999", "true", "false", "null", "StartsWith", "EndsWith", "Contains", "ToLower", "ToUpper", "Length", "GetType", "'", ";", "--", "$", "\u0000", "é"];
+  const TOKENS = [
+    "name",
+    "code",
+    "qty",
+    "price",
+    "active",
+    "createdAt",
+    "kind",
+    "nope",
+    "(",
+    ")",
+    ".",
+    ",",
+    "!",
+    "not",
+    "&&",
+    "||",
+    "and",
+    "or",
+    "==",
+    "=",
+    "!=",
+    "<>",
+    "<",
+    "<=",
+    ">",
+    ">=",
+    "-",
+    '"a"',
+    '"%"',
+    '"\\u0041"',
+    '"\\q"',
+    '"',
+    "1",
+    "2.5",
+    "1e400",
+    "99999999999999999999",
+    "true",
+    "false",
+    "null",
+    "StartsWith",
+    "EndsWith",
+    "Contains",
+    "ToLower",
+    "ToUpper",
+    "Length",
+    "GetType",
+    "'",
+    ";",
+    "--",
+    "$",
+    "\u0000",
+    "é",
+  ];
   const anyText = fc.oneof(
     fc.string({ unit: "binary", maxLength: 120 }),
     fc.array(fc.constantFrom(...TOKENS), { maxLength: 30 }).map((ts) => ts.join(" ")),

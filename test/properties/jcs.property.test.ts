@@ -18,7 +18,13 @@ const json = fc.oneof(
   fc.jsonValue({ stringUnit: "binary", maxDepth: 6 }),
   fc.jsonValue({ stringUnit: "grapheme", maxDepth: 4 }),
   // Numbers at the edges of the ECMAScript number format RFC 8785 adopts.
-  fc.array(fc.oneof(fc.double({ noNaN: true, noDefaultInfinity: true }), fc.constantFrom(-0, 1e21, 1e-7, 5e-324, Number.MAX_SAFE_INTEGER + 2)), { maxLength: 8 }),
+  fc.array(
+    fc.oneof(
+      fc.double({ noNaN: true, noDefaultInfinity: true }),
+      fc.constantFrom(-0, 1e21, 1e-7, 5e-324, Number.MAX_SAFE_INTEGER + 2),
+    ),
+    { maxLength: 8 },
+  ),
 );
 
 describe("canonical JSON", () => {
@@ -36,12 +42,18 @@ describe("canonical JSON", () => {
 
   it("orders members by UTF-16 code units, whatever order they were built in", () => {
     fc.assert(
-      fc.property(fc.uniqueArray(fc.tuple(fc.string({ unit: "binary", maxLength: 4 }), fc.integer()), { selector: ([k]) => k, maxLength: 12 }), (entries) => {
-        const forward = Object.fromEntries(entries);
-        const backward = Object.fromEntries([...entries].reverse());
-        expect(clientCanonicalize(backward)).toBe(clientCanonicalize(forward));
-        expect(clientCanonicalize(forward)).toBe(canonicalize(forward));
-      }),
+      fc.property(
+        fc.uniqueArray(fc.tuple(fc.string({ unit: "binary", maxLength: 4 }), fc.integer()), {
+          selector: ([k]) => k,
+          maxLength: 12,
+        }),
+        (entries) => {
+          const forward = Object.fromEntries(entries);
+          const backward = Object.fromEntries([...entries].reverse());
+          expect(clientCanonicalize(backward)).toBe(clientCanonicalize(forward));
+          expect(clientCanonicalize(forward)).toBe(canonicalize(forward));
+        },
+      ),
       { numRuns: 1000 },
     );
   });
@@ -49,12 +61,18 @@ describe("canonical JSON", () => {
   it("refuses a lone surrogate in the client, as RFC 8785 requires", () => {
     const surrogate = fc.integer({ min: 0xd800, max: 0xdfff }).map((c) => String.fromCharCode(c));
     fc.assert(
-      fc.property(fc.string({ maxLength: 4 }), surrogate, fc.string({ maxLength: 4 }), fc.boolean(), (before, lone, after, asKey) => {
-        const text = before + lone + after;
-        fc.pre(LONE_SURROGATE.test(text));
-        const value = asKey ? { [text]: 1 } : { data: [text] };
-        expect(() => clientCanonicalize(value)).toThrow(TypeError);
-      }),
+      fc.property(
+        fc.string({ maxLength: 4 }),
+        surrogate,
+        fc.string({ maxLength: 4 }),
+        fc.boolean(),
+        (before, lone, after, asKey) => {
+          const text = before + lone + after;
+          fc.pre(LONE_SURROGATE.test(text));
+          const value = asKey ? { [text]: 1 } : { data: [text] };
+          expect(() => clientCanonicalize(value)).toThrow(TypeError);
+        },
+      ),
       { numRuns: 500 },
     );
   });

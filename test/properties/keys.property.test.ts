@@ -18,7 +18,10 @@ const CROCKFORD = "[0-9A-HJKMNP-TV-Z]";
 
 describe("generated identifiers", () => {
   it("user keys follow any Licensing:UserKeyFormat: each X a Crockford base32 character, everything else kept", () => {
-    const format = fc.array(fc.constantFrom("X", "X", "X", "-"), { minLength: 1, maxLength: 40 }).filter((f) => f.includes("X")).map((f) => f.join(""));
+    const format = fc
+      .array(fc.constantFrom("X", "X", "X", "-"), { minLength: 1, maxLength: 40 })
+      .filter((f) => f.includes("X"))
+      .map((f) => f.join(""));
     fc.assert(
       fc.property(format, (f) => {
         const key = generateUserKey(f);
@@ -27,13 +30,24 @@ describe("generated identifiers", () => {
       }),
       { numRuns: 1000 },
     );
-    for (let i = 0; i < 500; i++) expect(generateUserKey("XXXXX-XXXXX-XXXXX-XXXXX-XXXXX")).toMatch(new RegExp(`^${CROCKFORD}{5}(-${CROCKFORD}{5}){4}$`));
+    for (let i = 0; i < 500; i++)
+      expect(generateUserKey("XXXXX-XXXXX-XXXXX-XXXXX-XXXXX")).toMatch(
+        new RegExp(`^${CROCKFORD}{5}(-${CROCKFORD}{5}){4}$`),
+      );
   });
 
   it("license ids, tokens, API keys, client secrets and codes have their documented shapes", () => {
     const seen = new Set<string>();
     for (let i = 0; i < 2000; i++) {
-      const ids = [generateLicenseId(), generateToken(TokenKind.Activation), generateToken(TokenKind.Floating), generateApiKey(), generateClientSecret(), generateCode("C"), generateCode("O")];
+      const ids = [
+        generateLicenseId(),
+        generateToken(TokenKind.Activation),
+        generateToken(TokenKind.Floating),
+        generateApiKey(),
+        generateClientSecret(),
+        generateCode("C"),
+        generateCode("O"),
+      ];
       expect(ids[0]).toMatch(/^lic[0-9A-F]{8}$/);
       expect(ids[1]).toMatch(/^actk_[0-9A-Za-z]{24}$/);
       expect(ids[2]).toMatch(/^fltk_[0-9A-Za-z]{24}$/);
@@ -65,8 +79,15 @@ describe("generated identifiers", () => {
 describe("derived client tokens", () => {
   const { config } = buildConfig({ Application__EncryptionKey: "property-test-key" }, []);
   // Machine and client ids as clients send them, with the separators an encoding could confuse.
-  const id = fc.array(fc.constantFrom("a", "b", "\n", ":", "|", "\u0000", "é", ""), { maxLength: 4 }).map((p) => p.join(""));
-  const client = fc.record({ kind: fc.constantFrom(TokenKind.Activation, TokenKind.Floating), license: fc.integer({ min: 1, max: 3 }), machine: id, clientId: id });
+  const id = fc
+    .array(fc.constantFrom("a", "b", "\n", ":", "|", "\u0000", "é", ""), { maxLength: 4 })
+    .map((p) => p.join(""));
+  const client = fc.record({
+    kind: fc.constantFrom(TokenKind.Activation, TokenKind.Floating),
+    license: fc.integer({ min: 1, max: 3 }),
+    machine: id,
+    clientId: id,
+  });
 
   it("are stable for the same client and shaped like issued tokens", async () => {
     await fc.assert(
@@ -83,12 +104,17 @@ describe("derived client tokens", () => {
     await fc.assert(
       fc.asyncProperty(client, client, async (a, b) => {
         fc.pre(JSON.stringify(a) !== JSON.stringify(b));
-        const [ta, tb] = await Promise.all([clientToken(config, a.kind, a.license, a.machine, a.clientId), clientToken(config, b.kind, b.license, b.machine, b.clientId)]);
+        const [ta, tb] = await Promise.all([
+          clientToken(config, a.kind, a.license, a.machine, a.clientId),
+          clientToken(config, b.kind, b.license, b.machine, b.clientId),
+        ]);
         expect(ta, `${JSON.stringify(a)} ${JSON.stringify(b)}`).not.toBe(tb);
       }),
       { numRuns: 2000 },
     );
     // The spelling that once collided: a separator moved from the machine id into the client id.
-    expect(await clientToken(config, TokenKind.Activation, 1, "a\nb", "c")).not.toBe(await clientToken(config, TokenKind.Activation, 1, "a", "b\nc"));
+    expect(await clientToken(config, TokenKind.Activation, 1, "a\nb", "c")).not.toBe(
+      await clientToken(config, TokenKind.Activation, 1, "a", "b\nc"),
+    );
   }, 60_000);
 });

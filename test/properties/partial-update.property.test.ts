@@ -10,7 +10,8 @@ import { Customer } from "../../src/licensing/customers";
 import { Order, OrderStatus, PaymentStatus } from "../../src/licensing/orders";
 
 /** Text of 1 to `max` UTF-16 units (the unit zod counts), any graphemes. */
-const text = (max: number) => fc.string({ unit: "grapheme", minLength: 1, maxLength: Math.min(max, 12) }).filter((t) => t.length <= max);
+const text = (max: number) =>
+  fc.string({ unit: "grapheme", minLength: 1, maxLength: Math.min(max, 12) }).filter((t) => t.length <= max);
 
 /**
  * Customer fields and values a client may send: not `code` (unique) nor `company`, which stays set, since a customer
@@ -35,7 +36,12 @@ const NOT_NULL = new Set(["isReseller"]);
 /** A full record and a patch of some of its fields, each set to a value or to null (clear). */
 const full = fc.record(customerFields);
 const patch = fc.record(
-  Object.fromEntries(Object.entries(customerFields).map(([k, arb]) => [k, NOT_NULL.has(k) ? arb : fc.option(arb as fc.Arbitrary<unknown>, { nil: null, freq: 3 })])),
+  Object.fromEntries(
+    Object.entries(customerFields).map(([k, arb]) => [
+      k,
+      NOT_NULL.has(k) ? arb : fc.option(arb as fc.Arbitrary<unknown>, { nil: null, freq: 3 }),
+    ]),
+  ),
   { requiredKeys: [] },
 ) as fc.Arbitrary<CustomerValues>;
 
@@ -60,7 +66,12 @@ describe("toRow", () => {
         status: fc.oneof(fc.constantFrom(...OrderStatus), fc.integer({ min: 0, max: 3 })),
         paymentStatus: fc.option(fc.constantFrom(...PaymentStatus), { nil: null }),
         total: fc.double({ min: 0, max: 1e6, noNaN: true }),
-        paymentDate: fc.option(fc.date({ min: new Date("2000-01-01"), max: new Date("2100-01-01"), noInvalidDate: true }).map((d) => d.toISOString().replace(".000Z", "Z")), { nil: null }),
+        paymentDate: fc.option(
+          fc
+            .date({ min: new Date("2000-01-01"), max: new Date("2100-01-01"), noInvalidDate: true })
+            .map((d) => d.toISOString().replace(".000Z", "Z")),
+          { nil: null },
+        ),
         createdAt: fc.constant("2026-01-01T00:00:00.000Z"),
         description: fc.constant(undefined),
       },
@@ -69,11 +80,15 @@ describe("toRow", () => {
     fc.assert(
       fc.property(orderInput, (input) => {
         const row = Order.toRow(input as Record<string, unknown>);
-        const writable = Object.keys(input).filter((k) => input[k as keyof typeof input] !== undefined && !Order.fields[k as keyof typeof Order.fields]?.readOnly);
+        const writable = Object.keys(input).filter(
+          (k) =>
+            input[k as keyof typeof input] !== undefined && !Order.fields[k as keyof typeof Order.fields]?.readOnly,
+        );
         expect(Object.keys(row).sort()).toEqual(writable.sort());
         if (typeof input.status === "string") expect(row["status"]).toBe(OrderStatus.indexOf(input.status));
         if (typeof input.status === "number") expect(row["status"]).toBe(input.status);
-        if (typeof input.paymentDate === "string") expect(row["paymentDate"]).toBe(new Date(input.paymentDate).toISOString());
+        if (typeof input.paymentDate === "string")
+          expect(row["paymentDate"]).toBe(new Date(input.paymentDate).toISOString());
         if (input.paymentStatus === null) expect(row["paymentStatus"]).toBeNull();
       }),
       { numRuns: 500 },
@@ -93,7 +108,8 @@ describe("PUT through the CRUD builder", () => {
         expect(res.status, res.text).toBe(200);
         const after = await readCustomer(id);
         const tracked = Object.keys(customerFields);
-        const pick = (r: Record<string, unknown>) => Object.fromEntries(tracked.filter((k) => k in r).map((k) => [k, r[k]]));
+        const pick = (r: Record<string, unknown>) =>
+          Object.fromEntries(tracked.filter((k) => k in r).map((k) => [k, r[k]]));
         expect(pick(after)).toEqual(shown({ ...pick(before), ...change }));
         // What the PUT did not name stays, server-owned fields included.
         expect(after["code"]).toBe(before["code"]);
@@ -104,7 +120,9 @@ describe("PUT through the CRUD builder", () => {
   }, 120_000);
 
   it("changes exactly the order fields sent, enumerations by name or number", async () => {
-    const customerId = (await admin("POST", "/v1/customers", { customer: { company: "Orders Inc" } })).body["customerId"] as number;
+    const customerId = (await admin("POST", "/v1/customers", { customer: { company: "Orders Inc" } })).body[
+      "customerId"
+    ] as number;
     const orderPatch = fc.record(
       {
         status: fc.oneof(fc.constantFrom(...OrderStatus), fc.integer({ min: 0, max: 3 })),
@@ -117,16 +135,30 @@ describe("PUT through the CRUD builder", () => {
     );
     await fc.assert(
       fc.asyncProperty(orderPatch, async (change) => {
-        const created = await admin("POST", "/v1/orders", { order: { customerId, status: "Processing", paymentStatus: "Unpaid", total: 10, currency: "EUR", description: "first" } });
+        const created = await admin("POST", "/v1/orders", {
+          order: {
+            customerId,
+            status: "Processing",
+            paymentStatus: "Unpaid",
+            total: 10,
+            currency: "EUR",
+            description: "first",
+          },
+        });
         const id = created.body["orderId"] as number;
-        const read = async () => (await admin("GET", `/v1/orders?filter=${encodeURIComponent(`id == ${id}`)}`)).body["orders"][0] as Record<string, unknown>;
+        const read = async () =>
+          (await admin("GET", `/v1/orders?filter=${encodeURIComponent(`id == ${id}`)}`)).body["orders"][0] as Record<
+            string,
+            unknown
+          >;
         const before = await read();
         expect((await admin("PUT", "/v1/orders", { order: { id, ...change } })).status).toBe(200);
         const after = await read();
         const asNumber = (v: unknown, names: readonly string[]) => (typeof v === "string" ? names.indexOf(v) : v);
         const expected: Record<string, unknown> = { ...before };
         for (const [k, v] of Object.entries(change)) {
-          const value = k === "status" ? asNumber(v, OrderStatus) : k === "paymentStatus" ? asNumber(v, PaymentStatus) : v;
+          const value =
+            k === "status" ? asNumber(v, OrderStatus) : k === "paymentStatus" ? asNumber(v, PaymentStatus) : v;
           if (value === null) delete expected[k];
           else expected[k] = value;
         }

@@ -7,9 +7,19 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { MAX_RANGE_BACKTRACKS, MAX_RANGES, type RangeRequest, type Span, coalesce, parseRange } from "../../src/updates/ranges";
+import {
+  MAX_RANGE_BACKTRACKS,
+  MAX_RANGES,
+  type RangeRequest,
+  type Span,
+  coalesce,
+  parseRange,
+} from "../../src/updates/ranges";
 
-type Spec = { kind: "range"; start: number; end: number } | { kind: "open"; start: number } | { kind: "suffix"; length: number };
+type Spec =
+  | { kind: "range"; start: number; end: number }
+  | { kind: "open"; start: number }
+  | { kind: "suffix"; length: number };
 
 const specArb = (size: number): fc.Arbitrary<Spec> =>
   fc.oneof(
@@ -20,13 +30,21 @@ const specArb = (size: number): fc.Arbitrary<Spec> =>
 
 /** A header as clients write it, with the spacing RFC 9110 allows. */
 const headerArb = (specs: readonly Spec[]) =>
-  fc.record({ unit: fc.constantFrom("bytes", "Bytes", "BYTES"), sep: fc.constantFrom(",", ", ", " , "), pad: fc.constantFrom("", " ") }).map(({ unit, sep, pad }) =>
-    `${unit}${pad}=${pad}${specs.map((s) => (s.kind === "range" ? `${s.start}-${s.end}` : s.kind === "open" ? `${s.start}-` : `-${s.length}`)).join(sep)}`,
-  );
+  fc
+    .record({
+      unit: fc.constantFrom("bytes", "Bytes", "BYTES"),
+      sep: fc.constantFrom(",", ", ", " , "),
+      pad: fc.constantFrom("", " "),
+    })
+    .map(
+      ({ unit, sep, pad }) =>
+        `${unit}${pad}=${pad}${specs.map((s) => (s.kind === "range" ? `${s.start}-${s.end}` : s.kind === "open" ? `${s.start}-` : `-${s.length}`)).join(sep)}`,
+    );
 
 /** The bytes a spec asks for, clipped to the file, as an inclusive span (undefined when none). */
 function requested(spec: Spec, size: number): Span | undefined {
-  if (spec.kind === "suffix") return spec.length === 0 || size === 0 ? undefined : { start: Math.max(0, size - spec.length), end: size - 1 };
+  if (spec.kind === "suffix")
+    return spec.length === 0 || size === 0 ? undefined : { start: Math.max(0, size - spec.length), end: size - 1 };
   if (spec.start >= size) return undefined;
   return { start: spec.start, end: spec.kind === "open" ? size - 1 : Math.min(spec.end, size - 1) };
 }
@@ -44,7 +62,13 @@ function model(specs: readonly Spec[], size: number): RangeRequest {
 
 describe("parseRange", () => {
   it("answers spans holding exactly the requested bytes, in request order, or the whole file or 416 as RFC 9110 allows", () => {
-    const input = fc.nat(5000).chain((size) => fc.array(specArb(size), { minLength: 1, maxLength: 40 }).chain((specs) => headerArb(specs).map((header) => ({ size, specs, header }))));
+    const input = fc
+      .nat(5000)
+      .chain((size) =>
+        fc
+          .array(specArb(size), { minLength: 1, maxLength: 40 })
+          .chain((specs) => headerArb(specs).map((header) => ({ size, specs, header }))),
+      );
     fc.assert(
       fc.property(input, ({ size, specs, header }) => {
         const answer = parseRange(header, size);

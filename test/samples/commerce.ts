@@ -5,18 +5,35 @@ const unique = () => crypto.randomUUID().slice(0, 8);
 export const newCustomer = () => created("/v1/customers", { customer: { company: `Acme ${unique()}` } }, "customerId");
 export const newProduct = (isApplication = false) =>
   created("/v1/products", { product: { code: `P${unique()}`, name: "Product", isApplication } }, "productId");
-const newContact = async () => created("/v1/contacts", { contact: { customerId: await newCustomer(), lastName: "Doe" } }, "contactId");
+const newContact = async () =>
+  created("/v1/contacts", { contact: { customerId: await newCustomer(), lastName: "Doe" } }, "contactId");
 export const newOrder = async () => created("/v1/orders", { order: { customerId: await newCustomer() } }, "orderId");
 const newRelease = async () => {
   const productId = await newProduct();
-  return { productId, releaseId: await created(`/v1/products/${productId}/releases`, { productRelease: { version: "1.0.0" } }, "productReleaseId") };
+  return {
+    productId,
+    releaseId: await created(
+      `/v1/products/${productId}/releases`,
+      { productRelease: { version: "1.0.0" } },
+      "productReleaseId",
+    ),
+  };
 };
 const newReleaseAssembly = async () => {
   const r = await newRelease();
-  const assemblyId = await created(`/v1/products/${r.productId}/releases/${r.releaseId}/assemblies`, { assembly: { name: "App.dll" } }, "assemblyId");
+  const assemblyId = await created(
+    `/v1/products/${r.productId}/releases/${r.releaseId}/assemblies`,
+    { assembly: { name: "App.dll" } },
+    "assemblyId",
+  );
   return { ...r, assemblyId };
 };
-export const newTemplate = async () => created("/v1/license-templates", { licenseTemplate: { name: "Pro", productId: await newProduct() } }, "licenseTemplateId");
+export const newTemplate = async () =>
+  created(
+    "/v1/license-templates",
+    { licenseTemplate: { name: "Pro", productId: await newProduct() } },
+    "licenseTemplateId",
+  );
 const newAssembly = () => created("/v1/assemblies", { assembly: { name: "Core.dll" } }, "assemblyId");
 const newOrderLine = async () => {
   const orderId = await newOrder();
@@ -59,10 +76,16 @@ export const commerceSamples: Samples = {
     return { path: `/v1/orders/${line.orderId}/products/${line.productId}` };
   },
   "GET /v1/products/{productId}/releases": async () => ({ path: `/v1/products/${await newProduct()}/releases` }),
-  "POST /v1/products/{productId}/releases": async () => ({ path: `/v1/products/${await newProduct()}/releases`, body: { productRelease: { version: "2.0.0" } } }),
+  "POST /v1/products/{productId}/releases": async () => ({
+    path: `/v1/products/${await newProduct()}/releases`,
+    body: { productRelease: { version: "2.0.0" } },
+  }),
   "PUT /v1/products/{productId}/releases": async () => {
     const r = await newRelease();
-    return { path: `/v1/products/${r.productId}/releases`, body: { productRelease: { id: r.releaseId, public: true } } };
+    return {
+      path: `/v1/products/${r.productId}/releases`,
+      body: { productRelease: { id: r.releaseId, public: true } },
+    };
   },
   "DELETE /v1/products/{productId}/releases/{releaseId}": async () => {
     const r = await newRelease();
@@ -74,11 +97,17 @@ export const commerceSamples: Samples = {
   },
   "POST /v1/products/{productId}/releases/{releaseId}/assemblies": async () => {
     const r = await newRelease();
-    return { path: `/v1/products/${r.productId}/releases/${r.releaseId}/assemblies`, body: { assembly: { name: "Lib.dll" } } };
+    return {
+      path: `/v1/products/${r.productId}/releases/${r.releaseId}/assemblies`,
+      body: { assembly: { name: "Lib.dll" } },
+    };
   },
   "PUT /v1/products/{productId}/releases/{releaseId}/assemblies": async () => {
     const a = await newReleaseAssembly();
-    return { path: `/v1/products/${a.productId}/releases/${a.releaseId}/assemblies`, body: { assembly: { id: a.assemblyId, version: "1.2.3.4" } } };
+    return {
+      path: `/v1/products/${a.productId}/releases/${a.releaseId}/assemblies`,
+      body: { assembly: { id: a.assemblyId, version: "1.2.3.4" } },
+    };
   },
   "DELETE /v1/products/{productId}/releases/{releaseId}/assemblies/{assemblyId}": async () => {
     const a = await newReleaseAssembly();
@@ -89,7 +118,9 @@ export const commerceSamples: Samples = {
     return { path: `/v1/products/${r.productId}/releases/${r.releaseId}/license-templates` };
   },
   "GET /v1/license-templates": async () => ({}),
-  "POST /v1/license-templates": async () => ({ body: { licenseTemplate: { name: "Trial", productId: await newProduct(), licenseType: "Trial", expireDays: 30 } } }),
+  "POST /v1/license-templates": async () => ({
+    body: { licenseTemplate: { name: "Trial", productId: await newProduct(), licenseType: "Trial", expireDays: 30 } },
+  }),
   "PUT /v1/license-templates": async () => ({ body: { licenseTemplate: { id: await newTemplate(), maxClients: 3 } } }),
   "DELETE /v1/license-templates/{templateId}": async () => ({ path: `/v1/license-templates/${await newTemplate()}` }),
   "GET /v1/assemblies": async () => ({}),

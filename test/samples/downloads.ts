@@ -7,13 +7,30 @@ const DOWNLOADS = "/v1/products/{productId}/releases/{releaseId}/downloads";
 
 /** A release of a new application product (the only kind that takes downloads) and its downloads path. */
 async function appRelease(): Promise<string> {
-  const productId = await created("/v1/products", { product: { code: `A${unique()}`, name: "App", isApplication: true } }, "productId");
-  const releaseId = await created(`/v1/products/${productId}/releases`, { productRelease: { version: "1.0.0" } }, "productReleaseId");
+  const productId = await created(
+    "/v1/products",
+    { product: { code: `A${unique()}`, name: "App", isApplication: true } },
+    "productId",
+  );
+  const releaseId = await created(
+    `/v1/products/${productId}/releases`,
+    { productRelease: { version: "1.0.0" } },
+    "productReleaseId",
+  );
   return `/v1/products/${productId}/releases/${releaseId}/downloads`;
 }
 
 const hosted = (kind = "installer") => ({
-  releaseDownload: { platform: "win-x64", kind, fileName: `App.${kind}`, sourceKind: "url", url: "https://cdn.example.com/App.exe", size: 10, sha256: "0".repeat(64), sha512: `${"A".repeat(86)}==` },
+  releaseDownload: {
+    platform: "win-x64",
+    kind,
+    fileName: `App.${kind}`,
+    sourceKind: "url",
+    url: "https://cdn.example.com/App.exe",
+    size: 10,
+    sha256: "0".repeat(64),
+    sha512: `${"A".repeat(86)}==`,
+  },
 });
 
 async function withDownload(): Promise<{ path: string; id: number }> {
@@ -27,7 +44,10 @@ async function withDownload(): Promise<{ path: string; id: number }> {
  */
 async function withUpload(key = ADMIN.key, parts = 0): Promise<{ path: string; uploadId: string }> {
   const path = await appRelease();
-  const started = await call("POST", `${path}/uploads`, { key, body: { upload: { platform: "linux-x64", kind: "installer", fileName: "App.AppImage" } } });
+  const started = await call("POST", `${path}/uploads`, {
+    key,
+    body: { upload: { platform: "linux-x64", kind: "installer", fileName: "App.AppImage" } },
+  });
   if (started.status !== 201) throw new Error(`fixture upload: ${started.status} ${started.text}`);
   const uploadId = started.body["uploadId"] as string;
   if (parts > 0) {
@@ -49,7 +69,10 @@ export const downloadSamples: Samples = {
     return { path: `${d.path}/${d.id}` };
   },
   [`POST ${DOWNLOADS}/verify`]: async () => ({ path: `${(await withDownload()).path}/verify` }),
-  [`POST ${DOWNLOADS}/uploads`]: async () => ({ path: `${await appRelease()}/uploads`, body: { upload: { platform: "darwin-arm64", kind: "zip", fileName: "App.zip" } } }),
+  [`POST ${DOWNLOADS}/uploads`]: async () => ({
+    path: `${await appRelease()}/uploads`,
+    body: { upload: { platform: "darwin-arm64", kind: "zip", fileName: "App.zip" } },
+  }),
   [`PUT ${DOWNLOADS}/uploads/{uploadId}/parts/{partNumber}`]: async (key) => {
     const u = await withUpload(key);
     return { path: `${u.path}/uploads/${u.uploadId}/parts/1`, body: "part bytes" };

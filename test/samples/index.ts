@@ -10,4 +10,14 @@ import { licenseSamples } from "./licenses";
 import { operationSamples } from "./operations";
 import { webhookSamples } from "./webhooks";
 
-export const SAMPLES: Samples = { ...accountSamples, ...commerceSamples, ...operationSamples, ...licenseSamples, ...updateSamples, ...licensingSamples, ...downloadSamples, ...webhookSamples, ...consoleSamples };
+export const SAMPLES: Samples = {
+  ...accountSamples,
+  ...commerceSamples,
+  ...operationSamples,
+  ...licenseSamples,
+  ...updateSamples,
+  ...licensingSamples,
+  ...downloadSamples,
+  ...webhookSamples,
+  ...consoleSamples,
+};

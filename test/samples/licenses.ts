@@ -22,7 +22,9 @@ async function newToken(): Promise<{ licenseId: string; tokenId: number }> {
 /** A received report, written as the licensing runtime would (no Management route creates one). */
 export async function newReport(values: { address?: string; licenseId?: number } = {}): Promise<number> {
   const now = new Date().toISOString();
-  const row = await env.DB.prepare("INSERT INTO reports (name, address, license_id, created_at, updated_at) VALUES ('ExceptionReport', ?, ?, ?, ?) RETURNING id")
+  const row = await env.DB.prepare(
+    "INSERT INTO reports (name, address, license_id, created_at, updated_at) VALUES ('ExceptionReport', ?, ?, ?, ?) RETURNING id",
+  )
     .bind(values.address ?? null, values.licenseId ?? null, now, now)
     .first<{ id: number }>();
   return row!.id;
@@ -30,14 +32,20 @@ export async function newReport(values: { address?: string; licenseId?: number }
 
 export const licenseSamples: Samples = {
   "GET /v1/licenses": async () => ({}),
-  "POST /v1/licenses": async () => ({ body: { license: { productId: await newProduct(), licenseType: "Trial", maxClients: 2 } } }),
+  "POST /v1/licenses": async () => ({
+    body: { license: { productId: await newProduct(), licenseType: "Trial", maxClients: 2 } },
+  }),
   "PUT /v1/licenses": async () => ({ body: { license: { id: (await newLicense()).id, edition: "Ultimate" } } }),
   "DELETE /v1/licenses/{licenseId}": async () => ({ path: `/v1/licenses/${(await newLicense()).licenseId}` }),
   "GET /v1/customers/{customerId}/licenses": async () => ({ path: `/v1/customers/${await newCustomer()}/licenses` }),
   "GET /v1/orders/{orderId}/licenses": async () => ({ path: `/v1/orders/${await newOrder()}/licenses` }),
-  "GET /v1/license-templates/{templateId}/licenses": async () => ({ path: `/v1/license-templates/${await newTemplate()}/licenses` }),
+  "GET /v1/license-templates/{templateId}/licenses": async () => ({
+    path: `/v1/license-templates/${await newTemplate()}/licenses`,
+  }),
   "GET /v1/license-tokens": async () => ({}),
-  "GET /v1/licenses/{licenseId}/tokens": async () => ({ path: `/v1/licenses/${(await newLicense()).licenseId}/tokens` }),
+  "GET /v1/licenses/{licenseId}/tokens": async () => ({
+    path: `/v1/licenses/${(await newLicense()).licenseId}/tokens`,
+  }),
   "POST /v1/licenses/{licenseId}/tokens": async () => ({
     path: `/v1/licenses/${(await newLicense({ licensingMode: "Activation" })).licenseId}/tokens`,
     body: { licenseToken: { machineId: "M-2", clientName: "Office PC" } },

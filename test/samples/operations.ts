@@ -7,13 +7,24 @@ import { env } from "cloudflare:workers";
 import { type Samples, created } from "./kit";
 import { newProduct } from "./commerce";
 
-const hex = (n: number) => [...crypto.getRandomValues(new Uint8Array(n))].map((b) => b.toString(16).padStart(2, "0")).join("").toUpperCase();
+const hex = (n: number) =>
+  [...crypto.getRandomValues(new Uint8Array(n))]
+    .map((b) => b.toString(16).padStart(2, "0"))
+    .join("")
+    .toUpperCase();
 
 /**
  * Inserts a license row directly (the license routes are another module's), for a product made through the API.
  * Returns its public id and integer id.
  */
-export async function newLicenseRow(fields: { productId?: number; customerId?: number | null; licenseeName?: string | null; licenseeEmail?: string | null } = {}) {
+export async function newLicenseRow(
+  fields: {
+    productId?: number;
+    customerId?: number | null;
+    licenseeName?: string | null;
+    licenseeEmail?: string | null;
+  } = {},
+) {
   const productId = fields.productId ?? (await newProduct());
   const licenseId = `lic${hex(4)}`;
   const userKey = [hex(3), hex(3), hex(3), hex(3), hex(3)].map((part) => part.slice(0, 5)).join("-");
@@ -22,14 +33,25 @@ export async function newLicenseRow(fields: { productId?: number; customerId?: n
     `INSERT INTO licenses (license_id, user_key, product_id, customer_id, licensee_name, licensee_email, issue_date, created_at, updated_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
   )
-    .bind(licenseId, userKey, productId, fields.customerId ?? null, fields.licenseeName ?? null, fields.licenseeEmail ?? null, now, now, now)
+    .bind(
+      licenseId,
+      userKey,
+      productId,
+      fields.customerId ?? null,
+      fields.licenseeName ?? null,
+      fields.licenseeEmail ?? null,
+      now,
+      now,
+      now,
+    )
     .first<{ id: number }>();
   return { licenseId, id: row!.id, userKey, productId };
 }
 
 /** An EmailTemplate resource, so the license email has something to render. */
-export const newEmailTemplate = (data = "Dear {CustomerName}, your key for {ProductName} is {UserKey} ({LicenseId}).") =>
-  created("/v1/resources", { resource: { name: "Your license", type: "EmailTemplate", data } }, "resourceId");
+export const newEmailTemplate = (
+  data = "Dear {CustomerName}, your key for {ProductName} is {UserKey} ({LicenseId}).",
+) => created("/v1/resources", { resource: { name: "Your license", type: "EmailTemplate", data } }, "resourceId");
 
 export const operationSamples: Samples = {
   "GET /v1/settings": async () => ({}),

@@ -6,25 +6,43 @@ import type { Samples } from "./kit";
 /** An application product with a public release 1.0.0 holding a win-x64 blockmap (served without a token). */
 async function product(): Promise<string> {
   const code = `app${crypto.randomUUID().slice(0, 8)}`;
-  const productId = (await admin("POST", "/v1/products", { product: { code, name: "App", isApplication: true } })).body["productId"];
-  const releaseId = (await admin("POST", `/v1/products/${productId}/releases`, { productRelease: { version: "1.0.0", public: true } })).body["productReleaseId"];
+  const productId = (await admin("POST", "/v1/products", { product: { code, name: "App", isApplication: true } })).body[
+    "productId"
+  ];
+  const releaseId = (
+    await admin("POST", `/v1/products/${productId}/releases`, { productRelease: { version: "1.0.0", public: true } })
+  ).body["productReleaseId"];
   const form = new FormData();
   form.set("platform", "win-x64");
   form.set("kind", "blockmap");
   form.set("file", new Blob([new Uint8Array([1, 2, 3])]), "App Setup 1.0.0.exe.blockmap");
-  const res = await exports.default.fetch(`${BASE}/v1/products/${productId}/releases/${releaseId}/downloads`, { method: "POST", headers: { "x-api-key": ADMIN.key }, body: form });
+  const res = await exports.default.fetch(`${BASE}/v1/products/${productId}/releases/${releaseId}/downloads`, {
+    method: "POST",
+    headers: { "x-api-key": ADMIN.key },
+    body: form,
+  });
   if (res.status !== 201) throw new Error(`sample artifact: ${res.status} ${await res.text()}`);
   return code;
 }
 
 export const updateSamples: Samples = {
   "GET /v1/extensions/keys": async () => ({}),
-  "GET /v1/updates/{productCode}": async () => ({ path: `/v1/updates/${await product()}?platform=win-x64&version=0.9.0` }),
-  "GET /v1/updates/{productCode}/feed/{channel}/{platform}/{file}": async () => ({ path: `/v1/updates/${await product()}/feed/stable/win-x64/latest.yml` }),
+  "GET /v1/updates/{productCode}": async () => ({
+    path: `/v1/updates/${await product()}?platform=win-x64&version=0.9.0`,
+  }),
+  "GET /v1/updates/{productCode}/feed/{channel}/{platform}/{file}": async () => ({
+    path: `/v1/updates/${await product()}/feed/stable/win-x64/latest.yml`,
+  }),
   "GET /v1/updates/{productCode}/latest.yml": async () => ({ path: `/v1/updates/${await product()}/latest.yml` }),
-  "GET /v1/updates/{productCode}/latest-mac.yml": async () => ({ path: `/v1/updates/${await product()}/latest-mac.yml` }),
-  "GET /v1/updates/{productCode}/latest-linux.yml": async () => ({ path: `/v1/updates/${await product()}/latest-linux.yml` }),
-  "GET /v1/updates/{productCode}/latest-linux-arm64.yml": async () => ({ path: `/v1/updates/${await product()}/latest-linux-arm64.yml` }),
+  "GET /v1/updates/{productCode}/latest-mac.yml": async () => ({
+    path: `/v1/updates/${await product()}/latest-mac.yml`,
+  }),
+  "GET /v1/updates/{productCode}/latest-linux.yml": async () => ({
+    path: `/v1/updates/${await product()}/latest-linux.yml`,
+  }),
+  "GET /v1/updates/{productCode}/latest-linux-arm64.yml": async () => ({
+    path: `/v1/updates/${await product()}/latest-linux-arm64.yml`,
+  }),
   "GET /v1/updates/{productCode}/download/{platform}/{version}/{fileName}": async () => ({
     path: `/v1/updates/${await product()}/download/win-x64/1.0.0/App%20Setup%201.0.0.exe.blockmap`,
   }),

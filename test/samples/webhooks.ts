@@ -11,7 +11,11 @@ const receiver = (behaviour: string) => `${inject("webhookReceiverUrl")}/${behav
 
 /** A subscription of the receiver's path for a behaviour (`ok`, `fail500`). */
 const newSubscription = (behaviour = "ok"): Promise<number> =>
-  created(SUBSCRIPTIONS, { subscription: { name: "sample", url: receiver(behaviour), eventTypes: ["webhook.test"] } }, "subscription").then((s: { id: number }) => s.id);
+  created(
+    SUBSCRIPTIONS,
+    { subscription: { name: "sample", url: receiver(behaviour), eventTypes: ["webhook.test"] } },
+    "subscription",
+  ).then((s: { id: number }) => s.id);
 
 /** A subscription with one recorded delivery event (failed when the receiver answers 500). */
 async function withEvent(behaviour = "ok"): Promise<{ id: number; eventId: number }> {
@@ -23,9 +27,14 @@ async function withEvent(behaviour = "ok"): Promise<{ id: number; eventId: numbe
 
 export const webhookSamples: Samples = {
   [`GET ${SUBSCRIPTIONS}`]: async () => ({}),
-  [`POST ${SUBSCRIPTIONS}`]: async () => ({ body: { subscription: { name: "sample", url: receiver("ok"), eventTypes: ["webhook.test"] } } }),
+  [`POST ${SUBSCRIPTIONS}`]: async () => ({
+    body: { subscription: { name: "sample", url: receiver("ok"), eventTypes: ["webhook.test"] } },
+  }),
   [`GET ${SUBSCRIPTIONS}/{id}`]: async () => ({ path: `${SUBSCRIPTIONS}/${await newSubscription()}` }),
-  [`PUT ${SUBSCRIPTIONS}/{id}`]: async () => ({ path: `${SUBSCRIPTIONS}/${await newSubscription()}`, body: { subscription: { description: "changed" } } }),
+  [`PUT ${SUBSCRIPTIONS}/{id}`]: async () => ({
+    path: `${SUBSCRIPTIONS}/${await newSubscription()}`,
+    body: { subscription: { description: "changed" } },
+  }),
   [`DELETE ${SUBSCRIPTIONS}/{id}`]: async () => ({ path: `${SUBSCRIPTIONS}/${await newSubscription()}` }),
   [`POST ${SUBSCRIPTIONS}/{id}/test`]: async () => ({ path: `${SUBSCRIPTIONS}/${await newSubscription()}/test` }),
   [`GET ${SUBSCRIPTIONS}/{id}/events`]: async () => ({ path: `${SUBSCRIPTIONS}/${(await withEvent()).id}/events` }),

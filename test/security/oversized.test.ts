@@ -29,12 +29,26 @@ async function expectTooLarge(res: { status: number; body: Record<string, unknow
 describe("request bodies over 4 MiB", () => {
   it("answer 413 on Management routes and write nothing, whatever JSON media type says so", async () => {
     const before = await countRows("resources");
-    for (const type of ["application/json", "application/json-patch+json", "text/json", "Application/JSON; charset=utf-8"]) {
-      const res = await call("POST", "/v1/resources", { key: ADMIN.key, raw: padded({ resource: { name: "big" } }, 5 * MiB), headers: { "content-type": type } });
+    for (const type of [
+      "application/json",
+      "application/json-patch+json",
+      "text/json",
+      "Application/JSON; charset=utf-8",
+    ]) {
+      const res = await call("POST", "/v1/resources", {
+        key: ADMIN.key,
+        raw: padded({ resource: { name: "big" } }, 5 * MiB),
+        headers: { "content-type": type },
+      });
       await expectTooLarge(res);
     }
     expect(await countRows("resources")).toBe(before);
-    await expectTooLarge(await call("PUT", "/v1/settings", { key: ADMIN.key, raw: padded({ settings: [{ name: "Application:DefaultPageSize", value: "7" }] }, 5 * MiB) }));
+    await expectTooLarge(
+      await call("PUT", "/v1/settings", {
+        key: ADMIN.key,
+        raw: padded({ settings: [{ name: "Application:DefaultPageSize", value: "7" }] }, 5 * MiB),
+      }),
+    );
     expect(await countRows("settings")).toBe(0);
   });
 
@@ -46,17 +60,26 @@ describe("request bodies over 4 MiB", () => {
         controller.close();
       },
     });
-    const res = await exports.default.fetch(`${BASE}/v1/resources`, { method: "POST", headers: { "x-api-key": ADMIN.key, "content-type": "application/json" }, body });
+    const res = await exports.default.fetch(`${BASE}/v1/resources`, {
+      method: "POST",
+      headers: { "x-api-key": ADMIN.key, "content-type": "application/json" },
+      body,
+    });
     await expectTooLarge({ status: res.status, body: (await res.json()) as Record<string, unknown> });
     expect(await countRows("resources")).toBe(0);
   });
 
   it("are refused before the credential matters: a login body is limited too", async () => {
-    await expectTooLarge(await call("POST", "/v1/auth/login", { raw: padded({ username: "admin", password: "x" }, 5 * MiB) }));
+    await expectTooLarge(
+      await call("POST", "/v1/auth/login", { raw: padded({ username: "admin", password: "x" }, 5 * MiB) }),
+    );
   });
 
   it("let a body just under the limit through to validation", async () => {
-    const res = await call("POST", "/v1/resources", { key: ADMIN.key, raw: padded({ resource: { name: "fits" } }, MAX_JSON_BODY_BYTES - 1024) });
+    const res = await call("POST", "/v1/resources", {
+      key: ADMIN.key,
+      raw: padded({ resource: { name: "fits" } }, MAX_JSON_BODY_BYTES - 1024),
+    });
     expect(res.status, res.text).toBe(200);
   });
 });
@@ -71,7 +94,12 @@ describe("fields over their limits", () => {
       ["POST", "/v1/products", { product: { code: "p", name: long } }, "product.name"],
       ["POST", "/v1/customers", { customer: { company: long } }, "customer.company"],
       ["POST", "/v1/resources", { resource: { name: "tags", meta: "m".repeat(4001) } }, "resource.meta"],
-      ["PUT", "/v1/settings", { settings: [{ name: "Application:HealthCheckEndPoint", value: "h".repeat(100_001) }] }, "settings[0].value"],
+      [
+        "PUT",
+        "/v1/settings",
+        { settings: [{ name: "Application:HealthCheckEndPoint", value: "h".repeat(100_001) }] },
+        "settings[0].value",
+      ],
     ];
     const tables = ["resources", "users", "products", "customers", "settings"];
     const before = await Promise.all(tables.map(countRows));
@@ -85,7 +113,9 @@ describe("fields over their limits", () => {
 
   it("bound arrays and the licensing fields an application sends", async () => {
     const lic = await newLicense("Activation");
-    const features = await admin("POST", "/v1/licenses", { license: { productId: 1, features: Array.from({ length: 257 }, (_, i) => `f${i}`) } });
+    const features = await admin("POST", "/v1/licenses", {
+      license: { productId: 1, features: Array.from({ length: 257 }, (_, i) => `f${i}`) },
+    });
     expect(features.status).toBe(400);
     const machine = await admin("POST", "/v1/license/activate", { userKey: lic.userKey, machineId: long });
     expect(machine.status).toBe(400);
@@ -95,7 +125,11 @@ describe("fields over their limits", () => {
 
   it("bound list parameters: a filter over 2,000 characters, a sort, select or include over 2,000", async () => {
     const filter = await admin("GET", `/v1/resources?filter=${encodeURIComponent(`name == "${"a".repeat(2000)}"`)}`);
-    expect(filter.body).toEqual({ success: false, code: 400, message: "The filter is too long: at most 2000 characters are allowed." });
+    expect(filter.body).toEqual({
+      success: false,
+      code: 400,
+      message: "The filter is too long: at most 2000 characters are allowed.",
+    });
     for (const param of ["sort", "select"]) {
       const res = await admin("GET", `/v1/resources?${param}=${"name,".repeat(500)}`);
       expect(res.status, param).toBe(400);
@@ -108,13 +142,19 @@ describe("deep nesting", () => {
   const deep = (levels: number) => "[".repeat(levels) + '"x"' + "]".repeat(levels);
 
   it("in a known field is a schema violation (400), never a stack overflow", async () => {
-    const res = await call("POST", "/v1/resources", { key: ADMIN.key, raw: `{"resource":{"name":"deep","meta":${deep(100_000)}}}` });
+    const res = await call("POST", "/v1/resources", {
+      key: ADMIN.key,
+      raw: `{"resource":{"name":"deep","meta":${deep(100_000)}}}`,
+    });
     expect(res.status).toBe(400);
     expect(Object.keys(res.body["errors"])).toEqual(["resource.meta"]);
   });
 
   it("in an unknown property is ignored, like any unknown property (CONTRACT section 2)", async () => {
-    const res = await call("POST", "/v1/resources", { key: ADMIN.key, raw: `{"resource":{"name":"ignored"},"extra":${deep(100_000)}}` });
+    const res = await call("POST", "/v1/resources", {
+      key: ADMIN.key,
+      raw: `{"resource":{"name":"ignored"},"extra":${deep(100_000)}}`,
+    });
     expect(res.status, res.text).toBe(200);
   });
 
@@ -126,7 +166,11 @@ describe("deep nesting", () => {
 });
 
 describe("the gRPC edge", () => {
-  const fetchWorker: typeof fetch = (input, init) => exports.default.fetch(input as RequestInfo, { ...init, ...(init?.redirect === "error" ? { redirect: "manual" as const } : {}) });
+  const fetchWorker: typeof fetch = (input, init) =>
+    exports.default.fetch(input as RequestInfo, {
+      ...init,
+      ...(init?.redirect === "error" ? { redirect: "manual" as const } : {}),
+    });
   const transport = createGrpcWebTransport({ baseUrl: BASE, fetch: fetchWorker });
   const withKey = { headers: { "x-api-key": ADMIN.key } };
 
@@ -140,18 +184,46 @@ describe("the gRPC edge", () => {
   it("applies REST's field limits: a 1 MB machine id is InvalidArgument and stores nothing", async () => {
     const lic = await newLicense("Activation");
     const licenses = createClient(LicenseServer, transport);
-    expect(await grpcCode(licenses.activateLicense({ userKey: lic.userKey, machineId: "M".repeat(1_000_000) }, withKey))).toBe(Code.InvalidArgument);
-    expect(await grpcCode(licenses.activateLicense({ userKey: lic.userKey, machineId: "PC", version: "1".repeat(65) }, withKey))).toBe(Code.InvalidArgument);
+    expect(
+      await grpcCode(licenses.activateLicense({ userKey: lic.userKey, machineId: "M".repeat(1_000_000) }, withKey)),
+    ).toBe(Code.InvalidArgument);
+    expect(
+      await grpcCode(
+        licenses.activateLicense({ userKey: lic.userKey, machineId: "PC", version: "1".repeat(65) }, withKey),
+      ),
+    ).toBe(Code.InvalidArgument);
     expect(await countRows("license_tokens")).toBe(0);
-    expect((await licenses.activateLicense({ userKey: lic.userKey, machineId: "M".repeat(256) }, withKey)).licenseToken).toMatch(/^actk_/);
+    expect(
+      (await licenses.activateLicense({ userKey: lic.userKey, machineId: "M".repeat(256) }, withKey)).licenseToken,
+    ).toMatch(/^actk_/);
   });
 
   it("bounds a report's content and properties as REST does", async () => {
     const reports = createClient(ReportServer, transport);
     const before = await countRows("reports");
-    expect(await grpcCode(reports.sendReport({ name: "ExceptionReport", content: "c", properties: Array.from({ length: 1001 }, () => ({ name: "n", value: "v" })) }, withKey))).toBe(Code.InvalidArgument);
-    expect(await grpcCode(reports.sendReport({ name: "ExceptionReport", content: "c", properties: [{ name: "n", value: "v".repeat(4097) }] }, withKey))).toBe(Code.InvalidArgument);
-    expect(await grpcCode(reports.sendReport({ name: "ExceptionReport", content: "y".repeat(5 * MiB) }, withKey))).toBe(Code.ResourceExhausted);
+    expect(
+      await grpcCode(
+        reports.sendReport(
+          {
+            name: "ExceptionReport",
+            content: "c",
+            properties: Array.from({ length: 1001 }, () => ({ name: "n", value: "v" })),
+          },
+          withKey,
+        ),
+      ),
+    ).toBe(Code.InvalidArgument);
+    expect(
+      await grpcCode(
+        reports.sendReport(
+          { name: "ExceptionReport", content: "c", properties: [{ name: "n", value: "v".repeat(4097) }] },
+          withKey,
+        ),
+      ),
+    ).toBe(Code.InvalidArgument);
+    expect(await grpcCode(reports.sendReport({ name: "ExceptionReport", content: "y".repeat(5 * MiB) }, withKey))).toBe(
+      Code.ResourceExhausted,
+    );
     expect(await countRows("reports")).toBe(before);
   });
 });

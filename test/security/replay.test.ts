@@ -14,7 +14,11 @@ import { bytesOf, newRelease, upload } from "../artifacts-kit";
 import { newLicense } from "../samples/licensing";
 
 const clockAhead = (await movableClock()).move;
-const fetchWorker: typeof fetch = (input, init) => exports.default.fetch(input as RequestInfo, { ...init, ...(init?.redirect === "error" ? { redirect: "manual" as const } : {}) });
+const fetchWorker: typeof fetch = (input, init) =>
+  exports.default.fetch(input as RequestInfo, {
+    ...init,
+    ...(init?.redirect === "error" ? { redirect: "manual" as const } : {}),
+  });
 const licensing = createClient(LicenseServer, createGrpcWebTransport({ baseUrl: BASE, fetch: fetchWorker }));
 
 async function grpcCode(promise: Promise<unknown>): Promise<Code | "ok"> {
@@ -31,11 +35,18 @@ describe("download tokens", () => {
     // Two gated products, each with a Windows and a Linux installer in 1.0.0, and an Ultimate license of each.
     for (let i = 0; i < 2; i++) {
       const r = await newRelease("1.0.0");
-      await admin("PUT", `/v1/products/${r.productId}/releases`, { productRelease: { id: r.releaseId, public: true, releaseDate: "2026-01-01T00:00:00Z" } });
+      await admin("PUT", `/v1/products/${r.productId}/releases`, {
+        productRelease: { id: r.releaseId, public: true, releaseDate: "2026-01-01T00:00:00Z" },
+      });
       expect((await upload(r.path, bytesOf(2000, 1), { fileName: "App.exe" })).status).toBe(201);
-      expect((await upload(r.path, bytesOf(3000, 2), { fileName: "App.AppImage", platform: "linux-x64" })).status).toBe(201);
+      expect((await upload(r.path, bytesOf(3000, 2), { fileName: "App.AppImage", platform: "linux-x64" })).status).toBe(
+        201,
+      );
       const lic = await admin("POST", "/v1/licenses", { license: { productId: r.productId, edition: "Ultimate" } });
-      const listed = await admin("GET", `/v1/licenses?filter=${encodeURIComponent(`id == ${lic.body["id"]}`)}&select=userKey`);
+      const listed = await admin(
+        "GET",
+        `/v1/licenses?filter=${encodeURIComponent(`id == ${lic.body["id"]}`)}&select=userKey`,
+      );
       products.push({ code: r.code, userKey: listed.body["licenses"][0].userKey });
     }
   });
@@ -43,7 +54,9 @@ describe("download tokens", () => {
   /** A tokenised download URL from the update check, as an auto-updater gets it. */
   async function tokenUrl(which: number, platform = "win-x64"): Promise<URL> {
     const { code, userKey } = products[which]!;
-    const res = await exports.default.fetch(`${BASE}/v1/updates/${code}?platform=${platform}&version=0.0.1`, { headers: { "X-Service-User-Key": userKey } });
+    const res = await exports.default.fetch(`${BASE}/v1/updates/${code}?platform=${platform}&version=0.0.1`, {
+      headers: { "X-Service-User-Key": userKey },
+    });
     const { data } = (await res.json()) as { data: { download: { url: string } } };
     return new URL(data.download.url);
   }
@@ -62,7 +75,14 @@ describe("download tokens", () => {
   it("are used up by one complete download: a replay, or any alteration of the token, is refused", async () => {
     const url = await tokenUrl(0);
     const token = url.searchParams.get("token")!;
-    for (const altered of [token.toUpperCase(), token.toLowerCase(), `${token}x`, token.slice(0, -1), ` ${token}`, `${token}%00`]) {
+    for (const altered of [
+      token.toUpperCase(),
+      token.toLowerCase(),
+      `${token}x`,
+      token.slice(0, -1),
+      ` ${token}`,
+      `${token}%00`,
+    ]) {
       if (altered !== token) expect(await get(withToken(url, altered)), altered).toBe(403);
     }
     expect(await get(url)).toBe(200);
@@ -115,18 +135,28 @@ describe("bearer tokens after logout", () => {
 });
 
 describe("API keys after revocation or deletion", () => {
-  const keyId = async (key: string) => (await env.DB.prepare("SELECT id FROM api_keys WHERE key_prefix = ?").bind(`${key.slice(0, 8)}…`).first<{ id: number }>())!.id;
+  const keyId = async (key: string) =>
+    (await env.DB.prepare("SELECT id FROM api_keys WHERE key_prefix = ?")
+      .bind(`${key.slice(0, 8)}…`)
+      .first<{ id: number }>())!.id;
 
   it("are refused at once in the isolate that changed them, on REST and gRPC", async () => {
     const lic = await newLicense("Activation");
     const revoked = await keyFor(["Sales"]);
     const deleted = await keyFor(["Sales"]);
-    for (const key of [revoked, deleted]) expect(await grpcCode(licensing.validateLicense({ userKey: lic.userKey }, { headers: { "x-api-key": key } }))).toBe("ok");
-    expect((await admin("PUT", "/v1/api-keys", { apiKey: { id: await keyId(revoked), revoked: true } })).status).toBe(200);
+    for (const key of [revoked, deleted])
+      expect(
+        await grpcCode(licensing.validateLicense({ userKey: lic.userKey }, { headers: { "x-api-key": key } })),
+      ).toBe("ok");
+    expect((await admin("PUT", "/v1/api-keys", { apiKey: { id: await keyId(revoked), revoked: true } })).status).toBe(
+      200,
+    );
     expect((await admin("DELETE", `/v1/api-keys/${await keyId(deleted)}`)).status).toBe(200);
     for (const key of [revoked, deleted]) {
       expect((await call("GET", "/v1/resources", { key })).status).toBe(401);
-      expect(await grpcCode(licensing.validateLicense({ userKey: lic.userKey }, { headers: { "x-api-key": key } }))).toBe(Code.Unauthenticated);
+      expect(
+        await grpcCode(licensing.validateLicense({ userKey: lic.userKey }, { headers: { "x-api-key": key } })),
+      ).toBe(Code.Unauthenticated);
     }
   });
 
@@ -136,7 +166,9 @@ describe("API keys after revocation or deletion", () => {
     const grpc = () => grpcCode(licensing.validateLicense({ userKey: lic.userKey }, { headers: { "x-api-key": key } }));
     expect(await grpc()).toBe("ok");
     // Another isolate revokes it: this isolate's cache does not hear of it.
-    await env.DB.prepare("UPDATE api_keys SET revoked = 1 WHERE id = ?").bind(await keyId(key)).run();
+    await env.DB.prepare("UPDATE api_keys SET revoked = 1 WHERE id = ?")
+      .bind(await keyId(key))
+      .run();
     expect(await grpc()).toBe("ok");
     clockAhead(3 * 60_000 + 1000);
     expect(await grpc()).toBe(Code.Unauthenticated);

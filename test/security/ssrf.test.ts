@@ -57,11 +57,15 @@ describe("webhook URLs", () => {
     await setSetting("Webhooks:AllowInsecureUrls", "false");
     try {
       for (const url of SPELLINGS) {
-        const res = await admin("POST", SUBSCRIPTIONS, { subscription: { name: "ssrf-spelling", url, eventTypes: ["*"] } });
+        const res = await admin("POST", SUBSCRIPTIONS, {
+          subscription: { name: "ssrf-spelling", url, eventTypes: ["*"] },
+        });
         expect(res.status, url).toBe(400);
         expect(res.body["message"], url).toMatch(/^The webhook url is refused/);
       }
-      expect(await env.DB.prepare("SELECT count(*) AS n FROM webhook_subscriptions WHERE name = 'ssrf-spelling'").first("n")).toBe(0);
+      expect(
+        await env.DB.prepare("SELECT count(*) AS n FROM webhook_subscriptions WHERE name = 'ssrf-spelling'").first("n"),
+      ).toBe(0);
     } finally {
       await setSetting("Webhooks:AllowInsecureUrls", null);
     }

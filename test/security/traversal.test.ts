@@ -12,7 +12,19 @@ import { BASE, admin, countRows, setSetting } from "../helpers";
 import { bytesOf, newRelease, send, upload } from "../artifacts-kit";
 
 const ROOT = "artifacts";
-const TRAVERSALS = ["../x.exe", "..\\x.exe", "/abs.exe", "C:\\abs.exe", "a/b.exe", "a\\b.exe", ".", "..", "../../../etc/passwd", "x\u0000.exe", "Setup\u202egpj.exe"];
+const TRAVERSALS = [
+  "../x.exe",
+  "..\\x.exe",
+  "/abs.exe",
+  "C:\\abs.exe",
+  "a/b.exe",
+  "a\\b.exe",
+  ".",
+  "..",
+  "../../../etc/passwd",
+  "x\u0000.exe",
+  "Setup\u202egpj.exe",
+];
 
 async function keysUnder(prefix: string): Promise<string[]> {
   return (await env.ARTIFACTS!.list({ prefix })).objects.map((o) => o.key);
@@ -22,7 +34,11 @@ function form(parts: { name: string; value: string | Uint8Array; disposition?: s
   const enc = new TextEncoder();
   const pieces: Uint8Array[] = [];
   for (const p of parts) {
-    pieces.push(enc.encode(`--${boundary}\r\nContent-Disposition: form-data; name="${p.name}"${p.disposition ?? ""}\r\n\r\n`), typeof p.value === "string" ? enc.encode(p.value) : p.value, enc.encode("\r\n"));
+    pieces.push(
+      enc.encode(`--${boundary}\r\nContent-Disposition: form-data; name="${p.name}"${p.disposition ?? ""}\r\n\r\n`),
+      typeof p.value === "string" ? enc.encode(p.value) : p.value,
+      enc.encode("\r\n"),
+    );
   }
   pieces.push(enc.encode(`--${boundary}--\r\n`));
   const body = new Uint8Array(pieces.reduce((n, p) => n + p.byteLength, 0));
@@ -43,10 +59,20 @@ describe("file names on the way in", () => {
       expect(field.status, JSON.stringify(fileName)).toBe(400);
       expect(Object.keys(field.body["errors"]), JSON.stringify(fileName)).toEqual(["fileName"]);
       const hosted = await admin("POST", r.path, {
-        releaseDownload: { platform: "win-x64", kind: "installer", fileName, url: "https://cdn.example.com/a.exe", size: 1, sha256: "0".repeat(64), sha512: `${"A".repeat(86)}==` },
+        releaseDownload: {
+          platform: "win-x64",
+          kind: "installer",
+          fileName,
+          url: "https://cdn.example.com/a.exe",
+          size: 1,
+          sha256: "0".repeat(64),
+          sha512: `${"A".repeat(86)}==`,
+        },
       });
       expect(hosted.status, JSON.stringify(fileName)).toBe(400);
-      const resumable = await admin("POST", `${r.path}/uploads`, { upload: { platform: "win-x64", kind: "installer", fileName } });
+      const resumable = await admin("POST", `${r.path}/uploads`, {
+        upload: { platform: "win-x64", kind: "installer", fileName },
+      });
       expect(resumable.status, JSON.stringify(fileName)).toBe(400);
     }
     expect(await countRows("release_downloads")).toBe(rows);
@@ -55,7 +81,13 @@ describe("file names on the way in", () => {
 
   it("refuses a path in the file part's filename or filename*, since the name defaults to it", async () => {
     const r = await newRelease();
-    for (const disposition of ['; filename="../../outside.exe"', '; filename="..\\\\outside.exe"', "; filename*=UTF-8''..%2F..%2Foutside.exe", "; filename*=UTF-8''%2Fabs.exe", '; filename="ok.exe"; filename*=UTF-8\'\'..%2Fwins.exe']) {
+    for (const disposition of [
+      '; filename="../../outside.exe"',
+      '; filename="..\\\\outside.exe"',
+      "; filename*=UTF-8''..%2F..%2Foutside.exe",
+      "; filename*=UTF-8''%2Fabs.exe",
+      "; filename=\"ok.exe\"; filename*=UTF-8''..%2Fwins.exe",
+    ]) {
       const f = form([
         { name: "platform", value: "win-x64" },
         { name: "kind", value: "installer" },
@@ -74,12 +106,24 @@ describe("file names on the way in", () => {
     const platforms = ["win-x64", "win-arm64"];
     let i = 0;
     for (const fileName of literal) {
-      const res = await upload(r.path, bytesOf(32, i + 1), { fileName, kind: kinds[i % 4], platform: platforms[Math.floor(i / 4)] });
+      const res = await upload(r.path, bytesOf(32, i + 1), {
+        fileName,
+        kind: kinds[i % 4],
+        platform: platforms[Math.floor(i / 4)],
+      });
       expect(res.status, `${fileName} ${res.text}`).toBe(201);
-      const row = await env.DB.prepare("SELECT file_name, storage_key FROM release_downloads WHERE id = ?").bind(res.body["releaseDownloadId"]).first<{ file_name: string; storage_key: string }>();
+      const row = await env.DB.prepare("SELECT file_name, storage_key FROM release_downloads WHERE id = ?")
+        .bind(res.body["releaseDownloadId"])
+        .first<{ file_name: string; storage_key: string }>();
       expect(row!.file_name).toBe(fileName);
       const segments = row!.storage_key.split("/");
-      expect(segments, row!.storage_key).toEqual([ROOT, r.code, "1.0.0", expect.stringMatching(/^[0-9a-z]{16}$/), fileName]);
+      expect(segments, row!.storage_key).toEqual([
+        ROOT,
+        r.code,
+        "1.0.0",
+        expect.stringMatching(/^[0-9a-z]{16}$/),
+        fileName,
+      ]);
       i++;
     }
     for (const key of await keysUnder("")) expect(key.startsWith(`${ROOT}/${r.code}/1.0.0/`), key).toBe(true);
@@ -88,8 +132,13 @@ describe("file names on the way in", () => {
   it("refuses renaming an artifact to a traversal", async () => {
     const r = await newRelease();
     const id = (await upload(r.path, bytesOf(10))).body["releaseDownloadId"];
-    for (const fileName of TRAVERSALS) expect((await admin("PUT", r.path, { releaseDownload: { id, fileName } })).status, JSON.stringify(fileName)).toBe(400);
-    const row = await env.DB.prepare("SELECT file_name FROM release_downloads WHERE id = ?").bind(id).first<{ file_name: string }>();
+    for (const fileName of TRAVERSALS)
+      expect((await admin("PUT", r.path, { releaseDownload: { id, fileName } })).status, JSON.stringify(fileName)).toBe(
+        400,
+      );
+    const row = await env.DB.prepare("SELECT file_name FROM release_downloads WHERE id = ?")
+      .bind(id)
+      .first<{ file_name: string }>();
     expect(row!.file_name).toBe("Setup.exe");
   });
 });
@@ -103,8 +152,12 @@ describe("the download route", () => {
     await setSetting("Updates:AllowPublicApplicationReleases", "true");
     const one = await newRelease("1.0.0");
     product = one.code;
-    const two = await admin("POST", `/v1/products/${one.productId}/releases`, { productRelease: { version: "2.0.0", public: true, requiresMaintenance: false } });
-    await admin("PUT", `/v1/products/${one.productId}/releases`, { productRelease: { id: one.releaseId, public: true, requiresMaintenance: false } });
+    const two = await admin("POST", `/v1/products/${one.productId}/releases`, {
+      productRelease: { version: "2.0.0", public: true, requiresMaintenance: false },
+    });
+    await admin("PUT", `/v1/products/${one.productId}/releases`, {
+      productRelease: { id: one.releaseId, public: true, requiresMaintenance: false },
+    });
     const twoPath = `/v1/products/${one.productId}/releases/${two.body["productReleaseId"]}/downloads`;
     expect((await upload(one.path, target, { fileName: "Setup.exe" })).status).toBe(201);
     expect((await upload(twoPath, secret, { fileName: "Other.exe" })).status).toBe(201);

@@ -29,7 +29,8 @@ export interface GatewayOptions {
 export const GATEWAY_CLIENT_HEADER = "x-licensing-gateway-client";
 
 /** Headers a client could use to claim another address: never forwarded. */
-const CLAIMS_ADDRESS = /^(cf-connecting-ip|x-forwarded-.*|forwarded|x-real-ip|true-client-ip|x-licensing-gateway-client)$/i;
+const CLAIMS_ADDRESS =
+  /^(cf-connecting-ip|x-forwarded-.*|forwarded|x-real-ip|true-client-ip|x-licensing-gateway-client)$/i;
 
 /** `<ip>;<unix seconds>;<hex HMAC-SHA256(secret, "<ip>;<unix seconds>")>`. */
 export function signClientAddress(secret: string, ip: string, nowSeconds = Math.floor(Date.now() / 1000)): string {
@@ -37,7 +38,18 @@ export function signClientAddress(secret: string, ip: string, nowSeconds = Math.
   return `${signed};${createHmac("sha256", secret).update(signed).digest("hex")}`;
 }
 
-const HOP_BY_HOP = new Set(["connection", "keep-alive", "te", "transfer-encoding", "upgrade", "host", "content-length", "content-type", "grpc-accept-encoding", "accept-encoding"]);
+const HOP_BY_HOP = new Set([
+  "connection",
+  "keep-alive",
+  "te",
+  "transfer-encoding",
+  "upgrade",
+  "host",
+  "content-length",
+  "content-type",
+  "grpc-accept-encoding",
+  "accept-encoding",
+]);
 
 /** Splits a gRPC-Web body into its message frames and the trailer frame's key/values. */
 export function splitGrpcWebBody(body: Uint8Array): { messages: Uint8Array; trailers: Record<string, string> } {
@@ -82,7 +94,11 @@ async function readBody(stream: http2.ServerHttp2Stream): Promise<Uint8Array> {
   return new Uint8Array(Buffer.concat(chunks));
 }
 
-async function forward(options: GatewayOptions, stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders): Promise<void> {
+async function forward(
+  options: GatewayOptions,
+  stream: http2.ServerHttp2Stream,
+  headers: http2.IncomingHttpHeaders,
+): Promise<void> {
   const path = String(headers[":path"] ?? "/");
   const forwarded = new Headers({ "content-type": "application/grpc-web+proto", "x-grpc-web": "1" });
   for (const [name, value] of Object.entries(headers)) {
@@ -90,20 +106,32 @@ async function forward(options: GatewayOptions, stream: http2.ServerHttp2Stream,
     forwarded.set(name, Array.isArray(value) ? value.join(", ") : value);
   }
   const peer = stream.session?.socket.remoteAddress;
-  if (options.secret && peer) forwarded.set(GATEWAY_CLIENT_HEADER, signClientAddress(options.secret, peer.replace(/^::ffff:(?=\d)/, "")));
+  if (options.secret && peer)
+    forwarded.set(GATEWAY_CLIENT_HEADER, signClientAddress(options.secret, peer.replace(/^::ffff:(?=\d)/, "")));
   const body = await readBody(stream);
   let trailers: Record<string, string>;
   let messages: Uint8Array = new Uint8Array();
   try {
-    const res = await (options.fetch ?? fetch)(new URL(path, options.upstream), { method: "POST", headers: forwarded, body });
+    const res = await (options.fetch ?? fetch)(new URL(path, options.upstream), {
+      method: "POST",
+      headers: forwarded,
+      body,
+    });
     const split = splitGrpcWebBody(new Uint8Array(await res.arrayBuffer()));
     messages = split.messages;
     // A trailers-only answer (an error before any message) carries its status in the headers.
-    const status = split.trailers["grpc-status"] ?? res.headers.get("grpc-status") ?? (res.ok ? "0" : statusForHttp(res.status));
-    const message = split.trailers["grpc-message"] ?? res.headers.get("grpc-message") ?? (res.ok ? "" : `upstream answered HTTP ${res.status}`);
+    const status =
+      split.trailers["grpc-status"] ?? res.headers.get("grpc-status") ?? (res.ok ? "0" : statusForHttp(res.status));
+    const message =
+      split.trailers["grpc-message"] ??
+      res.headers.get("grpc-message") ??
+      (res.ok ? "" : `upstream answered HTTP ${res.status}`);
     trailers = { "grpc-status": status, ...(message ? { "grpc-message": message } : {}) };
   } catch (e) {
-    trailers = { "grpc-status": "14", "grpc-message": encodeURIComponent(`upstream unreachable: ${(e as Error).message}`) };
+    trailers = {
+      "grpc-status": "14",
+      "grpc-message": encodeURIComponent(`upstream unreachable: ${(e as Error).message}`),
+    };
   }
   stream.respond({ ":status": 200, "content-type": "application/grpc+proto" }, { waitForTrailers: true });
   stream.on("wantTrailers", () => stream.sendTrailers(trailers));
@@ -116,8 +144,19 @@ export function startGateway(options: GatewayOptions): Promise<http2.Http2Server
   server.on("stream", (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => {
     forward(options, stream, headers).catch((e: unknown) => {
       console.error("grpc-gateway:", e);
-      if (!stream.headersSent) stream.respond({ ":status": 200, "content-type": "application/grpc+proto", "grpc-status": "13", "grpc-message": "gateway error" }, { endStream: true });
+      if (!stream.headersSent)
+        stream.respond(
+          {
+            ":status": 200,
+            "content-type": "application/grpc+proto",
+            "grpc-status": "13",
+            "grpc-message": "gateway error",
+          },
+          { endStream: true },
+        );
     });
   });
-  return new Promise((resolve) => server.listen(options.port ?? 5005, options.host ?? "127.0.0.1", () => resolve(server)));
+  return new Promise((resolve) =>
+    server.listen(options.port ?? 5005, options.host ?? "127.0.0.1", () => resolve(server)),
+  );
 }

@@ -14,7 +14,12 @@ const { values } = parseArgs({
 });
 // The Worker's IpFiltering:GatewaySecret (same variable name): without it the Worker sees every client as the gateway.
 const secret = process.env.IpFiltering__GatewaySecret || undefined;
-if (!secret) console.warn("IpFiltering__GatewaySecret is not set: the Worker will count every gRPC client as the gateway's own address");
+if (!secret)
+  console.warn(
+    "IpFiltering__GatewaySecret is not set: the Worker will count every gRPC client as the gateway's own address",
+  );
 const server = await startGateway({ upstream: values.upstream, port: Number(values.port), host: values.host, secret });
 const address = server.address();
-console.log(`gRPC gateway on ${typeof address === "object" && address ? `${address.address}:${address.port}` : values.port} -> ${values.upstream} (gRPC-Web)`);
+console.log(
+  `gRPC gateway on ${typeof address === "object" && address ? `${address.address}:${address.port}` : values.port} -> ${values.upstream} (gRPC-Web)`,
+);

@@ -62,7 +62,12 @@ export class ManagementApi {
   }
 
   /** One call, retried with backoff on 429, 5xx and network failures (see retryable). */
-  async call<T = Record<string, unknown>>(method: string, path: string, body?: unknown, init: { raw?: BodyInit; contentType?: string } = {}): Promise<T> {
+  async call<T = Record<string, unknown>>(
+    method: string,
+    path: string,
+    body?: unknown,
+    init: { raw?: BodyInit; contentType?: string } = {},
+  ): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       let status: number | undefined;
       let retryAfter: number | undefined;
@@ -72,22 +77,36 @@ export class ManagementApi {
         status = e instanceof ApiFailure ? e.status : undefined;
         if (e instanceof ApiFailure) retryAfter = e.retryAfter;
         if (attempt >= ATTEMPTS || !retryable(method, status)) throw e;
-        const wait = retryAfter !== undefined ? retryAfter * 1000 : FIRST_WAIT_MS * 2 ** (attempt - 1) * (0.8 + Math.random() * 0.4);
-        this.#log(`    ${method} ${path}: ${status ?? (e instanceof Error ? e.message : String(e))}; trying again in ${(wait / 1000).toFixed(1)} s (${attempt}/${ATTEMPTS - 1})`);
+        const wait =
+          retryAfter !== undefined
+            ? retryAfter * 1000
+            : FIRST_WAIT_MS * 2 ** (attempt - 1) * (0.8 + Math.random() * 0.4);
+        this.#log(
+          `    ${method} ${path}: ${status ?? (e instanceof Error ? e.message : String(e))}; trying again in ${(wait / 1000).toFixed(1)} s (${attempt}/${ATTEMPTS - 1})`,
+        );
         await new Promise((resolve) => setTimeout(resolve, wait));
       }
     }
   }
 
   /** One attempt; the JSON answer, or ApiFailure with the envelope's message (or problem details' errors). */
-  async #once<T>(method: string, path: string, body?: unknown, init: { raw?: BodyInit; contentType?: string } = {}): Promise<T> {
+  async #once<T>(
+    method: string,
+    path: string,
+    body?: unknown,
+    init: { raw?: BodyInit; contentType?: string } = {},
+  ): Promise<T> {
     const headers: Record<string, string> = { "x-api-key": this.#key, accept: "application/json" };
     let payload: BodyInit | undefined = init.raw;
     if (body !== undefined) {
       headers["content-type"] = "application/json";
       payload = JSON.stringify(body);
     } else if (init.contentType) headers["content-type"] = init.contentType;
-    const res = await fetch(`${this.#base}${path}`, { method, headers, ...(payload !== undefined ? { body: payload } : {}) });
+    const res = await fetch(`${this.#base}${path}`, {
+      method,
+      headers,
+      ...(payload !== undefined ? { body: payload } : {}),
+    });
     const text = await res.text();
     let parsed: Record<string, unknown> = {};
     try {
@@ -96,10 +115,18 @@ export class ManagementApi {
       parsed = { message: text.slice(0, 300) };
     }
     if (!res.ok) {
-      const detail = (parsed["message"] as string | undefined) ?? (parsed["errors"] ? JSON.stringify(parsed["errors"]) : res.statusText);
-      const failure = new ApiFailure(method, path, res.status, detail || "(empty answer: check LICENSING_API_KEY and its roles)");
+      const detail =
+        (parsed["message"] as string | undefined) ??
+        (parsed["errors"] ? JSON.stringify(parsed["errors"]) : res.statusText);
+      const failure = new ApiFailure(
+        method,
+        path,
+        res.status,
+        detail || "(empty answer: check LICENSING_API_KEY and its roles)",
+      );
       const after = Number(res.headers.get("retry-after"));
-      if (Number.isFinite(after) && after >= 0 && res.headers.has("retry-after")) failure.retryAfter = Math.min(after, 60);
+      if (Number.isFinite(after) && after >= 0 && res.headers.has("retry-after"))
+        failure.retryAfter = Math.min(after, 60);
       throw failure;
     }
     return parsed as T;

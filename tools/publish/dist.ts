@@ -41,7 +41,14 @@ export interface UpdateInfo {
 }
 
 const INSTALLER_EXTENSIONS = [".exe", ".msi", ".dmg", ".AppImage", ".deb", ".rpm"];
-const FAMILY_OF_EXTENSION: Record<string, Family> = { ".exe": "win", ".msi": "win", ".dmg": "darwin", ".AppImage": "linux", ".deb": "linux", ".rpm": "linux" };
+const FAMILY_OF_EXTENSION: Record<string, Family> = {
+  ".exe": "win",
+  ".msi": "win",
+  ".dmg": "darwin",
+  ".AppImage": "linux",
+  ".deb": "linux",
+  ".rpm": "linux",
+};
 /** Which update-info file serves which platforms (CONTRACT section 5). */
 const FEED_FILES: Record<string, { family: Family; arch?: "x64" | "arm64" }> = {
   "latest.yml": { family: "win" },
@@ -80,11 +87,14 @@ export function parseUpdateInfo(text: string): UpdateInfo {
       else if (/^[|>][-+]?$/.test(value)) {
         // A block scalar: the indented lines that follow.
         const block: string[] = [];
-        while (i + 1 < lines.length && (lines[i + 1]!.startsWith(" ") || lines[i + 1]!.trim() === "")) block.push(lines[++i]!);
+        while (i + 1 < lines.length && (lines[i + 1]!.startsWith(" ") || lines[i + 1]!.trim() === ""))
+          block.push(lines[++i]!);
         const indent = Math.min(...block.filter((l) => l.trim()).map((l) => l.length - l.trimStart().length));
         const body = block.map((l) => l.slice(Number.isFinite(indent) ? indent : 0));
         // "|-" strips the final line break, "|" keeps one.
-        info.scalars[key] = (value.startsWith(">") ? body.join(" ") : body.join("\n")).replace(/\s+$/, "") + (value.endsWith("-") ? "" : "\n");
+        info.scalars[key] =
+          (value.startsWith(">") ? body.join(" ") : body.join("\n")).replace(/\s+$/, "") +
+          (value.endsWith("-") ? "" : "\n");
       } else info.scalars[key] = unquote(value);
     }
   }
@@ -117,13 +127,18 @@ interface Candidate extends Artifact {
 }
 
 /** Platform and kind of one file, or why it is left out. */
-function classify(fileName: string, listedIn: Map<string, string>, forced: Platform | undefined): { platform: Platform; kind: Kind } | { reason: string } {
+function classify(
+  fileName: string,
+  listedIn: Map<string, string>,
+  forced: Platform | undefined,
+): { platform: Platform; kind: Kind } | { reason: string } {
   if (fileName.endsWith(".blockmap")) {
     const base = classify(fileName.slice(0, -".blockmap".length), listedIn, forced);
     return "reason" in base ? base : { platform: base.platform, kind: "blockmap" };
   }
   const extension = extensionOf(fileName);
-  const kind: Kind | undefined = extension === ".zip" ? "zip" : INSTALLER_EXTENSIONS.includes(extension) ? "installer" : undefined;
+  const kind: Kind | undefined =
+    extension === ".zip" ? "zip" : INSTALLER_EXTENSIONS.includes(extension) ? "installer" : undefined;
   if (!kind) return { reason: "not an installer, zip or blockmap" };
   if (forced) return { platform: forced, kind };
   const feed = listedIn.has(fileName) ? FEED_FILES[listedIn.get(fileName)!] : undefined;
@@ -136,14 +151,20 @@ function classify(fileName: string, listedIn: Map<string, string>, forced: Platf
 }
 
 /** Files of update-info files, by name: which update-info file lists each one, and its sha512. */
-async function readUpdateInfos(dir: string, names: string[]): Promise<{ infos: UpdateInfo[]; listedIn: Map<string, string>; sha512: Map<string, string> }> {
+async function readUpdateInfos(
+  dir: string,
+  names: string[],
+): Promise<{ infos: UpdateInfo[]; listedIn: Map<string, string>; sha512: Map<string, string> }> {
   const infos: UpdateInfo[] = [];
   const listedIn = new Map<string, string>();
   const sha512 = new Map<string, string>();
   for (const name of names.filter((n) => /^latest.*\.yml$/.test(n)).sort()) {
     const info = parseUpdateInfo(await readFile(join(dir, name), "utf8"));
     infos.push(info);
-    const entries = [...info.files, ...(info.scalars["path"] ? [{ url: info.scalars["path"], sha512: info.scalars["sha512"] ?? "" }] : [])];
+    const entries = [
+      ...info.files,
+      ...(info.scalars["path"] ? [{ url: info.scalars["path"], sha512: info.scalars["sha512"] ?? "" }] : []),
+    ];
     for (const file of entries) {
       const fileName = decodeURIComponent(file["url"] ?? "");
       if (!fileName) continue;
@@ -154,7 +175,8 @@ async function readUpdateInfos(dir: string, names: string[]): Promise<{ infos: U
   return { infos, listedIn, sha512 };
 }
 
-const preference = (c: Candidate) => [c.listed ? 0 : 1, [...INSTALLER_EXTENSIONS, ".zip"].indexOf(extensionOf(c.fileName)), c.fileName] as const;
+const preference = (c: Candidate) =>
+  [c.listed ? 0 : 1, [...INSTALLER_EXTENSIONS, ".zip"].indexOf(extensionOf(c.fileName)), c.fileName] as const;
 function compare(a: Candidate, b: Candidate): number {
   const [x, y] = [preference(a), preference(b)];
   return x[0] - y[0] || x[1] - y[1] || (x[2] < y[2] ? -1 : x[2] > y[2] ? 1 : 0);
@@ -170,7 +192,9 @@ function updateFileOf(platform: Platform, chosen: Map<string, Candidate>): Candi
 /** Reads `dir`: see the file comment. `platform` forces every artifact onto one platform. */
 export async function readDist(dir: string, platform?: Platform): Promise<Dist> {
   // Symbolic links count: the electron-builder publisher stages files as links.
-  const names = (await readdir(dir, { withFileTypes: true })).filter((e) => e.isFile() || e.isSymbolicLink()).map((e) => e.name);
+  const names = (await readdir(dir, { withFileTypes: true }))
+    .filter((e) => e.isFile() || e.isSymbolicLink())
+    .map((e) => e.name);
   const { infos, listedIn, sha512 } = await readUpdateInfos(dir, names);
   const scalars = Object.assign({}, ...infos.map((i) => i.scalars)) as Record<string, string>;
   const skipped: Dist["skipped"] = [];
@@ -190,19 +214,33 @@ export async function readDist(dir: string, platform?: Platform): Promise<Dist> 
   for (const c of candidates.filter((c) => c.kind !== "blockmap").sort(compare)) {
     const slot = `${c.platform}/${c.kind}`;
     const winner = chosen.get(slot);
-    if (winner) skipped.push({ fileName: c.fileName, reason: `one ${c.kind} per platform: ${winner.fileName} is the ${c.platform} ${c.kind}` });
+    if (winner)
+      skipped.push({
+        fileName: c.fileName,
+        reason: `one ${c.kind} per platform: ${winner.fileName} is the ${c.platform} ${c.kind}`,
+      });
     else chosen.set(slot, c);
   }
   for (const p of PLATFORMS) {
     const blockmaps = candidates.filter((c) => c.kind === "blockmap" && c.platform === p);
     const base = updateFileOf(p, chosen);
-    const pick = blockmaps.find((b) => base && b.fileName === `${base.fileName}.blockmap`) ?? blockmaps.find((b) => [...chosen.values()].some((c) => `${c.fileName}.blockmap` === b.fileName));
+    const pick =
+      blockmaps.find((b) => base && b.fileName === `${base.fileName}.blockmap`) ??
+      blockmaps.find((b) => [...chosen.values()].some((c) => `${c.fileName}.blockmap` === b.fileName));
     for (const b of blockmaps) {
       if (b === pick) chosen.set(`${p}/blockmap`, b);
-      else skipped.push({ fileName: b.fileName, reason: pick ? `one blockmap per platform: ${pick.fileName} is the ${p} blockmap` : "no chosen artifact of its platform matches it" });
+      else
+        skipped.push({
+          fileName: b.fileName,
+          reason: pick
+            ? `one blockmap per platform: ${pick.fileName} is the ${p} blockmap`
+            : "no chosen artifact of its platform matches it",
+        });
     }
   }
-  const artifacts = [...chosen.values()].map(({ listed: _listed, ...a }) => a).sort((a, b) => PLATFORMS.indexOf(a.platform) - PLATFORMS.indexOf(b.platform) || a.kind.localeCompare(b.kind));
+  const artifacts = [...chosen.values()]
+    .map(({ listed: _listed, ...a }) => a)
+    .sort((a, b) => PLATFORMS.indexOf(a.platform) - PLATFORMS.indexOf(b.platform) || a.kind.localeCompare(b.kind));
   return {
     ...(scalars["version"] ? { version: scalars["version"] } : {}),
     ...(scalars["releaseName"] ? { releaseName: scalars["releaseName"] } : {}),

@@ -60,11 +60,14 @@ export default class LicensingPublisher {
 
   constructor(_context: PublishContext, config: LicensingPublishConfig) {
     const url = config.url ?? process.env["LICENSING_URL"];
-    if (!url) throw new Error("licensing publisher: set publish.url or LICENSING_URL to the licensing service's address");
+    if (!url)
+      throw new Error("licensing publisher: set publish.url or LICENSING_URL to the licensing service's address");
     if (!config.product) throw new Error("licensing publisher: set publish.product to the product's code");
     const apiKey = process.env["LICENSING_API_KEY"];
-    if (!apiKey) throw new Error("licensing publisher: set LICENSING_API_KEY to an API key of an Administrator or LicenseManager");
-    const version = config.version ?? (JSON.parse(readFileSync(resolve("package.json"), "utf8")) as { version?: string }).version;
+    if (!apiKey)
+      throw new Error("licensing publisher: set LICENSING_API_KEY to an API key of an Administrator or LicenseManager");
+    const version =
+      config.version ?? (JSON.parse(readFileSync(resolve("package.json"), "utf8")) as { version?: string }).version;
     if (!version) throw new Error("licensing publisher: no version (set publish.version, or version in package.json)");
     this.#config = { ...config, url, version };
     this.#apiKey = apiKey;
@@ -86,7 +89,8 @@ export default class LicensingPublisher {
         makePublic: this.#config.public === true,
         log: (line) => console.log(`  • licensing: ${line.trim()}`),
       }).catch((e: unknown) => {
-        if (e instanceof Error && /holds no installer, zip or blockmap/.test(e.message)) return { releaseId: 0, created: false, uploaded: [], replaced: [], unchanged: [] };
+        if (e instanceof Error && /holds no installer, zip or blockmap/.test(e.message))
+          return { releaseId: 0, created: false, uploaded: [], replaced: [], unchanged: [] };
         throw e;
       });
     };

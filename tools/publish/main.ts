@@ -75,12 +75,15 @@ if (!/^https?:\/\/[^/\s]+/.test(url)) usageError(`--url must be an http(s) URL, 
 if (!values.product) usageError("--product is required");
 if (!values.dir) usageError("--dir is required");
 if (values.channel !== "stable" && values.channel !== "insider") usageError("--channel is stable or insider");
-if (values.platform !== undefined && !(PLATFORMS as readonly string[]).includes(values.platform)) usageError(`--platform is one of ${PLATFORMS.join(", ")}`);
+if (values.platform !== undefined && !(PLATFORMS as readonly string[]).includes(values.platform))
+  usageError(`--platform is one of ${PLATFORMS.join(", ")}`);
 const singleLimit = Number(values["single-limit"]);
 const partSize = Number(values["part-size"]);
 if (!Number.isSafeInteger(singleLimit) || singleLimit < 1) usageError("--single-limit is a number of bytes");
-if (!Number.isSafeInteger(partSize) || partSize < 5 * 1024 * 1024) usageError("--part-size is a number of bytes, at least 5 MiB (5242880)");
-if (!apiKey && !values["dry-run"]) usageError("set LICENSING_API_KEY to an API key of an Administrator or LicenseManager");
+if (!Number.isSafeInteger(partSize) || partSize < 5 * 1024 * 1024)
+  usageError("--part-size is a number of bytes, at least 5 MiB (5242880)");
+if (!apiKey && !values["dry-run"])
+  usageError("set LICENSING_API_KEY to an API key of an Administrator or LicenseManager");
 
 // With --json, stdout carries only the result.
 const log = values.json ? (line: string) => console.error(line) : (line: string) => console.log(line);

@@ -70,47 +70,83 @@ const megabytes = (n: number) => `${(n / MiB).toFixed(1)} MiB`;
 async function productId(api: ManagementApi, code: string): Promise<number> {
   const filter = encodeURIComponent(`code == ${JSON.stringify(code)}`);
   const { products } = await api.call<{ products: { id: number }[] }>("GET", `/v1/products?filter=${filter}&select=id`);
-  if (!products[0]) throw new Error(`Product ${code} not found: create it first (POST /v1/products with isApplication true)`);
+  if (!products[0])
+    throw new Error(`Product ${code} not found: create it first (POST /v1/products with isApplication true)`);
   return products[0].id;
 }
 
 /** The release's id, created with the update info's name, date and notes when it does not exist. */
-async function ensureRelease(api: ManagementApi, product: number, options: PublishOptions & { version: string }, notes: { releaseName?: string; releaseNotes?: string; releaseDate?: string }, log: (s: string) => void) {
+async function ensureRelease(
+  api: ManagementApi,
+  product: number,
+  options: PublishOptions & { version: string },
+  notes: { releaseName?: string; releaseNotes?: string; releaseDate?: string },
+  log: (s: string) => void,
+) {
   const filter = encodeURIComponent(`version == ${JSON.stringify(options.version)}`);
-  const { productReleases } = await api.call<{ productReleases: { id: number; channel: string }[] }>("GET", `/v1/products/${product}/releases?filter=${filter}`);
+  const { productReleases } = await api.call<{ productReleases: { id: number; channel: string }[] }>(
+    "GET",
+    `/v1/products/${product}/releases?filter=${filter}`,
+  );
   const existing = productReleases[0];
   if (existing) {
-    if (existing.channel !== options.channel) log(`  note: release ${options.version} exists on channel ${existing.channel}; leaving its channel as it is`);
+    if (existing.channel !== options.channel)
+      log(`  note: release ${options.version} exists on channel ${existing.channel}; leaving its channel as it is`);
     return { id: existing.id, created: false };
   }
-  const { productReleaseId } = await api.call<{ productReleaseId: number }>("POST", `/v1/products/${product}/releases`, {
-    productRelease: {
-      version: options.version,
-      channel: options.channel,
-      ...(notes.releaseName ? { name: notes.releaseName } : {}),
-      ...(notes.releaseNotes ? { releaseNotes: notes.releaseNotes } : {}),
-      ...(notes.releaseDate ? { releaseDate: notes.releaseDate } : {}),
+  const { productReleaseId } = await api.call<{ productReleaseId: number }>(
+    "POST",
+    `/v1/products/${product}/releases`,
+    {
+      productRelease: {
+        version: options.version,
+        channel: options.channel,
+        ...(notes.releaseName ? { name: notes.releaseName } : {}),
+        ...(notes.releaseNotes ? { releaseNotes: notes.releaseNotes } : {}),
+        ...(notes.releaseDate ? { releaseDate: notes.releaseDate } : {}),
+      },
     },
-  });
+  );
   return { id: productReleaseId, created: true };
 }
 
 /** Uploads one artifact, in one request or resumably by parts; `sent(bytes)` reports progress. */
-async function upload(api: ManagementApi, path: string, artifact: Artifact, options: PublishOptions, log: (s: string) => void, sent: (bytes: number) => void): Promise<Added> {
+async function upload(
+  api: ManagementApi,
+  path: string,
+  artifact: Artifact,
+  options: PublishOptions,
+  log: (s: string) => void,
+  sent: (bytes: number) => void,
+): Promise<Added> {
   const singleLimit = options.singleLimit ?? DEFAULT_SINGLE_LIMIT;
   if (artifact.size <= singleLimit) {
-    const added = await api.uploadForm(path, artifact.path, { platform: artifact.platform, kind: artifact.kind, fileName: artifact.fileName, sourceKind: "local" });
+    const added = await api.uploadForm(path, artifact.path, {
+      platform: artifact.platform,
+      kind: artifact.kind,
+      fileName: artifact.fileName,
+      sourceKind: "local",
+    });
     sent(artifact.size);
     return added;
   }
   const partSize = options.partSize ?? DEFAULT_PART_SIZE;
-  const { uploadId } = await api.call<{ uploadId: string }>("POST", `${path}/uploads`, { upload: { platform: artifact.platform, kind: artifact.kind, fileName: artifact.fileName } });
+  const { uploadId } = await api.call<{ uploadId: string }>("POST", `${path}/uploads`, {
+    upload: { platform: artifact.platform, kind: artifact.kind, fileName: artifact.fileName },
+  });
   const parts = Math.ceil(artifact.size / partSize);
   try {
     for (let n = 1; n <= parts; n++) {
-      await api.uploadPart(`${path}/uploads/${uploadId}/parts/${n}`, artifact.path, (n - 1) * partSize, Math.min(n * partSize, artifact.size));
+      await api.uploadPart(
+        `${path}/uploads/${uploadId}/parts/${n}`,
+        artifact.path,
+        (n - 1) * partSize,
+        Math.min(n * partSize, artifact.size),
+      );
       sent(Math.min(n * partSize, artifact.size) - (n - 1) * partSize);
-      log(`    part ${n}/${parts} (${megabytes(Math.min(n * partSize, artifact.size))} of ${megabytes(artifact.size)})`);
+      log(
+        `    part ${n}/${parts} (${megabytes(Math.min(n * partSize, artifact.size))} of ${megabytes(artifact.size)})`,
+      );
     }
     return await api.call<Added>("POST", `${path}/uploads/${uploadId}/complete`);
   } catch (e) {
@@ -131,7 +167,8 @@ async function readFolder(options: PublishOptions) {
   if (dist.artifacts.length === 0) throw new Error(`${options.dir} holds no installer, zip or blockmap to publish`);
   for (const artifact of dist.artifacts) {
     const listed = dist.listedSha512.get(artifact.fileName);
-    if (listed && listed !== (await fileDigest(artifact.path)).sha512) throw new Error(`${artifact.fileName}: its sha512 differs from the update info's; rebuild the folder`);
+    if (listed && listed !== (await fileDigest(artifact.path)).sha512)
+      throw new Error(`${artifact.fileName}: its sha512 differs from the update info's; rebuild the folder`);
   }
   return { dist, version };
 }
@@ -144,11 +181,28 @@ export async function plan(options: PublishOptions): Promise<PublishPlan> {
   for (const s of dist.skipped) log(`  skip ${s.fileName}: ${s.reason}`);
   const artifacts: PublishPlan["artifacts"] = [];
   for (const a of dist.artifacts) {
-    artifacts.push({ fileName: a.fileName, platform: a.platform, kind: a.kind, size: a.size, sha512: (await fileDigest(a.path)).sha512 });
-    log(`  would upload ${a.platform} ${a.kind} ${a.fileName} (${megabytes(a.size)})${a.size > (options.singleLimit ?? DEFAULT_SINGLE_LIMIT) ? " resumably" : ""}`);
+    artifacts.push({
+      fileName: a.fileName,
+      platform: a.platform,
+      kind: a.kind,
+      size: a.size,
+      sha512: (await fileDigest(a.path)).sha512,
+    });
+    log(
+      `  would upload ${a.platform} ${a.kind} ${a.fileName} (${megabytes(a.size)})${a.size > (options.singleLimit ?? DEFAULT_SINGLE_LIMIT) ? " resumably" : ""}`,
+    );
   }
-  log(`dry run: ${artifacts.length} artifacts, ${megabytes(artifacts.reduce((n, a) => n + a.size, 0))}; nothing was sent`);
-  return { dryRun: true, product: options.product, version, channel: options.channel, artifacts, skipped: dist.skipped };
+  log(
+    `dry run: ${artifacts.length} artifacts, ${megabytes(artifacts.reduce((n, a) => n + a.size, 0))}; nothing was sent`,
+  );
+  return {
+    dryRun: true,
+    product: options.product,
+    version,
+    channel: options.channel,
+    artifacts,
+    skipped: dist.skipped,
+  };
 }
 
 /** A progress bar over the bytes to upload, with rate and time left; a no-op when not asked for. */
@@ -163,7 +217,11 @@ function progressBar(enabled: boolean | undefined, total: number) {
   });
   const started = Date.now();
   let done = 0;
-  const fields = () => ({ sentMiB: (done / MiB).toFixed(1), totalMiB: (total / MiB).toFixed(1), rate: (done / MiB / Math.max((Date.now() - started) / 1000, 0.001)).toFixed(2) });
+  const fields = () => ({
+    sentMiB: (done / MiB).toFixed(1),
+    totalMiB: (total / MiB).toFixed(1),
+    rate: (done / MiB / Math.max((Date.now() - started) / 1000, 0.001)).toFixed(2),
+  });
   bar.start(total, 0, fields());
   return {
     sent(bytes: number) {
@@ -182,39 +240,53 @@ export async function publish(options: PublishOptions): Promise<PublishResult> {
 
   const product = await productId(api, options.product);
   const release = await ensureRelease(api, product, { ...options, version }, dist, log);
-  log(`${options.product} ${version}: release ${release.id} ${release.created ? "created" : "exists"} (${options.channel})`);
+  log(
+    `${options.product} ${version}: release ${release.id} ${release.created ? "created" : "exists"} (${options.channel})`,
+  );
   for (const s of dist.skipped) log(`  skip ${s.fileName}: ${s.reason}`);
 
   const path = `/v1/products/${product}/releases/${release.id}/downloads`;
   const { releaseDownloads } = await api.call<{ releaseDownloads: RemoteDownload[] }>("GET", `${path}?take=1000`);
-  const result: PublishResult = { releaseId: release.id, created: release.created, uploaded: [], replaced: [], unchanged: [] };
+  const result: PublishResult = {
+    releaseId: release.id,
+    created: release.created,
+    uploaded: [],
+    replaced: [],
+    unchanged: [],
+  };
   const toSend = dist.artifacts.filter((a) => {
     const remote = releaseDownloads.find((d) => d.platform === a.platform && d.kind === a.kind);
     return !(remote && remote.size === a.size);
   });
-  const bar = progressBar(options.progress, toSend.reduce((n, a) => n + a.size, 0));
+  const bar = progressBar(
+    options.progress,
+    toSend.reduce((n, a) => n + a.size, 0),
+  );
   try {
-  for (const artifact of dist.artifacts) {
-    const label = `${artifact.platform} ${artifact.kind} ${artifact.fileName} (${megabytes(artifact.size)})`;
-    const local = await fileDigest(artifact.path);
-    const remote = releaseDownloads.find((d) => d.platform === artifact.platform && d.kind === artifact.kind);
-    if (remote && remote.size === local.size && remote.sha512 === local.sha512) {
-      if (remote.fileName !== artifact.fileName) await api.call("PUT", path, { releaseDownload: { id: remote.id, fileName: artifact.fileName } });
-      log(`  = ${label}: already uploaded`);
-      result.unchanged.push(artifact.fileName);
-      continue;
+    for (const artifact of dist.artifacts) {
+      const label = `${artifact.platform} ${artifact.kind} ${artifact.fileName} (${megabytes(artifact.size)})`;
+      const local = await fileDigest(artifact.path);
+      const remote = releaseDownloads.find((d) => d.platform === artifact.platform && d.kind === artifact.kind);
+      if (remote && remote.size === local.size && remote.sha512 === local.sha512) {
+        if (remote.fileName !== artifact.fileName)
+          await api.call("PUT", path, { releaseDownload: { id: remote.id, fileName: artifact.fileName } });
+        log(`  = ${label}: already uploaded`);
+        result.unchanged.push(artifact.fileName);
+        continue;
+      }
+      if (remote) {
+        log(`  ~ ${label}: differs from download ${remote.id}; replacing it`);
+        await api.call("DELETE", `${path}/${remote.id}`);
+      } else log(`  + ${label}: uploading`);
+      const added = await upload(api, path, artifact, options, log, bar.sent);
+      if (added.size !== local.size || added.sha512 !== local.sha512) {
+        throw new Error(
+          `${artifact.fileName}: the service stored ${added.size} bytes with another sha512; upload it again`,
+        );
+      }
+      log(`    stored as download ${added.releaseDownloadId}, sha512 ${added.sha512.slice(0, 16)}…`);
+      (remote ? result.replaced : result.uploaded).push(artifact.fileName);
     }
-    if (remote) {
-      log(`  ~ ${label}: differs from download ${remote.id}; replacing it`);
-      await api.call("DELETE", `${path}/${remote.id}`);
-    } else log(`  + ${label}: uploading`);
-    const added = await upload(api, path, artifact, options, log, bar.sent);
-    if (added.size !== local.size || added.sha512 !== local.sha512) {
-      throw new Error(`${artifact.fileName}: the service stored ${added.size} bytes with another sha512; upload it again`);
-    }
-    log(`    stored as download ${added.releaseDownloadId}, sha512 ${added.sha512.slice(0, 16)}…`);
-    (remote ? result.replaced : result.uploaded).push(artifact.fileName);
-  }
   } finally {
     bar.stop();
   }
@@ -222,6 +294,8 @@ export async function publish(options: PublishOptions): Promise<PublishResult> {
     await api.call("PUT", `/v1/products/${product}/releases`, { productRelease: { id: release.id, public: true } });
     log(`release ${version} is public`);
   }
-  log(`done: ${result.uploaded.length} uploaded, ${result.replaced.length} replaced, ${result.unchanged.length} unchanged`);
+  log(
+    `done: ${result.uploaded.length} uploaded, ${result.replaced.length} replaced, ${result.unchanged.length} unchanged`,
+  );
   return result;
 }

@@ -70,7 +70,8 @@ export function errorText(error: unknown, response?: Response): string {
     }
   }
   if (typeof error === "string" && error) return error;
-  if (response) return `HTTP ${response.status}${response.status === 403 ? ": your roles or key do not allow this" : ""}`;
+  if (response)
+    return `HTTP ${response.status}${response.status === 403 ? ": your roles or key do not allow this" : ""}`;
   return error instanceof Error ? error.message : String(error);
 }
 
@@ -87,8 +88,17 @@ export function must<T>(result: { data?: T; error?: unknown; response: Response 
  * A request to a path known only at run time (the generic list and form pages): the same client and middleware,
  * the path checked against the document's paths by the caller's page definition.
  */
-export async function call<T = Record<string, unknown>>(method: "GET" | "POST" | "PUT" | "DELETE", path: string, options: { query?: Record<string, unknown>; body?: unknown } = {}): Promise<T> {
-  const client = api as unknown as Record<string, (p: string, o: unknown) => Promise<{ data?: T; error?: unknown; response: Response }>>;
-  const params = options.query ? { query: Object.fromEntries(Object.entries(options.query).filter(([, v]) => v !== undefined && v !== "")) } : undefined;
+export async function call<T = Record<string, unknown>>(
+  method: "GET" | "POST" | "PUT" | "DELETE",
+  path: string,
+  options: { query?: Record<string, unknown>; body?: unknown } = {},
+): Promise<T> {
+  const client = api as unknown as Record<
+    string,
+    (p: string, o: unknown) => Promise<{ data?: T; error?: unknown; response: Response }>
+  >;
+  const params = options.query
+    ? { query: Object.fromEntries(Object.entries(options.query).filter(([, v]) => v !== undefined && v !== "")) }
+    : undefined;
   return must(await client[method]!(path, { params, body: options.body }));
 }
