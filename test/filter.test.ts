@@ -1,38 +1,14 @@
 import { env } from "cloudflare:workers";
 import { and, eq } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
-import { integer, real, SQLiteSyncDialect, sqliteTable, text } from "drizzle-orm/sqlite-core";
+import { SQLiteSyncDialect } from "drizzle-orm/sqlite-core";
 import { beforeAll, describe, expect, it } from "vitest";
 import { ApiError } from "../src/errors";
-import { compileFilter, type QuerySchema, resolveProperty } from "../src/http/filter";
+import { compileFilter, resolveProperty } from "../src/http/filter";
+import { filterItems } from "./filter-items";
 
 // A table of its own, so the rows exercise every field type and the awkward characters of the language.
-const items = sqliteTable("filter_items", {
-  id: integer("id").primaryKey(),
-  name: text("name"),
-  code: text("code").notNull(),
-  qty: integer("qty"),
-  price: real("price"),
-  active: integer("active", { mode: "boolean" }).notNull(),
-  createdAt: text("created_at"),
-  kind: integer("kind"),
-  tags: text("tags", { mode: "json" }).$type<string[]>(),
-});
-
-const schema: QuerySchema = {
-  entity: "Item",
-  fields: {
-    id: { column: items.id, type: "integer" },
-    name: { column: items.name, type: "string" },
-    code: { column: items.code, type: "string" },
-    qty: { column: items.qty, type: "integer" },
-    price: { column: items.price, type: "number" },
-    active: { column: items.active, type: "boolean" },
-    createdAt: { column: items.createdAt, type: "date" },
-    kind: { column: items.kind, type: { enum: ["Standard", "Demo", "Trial"] } },
-    tags: { column: items.tags, type: "json" },
-  },
-};
+const { items, schema, createTable } = filterItems("filter_items");
 
 const ALL = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10];
 const rows: (typeof items.$inferInsert)[] = [
@@ -66,10 +42,7 @@ const db = drizzle(env.DB);
 const dialect = new SQLiteSyncDialect();
 
 beforeAll(async () => {
-  await env.DB.exec(
-    "CREATE TABLE IF NOT EXISTS filter_items (id INTEGER PRIMARY KEY, name TEXT, code TEXT NOT NULL, qty INTEGER, " +
-      "price REAL, active INTEGER NOT NULL, created_at TEXT, kind INTEGER, tags TEXT)",
-  );
+  await env.DB.exec(createTable);
   await db.insert(items).values(rows);
 });
 

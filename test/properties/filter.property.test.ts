@@ -13,45 +13,20 @@
  */
 import { env } from "cloudflare:workers";
 import { drizzle } from "drizzle-orm/d1";
-import { SQLiteSyncDialect, integer, real, sqliteTable, text } from "drizzle-orm/sqlite-core";
+import { SQLiteSyncDialect } from "drizzle-orm/sqlite-core";
 import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
 import { ApiError } from "../../src/errors";
-import { type QuerySchema, compileFilter } from "../../src/http/filter";
+import { compileFilter } from "../../src/http/filter";
+import { KINDS, filterItems } from "../filter-items";
 
-const items = sqliteTable("prop_items", {
-  id: integer("id").primaryKey(),
-  name: text("name"),
-  code: text("code").notNull(),
-  qty: integer("qty"),
-  price: real("price"),
-  active: integer("active", { mode: "boolean" }).notNull(),
-  createdAt: text("created_at"),
-  kind: integer("kind"),
-});
-const KINDS = ["Standard", "Demo", "Trial"] as const;
-
-const schema: QuerySchema = {
-  entity: "Item",
-  fields: {
-    id: { column: items.id, type: "integer" },
-    name: { column: items.name, type: "string" },
-    code: { column: items.code, type: "string" },
-    qty: { column: items.qty, type: "integer" },
-    price: { column: items.price, type: "number" },
-    active: { column: items.active, type: "boolean" },
-    createdAt: { column: items.createdAt, type: "date" },
-    kind: { column: items.kind, type: { enum: KINDS } },
-  },
-};
+const { items, schema, createTable } = filterItems("prop_items");
 
 const db = drizzle(env.DB);
 const dialect = new SQLiteSyncDialect();
 
 beforeAll(async () => {
-  await env.DB.exec(
-    "CREATE TABLE IF NOT EXISTS prop_items (id INTEGER PRIMARY KEY, name TEXT, code TEXT NOT NULL, qty INTEGER, price REAL, active INTEGER NOT NULL, created_at TEXT, kind INTEGER)",
-  );
+  await env.DB.exec(createTable);
 });
 
 // ---------------------------------------------------------------------------------------------------------------
