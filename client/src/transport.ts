@@ -18,6 +18,7 @@ import type {
   ValidateRequest,
   ValidateResult,
 } from "./types.js";
+import type { Answer } from "./wire-types.js";
 
 /** The `fetch` the client calls: the platform's, or one the application supplies (proxies, tests, Electron's net). */
 export type FetchFunction = typeof globalThis.fetch;
@@ -25,12 +26,8 @@ export type FetchFunction = typeof globalThis.fetch;
 /** Request headers carrying the credential (`x-api-key` or `authorization`); gRPC-Web sends them as metadata. */
 export type CredentialHeaders = Record<string, string>;
 
-/** A bearer token from signing in with a user key. */
-export interface SignIn {
-  token: string;
-  /** Lifetime in seconds. */
-  expiresIn: number;
-}
+/** A bearer token from signing in with a user key (`POST /v1/auth/login`); `expiresIn` is its lifetime in seconds. */
+export interface SignIn extends Answer<"login"> {}
 
 /** A request whose user key the client has filled in. */
 export type WithResolvedUserKey<T> = T & { userKey: string };

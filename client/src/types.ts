@@ -1,43 +1,42 @@
 /**
  * The typed requests and results of the licensing operations. Names are CONTRACT section 4's REST bodies (camelCase);
  * both transports return exactly these shapes: dates are `Date` objects, enumerations their names, and a value the
- * service did not send is `undefined` (never `null`, never a protobuf default such as `""`).
+ * service did not send is `undefined` (never `null`, never a protobuf default such as `""`). Where a type mirrors the
+ * REST wire it derives from the service's OpenAPI document (`wire-types.ts`), restating only what the client changes
+ * (dates, enumeration names, members it requires); the signed update-check data and the license key's payload are
+ * not typed by the document (a signed JSON object, a JWS payload) and are stated here.
  */
+import type { Answer, Body, PathParams, Query, Schemas, Without } from "./wire-types.js";
 
-/** `File`, `Activation` or `Floating` (CONTRACT section 3, License). */
+/** `File`, `Activation` or `Floating` (CONTRACT section 3, License; REST may send the number, the client the name). */
 export type LicensingMode = "File" | "Activation" | "Floating";
-/** `Standard`, `Demo` or `Trial` (CONTRACT section 3, License). */
+/** `Standard`, `Demo` or `Trial` (CONTRACT section 3, License; REST may send the number, the client the name). */
 export type LicenseType = "Standard" | "Demo" | "Trial";
-/** A license's computed status (CONTRACT section 4). */
-export type LicenseStatus = "Activated" | "NotActivated" | "Expired" | "Revoked" | "Tampered";
+/** A license's computed status (CONTRACT section 4), as validate answers it. */
+export type LicenseStatus = Answer<"validateLicense">["status"];
 
 /** Who the license is for. */
-export interface Licensee {
-  name?: string;
-  email?: string;
-  company?: string;
-}
+export type Licensee = Schemas["LicenseInfo"]["licensee"];
 
-/** What an application knows of its license, as activate, validate and request answer it. */
-export interface License {
-  /** The public `lic…` identifier. */
-  licenseId: string;
+/**
+ * What an application knows of its license, as activate, validate and request answer it: the wire's `license` with
+ * enumerations as names and dates as `Date`. `licenseKey` is a compact JWS (ES256) to verify offline with
+ * {@link verifyLicenseOffline}, present only where it proves a usable license on this machine.
+ */
+export interface License
+  extends Without<
+    Schemas["LicenseInfo"],
+    "licensingMode" | "licenseType" | "issueDate" | "expireAt" | "supportExpireAt" | "licensee"
+  > {
   licensingMode: LicensingMode;
   licenseType: LicenseType;
-  edition?: string;
   issueDate?: Date;
   /** When the license expires; `undefined` = perpetual. */
   expireAt?: Date;
   /** When maintenance (support and updates) ends. */
   supportExpireAt?: Date;
-  features: string[];
+  /** `undefined` when the service knows no licensee (an empty one on the wire). */
   licensee?: Licensee;
-  /**
-   * Compact JWS (ES256) over the license; verify it offline with {@link verifyLicenseOffline}. Present only where it
-   * proves a usable license on this machine: File mode always, Activation mode with a live activation of the machine,
-   * Floating mode with a live seat of the machine and client.
-   */
-  licenseKey?: string;
 }
 
 /** Fields every licensing request may carry; `userKey` defaults to the client's. */
@@ -47,141 +46,94 @@ interface WithUserKey {
 }
 
 /** `POST /v1/license/activate` / `LicenseServer/ActivateLicense`. */
-export interface ActivateRequest extends WithUserKey {
+export interface ActivateRequest extends WithUserKey, Body<"activateLicense"> {
   machineId: string;
-  clientId?: string;
-  clientName?: string;
-  productCode?: string;
-  version?: string;
-  nonce?: string;
 }
 
-/** What an activation answers. */
-export interface ActivateResult {
-  /** The activation token (`actk_…`) for validate and deactivate. */
-  licenseToken: string;
+/** What an activation answers: the activation token (`actk_…`) for validate and deactivate; `maxClientCount` 0 = unlimited. */
+export interface ActivateResult extends Without<Answer<"activateLicense">, "tokenExpireAt" | "license"> {
   tokenExpireAt?: Date;
-  activeClientCount: number;
-  /** `maxClients` of the license; 0 = unlimited. */
-  maxClientCount: number;
   license: License;
 }
 
 /** `POST /v1/license/deactivate` / `LicenseServer/DeactivateLicense`. */
-export interface DeactivateRequest extends WithUserKey {
+export interface DeactivateRequest extends WithUserKey, Body<"deactivateLicense"> {
   machineId: string;
-  clientId?: string;
-  licenseToken?: string;
 }
 
 /** What a deactivation answers. */
-export interface DeactivateResult {
-  licenseId: string;
-  activeClientCount: number;
-  maxClientCount: number;
-}
+export interface DeactivateResult extends Answer<"deactivateLicense"> {}
 
 /** `POST /v1/license/validate` / `LicenseServer/ValidateLicense`. */
-export interface ValidateRequest extends WithUserKey {
-  machineId?: string;
-  clientId?: string;
-  licenseToken?: string;
-  productCode?: string;
-  version?: string;
-  nonce?: string;
-}
+export interface ValidateRequest extends WithUserKey, Body<"validateLicense"> {}
 
-/** What a validation answers (only for a usable license; other states are {@link LicensingError}s). */
-export interface ValidateResult {
-  licenseId: string;
+/**
+ * What a validation answers (only for a usable license; other states are {@link LicensingError}s): `serverTime` is
+ * the service's clock, to detect a tampered local clock; `nonce` echoes the request's.
+ */
+export interface ValidateResult
+  extends Without<Answer<"validateLicense">, "license" | "tokenExpireAt" | "serverTime" | "status"> {
   status: LicenseStatus;
   license: License;
-  licenseToken?: string;
   tokenExpireAt?: Date;
-  /** The service's clock, to detect a tampered local clock. */
   serverTime: Date;
-  /** The `nonce` of the request, echoed. */
-  nonce?: string;
 }
 
 /** `POST /v1/license/request` / `LicenseServer/RequestFloatingLicense`. */
-export interface RequestFloatingRequest extends WithUserKey {
+export interface RequestFloatingRequest extends WithUserKey, Body<"requestFloatingLicense"> {
   machineId: string;
   /** Required for a floating license: one seat per (machine, client). */
   clientId: string;
-  clientName?: string;
 }
 
-/** What a granted floating seat answers. */
-export interface FloatingGrant {
-  /** The seat's token (`fltk_…`). */
-  licenseToken: string;
+/**
+ * What a granted floating seat answers: the seat's token (`fltk_…`) and the seconds between heartbeats the service
+ * expects.
+ */
+export interface FloatingGrant extends Without<Answer<"requestFloatingLicense">, "tokenExpireAt" | "license"> {
   tokenExpireAt?: Date;
-  activeClientCount: number;
-  maxClientCount: number;
   license: License;
-  /** Seconds between heartbeats the service expects. */
-  heartbeatInterval: number;
 }
 
 /** What a heartbeat answers. */
-export interface HeartbeatResult {
+export interface HeartbeatResult extends Without<Answer<"heartbeat">, "tokenExpireAt"> {
   tokenExpireAt?: Date;
-  heartbeatInterval: number;
-  activeClientCount: number;
-  maxClientCount: number;
 }
 
 /** `POST /v1/license/release` / `LicenseServer/ReleaseFloatingLicense`. */
-export interface ReleaseRequest extends WithUserKey {
+export interface ReleaseRequest extends WithUserKey, Body<"releaseFloatingLicense"> {
   licenseToken: string;
 }
 
 /** What releasing a seat answers. */
-export interface ReleaseResult {
-  licenseId: string;
-  activeClientCount: number;
-  maxClientCount: number;
-}
+export interface ReleaseResult extends Answer<"releaseFloatingLicense"> {}
 
-/** One name/value property of a report. */
-export interface ReportProperty {
-  name: string;
-  value: string;
-}
+type WireReportProperty = NonNullable<Body<"sendReport">["properties"]>[number];
 
-/** `POST /v1/report` / `ReportServer/SendReport`: an exception report, license report or a custom one. */
-export interface Report extends WithUserKey {
-  /** `ExceptionReport`, `LicenseReport` or a custom name. */
-  name: string;
-  content: string;
-  uid?: string;
-  version?: string;
+/** One name/value property of a report (the wire also accepts a null value; the client sends none). */
+export type ReportProperty = { [K in keyof WireReportProperty]: NonNullable<WireReportProperty[K]> };
+
+/**
+ * `POST /v1/report` / `ReportServer/SendReport`: an exception report, license report or a custom one (`name` is
+ * `ExceptionReport`, `LicenseReport` or a custom name).
+ */
+export interface Report extends WithUserKey, Without<Body<"sendReport">, "date" | "properties"> {
   /** When it happened; the service's clock when omitted. */
   date?: Date;
-  machineId?: string;
-  clientId?: string;
-  clientName?: string;
-  contentType?: string;
   properties?: ReportProperty[];
 }
 
 /** What sending a report answers. */
-export interface SendReportResult {
-  reportId: number;
-}
+export interface SendReportResult extends Answer<"sendReport"> {}
 
 /** A platform of the update routes (SPEC "Release download"). */
-export type Platform = "win-x64" | "win-arm64" | "darwin-arm64" | "darwin-x64" | "linux-x64" | "linux-arm64";
+export type Platform = Query<"checkForUpdate">["platform"];
 
-/** `GET /v1/updates/{productCode}`. */
-export interface UpdateCheckRequest {
-  productCode: string;
-  platform: Platform;
-  /** The caller's current `major.minor.patch`. */
-  version: string;
-  /** `stable` (the service's default) or `insider`. */
-  channel?: "stable" | "insider";
+/**
+ * `GET /v1/updates/{productCode}`: `version` is the caller's current `major.minor.patch`, `channel` `stable` (the
+ * service's default) or `insider`.
+ */
+export interface UpdateCheckRequest extends PathParams<"checkForUpdate">, Without<Query<"checkForUpdate">, "userKey"> {
   /** Sent as `X-Service-User-Key`; defaults to the client's user key. Without one only ungated releases are offered. */
   userKey?: string;
 }
@@ -238,30 +190,24 @@ export interface UpdateCheckData {
   maintenance?: UpdateMaintenance;
 }
 
-/** An update check whose signature verified. */
-export interface VerifiedUpdateCheck {
+/**
+ * An update check whose signature verified: `signature` is base64 of the 64-byte P1363 ES256 signature over the
+ * canonical JSON of `data`, `keyId` the `kid` of the key that signed it.
+ */
+export interface VerifiedUpdateCheck extends Without<Schemas["SignedUpdateCheck"], "success" | "data"> {
   data: UpdateCheckData;
-  /** Base64 of the 64-byte P1363 ES256 signature over the canonical JSON of `data`. */
-  signature: string;
-  /** The `kid` of the key that signed it. */
-  keyId: string;
 }
 
-/** A public key as `GET /v1/extensions/keys` publishes it (CONTRACT section 5). */
-export interface PublicJwk {
+/**
+ * A public key as `GET /v1/extensions/keys` publishes it (CONTRACT section 5). The members are the wire's, each a
+ * string: keys an application configures itself (`trustedKeys`) need not be the service's P-256 keys to be read.
+ */
+export interface PublicJwk extends Partial<Record<keyof Schemas["Jwk"], string>> {
   kty: string;
-  crv?: string;
-  x?: string;
-  y?: string;
-  kid?: string;
-  alg?: string;
-  use?: string;
 }
 
 /** A JWK Set: `{ keys: [...] }`. */
-export interface JwkSet {
-  keys: PublicJwk[];
-}
+export interface JwkSet extends Record<keyof Schemas["JwkSet"], PublicJwk[]> {}
 
 /** The payload of a license key (CONTRACT section 4), after its signature and expiry verified. */
 export interface LicenseKeyPayload {

@@ -18,6 +18,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { root, startLocalWorker } from "../../scripts/local-worker.mjs";
 // @ts-expect-error: a plain JavaScript module
 import { ensureChromium } from "../../scripts/ensure-chromium.mjs";
+// @ts-expect-error: a plain JavaScript module, the generator's own check
+import { checkGenerated } from "../../scripts/openapi-types.mjs";
 import { type WebhookReceiver, startWebhookReceiver } from "../webhook-receiver";
 
 const KEY = "api_ConsoleAdminKey0000000000000000";
@@ -105,24 +107,9 @@ afterAll(async () => {
 
 describe("the console's typed client", () => {
   it("was generated from the OpenAPI document the Worker serves now (else run `npm run console:schema`)", async () => {
-    const document = (await (await fetch(new URL("/swagger/v1/swagger.json", base))).json()) as {
-      paths: Record<string, Record<string, unknown>>;
-    };
-    const served = Object.entries(document.paths)
-      .flatMap(([path, item]) => Object.keys(item).map((method) => `${method} ${path}`))
-      .sort();
-    // schema.d.ts lists each path with its methods, the absent ones typed `never`.
-    const schema = readFileSync(join(root, "console/src/api/schema.d.ts"), "utf8");
-    const typed = [...schema.matchAll(/^ {4}"(\/[^"]*)": \{\n([\s\S]*?)^ {4}\};/gm)]
-      .flatMap(([, path, body]) =>
-        [...body!.matchAll(/^ {8}(get|put|post|delete|patch|head|options)(\?)?: (\S+)/gm)]
-          .filter((m) => m[3] !== "never;")
-          .map((m) => `${m[1]} ${path}`),
-      )
-      .sort();
-    expect(typed, "console/src/api/schema.d.ts is out of date: run `npm run console:schema` and commit it").toEqual(
-      served,
-    );
+    const document = await (await fetch(new URL("/swagger/v1/swagger.json", base))).json();
+    const { file, committed, served } = checkGenerated("console", document);
+    expect(committed, `${file} is out of date: run \`npm run console:schema\` and commit it`).toBe(served);
   });
 });
 

@@ -1,6 +1,7 @@
 /**
  * The generated OpenAPI document, read from the bundled Worker as a client reads it: Spectral reports nothing on it
  * (ruleset .spectral.yaml), and every operation has typed request and response schemas (no untyped objects).
+ * The wire types of @licensing/client (client/src/gen/openapi.ts) were generated from it as it is now.
  * Runs in Node (vitest.node.config.ts): Spectral is a Node program.
  */
 import { spawnSync } from "node:child_process";
@@ -10,6 +11,8 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 // @ts-expect-error: a plain JavaScript module shared with the benchmark
 import { root, startLocalWorker } from "../../scripts/local-worker.mjs";
+// @ts-expect-error: a plain JavaScript module, the generator's own check
+import { checkGenerated } from "../../scripts/openapi-types.mjs";
 
 type Schema = {
   $ref?: string;
@@ -100,5 +103,12 @@ describe("the OpenAPI document", () => {
     for (const [name, schema] of Object.entries(document.components.schemas))
       walk(schema, `#/components/schemas/${name}`);
     expect(untyped).toEqual([]);
+  });
+});
+
+describe("the client's wire types", () => {
+  it("were generated from the OpenAPI document the Worker serves now (else run `npm run client:schema`)", () => {
+    const { file, committed, served } = checkGenerated("client", document);
+    expect(committed, `${file} is out of date: run \`npm run client:schema\` and commit it`).toBe(served);
   });
 });
