@@ -19,17 +19,9 @@ export function configuredWorkerOptions() {
   return options;
 }
 
-/**
- * The bundle's modules: the script, and the text files wrangler.toml's rules leave beside it (Swagger UI's files,
- * src/swagger-ui.ts), named as the script imports them.
- */
+/** The bundle's modules: the script alone (wrangler bundles everything the Worker imports into it). */
 export function bundleModules(scriptPath) {
-  const dir = dirname(scriptPath);
-  const text = readdirSync(dir).filter((f) => /-swagger-ui(?:-bundle\.js|\.css)$/.test(f));
-  return {
-    modulesRoot: dir,
-    modules: [{ type: "ESModule", path: scriptPath }, ...text.map((f) => ({ type: "Text", path: join(dir, f) }))],
-  };
+  return { modulesRoot: dirname(scriptPath), modules: [{ type: "ESModule", path: scriptPath }] };
 }
 
 /**
@@ -51,8 +43,7 @@ export function bundleWorker(outdir = join(root, "bench/.out", randomUUID())) {
       env: { ...process.env, WRANGLER_SEND_METRICS: "false" },
     },
   );
-  // The entry module, not the text modules beside it (bundleModules).
-  const file = readdirSync(outdir).find((f) => f.endsWith(".js") && !/-swagger-ui-bundle\.js$/.test(f));
+  const file = readdirSync(outdir).find((f) => f.endsWith(".js"));
   return join(outdir, file);
 }
 

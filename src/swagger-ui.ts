@@ -1,12 +1,11 @@
 /**
  * Swagger UI served by the service itself (issue 14): the page, its initializer and swagger-ui-dist's bundle and
- * stylesheet (pinned in package.json, bundled as text by wrangler.toml's rule), all under /swagger/, so the UI works
- * offline and loads nothing from a CDN. A Content-Security-Policy keeps every script to the service's own origin.
+ * stylesheet (pinned in package.json, copied into the Worker's static assets by `npm run console:build`, so they stay
+ * out of the Worker's bundle), all under /swagger/, so the UI works offline and loads nothing from a CDN. A Content-Security-Policy keeps every script to the service's own origin.
  * `/swagger` and `/swagger/` both answer the page; app.ts's gate answers 404 while Application:EnableSwagger is off.
  */
 import type { Context } from "hono";
-import bundle from "swagger-ui-dist/swagger-ui-bundle.js";
-import stylesheet from "swagger-ui-dist/swagger-ui.css";
+import { ApiError } from "./errors";
 import type { AppEnv } from "./http/app-env";
 import type { Router } from "./http/router";
 
@@ -46,13 +45,17 @@ export function registerSwaggerUi(app: Router, documentPath: string): void {
   app.get("/swagger", html);
   app.get("/swagger/", html);
   // The assets change only with the package's pinned version, which a deployment changes: revalidated hourly.
-  const asset = (type: string, body: string) => (c: Context<AppEnv>) =>
-    c.body(body, 200, {
-      "Content-Type": type,
-      "Cache-Control": "public, max-age=3600",
-      "X-Content-Type-Options": "nosniff",
-    });
-  app.get(`${ASSETS}/swagger-ui-bundle.js`, asset("text/javascript; charset=utf-8", bundle));
-  app.get(`${ASSETS}/swagger-ui.css`, asset("text/css; charset=utf-8", stylesheet));
-  app.get(`${ASSETS}/swagger-initializer.js`, asset("text/javascript; charset=utf-8", script));
+  const headers = { "Cache-Control": "public, max-age=3600", "X-Content-Type-Options": "nosniff" };
+  const file = async (c: Context<AppEnv>) => {
+    const answer = c.env.ASSETS ? await c.env.ASSETS.fetch(c.req.raw) : undefined;
+    if (!answer?.ok) throw new ApiError(404, `${c.req.path} is not part of this build (npm run console:build)`);
+    const res = new Response(answer.body, answer);
+    for (const [name, value] of Object.entries(headers)) res.headers.set(name, value);
+    return res;
+  };
+  app.get(`${ASSETS}/swagger-ui-bundle.js`, file);
+  app.get(`${ASSETS}/swagger-ui.css`, file);
+  app.get(`${ASSETS}/swagger-initializer.js`, (c) =>
+    c.body(script, 200, { ...headers, "Content-Type": "text/javascript; charset=utf-8" }),
+  );
 }
