@@ -7,10 +7,12 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { type Browser, chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+// @ts-expect-error: a plain JavaScript module
 import { ensureChromium } from "../../scripts/ensure-chromium.mjs";
+// @ts-expect-error: plain JavaScript modules shared with the benchmark and the scripts
 import { root, startLocalWorker } from "../../scripts/local-worker.mjs";
 
-let worker: Awaited<ReturnType<typeof startLocalWorker>>;
+let worker: { url: URL; dispose(): Promise<void> };
 let browser: Browser;
 
 beforeAll(async () => {
