@@ -519,4 +519,27 @@ describe("downloads", () => {
     await (await get(url)).arrayBuffer();
     expect(await queuedTraces(lic.id, 2)).toEqual([7, 8]);
   });
+
+  it("records the version on update check and download traces: the caller's for a check, the artifact's for a download", async () => {
+    const lic = await license(productId, {});
+    const url = await tokenUrl("2.0.0", lic.userKey);
+    await (await get(url)).arrayBuffer();
+    expect(await queuedTraces(lic.id, 2)).toEqual([7, 8]);
+    // Read back as the console does: the list conventions, only the fields the chart needs (actions are numbers).
+    const publicId = (
+      await admin("GET", `/v1/licenses?filter=${encodeURIComponent(`id == ${lic.id}`)}&select=licenseId`)
+    ).body["licenses"][0].licenseId;
+    const filter = `licenseId == "${publicId}" && (action == "UpdateCheck" || action == "Download")`;
+    const listed = await admin(
+      "GET",
+      `/v1/license-traces?filter=${encodeURIComponent(filter)}&select=action,meta&sort=id`,
+    );
+    expect(listed.status, listed.text).toBe(200);
+    expect(
+      listed.body["licenseTraces"].map((t: Record<string, unknown>) => [t["action"], JSON.parse(String(t["meta"]))]),
+    ).toEqual([
+      [7, { version: "0.0.1" }],
+      [8, { version: "2.0.0" }],
+    ]);
+  });
 });

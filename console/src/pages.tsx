@@ -7,6 +7,7 @@ import {
   EntityForm,
   ErrorBox,
   type FieldSpec,
+  GroupedBarChart,
   ListView,
   Notice,
   Table,
@@ -52,6 +53,16 @@ async function all(path: string, query: Record<string, unknown> = {}): Promise<R
   return listOf(await call("GET", path, { query: { take: 1000, ...query } })).rows;
 }
 
+/** The rows of a list read page by page (the list's `skip`/`take`), up to `limit` rows. */
+async function allPages(path: string, query: Record<string, unknown>, limit: number): Promise<Row[]> {
+  const rows: Row[] = [];
+  for (;;) {
+    const page = listOf(await call("GET", path, { query: { ...query, skip: rows.length, take: 1000 } }));
+    rows.push(...page.rows);
+    if (page.rows.length === 0 || rows.length >= page.total || rows.length >= limit) return rows;
+  }
+}
+
 const dayKey = (iso: unknown) => (typeof iso === "string" ? iso.slice(0, 10) : "");
 function lastDays(n: number): string[] {
   const days: string[] = [];
@@ -61,13 +72,62 @@ function lastDays(n: number): string[] {
 
 // ---------------------------------------------------------------- overview
 
+/** Update adoption looks this far back, over at most this many traces (the newest, when there are more). */
+const ADOPTION_DAYS = 30;
+const ADOPTION_TRACES = 20_000;
+const NOT_RECORDED = "not recorded";
+
+/** Compares major.minor.patch numerically; anything else sorts after. */
+function byVersion(a: string, b: string): number {
+  const pa = a.split(".").map(Number);
+  const pb = b.split(".").map(Number);
+  const oddA = pa.some(Number.isNaN);
+  const oddB = pb.some(Number.isNaN);
+  if (oddA || oddB) return oddA === oddB ? a.localeCompare(b) : oddA ? 1 : -1;
+  for (let i = 0; i < Math.max(pa.length, pb.length); i++)
+    if ((pa[i] ?? 0) !== (pb[i] ?? 0)) return (pa[i] ?? 0) - (pb[i] ?? 0);
+  return 0;
+}
+
+/**
+ * Update checks and downloads per version, from license traces (licenses that trace): an update check's meta names
+ * the version the client runs, a download's the version it fetched. Traces from before versions were recorded (and
+ * feed requests, which name no version) count as "not recorded".
+ */
+function adoptionByVersion(traces: Row[]): { label: string; values: number[] }[] {
+  const counts = new Map<string, [number, number]>();
+  for (const t of traces) {
+    let version = NOT_RECORDED;
+    try {
+      const meta = typeof t["meta"] === "string" ? (JSON.parse(t["meta"]) as { version?: unknown }) : undefined;
+      if (typeof meta?.version === "string") version = meta.version;
+    } catch {
+      // meta that is not JSON names no version
+    }
+    const entry = counts.get(version) ?? [0, 0];
+    entry[t["action"] === "Download" || t["action"] === 8 ? 1 : 0]++;
+    counts.set(version, entry);
+  }
+  return [...counts.keys()]
+    .sort((a, b) => (a === NOT_RECORDED ? 1 : b === NOT_RECORDED ? -1 : byVersion(a, b)))
+    .map((label) => ({ label, values: counts.get(label)! }));
+}
+
 export function Overview({ roles }: { roles: string[] }) {
   const { data, error } = useLoad(async () => {
     const [info, tokens, traces] = await Promise.all([
       call("GET", "/v1/info"),
       all("/v1/license-tokens", { sort: "-id" }),
       can(roles, managers)
-        ? all("/v1/license-traces", { filter: 'action == "UpdateCheck" || action == "Download"', sort: "-id" })
+        ? allPages(
+            "/v1/license-traces",
+            {
+              filter: `(action == "UpdateCheck" || action == "Download") && createdAt >= "${lastDays(ADOPTION_DAYS)[0]}"`,
+              select: "action,meta",
+              sort: "-id",
+            },
+            ADOPTION_TRACES,
+          )
         : Promise.resolve([] as Row[]),
     ]);
     let failed: Row[] = [];
@@ -102,17 +162,7 @@ export function Overview({ roles }: { roles: string[] }) {
         (!t["expireDate"] || dayKey(t["expireDate"]) >= d),
     ).length,
   }));
-  // Traces say when a licensed client checked for updates or downloaded one (for licenses that trace); they keep
-  // no version, so adoption shows per day.
-  const isDownload = (t: Row) => t["action"] === "Download" || t["action"] === 8;
-  const checks = days.map((d) => ({
-    label: d.slice(5),
-    value: data.traces.filter((t) => !isDownload(t) && dayKey(t["createdAt"]) === d).length,
-  }));
-  const downloads = days.map((d) => ({
-    label: d.slice(5),
-    value: data.traces.filter((t) => isDownload(t) && dayKey(t["createdAt"]) === d).length,
-  }));
+  const adoption = adoptionByVersion(data.traces);
   const failedByDay = days.map((d) => ({
     label: d.slice(5),
     value: data.failed.filter((e) => dayKey(e["createdAt"]) === d).length,
@@ -132,8 +182,17 @@ export function Overview({ roles }: { roles: string[] }) {
       <div class="charts">
         <BarChart title="Activations per day (last 14 days)" data={activations} />
         <BarChart title="Floating seats in use per day" data={seats} color="#1f7a4d" />
-        <BarChart title="Update checks per day (traced licenses)" data={checks} color="#7a4d1f" />
-        <BarChart title="Update downloads per day (traced licenses)" data={downloads} color="#5b2f8a" />
+        {can(roles, managers) ? (
+          <GroupedBarChart
+            title={`Update checks and downloads per version (last ${ADOPTION_DAYS} days)`}
+            labelHeader="Version"
+            series={[
+              { name: "Update checks", color: "#7a4d1f" },
+              { name: "Downloads", color: "#5b2f8a" },
+            ]}
+            data={adoption}
+          />
+        ) : null}
         {can(roles, managers) ? (
           <BarChart title="Failed webhook deliveries per day" data={failedByDay} color="#b3261e" />
         ) : null}

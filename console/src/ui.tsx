@@ -440,6 +440,100 @@ export function BarChart({
   );
 }
 
+/**
+ * Bars in groups (one group per label, one bar per series) in inline SVG, with a legend, and the numbers in a table
+ * as the chart's text alternative (the SVG's own name says them too, as BarChart's does).
+ */
+export function GroupedBarChart({
+  title,
+  series,
+  data,
+  labelHeader,
+}: {
+  title: string;
+  series: { name: string; color: string }[];
+  data: { label: string; values: number[] }[];
+  labelHeader: string;
+}) {
+  const width = 480;
+  const height = 160;
+  const max = Math.max(1, ...data.flatMap((d) => d.values));
+  const group = data.length ? width / data.length : width;
+  const bar = Math.max(1, (group - 8) / series.length);
+  const spoken = data.map((d) => `${d.label} ${series.map((s, i) => `${s.name} ${d.values[i] ?? 0}`).join(" ")}`);
+  return (
+    <figure class="chart">
+      <figcaption>{title}</figcaption>
+      <ul class="legend" aria-hidden="true">
+        {series.map((s) => (
+          <li>
+            <span class="swatch" style={{ background: s.color }} />
+            {s.name}
+          </li>
+        ))}
+      </ul>
+      <svg
+        viewBox={`0 0 ${width} ${height + 20}`}
+        role="img"
+        aria-label={`${title}: ${spoken.join(", ") || "no data"}`}
+      >
+        <line x1="0" y1={height} x2={width} y2={height} stroke="#666" />
+        {data.map((d, g) => (
+          <g>
+            {series.map((s, i) => {
+              const value = d.values[i] ?? 0;
+              const h = (value / max) * (height - 16);
+              const x = g * group + 4 + i * bar;
+              return (
+                <>
+                  <rect x={x + 1} y={height - h} width={Math.max(1, bar - 2)} height={h} fill={s.color}>
+                    <title>{`${d.label}, ${s.name}: ${value}`}</title>
+                  </rect>
+                  {value > 0 && data.length <= 12 ? (
+                    <text x={x + bar / 2} y={height - h - 3} text-anchor="middle" font-size="10" fill="#222">
+                      {value}
+                    </text>
+                  ) : null}
+                </>
+              );
+            })}
+            {data.length <= 12 ? (
+              <text x={g * group + group / 2} y={height + 14} text-anchor="middle" font-size="10" fill="#333">
+                {d.label}
+              </text>
+            ) : null}
+          </g>
+        ))}
+      </svg>
+      {data.length === 0 ? (
+        <p class="hint">No data yet.</p>
+      ) : (
+        <table class="chart-table">
+          <caption class="sr-only">{`${title}, as a table`}</caption>
+          <thead>
+            <tr>
+              <th scope="col">{labelHeader}</th>
+              {series.map((s) => (
+                <th scope="col">{s.name}</th>
+              ))}
+            </tr>
+          </thead>
+          <tbody>
+            {data.map((d) => (
+              <tr>
+                <th scope="row">{d.label}</th>
+                {series.map((_, i) => (
+                  <td>{d.values[i] ?? 0}</td>
+                ))}
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </figure>
+  );
+}
+
 /** Copies text with the Clipboard API, saying whether it worked. */
 export function CopyButton({ text, label = "Copy" }: { text: string; label?: string }) {
   const [done, setDone] = useState<string>();

@@ -35,6 +35,8 @@ export interface TraceSubject {
   machineId?: string | null | undefined;
   clientId?: string | null | undefined;
   clientName?: string | null | undefined;
+  /** JSON text of what the operation adds (e.g. `{"version":"1.2.3"}` for update checks and downloads). */
+  meta?: string | null | undefined;
 }
 
 /** The queue job carrying traces to write (jobs.ts): one message per operation, written many at a time. */
@@ -61,7 +63,7 @@ export function recordTrace(
   );
 }
 
-const COLUMNS = 8;
+const COLUMNS = 9;
 /** Rows per INSERT: D1 binds at most 100 parameters per statement. */
 export const TRACE_ROWS_PER_STATEMENT = Math.floor(100 / COLUMNS);
 
@@ -78,8 +80,8 @@ function isTrace(t: unknown): t is QueuedTrace {
 
 /** One multi-row INSERT; rows of a license deleted since the operation are skipped (the FK would refuse them). */
 function insertTraces(db: D1Database, rows: QueuedTrace[]): D1PreparedStatement {
-  const values = rows.map(() => "(?, ?, ?, ?, ?, ?, ?, ?)").join(", ");
-  const sql = `INSERT INTO license_traces (license_id, action, client_ip, client_id, client_name, machine_id, geo_location, created_at)
+  const values = rows.map(() => "(?, ?, ?, ?, ?, ?, ?, ?, ?)").join(", ");
+  const sql = `INSERT INTO license_traces (license_id, action, client_ip, client_id, client_name, machine_id, geo_location, meta, created_at)
     SELECT * FROM (VALUES ${values}) AS v WHERE EXISTS (SELECT 1 FROM licenses WHERE licenses.id = v.column1)`;
   const params = rows.flatMap((t) => [
     t.licenseId,
@@ -89,6 +91,7 @@ function insertTraces(db: D1Database, rows: QueuedTrace[]): D1PreparedStatement 
     t.clientName ?? null,
     t.machineId ?? null,
     t.geoLocation ?? null,
+    typeof t.meta === "string" ? t.meta : null,
     t.at,
   ]);
   return db.prepare(sql).bind(...params);

@@ -186,13 +186,23 @@ export function userKeyOf(c: Context<AppEnv>): string | undefined {
   return c.req.header(USER_KEY_HEADER) ?? c.req.query("userKey") ?? undefined;
 }
 
-export function traceFor(c: Context<AppEnv>, caller: Caller, action: number): void {
+/**
+ * Traces an update check or a download for a license that traces; `version` (the client's current version for a
+ * check, the release's for a download) goes into the trace's meta, where the console reads update adoption from.
+ */
+export function traceFor(c: Context<AppEnv>, caller: Caller, action: number, version?: string): void {
   const license = licenseOf(caller);
   if (!license?.trace) return;
   const client = clientInfo(c);
   recordTrace(
     serviceContext(c),
-    { licenseId: license.id, action, address: client.address, geoLocation: client.geoLocation },
+    {
+      licenseId: license.id,
+      action,
+      address: client.address,
+      geoLocation: client.geoLocation,
+      meta: version === undefined ? null : JSON.stringify({ version }),
+    },
     nowIso(),
   );
 }
@@ -294,7 +304,7 @@ export async function downloadResponse(c: Context<AppEnv>): Promise<Response> {
       range.kind === "ranges" && !hosted ? range.ranges.reduce((n, r) => n + r.end - r.start + 1, 0) : file.size;
     await recordTokenUse(ctx, claim, { bytes, complete: Boolean(complete), size: file.size });
   }
-  if (complete && !head) traceFor(c, license ? { kind: "licensed", license } : caller, TRACE_DOWNLOAD);
+  if (complete && !head) traceFor(c, license ? { kind: "licensed", license } : caller, TRACE_DOWNLOAD, release.version);
 
   if (hosted)
     return new Response(null, { status: 302, headers: { Location: file.url!, "Cache-Control": "private, no-store" } });

@@ -288,7 +288,7 @@ export function registerUpdateRoutes(app: Router): void {
             releases,
             downloadUrl: downloadUrlBuilder(c, product, platform),
           });
-          traceFor(c, caller, TRACE_UPDATE_CHECK);
+          traceFor(c, caller, TRACE_UPDATE_CHECK, version);
           return send(c, await signUpdateCheck(ctx, data));
         },
       );

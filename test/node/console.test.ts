@@ -370,6 +370,57 @@ describe("the admin console in Chromium", () => {
   });
 
   it("shows the overview (the README's screenshot), and the service log with the API's words for errors", async () => {
+    // Update adoption: an application on Globex's license checks for updates from the versions it ran, and downloads
+    // the release it was offered (the whole rollout, so this license is in it).
+    const globex = (
+      await rest("GET", `/v1/licenses?filter=${encodeURIComponent('licenseeName == "Globex"')}`, { key: KEY })
+    ).body["licenses"][0];
+    const releaseId = (await rest("GET", `/v1/products/${productId}/releases`, { key: KEY })).body["productReleases"][0]
+      .id;
+    const rollout = await rest("PUT", `/v1/products/${productId}/releases`, {
+      key: KEY,
+      body: { productRelease: { id: releaseId, stagingPercentage: 100 } },
+    });
+    expect(rollout.status, JSON.stringify(rollout.body)).toBe(200);
+    const checkFrom = async (version: string) => {
+      const res = await fetch(new URL(`/v1/updates/studio?platform=win-x64&version=${version}`, base), {
+        headers: { "X-Service-User-Key": globex.userKey },
+      });
+      const body = (await res.json()) as { data: { latest: string; download: { url: string } } };
+      expect(res.status, JSON.stringify(body)).toBe(200);
+      return body.data;
+    };
+    const offered = await checkFrom("0.9.0");
+    await checkFrom("0.9.0");
+    await checkFrom("0.9.0");
+    await checkFrom("0.8.2");
+    expect(offered.latest).toBe("1.0.0");
+    const download = await fetch(offered.download.url, { headers: { "X-Service-User-Key": globex.userKey } });
+    expect(download.status).toBe(200);
+    expect((await download.arrayBuffer()).byteLength).toBe(12 * 1024 * 1024);
+    await checkFrom("1.0.0");
+    // Traces are written by the queue consumer, after the responses.
+    const adoption = new RegExp(
+      "^Update checks and downloads per version \\(last 30 days\\): " +
+        "0\\.8\\.2 Update checks 1 Downloads 0, 0\\.9\\.0 Update checks 3 Downloads 0, 1\\.0\\.0 Update checks 1 Downloads 1$",
+    );
+    for (let tries = 0; ; tries++) {
+      await page.getByRole("link", { name: "Overview" }).click();
+      await page.getByRole("heading", { name: "Overview" }).waitFor();
+      await page.getByRole("img", { name: /^Update checks and downloads per version/ }).waitFor();
+      if ((await page.getByRole("img", { name: adoption }).count()) === 1 || tries === 30) break;
+      await page.getByRole("link", { name: "Licenses" }).click();
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    expect(await page.getByRole("img", { name: adoption }).count()).toBe(1);
+    // The chart's text alternative: a table of the same numbers.
+    const table = page.getByRole("table", { name: /^Update checks and downloads per version .*, as a table$/ });
+    expect(await table.getByRole("row").allTextContents()).toEqual([
+      "VersionUpdate checksDownloads",
+      "0.8.210",
+      "0.9.030",
+      "1.0.011",
+    ]);
     await page.getByRole("link", { name: "Overview" }).click();
     await page.getByRole("heading", { name: "Overview" }).waitFor();
     await page.getByText("Activations per day (last 14 days)").waitFor();
@@ -386,7 +437,8 @@ describe("the admin console in Chromium", () => {
       process.env["UPDATE_SCREENSHOTS"] === "1"
         ? join(root, "docs/console.png")
         : join(mkdtempSync(join(tmpdir(), "console-shot-")), "console.png");
-    await page.screenshot({ path: shot });
+    // The whole page, so the picture holds every chart (update adoption sits below the fold at 800 px).
+    await page.screenshot({ path: shot, fullPage: true });
     expect(readFileSync(shot).subarray(1, 4).toString()).toBe("PNG");
     await page.getByRole("link", { name: "Service log" }).click();
     await page.getByRole("region", { name: "Log entries" }).waitFor();
