@@ -1,6 +1,6 @@
 /** Shared building blocks: errors, forms, the paged list with the API's list conventions, and an SVG bar chart. */
 import type { ComponentChildren, JSX } from "preact";
-import { useCallback, useEffect, useRef, useState } from "preact/hooks";
+import { useCallback, useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import { call, errorText } from "./api/client";
 
 export function ErrorBox({ error }: { error: string | undefined }) {
@@ -100,8 +100,9 @@ export function Field({ spec, value }: { spec: FieldSpec; value?: unknown }) {
     );
   }
   // Uncontrolled inputs: the initial value is written once, so a re-render never overwrites what the user typed.
+  // A layout effect runs before the browser paints, so nobody can type into the field before it is written.
   const ref = useRef<HTMLInputElement & HTMLSelectElement & HTMLTextAreaElement>(null);
-  useEffect(() => {
+  useLayoutEffect(() => {
     const el = ref.current;
     if (!el) return;
     if (spec.kind === "bool") el.checked = value === true;
