@@ -27,6 +27,7 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { root, startLocalWorker } from "./local-worker.mjs";
+import { startWebhookReceiver } from "../test/webhook-receiver.ts";
 
 const RUNS = Number(process.env.TOUR_RUNS ?? 2);
 const verbose = process.argv.includes("--verbose") || process.argv.includes("-v");
@@ -267,12 +268,15 @@ async function main() {
   const work = mkdtempSync(join(tmpdir(), "tour-work-"));
   ensureJq(binDir);
   const worker = await startLocalWorker({ bindings: devVars() });
+  // The README's webhook example delivers to $HOOK: here a local receiver that answers 200 (test/webhook-receiver.ts).
+  const receiver = await startWebhookReceiver();
   const base = worker.url.toString().replace(/\/$/, "");
   console.log(`tour: ${all.length} steps from ${docs.length} files against ${base}`);
   const env = {
     ...process.env,
     PATH: `${binDir}:${process.env.PATH}`,
     TOUR_WORK: work,
+    HOOK: `${receiver.url}/ok/crm`,
     NODE_TLS_REJECT_UNAUTHORIZED: "0",
   };
   delete env.KEY;
@@ -284,6 +288,7 @@ async function main() {
     }
   } finally {
     await worker.dispose();
+    await receiver.close();
     rmSync(binDir, { recursive: true, force: true });
     rmSync(work, { recursive: true, force: true });
   }
