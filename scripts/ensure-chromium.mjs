@@ -7,6 +7,20 @@ import { existsSync } from "node:fs";
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 
+/**
+ * Launch flags of the browser tests: root needs --no-sandbox; the rest keep Chromium from reaching for Google's
+ * services, which this machine's closed network refuses.
+ */
+export const CHROMIUM_ARGS = [
+  "--no-sandbox",
+  "--headless",
+  "--disable-gpu",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+  "--no-first-run",
+];
+
 /** Returns the browser's path, installing the Debian package first when needed; throws with the reason otherwise. */
 export function ensureChromium() {
   if (existsSync(CHROMIUM)) return CHROMIUM;

@@ -17,7 +17,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 // @ts-expect-error: plain JavaScript modules shared with the benchmark and the scripts
 import { root, startLocalWorker } from "../../scripts/local-worker.mjs";
 // @ts-expect-error: a plain JavaScript module
-import { ensureChromium } from "../../scripts/ensure-chromium.mjs";
+import { CHROMIUM_ARGS, ensureChromium } from "../../scripts/ensure-chromium.mjs";
 // @ts-expect-error: a plain JavaScript module, the generator's own check
 import { checkGenerated } from "../../scripts/openapi-types.mjs";
 import { type WebhookReceiver, startWebhookReceiver } from "../webhook-receiver";
@@ -76,15 +76,7 @@ beforeAll(async () => {
   base = worker.url.toString();
   browser = await chromium.launch({
     executablePath,
-    args: [
-      "--no-sandbox",
-      "--headless",
-      "--disable-gpu",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-      "--no-first-run",
-    ],
+    args: CHROMIUM_ARGS,
   });
   const context = await browser.newContext({ viewport: { width: 1366, height: 800 } });
   page = await context.newPage();

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { type Browser, chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 // @ts-expect-error: a plain JavaScript module
-import { ensureChromium } from "../../scripts/ensure-chromium.mjs";
+import { CHROMIUM_ARGS, ensureChromium } from "../../scripts/ensure-chromium.mjs";
 // @ts-expect-error: plain JavaScript modules shared with the benchmark and the scripts
 import { root, startLocalWorker } from "../../scripts/local-worker.mjs";
 
@@ -22,15 +22,7 @@ beforeAll(async () => {
   worker = await startLocalWorker();
   browser = await chromium.launch({
     executablePath,
-    args: [
-      "--no-sandbox",
-      "--headless",
-      "--disable-gpu",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-      "--no-first-run",
-    ],
+    args: CHROMIUM_ARGS,
   });
 }, 180_000);
 
