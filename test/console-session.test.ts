@@ -86,6 +86,28 @@ describe("console sign-in", () => {
     expect((await call("GET", "/v1/users", { headers })).status).toBe(403);
   });
 
+  it("ends with the user's credentials: a new password or a removed role ends the user's console sessions", async () => {
+    const created = await admin("POST", "/v1/users", {
+      user: { userName: "console-ends", password: "Secret#123456", roles: ["Sales", "LicenseManager"] },
+    });
+    expect(created.status).toBe(200);
+    const userId = created.body["userId"] as string;
+    const asSession = (s: { cookie: string; csrf: string }) => ({
+      headers: { cookie: s.cookie, "x-csrf-token": s.csrf },
+    });
+    const first = await signIn("console-ends", "Secret#123456");
+    expect((await call("GET", "/v1/customers", asSession(first))).status).toBe(200);
+    // An administrator sets a new password: the session opened with the old one ends at once.
+    expect((await admin("PUT", "/v1/users", { user: { id: userId, password: "Secret#654321" } })).status).toBe(200);
+    expect((await call("GET", "/v1/customers", asSession(first))).status).toBe(401);
+    // A role taken away ends the sessions too; adding one does not.
+    const second = await signIn("console-ends", "Secret#654321");
+    expect((await admin("POST", `/v1/users/${userId}/roles`, { roles: ["Administrator"] })).status).toBe(200);
+    expect((await call("GET", "/v1/customers", asSession(second))).status).toBe(200);
+    expect((await admin("DELETE", `/v1/users/${userId}/roles`, { roles: ["LicenseManager"] })).status).toBe(200);
+    expect((await call("GET", "/v1/customers", asSession(second))).status).toBe(401);
+  });
+
   it("sign-out revokes the key and clears the cookie", async () => {
     const s = await signIn();
     const headers = { cookie: s.cookie, "x-csrf-token": s.csrf };

@@ -16,6 +16,7 @@ import type { Config } from "../config";
 import { access } from "./guard";
 import { revokeToken, tokensEndNow } from "./bearer";
 import { signInWithUserKey, INVALID_LOGIN, checkPassword, signInWithPassword } from "./sign-in";
+import { endConsoleSessions } from "./console-session";
 import { ApiKey, maskKeys } from "./api-key-service";
 import { User, UserSetting, userWriteValues } from "./users";
 
@@ -195,6 +196,7 @@ export function registerAuth(app: Router): void {
         await confirmPassword(ctx, String(existing["userName"]), currentPassword);
       if (Object.keys(values).length > 0) {
         const ends = endsTokens(values, existing);
+        if (ends) await endConsoleSessions(ctx.db, userId);
         const row = await updateRow(ctx.db, User, userId, {
           ...values,
           ...(ends ? { tokensValidAfter: tokensEndNow() } : {}),

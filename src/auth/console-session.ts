@@ -10,16 +10,34 @@
  * the browser send the cookie (SameSite=Strict already stops that on modern browsers) but cannot read the token.
  * An `x-api-key` or `Authorization` header always wins over the cookie. Sign-out revokes the key and clears the cookie.
  */
+import { and, eq } from "drizzle-orm";
 import type { Context } from "hono";
 import { generateCookie, getCookie } from "hono/cookie";
+import type { Db } from "../db/client";
+import { apiKeys } from "../db/schema";
 import type { AppEnv } from "../http/app-env";
 import { timingSafeEqualText } from "../crypto";
+import { invalidateApiKeyCache } from "./api-key-service";
 
 /** `__Host-`: only ever set by this origin over HTTPS, for path `/`, with no Domain (RFC 6265bis). */
 export const CONSOLE_COOKIE = "__Host-console-key";
 export const CSRF_HEADER = "x-csrf-token";
 /** The name console keys carry in the API key list, so administrators can tell sessions from issued keys. */
 export const CONSOLE_KEY_NAME = "Console session";
+
+/**
+ * Ends a user's console sessions (their keys revoked), as a new password or a removed role ends the user's bearer
+ * tokens: a session must not outlive the credentials it was opened with. Other isolates follow within
+ * Application:ApiKeyCacheDuration, as for any revoked key.
+ */
+export async function endConsoleSessions(db: Db, userId: string): Promise<void> {
+  await db
+    .update(apiKeys)
+    .set({ revoked: true })
+    .where(and(eq(apiKeys.ownerId, userId), eq(apiKeys.name, CONSOLE_KEY_NAME), eq(apiKeys.revoked, false)))
+    .run();
+  invalidateApiKeyCache();
+}
 
 /** The CSRF token of a console key: derived, so nothing is stored, and it never reveals the key. */
 export async function csrfTokenFor(key: string): Promise<string> {

@@ -7,6 +7,7 @@ import { ROLES, type Role } from "../http/app-env";
 import { invalidateApiKeyCache } from "../auth/api-key-service";
 import { Roles, access } from "../auth/guard";
 import { tokensEndNow } from "../auth/bearer";
+import { endConsoleSessions } from "../auth/console-session";
 import { type Row, requireById, updateRow } from "../http/repository";
 import { userSettings } from "../db/schema";
 import { type ServiceContext, serviceContext } from "../http/context";
@@ -90,10 +91,13 @@ export function registerUsers(app: Router): void {
     roles: { list: admin, create: admin, update: admin, delete: admin },
     hooks: {
       create: async (_ctx, values) => ({ roles: [], ...(await userWriteValues(values)), id: crypto.randomUUID() }),
-      update: async (_ctx, values, existing) => {
+      update: async (ctx, values, existing) => {
         const out = await userWriteValues(values);
-        // A new password or a removed role ends the user's bearer tokens at once (auth/bearer.ts loggedOutQuery).
-        return endsTokens(out, existing) ? { ...out, tokensValidAfter: tokensEndNow() } : out;
+        // A new password or a removed role ends the user's bearer tokens at once (auth/bearer.ts loggedOutQuery),
+        // and the user's console sessions.
+        if (!endsTokens(out, existing)) return out;
+        await endConsoleSessions(ctx.db, String(existing["id"]));
+        return { ...out, tokensValidAfter: tokensEndNow() };
       },
       delete: (ctx, existing) => {
         if (existing["id"] === ctx.principal?.userId) throw new ApiError(400, "You cannot delete your own account");
@@ -182,6 +186,7 @@ export function registerUsers(app: Router): void {
         }
         const next = ROLES.filter((r) => current.has(r));
         const ends = endsTokens({ roles: next }, user);
+        if (ends) await endConsoleSessions(ctx.db, String(userId));
         const row = await updateRow(ctx.db, User, userId, {
           roles: next,
           ...(ends ? { tokensValidAfter: tokensEndNow() } : {}),
