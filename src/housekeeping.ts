@@ -2,6 +2,7 @@
  * The cron trigger's work: remove what has outlived its use so D1 stays small (DESIGN: keep traces, logs and
  * delivery history under retention). Each step is one statement and safe to repeat.
  */
+import { pruneConsoleSessionsStatement } from "./auth/console-session";
 import { loadConfig } from "./config";
 import { pruneLogsStatement } from "./logging";
 import { pruneDeliveriesStatement } from "./webhooks/history";
@@ -24,6 +25,8 @@ export async function housekeeping(env: Bindings, now: Date): Promise<Record<str
     licenseTraces: pruneTracesStatement(env.DB, config, now),
     reports: pruneInlineReportsStatement(env.DB, config, now),
     emailOutbox: pruneOutboxStatement(env.DB, config, now),
+    // Admin console sessions past their expiry (their API keys can no longer be used).
+    consoleSessions: pruneConsoleSessionsStatement(env.DB, now),
   };
   const results = await env.DB.batch(Object.values(steps));
   const counts = Object.fromEntries(Object.keys(steps).map((name, i) => [name, results[i]?.meta.changes ?? 0]));

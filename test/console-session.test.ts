@@ -3,7 +3,10 @@
  * user in an HttpOnly, Secure, SameSite=Strict cookie that only counts together with its CSRF token; sign-out
  * revokes the key. And the console's files: served at /console/ by the Worker, off with the REST API.
  */
+import { createExecutionContext, createScheduledController, waitOnExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import worker from "../src/index";
 import { ADMIN, admin, call, setSetting } from "./helpers";
 
 const COOKIE = "__Host-console-key";
@@ -106,6 +109,30 @@ describe("console sign-in", () => {
     expect((await call("GET", "/v1/customers", asSession(second))).status).toBe(200);
     expect((await admin("DELETE", `/v1/users/${userId}/roles`, { roles: ["LicenseManager"] })).status).toBe(200);
     expect((await call("GET", "/v1/customers", asSession(second))).status).toBe(401);
+  });
+
+  it("leaves the API key list through the cron trigger once expired", async () => {
+    const s = await signIn();
+    const digestOf = async (key: string) =>
+      [...new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(key)))]
+        .map((b) => b.toString(16).padStart(2, "0"))
+        .join("");
+    const rows = async () =>
+      (
+        await env.DB.prepare("SELECT count(*) AS n FROM api_keys WHERE key_digest = ?")
+          .bind(await digestOf(s.key as string))
+          .first<{ n: number }>()
+      )?.n;
+    const cronAt = async (at: number) => {
+      const ctx = createExecutionContext();
+      worker.scheduled(createScheduledController({ scheduledTime: new Date(at), cron: "*/15 * * * *" }), env, ctx);
+      await waitOnExecutionContext(ctx);
+    };
+    await cronAt(Date.now());
+    expect(await rows()).toBe(1);
+    // The session's lifetime is 8 hours (Application:ConsoleSessionLifetime).
+    await cronAt(Date.now() + 9 * 3_600_000);
+    expect(await rows()).toBe(0);
   });
 
   it("sign-out revokes the key and clears the cookie", async () => {

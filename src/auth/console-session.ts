@@ -39,6 +39,16 @@ export async function endConsoleSessions(db: Db, userId: string): Promise<void> 
   invalidateApiKeyCache();
 }
 
+/**
+ * The cron trigger's statement removing console session keys past their expiry: they can no longer be used, and a
+ * key a day of sign-ins would otherwise pile up in the API key list.
+ */
+export function pruneConsoleSessionsStatement(d1: D1Database, now: Date): D1PreparedStatement {
+  return d1
+    .prepare("DELETE FROM api_keys WHERE name = ? AND expire_date IS NOT NULL AND expire_date < ?")
+    .bind(CONSOLE_KEY_NAME, now.toISOString());
+}
+
 /** The CSRF token of a console key: derived, so nothing is stored, and it never reveals the key. */
 export async function csrfTokenFor(key: string): Promise<string> {
   const bytes = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(`console-csrf\0${key}`)));
