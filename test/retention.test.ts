@@ -38,7 +38,7 @@ describe("retention", () => {
         .bind(large.body["reportId"])
         .first<{ content_key: string }>()
     )?.content_key;
-    expect(key).toBeTruthy();
+    expect(key).toMatch(/^reports\/[0-9a-f-]{36}$/);
     expect(await env.ARTIFACTS!.head(key!)).not.toBeNull();
     const now = new Date(start).toISOString();
     await env.DB.batch([
