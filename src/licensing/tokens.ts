@@ -43,7 +43,7 @@ export interface ActivationRequest {
  * hold a live token; a machine that already holds one may get another. The limit check and the insert are ONE
  * statement (INSERT … SELECT … WHERE count < max_clients), read against the license row itself, so concurrent
  * requests can never exceed the limit (DESIGN "Reliability": D1 has no interactive transactions). A repeat of the
- * same token (a derived token, runtime.ts) refreshes its row instead. Its RETURNING row is empty when the limit is
+ * same token (a derived token, client-tokens.ts) refreshes its row instead. Its RETURNING row is empty when the limit is
  * reached (or the license no longer exists). Unexecuted, so a caller can batch it.
  */
 export async function activationStatement(

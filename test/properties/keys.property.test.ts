@@ -1,7 +1,7 @@
 /**
  * Key formats over many draws (fast-check): user keys in any Licensing:UserKeyFormat, license ids, license tokens,
  * API keys and client secrets, generated codes; the CSPRNG's alphabet use (every character drawn, none favoured);
- * and the derived client tokens (licensing/runtime.ts `clientToken`), which must be a function of exactly their
+ * and the derived client tokens (licensing/client-tokens.ts `clientToken`), which must be a function of exactly their
  * inputs: the same (kind, license, machine, client) always gives the same token, different ones never the same.
  */
 import fc from "fast-check";
