@@ -2,6 +2,8 @@
 // The browser tests' Chromium: Debian's `chromium` package at /usr/bin/chromium, driven by playwright-core
 // (Playwright's own browser download is never used). When it is missing and we are root, install it with apt-get;
 // otherwise, or when the install fails, say so plainly and exit non-zero, so the test run fails rather than skips.
+// `npm test` runs it once before the Node-side tests, so the browser test files (which run in parallel) never race
+// each other for apt-get's lock; each file still checks on its own when run alone.
 import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 
