@@ -387,6 +387,14 @@ export const PUBLISHED_SECRETS: ReadonlySet<string> = new Set([
  * as a ConfigError naming it; undefined when the configuration is safe or the service runs as Development.
  */
 export function unsafeSetting(config: Config): ConfigError | undefined {
+  // Asked on every request: the answer of a settings object (kept per isolate by loadConfig) is worked out once.
+  if (!unsafeVerdicts.has(config)) unsafeVerdicts.set(config, findUnsafeSetting(config));
+  return unsafeVerdicts.get(config);
+}
+
+const unsafeVerdicts = new WeakMap<Config, ConfigError | undefined>();
+
+function findUnsafeSetting(config: Config): ConfigError | undefined {
   if (isDevelopment(config)) return undefined;
   const outside = `outside development (Application:Environment is ${config["Application:Environment"]})`;
   for (const name of ["Application:JwtSecret", "Application:EncryptionKey"] as const) {
