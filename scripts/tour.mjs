@@ -72,7 +72,7 @@ export function steps(block) {
       if (current && lastWasCommand) {
         // JSON answers wrap over several comment lines; text answers (YAML, tool output) keep their lines.
         if (current.expected === undefined) current.expected = text;
-        else current.expected += /^[{\[]/.test(current.expected) ? text.trim() : `\n${text}`;
+        else current.expected += /^[{[]/.test(current.expected) ? text.trim() : `\n${text}`;
       } else {
         current = undefined;
         lastWasCommand = false;
@@ -94,7 +94,7 @@ export function steps(block) {
       command,
       line: block.line + k - (lines.length - 1),
       file: block.file,
-      ...(inline !== undefined && /^[{\[\d"]|^[A-Z][a-z]+$/.test(inline) ? { expected: inline } : {}),
+      ...(inline !== undefined && /^[{[\d"]|^[A-Z][a-z]+$/.test(inline) ? { expected: inline } : {}),
     };
     out.push(current);
     lastWasCommand = true;

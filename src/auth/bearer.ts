@@ -4,12 +4,13 @@
  * logout records the token's `jti` so it stays unusable until it would have expired; a user's password change,
  * removed role or deletion ends all of that user's tokens at once (checked in the same lookup).
  */
-import { type SQL, sql } from "drizzle-orm";
+import { type Placeholder, type SQL, sql } from "drizzle-orm";
 import { SignJWT, jwtVerify } from "jose";
 import { ROLES, type Principal, type Role } from "../http/app-env";
 import { clock } from "../clock";
 import { type Config, ConfigError } from "../config";
 import type { Db } from "../db/client";
+import { type Params, batchReads, compiled } from "../db/compiled";
 import { revokedTokens, users } from "../db/schema";
 import { randomString } from "../crypto";
 
@@ -67,7 +68,7 @@ export async function issueToken(config: Config, who: TokenSubject): Promise<{ t
 export async function verifyToken(config: Config, db: Db, token: string): Promise<Principal | undefined> {
   const principal = await verifyTokenClaims(config, token);
   if (!principal?.jti) return undefined;
-  const [revoked] = await loggedOutQuery(db, principal);
+  const [[revoked]] = await batchReads(db, [loggedOutQuery(principal)]);
   return revoked ? undefined : principal;
 }
 
@@ -76,12 +77,25 @@ export async function verifyToken(config: Config, db: Db, token: string): Promis
  * it was logged out, or when it is a user's token and that user is gone or ended their tokens after it was issued
  * (`tokens_valid_after`: a password change or a removed role). One statement, so still one round trip.
  */
-export function loggedOutQuery(db: Db, token: Pick<Principal, "jti" | "userId" | "issuedAt">) {
-  const loggedOut = sql`EXISTS (SELECT 1 FROM ${revokedTokens} WHERE ${revokedTokens.jti} = ${token.jti ?? ""})`;
-  const ended = token.userId
-    ? sql` OR NOT EXISTS (SELECT 1 FROM ${users} WHERE ${users.id} = ${token.userId} AND coalesce(${users.tokensValidAfter}, 0) <= ${token.issuedAt ?? 0})`
-    : sql``;
-  return db.select({ ended: sql<number>`1` }).from(sql`(SELECT 1)`).where(sql`${loggedOut}${ended}`);
+const loggedOut = (jti: Placeholder) =>
+  sql`EXISTS (SELECT 1 FROM ${revokedTokens} WHERE ${revokedTokens.jti} = ${jti})`;
+const loggedOutToken = compiled((db, p: Params<{ jti: string }>) =>
+  db.select({ ended: sql<number>`1` }).from(sql`(SELECT 1)`).where(loggedOut(p.jti)),
+);
+const loggedOutUserToken = compiled((db, p: Params<{ jti: string; userId: string; issuedAt: number }>) =>
+  db
+    .select({ ended: sql<number>`1` })
+    .from(sql`(SELECT 1)`)
+    .where(
+      sql`${loggedOut(p.jti)} OR NOT EXISTS (SELECT 1 FROM ${users} WHERE ${users.id} = ${p.userId} AND coalesce(${users.tokensValidAfter}, 0) <= ${p.issuedAt})`,
+    ),
+);
+
+export function loggedOutQuery(token: Pick<Principal, "jti" | "userId" | "issuedAt">) {
+  const jti = token.jti ?? "";
+  return token.userId
+    ? loggedOutUserToken.with({ jti, userId: token.userId, issuedAt: token.issuedAt ?? 0 })
+    : loggedOutToken.with({ jti });
 }
 
 /**

@@ -33,7 +33,7 @@ export type Credential = "key" | "bearer" | "either";
 function logoutCheck(token: Principal): PendingCheck {
   return {
     // The token's logout record or its user's cut (no rows: still valid).
-    query: (db) => loggedOutQuery(db, token),
+    query: () => loggedOutQuery(token),
     settle: (rows) => {
       if (rows.length > 0) throw unauthorized(BEARER_SCHEME);
     },

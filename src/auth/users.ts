@@ -1,7 +1,7 @@
 /** Users and their settings as records (SPEC "User"), shared by the user routes and the signed-in user's own routes. */
 import { ROLES } from "../http/app-env";
 import { MIN_PASSWORD_LENGTH, hashPassword } from "./passwords";
-import { type Row } from "../http/repository";
+import type { Row } from "../http/repository";
 import { userSettings, users } from "../db/schema";
 import { DECEPTIVE_CHARACTERS, defineEntity, f } from "../http/entity";
 

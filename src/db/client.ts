@@ -1,11 +1,12 @@
 import { drizzle } from "drizzle-orm/d1";
-import * as schema from "./schema";
-
-/** The drizzle client over D1 with the whole schema. */
+/**
+ * The drizzle client over D1. Queries name their tables from ./schema; no relational schema is given, because the
+ * service does not use drizzle's relational queries (`db.query`) and their builders would be made per client.
+ */
 export type Db = ReturnType<typeof makeDb>;
 
 function makeDb(d1: D1Database) {
-  return drizzle(d1, { schema });
+  return drizzle(d1);
 }
 
 const clients = new WeakMap<D1Database, Db>();

@@ -5,9 +5,7 @@
  * (http/server-timing.ts) and the benchmark reads.
  */
 import { DrizzleD1Database, SQLiteD1Session } from "drizzle-orm/d1";
-import { createTableRelationsHelpers, extractTablesRelationalConfig } from "drizzle-orm/relations";
 import { SQLiteAsyncDialect } from "drizzle-orm/sqlite-core";
-import * as schema from "./schema";
 import type { Db } from "./client";
 
 /** D1 work of one request, up to the moment it is read. */
@@ -125,11 +123,10 @@ class CountedD1 {
   }
 }
 
-// drizzle's dialect and schema description are built once per isolate (as drizzle() builds them); a request only
-// gets its own session over them.
+// drizzle's dialect is built once per isolate; a request only gets its own session over it. No relational schema:
+// the service never uses drizzle's relational queries (`db.query`), whose builders drizzle would otherwise make for
+// every table on every request.
 const dialect = new SQLiteAsyncDialect();
-const tables = extractTablesRelationalConfig(schema, createTableRelationsHelpers);
-const relational = { fullSchema: schema, schema: tables.tables, tableNamesMap: tables.tableNamesMap };
 
 /** The D1 session a request reads from: a client's bookmark, or where the first query may go. */
 export type SessionStart = { bookmark: string } | { constraint: D1SessionConstraint };
@@ -153,8 +150,8 @@ export function requestDb(d1: D1Database, start: SessionStart): RequestDb {
     typeof d1.withSession === "function" ? d1.withSession("bookmark" in start ? start.bookmark : start.constraint) : d1;
   const work = new D1Work();
   const client = new CountedD1(target, work);
-  const session = new SQLiteD1Session(client as unknown as D1Database, dialect, relational, {});
-  const db = new DrizzleD1Database("async", dialect, session, relational) as unknown as Db;
+  const session = new SQLiteD1Session(client as unknown as D1Database, dialect, undefined, {});
+  const db = new DrizzleD1Database("async", dialect, session, undefined) as unknown as Db;
   (db as { $client: unknown }).$client = client;
   return { db, work, bookmark: () => client.bookmark() };
 }

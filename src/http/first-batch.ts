@@ -7,18 +7,18 @@
  * by the app's error handler), and the guard settles them alone if the route never batched (`flush`), so a check's refusal
  * always wins, as if it had run up front.
  */
-import type { BatchItem, BatchResponse } from "drizzle-orm/batch";
 import type { Db } from "../db/client";
+import { type ReadItem, type ReadResults, batchReads } from "../db/compiled";
 
 /** A check waiting for the request's first batch. */
 export interface PendingCheck {
-  /** The check's query, unexecuted. */
-  query(db: Db): BatchItem<"sqlite">;
+  /** The check's query, unexecuted (a drizzle query, or a compiled one with its values). */
+  query(db: Db): ReadItem;
   /** Takes the query's rows; throws the refusal. */
   settle(rows: readonly unknown[]): void;
 }
 
-type Queries = readonly [BatchItem<"sqlite">, ...BatchItem<"sqlite">[]];
+type Queries = readonly [ReadItem, ...ReadItem[]];
 
 export class FirstBatch {
   private pending: PendingCheck[] = [];
@@ -36,12 +36,15 @@ export class FirstBatch {
   }
 
   /** Runs `queries` with the pending checks in one batch; settles the checks before returning the queries' rows. */
-  async run<const Q extends Queries>(db: Db, queries: Q): Promise<BatchResponse<Q>> {
+  async run<const Q extends Queries>(db: Db, queries: Q): Promise<ReadResults<Q>> {
     const checks = this.take();
-    if (checks.length === 0) return runAlone(db, queries);
-    const rows = (await db.batch([...checks.map((check) => check.query(db)), ...queries] as unknown as Q)) as unknown[];
+    if (checks.length === 0) return batchReads(db, queries);
+    const rows = (await batchReads(db, [
+      ...checks.map((check) => check.query(db)),
+      ...queries,
+    ] as unknown as Q)) as readonly unknown[];
     checks.forEach((check, i) => check.settle(rows[i] as readonly unknown[]));
-    return rows.slice(checks.length) as unknown as BatchResponse<Q>;
+    return rows.slice(checks.length) as unknown as ReadResults<Q>;
   }
 
   /** Settles the pending checks on their own (the route sent no batch). */
@@ -49,19 +52,15 @@ export class FirstBatch {
     const checks = this.take();
     if (checks.length === 0) return;
     const queries = checks.map((check) => check.query(db)) as unknown as Queries;
-    const rows = (await runAlone(db, queries)) as readonly unknown[];
+    const rows = (await batchReads(db, queries)) as readonly unknown[];
     checks.forEach((check, i) => check.settle(rows[i] as readonly unknown[]));
   }
-}
-
-async function runAlone<const Q extends Queries>(db: Db, queries: Q): Promise<BatchResponse<Q>> {
-  return (queries.length === 1 ? [await queries[0]] : await db.batch(queries)) as BatchResponse<Q>;
 }
 
 /** A service's first reads: in one batch with the request's pending checks, if any (none outside a request). */
 export function firstReads<const Q extends Queries>(
   ctx: { db: Db; firstBatch?: FirstBatch | undefined },
   queries: Q,
-): Promise<BatchResponse<Q>> {
-  return ctx.firstBatch ? ctx.firstBatch.run(ctx.db, queries) : runAlone(ctx.db, queries);
+): Promise<ReadResults<Q>> {
+  return ctx.firstBatch ? ctx.firstBatch.run(ctx.db, queries) : batchReads(ctx.db, queries);
 }

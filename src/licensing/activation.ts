@@ -8,7 +8,7 @@ import { emitClientEvent } from "./license-events";
 import { clientCount } from "./license-core";
 import { activationStatement } from "./tokens";
 import { Mode, TokenKind, TraceAction } from "./vocabulary";
-import { type ClientInfo } from "../http/context";
+import type { ClientInfo } from "../http/context";
 import { type LicenseView, licenseView, trace, ACTIVE_CLIENTS_SQL, activeClients } from "./license-view";
 import { Messages, fail, openLicense, now, required } from "./license-lookup";
 import { clientToken } from "./client-tokens";

@@ -5,7 +5,7 @@
 import { BASE62 } from "../crypto";
 import { deriveKey, requireEncryptionKey } from "../secrets";
 import type { Config } from "../config";
-import { TOKEN_PREFIXES, TokenKind } from "./vocabulary";
+import { TOKEN_PREFIXES, type TokenKind } from "./vocabulary";
 
 /**
  * What a client token's HMAC covers, one text per (kind, license, machine, client). Ids without a line feed keep the

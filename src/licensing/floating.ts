@@ -4,6 +4,7 @@
 import { and, eq, sql } from "drizzle-orm";
 import { sha256Hex } from "../crypto";
 import type { Config } from "../config";
+import { type Params, compiled } from "../db/compiled";
 import { licenseTokens, licenses, products } from "../db/schema";
 import type { SeatGrant } from "../durable/license-seats";
 import type { ServiceContext } from "../http/context";
@@ -12,7 +13,7 @@ import { emitClientEvent } from "./license-events";
 import { tokenPrefix } from "./tokens";
 import { spendLicenseBudget } from "./license-limit";
 import { Mode, TokenKind, TraceAction } from "./vocabulary";
-import { type ClientInfo } from "../http/context";
+import type { ClientInfo } from "../http/context";
 import { licenseView, trace } from "./license-view";
 import {
   Messages,
@@ -25,7 +26,7 @@ import {
   required,
 } from "./license-lookup";
 import { clientToken } from "./client-tokens";
-import { type ActivateResult, type CountResult } from "./activation";
+import type { ActivateResult, CountResult } from "./activation";
 import { seats } from "./validation";
 
 /** A seat lives twice the heartbeat interval plus 30 s after its last heartbeat (CONTRACT section 4). */
@@ -113,30 +114,34 @@ export async function requestSeat(
   };
 }
 
+// The token's columns are aliased: a D1 batch keys each row by column name, and the license's id, license_id,
+// issue_date, expire_date and created_at would otherwise overwrite the token's.
+const seatTokenByDigest = compiled((db, p: Params<{ digest: string; kind: number }>) =>
+  db
+    .select({
+      token: {
+        expireDate: sql<string | null>`${licenseTokens.expireDate}`.as("token_expire_date"),
+        machineId: sql<string | null>`${licenseTokens.machineId}`.as("token_machine_id"),
+        clientId: sql<string | null>`${licenseTokens.clientId}`.as("token_client_id"),
+        clientName: sql<string | null>`${licenseTokens.clientName}`.as("token_client_name"),
+      },
+      license: licenses,
+      productCode: products.code,
+    })
+    .from(licenseTokens)
+    .innerJoin(licenses, eq(licenses.id, licenseTokens.licenseId))
+    .innerJoin(products, eq(products.id, licenses.productId))
+    .where(and(eq(licenseTokens.tokenDigest, p.digest), eq(licenseTokens.kind, p.kind)))
+    .limit(1),
+);
+
 /** The floating token's row and its license, by the token alone (heartbeat and release carry no user key). */
 async function findSeatToken(ctx: ServiceContext, licenseToken: string | undefined) {
   const token = required(licenseToken, Messages.tokenNotFound);
   const digest = await sha256Hex(token);
   // The token's columns are aliased: a D1 batch keys each row by column name, and the license's id, license_id,
   // issue_date, expire_date and created_at would otherwise overwrite the token's.
-  const [rows] = await firstReads(ctx, [
-    ctx.db
-      .select({
-        token: {
-          expireDate: sql<string | null>`${licenseTokens.expireDate}`.as("token_expire_date"),
-          machineId: sql<string | null>`${licenseTokens.machineId}`.as("token_machine_id"),
-          clientId: sql<string | null>`${licenseTokens.clientId}`.as("token_client_id"),
-          clientName: sql<string | null>`${licenseTokens.clientName}`.as("token_client_name"),
-        },
-        license: licenses,
-        productCode: products.code,
-      })
-      .from(licenseTokens)
-      .innerJoin(licenses, eq(licenses.id, licenseTokens.licenseId))
-      .innerJoin(products, eq(products.id, licenses.productId))
-      .where(and(eq(licenseTokens.tokenDigest, digest), eq(licenseTokens.kind, TokenKind.Floating)))
-      .limit(1),
-  ]);
+  const [rows] = await firstReads(ctx, [seatTokenByDigest.with({ digest, kind: TokenKind.Floating })]);
   const row = rows[0];
   if (!row) throw fail(GrpcCode.NotFound, Messages.tokenNotFound);
   const license = { ...row.license, productCode: row.productCode };

@@ -3,15 +3,15 @@
  * (messages, trace actions). Free of HTTP.
  */
 import { GrpcCode, LicensingError } from "../errors";
-import { type LicenseRow } from "./license-core";
+import type { LicenseRow } from "./license-core";
 import { eq } from "drizzle-orm";
-import type { BatchItem, BatchResponse } from "drizzle-orm/batch";
 import { clock } from "../clock";
 import type { Config } from "../config";
 import type { Db } from "../db/client";
 import { licenses, products } from "../db/schema";
 import type { ServiceContext } from "../http/context";
 import { firstReads as readFirstBatch } from "../http/first-batch";
+import { type Params, type ReadItem, type ReadResults, compiled } from "../db/compiled";
 import { type LicenseRefusal, judgeLicense } from "./policy";
 
 export const Messages = {
@@ -72,14 +72,18 @@ export function userKeyOf(userKey: string | undefined): string {
   return key;
 }
 
-/** The license with this user key and its product's code, unexecuted (operations batch it with other reads). */
-export function licenseByUserKey(db: Db, key: string) {
-  return db
+const licenseWithProduct = compiled((db, p: Params<{ key: string }>) =>
+  db
     .select({ license: licenses, productCode: products.code })
     .from(licenses)
     .innerJoin(products, eq(products.id, licenses.productId))
-    .where(eq(licenses.userKey, key))
-    .limit(1);
+    .where(eq(licenses.userKey, p.key))
+    .limit(1),
+);
+
+/** The license with this user key and its product's code, unexecuted (operations batch it with other reads). */
+export function licenseByUserKey(key: string) {
+  return licenseWithProduct.with({ key });
 }
 
 export function foundLicense(row: { license: LicenseRow; productCode: string } | undefined): LicenseWithProduct {
@@ -89,7 +93,7 @@ export function foundLicense(row: { license: LicenseRow; productCode: string } |
 
 /** The license a user key names, with its product's code; 523 for a malformed key, 525 for an unknown one. */
 export async function findByUserKey(db: Db, userKey: string | undefined): Promise<LicenseWithProduct> {
-  const [row] = await licenseByUserKey(db, userKeyOf(userKey));
+  const [row] = await licenseWithProduct.run(db, { key: userKeyOf(userKey) });
   return foundLicense(row);
 }
 
@@ -98,17 +102,17 @@ export async function findByUserKey(db: Db, userKey: string | undefined): Promis
  * first batch (a bearer token's logout check), which are settled before anything read is used. So validate and
  * heartbeat cost one round trip with a bearer token as with a key.
  */
-export function firstReads<const Q extends readonly [BatchItem<"sqlite">, ...BatchItem<"sqlite">[]]>(
+export function firstReads<const Q extends readonly [ReadItem, ...ReadItem[]]>(
   ctx: ServiceContext,
   queries: Q,
-): Promise<BatchResponse<Q>> {
+): Promise<ReadResults<Q>> {
   return readFirstBatch(ctx, queries);
 }
 
 /** findByUserKey as an operation's first read (with the deferred logout check). */
 async function findLicense(ctx: ServiceContext, userKey: string | undefined): Promise<LicenseWithProduct> {
   const key = userKeyOf(userKey);
-  const [rows] = await firstReads(ctx, [licenseByUserKey(ctx.db, key)]);
+  const [rows] = await firstReads(ctx, [licenseByUserKey(key)]);
   return foundLicense(rows[0]);
 }
 

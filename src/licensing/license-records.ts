@@ -7,7 +7,7 @@ import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import { clock } from "../clock";
 import type { Config } from "../config";
 import type { Db } from "../db/client";
-import { type Row } from "../http/repository";
+import type { Row } from "../http/repository";
 import { licenses } from "../db/schema";
 import { type Field, defineEntity, f } from "../http/entity";
 import { LICENSE_STATUSES, type LicenseRow, publicLicenseIds } from "./license-core";

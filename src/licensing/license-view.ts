@@ -5,7 +5,7 @@ import { signJws } from "../auth/signing-keys";
 import { type LicenseRow, activeClientCounts, clientCount } from "./license-core";
 import { recordTrace } from "./traces";
 import { LICENSE_TYPES, LICENSING_MODES, type LicenseStatus } from "./vocabulary";
-import { type ClientInfo } from "../http/context";
+import type { ClientInfo } from "../http/context";
 import { type LicenseWithProduct, now } from "./license-lookup";
 
 /**

@@ -13,7 +13,7 @@ import { emit } from "../webhooks/emit";
 import { TraceAction } from "./vocabulary";
 import { spendLicenseBudget } from "./license-limit";
 import { recordTrace } from "./traces";
-import { type ClientInfo } from "../http/context";
+import type { ClientInfo } from "../http/context";
 import { Messages } from "./license-lookup";
 import { z } from "@hono/zod-openapi";
 import type { Config } from "../config";

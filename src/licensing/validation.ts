@@ -1,13 +1,13 @@
 /** Validation (CONTRACT section 4): is this license, and this machine's activation, good now? Free of HTTP. */
 import { and, eq, gt, isNull, or, sql } from "drizzle-orm";
 import { sha256Hex } from "../crypto";
-import type { Db } from "../db/client";
+import { type Params, compiled } from "../db/compiled";
 import { licenseTokens, licenses } from "../db/schema";
 import type { ServiceContext } from "../http/context";
 import { GrpcCode } from "../errors";
-import { type LicenseRow } from "./license-core";
+import type { LicenseRow } from "./license-core";
 import { type LicenseStatus, Mode, TokenKind, TraceAction } from "./vocabulary";
-import { type ClientInfo } from "../http/context";
+import type { ClientInfo } from "../http/context";
 import { type LicenseView, licenseView, trace } from "./license-view";
 import {
   Messages,
@@ -56,18 +56,11 @@ export async function validate(ctx: ServiceContext, input: ValidateInput, client
   // One D1 round trip: the license and, when the client names a machine or a token, the live tokens that can be
   // the activation it names (which one it is needs the license's id: liveActivation decides).
   const candidatesQuery = named
-    ? activationCandidates(
-        ctx.db,
-        key,
-        givenToken ? await sha256Hex(givenToken) : undefined,
-        machineId ?? "",
-        clientId,
-        at,
-      )
+    ? activationCandidates(key, givenToken ? await sha256Hex(givenToken) : undefined, machineId ?? "", clientId, at)
     : undefined;
   const [licenseRows, candidates] = candidatesQuery
-    ? await firstReads(ctx, [licenseByUserKey(ctx.db, key), candidatesQuery])
-    : [(await firstReads(ctx, [licenseByUserKey(ctx.db, key)]))[0], []];
+    ? await firstReads(ctx, [licenseByUserKey(key), candidatesQuery])
+    : [(await firstReads(ctx, [licenseByUserKey(key)]))[0], []];
   const license = foundLicense(licenseRows[0]);
   requireOwnLicense(ctx, license);
   await requireUsable(ctx.config, license, now(), input.productCode);
@@ -124,31 +117,42 @@ export async function validate(ctx: ServiceContext, input: ValidateInput, client
  * among which the derived token's row is when it exists (activate stores it with exactly these values), and
  * liveActivation picks it by digest.
  */
+const candidateColumns = {
+  licenseId: licenseTokens.licenseId,
+  tokenDigest: licenseTokens.tokenDigest,
+  expireDate: licenseTokens.expireDate,
+  machineId: licenseTokens.machineId,
+};
+/** Tokens of the license with the user key `key`, live at `at`. */
+const liveOfLicense = (p: Params<{ key: string; at: string }>) =>
+  and(
+    sql`${licenseTokens.licenseId} = (SELECT ${licenses.id} FROM ${licenses} WHERE ${licenses.userKey} = ${p.key})`,
+    or(isNull(licenseTokens.expireDate), gt(licenseTokens.expireDate, p.at)),
+  );
+const candidatesByDigest = compiled((db, p: Params<{ key: string; digest: string; at: string }>) =>
+  db
+    .select(candidateColumns)
+    .from(licenseTokens)
+    .where(and(liveOfLicense(p), eq(licenseTokens.tokenDigest, p.digest))),
+);
+const candidatesByMachine = compiled(
+  (db, p: Params<{ key: string; machineId: string; clientId: string; at: string }>) =>
+    db
+      .select(candidateColumns)
+      .from(licenseTokens)
+      .where(and(liveOfLicense(p), eq(licenseTokens.machineId, p.machineId), eq(licenseTokens.clientId, p.clientId))),
+);
+
 function activationCandidates(
-  db: Db,
   key: string,
   givenDigest: string | undefined,
   machineId: string,
   clientId: string,
   at: Date,
 ) {
-  return db
-    .select({
-      licenseId: licenseTokens.licenseId,
-      tokenDigest: licenseTokens.tokenDigest,
-      expireDate: licenseTokens.expireDate,
-      machineId: licenseTokens.machineId,
-    })
-    .from(licenseTokens)
-    .where(
-      and(
-        sql`${licenseTokens.licenseId} = (SELECT ${licenses.id} FROM ${licenses} WHERE ${licenses.userKey} = ${key})`,
-        givenDigest !== undefined
-          ? eq(licenseTokens.tokenDigest, givenDigest)
-          : and(eq(licenseTokens.machineId, machineId), eq(licenseTokens.clientId, clientId)),
-        or(isNull(licenseTokens.expireDate), gt(licenseTokens.expireDate, at.toISOString())),
-      ),
-    );
+  return givenDigest !== undefined
+    ? candidatesByDigest.with({ key, digest: givenDigest, at: at.toISOString() })
+    : candidatesByMachine.with({ key, machineId, clientId, at: at.toISOString() });
 }
 
 /** The activation a validate names, among the candidates read with the license (activationCandidates). */

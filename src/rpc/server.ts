@@ -37,7 +37,7 @@ import { ApiError, LicensingError } from "../errors";
 import type { Router } from "../http/router";
 import { LICENSE_TYPES as LicenseType, LICENSING_MODES as LicensingMode } from "../licensing/vocabulary";
 import { MAX_REPORT_BYTES, storeReport } from "../licensing/report-store";
-import { type LicenseView } from "../licensing/license-view";
+import type { LicenseView } from "../licensing/license-view";
 import { activate, deactivate } from "../licensing/activation";
 import { validate } from "../licensing/validation";
 import { heartbeat, releaseSeat, requestSeat } from "../licensing/floating";

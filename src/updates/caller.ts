@@ -6,6 +6,7 @@
 import { and, eq, sql } from "drizzle-orm";
 import { clock } from "../clock";
 import type { Db } from "../db/client";
+import { type Params, compiled } from "../db/compiled";
 import { customers, licenses } from "../db/schema";
 import type { ServiceContext } from "../http/context";
 import { ApiError } from "../errors";
@@ -43,17 +44,21 @@ export function callerKey(userKey: string | undefined): string | undefined {
  * the product like every other path (a license of another product is refused as such, after tampered, revoked and
  * expired).
  */
-export function callerLicenseQuery(db: Db, productId: number, key: string) {
-  return db
+const callerLicense = compiled((db, p: Params<{ productId: number; key: string }>) =>
+  db
     .select({
       license: licenses,
       customer: { company: customers.company, firstName: customers.firstName, lastName: customers.lastName },
-      askedProductId: sql<number>`${productId}`.mapWith(Number).as("asked_product_id"),
+      askedProductId: sql<number>`${p.productId}`.mapWith(Number).as("asked_product_id"),
     })
     .from(licenses)
     .leftJoin(customers, eq(customers.id, licenses.customerId))
-    .where(eq(licenses.userKey, key))
-    .limit(1);
+    .where(eq(licenses.userKey, p.key))
+    .limit(1),
+);
+
+export function callerLicenseQuery(productId: number, key: string) {
+  return callerLicense.with({ productId, key });
 }
 
 /** The caller behind a user key, for one product. */
@@ -64,7 +69,7 @@ export async function resolveCaller(
 ): Promise<Caller> {
   const key = callerKey(userKey);
   if (!key) return { kind: "anonymous" };
-  const [row] = await callerLicenseQuery(ctx.db, productId, key);
+  const [row] = await callerLicense.run(ctx.db, { productId, key });
   return judgeCaller(ctx, row);
 }
 

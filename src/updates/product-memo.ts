@@ -13,6 +13,7 @@ import type { Db } from "../db/client";
 import { type ProductRow, productByCode } from "./catalog";
 import { eq, sql } from "drizzle-orm";
 import { products } from "../db/schema";
+import { forgetReleases } from "./release-memo";
 
 /** How long an isolate trusts a remembered product: the most another isolate may lag behind a release change. */
 export const PRODUCT_MEMO_MS = 5_000;
@@ -51,6 +52,7 @@ export function productByCodeMemo(db: Db, code: string): Promise<ProductRow | un
 /** Forgets every remembered product: after a change to a product or its releases, in the isolate that made it. */
 export function forgetProducts(): void {
   remembered.clear();
+  forgetReleases();
 }
 
 /**

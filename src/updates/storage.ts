@@ -7,7 +7,7 @@
  */
 import { and, eq, inArray, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { artifactChunks, releaseDownloads } from "../db/schema";
+import { artifactChunks, type releaseDownloads } from "../db/schema";
 
 export type ReleaseDownloadRow = typeof releaseDownloads.$inferSelect;
 

@@ -43,6 +43,8 @@ import {
 } from "./artifact-download";
 import { emptyFeedYaml, feedRelease, feedYaml } from "./feed";
 import { keepAnswer, recallAnswer } from "./answer-memo";
+import { keepReleases, recallReleases } from "./release-memo";
+import { batchReads } from "../db/compiled";
 import { checkForUpdate, signUpdateCheck } from "./update-check";
 import { MAX_VERSION_LENGTH, isReleaseVersion } from "./versions";
 
@@ -149,8 +151,10 @@ async function throughCache(
 }
 
 /**
- * The caller behind a user key and the releases offered to the platform: one D1 round trip (a batch) when a key
- * is given, the releases' query alone otherwise (DESIGN: at most one round trip on a cache miss).
+ * The caller behind a user key and the releases offered to the platform. The releases of the product's current
+ * release generation are remembered by the isolate (release-memo.ts), so a licensed caller usually costs one
+ * statement, its license, and an anonymous one none; when they must be read, they come in the same D1 round trip
+ * as the license (DESIGN: at most one round trip on a cache miss).
  */
 async function callerAndReleases(
   ctx: ServiceContext,
@@ -160,22 +164,28 @@ async function callerAndReleases(
   channel: string,
 ): Promise<{ caller: Caller; releases: ReleaseWithFiles[] }> {
   const key = callerKey(userKey);
-  const [releasesQuery, filesQuery] = offeredReleaseReads(ctx.db, product.id, platform, channel);
-  if (!key) {
-    const [releases, files] = await ctx.db.batch([releasesQuery, filesQuery]);
-    return {
-      caller: { kind: "anonymous" },
-      releases: withCurrentGates(ctx.config, product, groupOfferedReleases(releases, files)),
-    };
+  const offered = (releases: readonly ReleaseWithFiles[]) => withCurrentGates(ctx.config, product, releases);
+  let releases = recallReleases(product, platform, channel);
+  let licenseRows: Parameters<typeof judgeCaller>[1][] = [];
+  if (releases) {
+    if (key) [licenseRows] = await batchReads(ctx.db, [callerLicenseQuery(product.id, key)]);
+  } else {
+    const [releasesQuery, filesQuery] = offeredReleaseReads(ctx.db, product.id, platform, channel);
+    let releaseRows, fileRows;
+    if (key)
+      [licenseRows, releaseRows, fileRows] = await batchReads(ctx.db, [
+        callerLicenseQuery(product.id, key),
+        releasesQuery,
+        filesQuery,
+      ]);
+    else [releaseRows, fileRows] = await batchReads(ctx.db, [releasesQuery, filesQuery]);
+    releases = groupOfferedReleases(releaseRows, fileRows);
+    keepReleases(product, platform, channel, releases);
   }
-  const [licenseRows, releases, files] = await ctx.db.batch([
-    callerLicenseQuery(ctx.db, product.id, key),
-    releasesQuery,
-    filesQuery,
-  ]);
+  if (!key) return { caller: { kind: "anonymous" }, releases: offered(releases) };
   // The caller is judged first, as when the reads were sequential: a refused key answers 403 whatever the releases.
   const caller = await judgeCaller(ctx, licenseRows[0]);
-  return { caller, releases: withCurrentGates(ctx.config, product, groupOfferedReleases(releases, files)) };
+  return { caller, releases: offered(releases) };
 }
 
 async function feedResponse(

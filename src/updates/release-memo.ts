@@ -1,0 +1,62 @@
+/**
+ * The releases a product offers to a platform and channel (catalog.ts: offeredReleaseReads), remembered per isolate
+ * under the product's release generation. Every change to a product's releases or their artifacts bumps the
+ * generation (product-memo.ts: bumpReleaseGeneration), so a remembered list is never served for a generation it
+ * does not belong to: a licensed feed poll or update check then costs one D1 statement, the caller's license, and
+ * an anonymous one none. The generation itself comes from the product memo, so another isolate's release change
+ * reaches these answers within PRODUCT_MEMO_MS, as it reaches the cached anonymous answers (docs/decisions.md).
+ */
+import { clock } from "../clock";
+import type { Platform, ProductRow, ReleaseWithFiles } from "./catalog";
+
+/** Lists are kept no longer than this even within one generation: a bound, not a freshness rule. */
+const RELEASE_MEMO_MS = 60_000;
+/** (product, platform, channel) combinations are few; the bound keeps a flood of them from growing memory. */
+const MAX_LISTS = 256;
+
+interface Remembered {
+  releases: readonly ReleaseWithFiles[];
+  keptAt: number;
+}
+
+const remembered = new Map<string, Remembered>();
+
+function keyOf(product: Pick<ProductRow, "id" | "releaseGeneration">, platform: Platform, channel: string): string {
+  return `${product.id}/${product.releaseGeneration}/${platform}/${channel}`;
+}
+
+/** The remembered releases, or undefined when they must be read. */
+export function recallReleases(
+  product: Pick<ProductRow, "id" | "releaseGeneration">,
+  platform: Platform,
+  channel: string,
+): readonly ReleaseWithFiles[] | undefined {
+  const key = keyOf(product, platform, channel);
+  const hit = remembered.get(key);
+  if (!hit) return undefined;
+  const now = clock.now().getTime();
+  // A clock that went backwards (tests move it) makes the entry stale rather than young for longer.
+  if (now < hit.keptAt || now - hit.keptAt >= RELEASE_MEMO_MS) {
+    remembered.delete(key);
+    return undefined;
+  }
+  return hit.releases;
+}
+
+/** Remembers releases read for this generation of the product. */
+export function keepReleases(
+  product: Pick<ProductRow, "id" | "releaseGeneration">,
+  platform: Platform,
+  channel: string,
+  releases: readonly ReleaseWithFiles[],
+): void {
+  const key = keyOf(product, platform, channel);
+  remembered.delete(key);
+  if (remembered.size >= MAX_LISTS) remembered.delete(remembered.keys().next().value as string);
+  remembered.set(key, { releases, keptAt: clock.now().getTime() });
+}
+
+/** Forgets every remembered list (with the product memo, after a change in this isolate). */
+export function forgetReleases(): void {
+  remembered.clear();
+}
