@@ -39,16 +39,45 @@ export interface TraceSubject {
   meta?: string | null | undefined;
 }
 
-/** The queue job carrying traces to write (jobs.ts): one message per operation, written many at a time. */
+/** The queue job carrying traces to write (jobs.ts): the traces an isolate gathered, written many at a time. */
 export const TRACE_JOB = "license.traces";
 
 /** A trace as queued: TraceSubject with its time. */
 type QueuedTrace = TraceSubject & { at: string };
 
+/** How long an isolate gathers traces before it queues them as one message. */
+export const TRACE_GATHER_MS = 200;
+/** At most this many traces go in one message (a queue message holds at most 128 KB). */
+export const MAX_TRACES_PER_MESSAGE = 100;
+/** Nor more than this many bytes of them, as JSON. */
+const MAX_MESSAGE_BYTES = 64 * 1024;
+
+/** The traces an isolate is gathering into one message. */
+interface Gathering {
+  traces: QueuedTrace[];
+  bytes: number;
+  sent: boolean;
+}
+
+let gathering: Gathering | undefined;
+
+function queueGathered(env: Bindings, batch: Gathering): Promise<void> {
+  if (batch.sent) return Promise.resolve();
+  batch.sent = true;
+  if (gathering === batch) gathering = undefined;
+  return env.TRACES.send({ kind: TRACE_JOB, traces: batch.traces }).then(
+    () => undefined,
+    (e: unknown) => console.error(`${batch.traces.length} license traces not queued`, e),
+  );
+}
+
 /**
  * Records a licensing operation, off the response path and off D1 (CONTRACT section 3: every operation but heartbeat
- * writes one when the license traces): the trace is sent to the TRACES queue after the response, and the consumer
- * writes a whole queue batch in one D1 round trip. A failure to queue it never fails the operation.
+ * writes one when the license traces). The isolate gathers the traces of its requests for TRACE_GATHER_MS (or until
+ * a message is full) and queues them as one message, under the `waitUntil` of the request that began the gathering;
+ * the consumer writes a whole queue batch in one D1 round trip. So a licensed poll costs neither a D1 write nor a
+ * queue operation of its own (on Cloudflare, a queue takes about 5,000 messages a second: one per poll would cap
+ * the deployment there, docs/capacity.md). A failure to queue never fails the operation.
  */
 export function recordTrace(
   ctx: { env: Bindings; waitUntil(p: Promise<unknown>): void },
@@ -56,11 +85,18 @@ export function recordTrace(
   at: string,
 ): void {
   const trace: QueuedTrace = { ...t, at };
-  ctx.waitUntil(
-    ctx.env.TRACES.send({ kind: TRACE_JOB, traces: [trace] }).catch((e: unknown) =>
-      console.error("license trace not queued", e),
-    ),
-  );
+  const bytes = JSON.stringify(trace).length;
+  if (gathering && gathering.bytes + bytes > MAX_MESSAGE_BYTES) ctx.waitUntil(queueGathered(ctx.env, gathering));
+  if (!gathering) {
+    const batch: Gathering = { traces: [], bytes: 0, sent: false };
+    gathering = batch;
+    ctx.waitUntil(
+      new Promise((resolve) => setTimeout(resolve, TRACE_GATHER_MS)).then(() => queueGathered(ctx.env, batch)),
+    );
+  }
+  gathering.traces.push(trace);
+  gathering.bytes += bytes;
+  if (gathering.traces.length >= MAX_TRACES_PER_MESSAGE) ctx.waitUntil(queueGathered(ctx.env, gathering));
 }
 
 const COLUMNS = 9;

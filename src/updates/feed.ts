@@ -36,9 +36,24 @@ function feedFiles(entry: ReleaseWithFiles, platform: Platform) {
   );
 }
 
+/** YAML 1.1 rules, so that js-yaml (electron-updater's parser) reads every version and date as a string. */
+const YAML_OPTIONS = {
+  version: "1.1",
+  defaultStringType: "QUOTE_DOUBLE",
+  defaultKeyType: "PLAIN",
+  lineWidth: 0,
+} as const;
+/** Feeds' YAML by their content with the URLs left out: a release's feed is written once per isolate, not per poll. */
+const yamlMemo = new Map<string, string>();
+const MAX_YAML_MEMO = 256;
+/** What a URL stands in for in the remembered YAML; a URL holds neither `<` nor `>` (they are percent-encoded). */
+const urlMark = (i: number) => `<url ${i}>`;
+/** URL text that YAML writes double-quoted as it is, so it can take a mark's place without being escaped. */
+const PLAIN_URL = /^[A-Za-z0-9\-._~:/?#[\]@!$&'()*+,;=%]*$/;
+
 /**
- * The YAML of a feed. Serialized with YAML 1.1 rules so that js-yaml (electron-updater's parser) reads every
- * version and date as a string.
+ * The YAML of a feed. Its text, but for the download URLs (which carry a caller's token), is the same for every
+ * poll of a release: it is remembered with a mark in each URL's place, and the URLs are put in.
  */
 export async function feedYaml(
   ctx: ServiceContext,
@@ -52,9 +67,28 @@ export async function feedYaml(
       return { url: info.url, sha512: info.sha512, size: info.size };
     }),
   );
+  const urls = files.map((f) => f.url);
+  if (!urls.every((url) => PLAIN_URL.test(url))) return stringify(feedInfo(entry, files, options), YAML_OPTIONS);
+  const marked = files.map((f, i) => ({ ...f, url: urlMark(i) }));
+  const info = feedInfo(entry, marked, options);
+  const key = JSON.stringify(info);
+  let yaml = yamlMemo.get(key);
+  if (yaml === undefined) {
+    yaml = stringify(info, YAML_OPTIONS);
+    if (yamlMemo.size >= MAX_YAML_MEMO) yamlMemo.delete(yamlMemo.keys().next().value as string);
+    yamlMemo.set(key, yaml);
+  }
+  return yaml.replace(/<url (\d+)>/g, (_, i: string) => urls[Number(i)] ?? "");
+}
+
+function feedInfo(
+  entry: ReleaseWithFiles,
+  files: { url: string; sha512: string; size: number }[],
+  options: { staged?: number },
+) {
   const release = entry.release;
   const stagingPercentage = options.staged ?? release.stagingPercentage ?? undefined;
-  const info = {
+  return {
     version: release.version,
     files,
     ...(files[0] ? { path: files[0].url, sha512: files[0].sha512 } : {}),
@@ -63,7 +97,6 @@ export async function feedYaml(
     ...(release.releaseNotes ? { releaseNotes: release.releaseNotes } : {}),
     ...(stagingPercentage !== undefined ? { stagingPercentage } : {}),
   };
-  return stringify(info, { version: "1.1", defaultStringType: "QUOTE_DOUBLE", defaultKeyType: "PLAIN", lineWidth: 0 });
 }
 
 /** The feed for "nothing installable" when Updates:EmptyFeedAsYaml is on: the newest visible release, staged at 0 %. */
