@@ -5,7 +5,7 @@
  * come back once deleted or renamed, and a generated key is printed once.
  */
 import { env, exports } from "cloudflare:workers";
-import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { Code, type ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcWebTransport } from "@connectrpc/connect-web";
 import { describe, expect, it } from "vitest";
 import { ensureAdmin } from "../src/auth/bootstrap";

@@ -37,7 +37,7 @@ export async function call<T = Record<string, any>>(
     headers["content-type"] = "application/json";
   const res = await exports.default.fetch(`${BASE}${path}`, { method, headers, body });
   const text = await res.text();
-  let parsed: unknown = undefined;
+  let parsed: unknown;
   if (text && (res.headers.get("content-type") ?? "").includes("json")) parsed = JSON.parse(text);
   return { status: res.status, headers: res.headers, text, body: parsed as T };
 }

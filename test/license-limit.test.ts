@@ -5,7 +5,7 @@
  * ResourceExhausted), another license is unaffected, and the next time frame starts afresh.
  */
 import { exports } from "cloudflare:workers";
-import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { Code, type ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcWebTransport } from "@connectrpc/connect-web";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { LicenseServer } from "../src/gen/licensing/v1/license_server_pb";

@@ -292,6 +292,25 @@ describe("floating seats", () => {
     expect(rows.results.map((r) => r.machine_id)).toEqual(["m2"]);
   });
 
+  it("keeps a seat whose heartbeats moved it past the alarm set at its grant, and reclaims it once they stop", async () => {
+    const lic = await newLicense("Floating", 1);
+    const seatsOf = env.LICENSE_SEATS.getByName(String(lic.id));
+    const token = (await op("request", { userKey: lic.userKey, machineId: "m1", clientId: "c1" })).body[
+      "licenseToken"
+    ] as string;
+    // A heartbeat moves the seat's expiry later; the alarm set at the grant (630 s) stays where it was.
+    moveClock(300_000);
+    expect((await op("heartbeat", { licenseToken: token })).status).toBe(200);
+    moveClock(400_000);
+    // That alarm finds the seat alive, keeps it, and sets the next alarm at its new expiry.
+    expect(await runDurableObjectAlarm(seatsOf)).toBe(true);
+    expect((await op("heartbeat", { licenseToken: token })).status).toBe(200);
+    // The heartbeats stop: the next alarm reclaims the seat.
+    moveClock(2 * 300_000 + 31_000);
+    expect(await runDurableObjectAlarm(seatsOf)).toBe(true);
+    expectLicensingError(await op("heartbeat", { licenseToken: token }), 525, "License token not found");
+  });
+
   it("frees a seat when an administrator deletes its token or the license", async () => {
     const lic = await newLicense("Floating", 1);
     await op("request", { userKey: lic.userKey, machineId: "m1", clientId: "c1" });

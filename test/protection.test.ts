@@ -4,7 +4,7 @@
  * brute-force protection across REST, gRPC and the update routes. The clock is injected.
  */
 import { exports } from "cloudflare:workers";
-import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { Code, type ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcWebTransport } from "@connectrpc/connect-web";
 import { describe, expect, it } from "vitest";
 import { Authentication } from "../src/gen/licensing/v1/authentication_pb";

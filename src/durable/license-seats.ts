@@ -7,12 +7,29 @@
  * expired) and writes that through to D1 (the token rows go, a trace is written when the license traces) and hands
  * the seats to the `license.seats.expired` queue job, whose consumer emits license.seat.expired for each.
  *
+ * The object also keeps the license's request budget (licensing/license-limit.ts): the calls that reach it (floating
+ * request, heartbeat, release, and reports through `spend`) are counted in the same step that serves them, so a
+ * heartbeat costs one Durable Object call, not one for the budget and one for the seat.
+ *
  * This class knows seats only: which license may still be used and which trace action a reclaimed seat records are
  * the licensing domain's, given by its subclass (licensing/seat-object.ts, the class the Worker exports).
  */
 import { DurableObject } from "cloudflare:workers";
 import { clock } from "../clock";
 import type { JobOf } from "../jobs";
+import { type Verdict, countInWindow } from "./fixed-window";
+
+/** A license's request budget: at most `limit` calls per `windowMs`; over it, refused until the window ends. */
+export interface Budget {
+  limit: number;
+  windowMs: number;
+}
+
+/** The answer of a call over the license's budget. */
+export interface OverBudget {
+  overBudget: true;
+  retryAfter: number;
+}
 
 export interface SeatRequest {
   tokenDigest: string;
@@ -34,6 +51,7 @@ export type SeatBeat =
   | { found: false }
   | { found: true; expired: true }
   | { found: true; expired: false; expiresAt: number; active: number };
+export type SeatRelease = { released: boolean; active: number };
 
 interface SeatRow extends Record<string, SqlStorageValue> {
   token_digest: string;
@@ -59,6 +77,22 @@ export abstract class SeatStore extends DurableObject<Bindings> {
       granted_at INTEGER NOT NULL,
       expires_at INTEGER NOT NULL
     )`);
+    this.sql.exec(`CREATE TABLE IF NOT EXISTS budget (
+      id INTEGER PRIMARY KEY CHECK (id = 1),
+      window_start INTEGER NOT NULL, count INTEGER NOT NULL, blocked_until INTEGER NOT NULL
+    )`);
+    this.sql.exec("INSERT OR IGNORE INTO budget VALUES (1, 0, 0, 0)");
+  }
+
+  /** Counts one call against the license's budget; the refusal when it is spent. */
+  private overBudget(budget: Budget, now: number): OverBudget | undefined {
+    const verdict: Verdict = countInWindow(this.sql, "budget", now, budget.limit, budget.windowMs, budget.windowMs);
+    return verdict.allowed ? undefined : { overBudget: true, retryAfter: verdict.retryAfter ?? 1 };
+  }
+
+  /** Counts one call against the license's budget (a call that needs no seat: a report). */
+  async spend(budget: Budget, now: number): Promise<OverBudget | { overBudget: false }> {
+    return this.overBudget(budget, now) ?? { overBudget: false };
   }
 
   /** This object's license: the name it was addressed by. */
@@ -70,8 +104,13 @@ export abstract class SeatStore extends DurableObject<Bindings> {
     return this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM seats WHERE expires_at > ?", now).one().n;
   }
 
-  /** Grants a seat, or renews the one this machine and client already hold; refuses when the license is full. */
-  async request(input: SeatRequest): Promise<SeatGrant> {
+  /**
+   * Grants a seat, or renews the one this machine and client already hold; refuses when the license is full. Counts
+   * against the budget first.
+   */
+  async request(input: SeatRequest, budget: Budget): Promise<SeatGrant | OverBudget> {
+    const over = this.overBudget(budget, input.now);
+    if (over) return over;
     const expiresAt = input.now + input.leaseMs;
     const held = this.sql.exec<SeatRow>("SELECT * FROM seats WHERE token_digest = ?", input.tokenDigest).toArray()[0];
     if (held && held.expires_at > input.now) {
@@ -105,14 +144,18 @@ export abstract class SeatStore extends DurableObject<Bindings> {
     return { granted: true, renewed: false, expiresAt, active: active + 1 };
   }
 
-  /** Moves a live seat's expiry forward. */
-  async heartbeat(tokenDigest: string, leaseMs: number, now: number): Promise<SeatBeat> {
+  /**
+   * Moves a live seat's expiry forward, after counting against the budget. The alarm stays as it is: it is set at
+   * or before the earliest expiry, which a heartbeat only moves later, and when it fires it sets the next one.
+   */
+  async heartbeat(tokenDigest: string, leaseMs: number, now: number, budget: Budget): Promise<SeatBeat | OverBudget> {
+    const over = this.overBudget(budget, now);
+    if (over) return over;
     const seat = this.sql.exec<SeatRow>("SELECT * FROM seats WHERE token_digest = ?", tokenDigest).toArray()[0];
     if (!seat) return { found: false };
     if (seat.expires_at <= now) return { found: true, expired: true };
     const expiresAt = now + leaseMs;
     this.sql.exec("UPDATE seats SET expires_at = ? WHERE token_digest = ?", expiresAt, tokenDigest);
-    await this.scheduleAlarm();
     return { found: true, expired: false, expiresAt, active: this.live(now) };
   }
 
@@ -130,8 +173,10 @@ export abstract class SeatStore extends DurableObject<Bindings> {
     };
   }
 
-  /** Frees a seat; false when the token holds none. */
-  async release(tokenDigest: string, now: number): Promise<{ released: boolean; active: number }> {
+  /** Frees a seat, after counting against the budget; false when the token holds none. */
+  async release(tokenDigest: string, now: number, budget: Budget): Promise<SeatRelease | OverBudget> {
+    const over = this.overBudget(budget, now);
+    if (over) return over;
     const released = this.sql.exec("DELETE FROM seats WHERE token_digest = ?", tokenDigest).rowsWritten > 0;
     return { released, active: this.live(now) };
   }

@@ -5,12 +5,9 @@
  * The caller passes the time and the settings, so the object follows run-time setting changes and test clocks.
  */
 import { DurableObject } from "cloudflare:workers";
+import { type Verdict, countInWindow, seconds } from "./fixed-window";
 
-export interface Verdict {
-  allowed: boolean;
-  /** Seconds until a blocked client may try again. */
-  retryAfter?: number;
-}
+export type { Verdict } from "./fixed-window";
 
 // `failed` and `last_failure` are no longer used (login_attempts holds the failures); objects made before keep them.
 interface State extends Record<string, SqlStorageValue> {
@@ -34,8 +31,6 @@ export interface LoginOutcome {
 
 /** Longest a pending attempt counts (a Worker that died mid-check never settles it); a check takes well under this. */
 const PENDING_MS = 30_000;
-
-const seconds = (ms: number) => Math.max(1, Math.ceil(ms / 1000));
 
 export class RateLimiter extends DurableObject<Bindings> {
   private readonly sql: SqlStorage;
@@ -64,17 +59,7 @@ export class RateLimiter extends DurableObject<Bindings> {
    * A blocked client's requests are not counted (the block runs from when the limit was passed).
    */
   async hit(now: number, limit: number, windowMs: number, blockMs: number): Promise<Verdict> {
-    const s = this.state();
-    if (s.blocked_until > now) return { allowed: false, retryAfter: seconds(s.blocked_until - now) };
-    const fresh = now >= s.window_start + windowMs;
-    const count = (fresh ? 0 : s.count) + 1;
-    const windowStart = fresh ? now : s.window_start;
-    if (count > limit) {
-      this.sql.exec("UPDATE state SET window_start = ?, count = 0, blocked_until = ? WHERE id = 1", now, now + blockMs);
-      return { allowed: false, retryAfter: seconds(blockMs) };
-    }
-    this.sql.exec("UPDATE state SET window_start = ?, count = ? WHERE id = 1", windowStart, count);
-    return { allowed: true };
+    return countInWindow(this.sql, "state", now, limit, windowMs, blockMs);
   }
 
   /**

@@ -11,7 +11,7 @@ import type { ServiceContext } from "../http/context";
 import { GrpcCode } from "../errors";
 import { emitClientEvent } from "./license-events";
 import { tokenPrefix } from "./tokens";
-import { spendLicenseBudget } from "./license-limit";
+import { licenseBudget, seats, withinBudget } from "./license-limit";
 import { Mode, TokenKind, TraceAction } from "./vocabulary";
 import type { ClientInfo } from "../http/context";
 import { licenseView, trace } from "./license-view";
@@ -27,7 +27,6 @@ import {
 } from "./license-lookup";
 import { clientToken } from "./client-tokens";
 import type { ActivateResult, CountResult } from "./activation";
-import { seats } from "./validation";
 
 /** A seat lives twice the heartbeat interval plus 30 s after its last heartbeat (CONTRACT section 4). */
 export function leaseMs(config: Config): number {
@@ -56,23 +55,27 @@ export async function requestSeat(
 ): Promise<RequestResult> {
   const license = await openLicense(ctx, input.userKey);
   if (license.licensingMode !== Mode.Floating) throw fail(GrpcCode.FailedPrecondition, Messages.notFloating);
-  await spendLicenseBudget(ctx, license.id);
   const machineId = required(input.machineId, Messages.machineRequired);
   const clientId = required(input.clientId, Messages.clientRequired);
   const token = await clientToken(ctx.config, TokenKind.Floating, license.id, machineId, clientId);
   const digest = await sha256Hex(token);
   const at = now();
-  const grant: SeatGrant = await seats(ctx, license.id).request({
-    tokenDigest: digest,
-    tokenPrefix: tokenPrefix(token),
-    machineId,
-    clientId,
-    clientName: input.clientName ?? null,
-    address: client.address,
-    maxClients: license.maxClients,
-    leaseMs: leaseMs(ctx.config),
-    now: at.getTime(),
-  });
+  const grant: SeatGrant = withinBudget(
+    await seats(ctx, license.id).request(
+      {
+        tokenDigest: digest,
+        tokenPrefix: tokenPrefix(token),
+        machineId,
+        clientId,
+        clientName: input.clientName ?? null,
+        address: client.address,
+        maxClients: license.maxClients,
+        leaseMs: leaseMs(ctx.config),
+        now: at.getTime(),
+      },
+      licenseBudget(ctx),
+    ),
+  );
   if (!grant.granted) throw fail(GrpcCode.ResourceExhausted, Messages.exhausted);
   const expireAt = new Date(grant.expiresAt).toISOString();
   await ctx.db.$client
@@ -163,9 +166,9 @@ export interface HeartbeatResult {
 export async function heartbeat(ctx: ServiceContext, input: { licenseToken?: string }): Promise<HeartbeatResult> {
   const { digest, token, license } = await findSeatToken(ctx, input.licenseToken);
   const at = now();
-  await Promise.all([requireUsable(ctx.config, license, at), spendLicenseBudget(ctx, license.id)]);
+  await requireUsable(ctx.config, license, at);
   const lease = leaseMs(ctx.config);
-  const beat = await seats(ctx, license.id).heartbeat(digest, lease, at.getTime());
+  const beat = withinBudget(await seats(ctx, license.id).heartbeat(digest, lease, at.getTime(), licenseBudget(ctx)));
   if (!beat.found) throw fail(GrpcCode.NotFound, Messages.tokenNotFound);
   if (beat.expired) throw fail(GrpcCode.PermissionDenied, Messages.tokenExpired);
   const expireAt = new Date(beat.expiresAt).toISOString();
@@ -194,10 +197,9 @@ export async function releaseSeat(
 ): Promise<CountResult> {
   const { digest, token, license } = await findSeatToken(ctx, input.licenseToken);
   if (input.userKey && input.userKey.trim() !== license.userKey) throw fail(GrpcCode.NotFound, Messages.tokenNotFound);
-  await spendLicenseBudget(ctx, license.id);
   const at = now();
   await requireUsable(ctx.config, license, at);
-  const released = await seats(ctx, license.id).release(digest, at.getTime());
+  const released = withinBudget(await seats(ctx, license.id).release(digest, at.getTime(), licenseBudget(ctx)));
   await ctx.db.delete(licenseTokens).where(eq(licenseTokens.tokenDigest, digest));
   if (!released.released) throw fail(GrpcCode.NotFound, Messages.tokenNotFound);
   trace(ctx, license, TraceAction.Release, client, { machineId: token.machineId, clientId: token.clientId });

@@ -21,6 +21,7 @@ import {
   now,
 } from "./license-lookup";
 import { clientToken } from "./client-tokens";
+import { seats } from "./license-limit";
 
 export interface ValidateInput {
   userKey?: string;
@@ -179,8 +180,4 @@ async function liveActivation(
     ...(row.expireDate ? { expireAt: row.expireDate } : {}),
     ...(row.machineId ? { machineId: row.machineId } : {}),
   };
-}
-
-export function seats(ctx: ServiceContext, licenseRowId: number) {
-  return ctx.env.LICENSE_SEATS.getByName(String(licenseRowId));
 }
