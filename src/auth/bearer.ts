@@ -4,13 +4,13 @@
  * logout records the token's `jti` so it stays unusable until it would have expired; a user's password change,
  * removed role or deletion ends all of that user's tokens at once (checked in the same lookup).
  */
-import { type Placeholder, type SQL, sql } from "drizzle-orm";
+import { type SQL, sql } from "drizzle-orm";
 import { SignJWT, jwtVerify } from "jose";
 import { ROLES, type Principal, type Role } from "../http/app-env";
 import { clock } from "../clock";
 import { type Config, ConfigError } from "../config";
 import type { Db } from "../db/client";
-import { type Params, batchReads, compiled } from "../db/compiled";
+import { type CheckColumn, batchReads, compiled } from "../db/compiled";
 import { revokedTokens, users } from "../db/schema";
 import { randomString } from "../crypto";
 
@@ -73,29 +73,38 @@ export async function verifyToken(config: Config, db: Db, token: string): Promis
 }
 
 /**
- * Whether a token has ended early, unexecuted (a route may send it in one D1 batch with its first read): a row when
- * it was logged out, or when it is a user's token and that user is gone or ended their tokens after it was issued
- * (`tokens_valid_after`: a password change or a removed role). One statement, so still one round trip.
+ * Whether a token has ended early: it was logged out, or it is a user's token and that user is gone or ended their
+ * tokens after it was issued (`tokens_valid_after`: a password change or a removed role). An SQL condition over the
+ * placeholders checkJti, checkUserId and checkIssuedAt.
  */
-const loggedOut = (jti: Placeholder) =>
-  sql`EXISTS (SELECT 1 FROM ${revokedTokens} WHERE ${revokedTokens.jti} = ${jti})`;
-const loggedOutToken = compiled((db, p: Params<{ jti: string }>) =>
-  db.select({ ended: sql<number>`1` }).from(sql`(SELECT 1)`).where(loggedOut(p.jti)),
-);
-const loggedOutUserToken = compiled((db, p: Params<{ jti: string; userId: string; issuedAt: number }>) =>
-  db
-    .select({ ended: sql<number>`1` })
-    .from(sql`(SELECT 1)`)
-    .where(
-      sql`${loggedOut(p.jti)} OR NOT EXISTS (SELECT 1 FROM ${users} WHERE ${users.id} = ${p.userId} AND coalesce(${users.tokensValidAfter}, 0) <= ${p.issuedAt})`,
-    ),
+function endedEarly(userCut: boolean): SQL {
+  const loggedOut = sql`EXISTS (SELECT 1 FROM ${revokedTokens} WHERE ${revokedTokens.jti} = ${sql.placeholder("checkJti")})`;
+  if (!userCut) return loggedOut;
+  return sql`${loggedOut} OR NOT EXISTS (SELECT 1 FROM ${users} WHERE ${users.id} = ${sql.placeholder("checkUserId")} AND coalesce(${users.tokensValidAfter}, 0) <= ${sql.placeholder("checkIssuedAt")})`;
+}
+
+/**
+ * The check as a column a licensing call's first read carries (http/first-batch.ts), so that read and the check are
+ * one statement: true when the token has ended early.
+ */
+export function loggedOutColumn(token: Pick<Principal, "jti" | "userId" | "issuedAt">): CheckColumn {
+  const checkJti = token.jti ?? "";
+  if (!token.userId) return { shape: "logout", expression: () => endedEarly(false), values: { checkJti } };
+  return {
+    shape: "logout or user cut",
+    expression: () => endedEarly(true),
+    values: { checkJti, checkUserId: token.userId, checkIssuedAt: token.issuedAt ?? 0 },
+  };
+}
+
+/** The check as a read of its own, unexecuted (a route may send it in one D1 batch with its other reads): a row when the token has ended early. */
+const endedQueries = [false, true].map((userCut) =>
+  compiled((db) => db.select({ ended: sql<number>`1` }).from(sql`(SELECT 1)`).where(endedEarly(userCut))),
 );
 
 export function loggedOutQuery(token: Pick<Principal, "jti" | "userId" | "issuedAt">) {
-  const jti = token.jti ?? "";
-  return token.userId
-    ? loggedOutUserToken.with({ jti, userId: token.userId, issuedAt: token.issuedAt ?? 0 })
-    : loggedOutToken.with({ jti });
+  const column = loggedOutColumn(token);
+  return endedQueries[token.userId ? 1 : 0]!.with(column.values);
 }
 
 /**

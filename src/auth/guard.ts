@@ -12,7 +12,7 @@ import { firstBatchOf } from "../http/context";
 import type { PendingCheck } from "../http/first-batch";
 import { forbidden, unauthorized } from "../errors";
 import { authenticateApiKey, permissionFor } from "./api-key-service";
-import { loggedOutQuery, verifyToken, verifyTokenClaims } from "./bearer";
+import { loggedOutColumn, loggedOutQuery, verifyToken, verifyTokenClaims } from "./bearer";
 import { consoleSessionKey } from "./console-session";
 
 export const API_KEY_SCHEME = "ApiKey";
@@ -34,6 +34,7 @@ function logoutCheck(token: Principal): PendingCheck {
   return {
     // The token's logout record or its user's cut (no rows: still valid).
     query: () => loggedOutQuery(token),
+    column: loggedOutColumn(token),
     settle: (rows) => {
       if (rows.length > 0) throw unauthorized(BEARER_SCHEME);
     },

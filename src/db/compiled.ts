@@ -13,7 +13,7 @@
  * stand beside it): a batch hands rows back as objects keyed by column name, so a compiled query, like any batched
  * query, aliases same-named columns of joined tables.
  */
-import { type Placeholder, fillPlaceholders, sql } from "drizzle-orm";
+import { type Placeholder, type SQL, fillPlaceholders, sql } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import { drizzle } from "drizzle-orm/d1";
 import type { Db } from "./client";
@@ -142,4 +142,69 @@ export async function batchReads<const Q extends readonly [ReadItem, ...ReadItem
     db,
     items.map((item) => statementOf(db, item)),
   )) as ReadResults<Q>;
+}
+
+/**
+ * A check a request's first read can carry as a column of its own (http/first-batch.ts): an SQL expression, true
+ * when the check refuses, over placeholders of its own (named `check…`, apart from the read's), and their values.
+ */
+export interface CheckColumn {
+  /** The expression's shape: each shape of check is compiled once per read. */
+  shape: string;
+  /** The expression (called once per shape and read, when the variant is compiled). */
+  expression(): SQL;
+  values: Record<string, unknown>;
+}
+
+/** The column a checkable read answers its check in: 1 when the check refuses. */
+export type Checked = { checked: number };
+
+/**
+ * A first read that can carry a check's column: described with `checked`, the SQL to select as the `checked`
+ * column (0 when no check comes along), and compiled once per shape of check.
+ */
+export class CheckableQuery<P extends Record<string, unknown>, R> {
+  private readonly variants = new Map<string, CompiledQuery<Record<string, unknown>, R>>();
+
+  constructor(private readonly describe: (db: Db, params: Params<P>, checked: SQL) => Preparable) {}
+
+  variant(check: CheckColumn | undefined): CompiledQuery<Record<string, unknown>, R> {
+    const shape = check?.shape ?? "";
+    let query = this.variants.get(shape);
+    if (!query) {
+      query = new CompiledQuery((db, p) =>
+        this.describe(db, p as Params<P>, check ? sql`(${check.expression()})` : sql`0`),
+      );
+      this.variants.set(shape, query);
+    }
+    return query;
+  }
+
+  /** The read with its values: a batch item, or a first read that carries a check (FirstBatch). */
+  with(values: P): CheckableBound<R> {
+    return new CheckableBound(this as unknown as CheckableQuery<Record<string, unknown>, R>, values);
+  }
+}
+
+export class CheckableBound<R> extends BoundQuery<R> {
+  constructor(
+    private readonly checkable: CheckableQuery<Record<string, unknown>, R>,
+    private readonly own: Record<string, unknown>,
+  ) {
+    super(checkable.variant(undefined), own);
+  }
+
+  /** Runs the read alone with the check's column. */
+  withCheck(db: Db, check: CheckColumn): Promise<R> {
+    return this.checkable.variant(check).run(db, { ...this.own, ...check.values });
+  }
+}
+
+/**
+ * A first read that can carry a check (see CheckableQuery): `describe` selects `checked` as the `checked` column.
+ */
+export function checkable<P extends Record<string, unknown>, Q extends Preparable & PromiseLike<unknown>>(
+  describe: (db: Db, params: Params<P>, checked: SQL) => Q,
+): CheckableQuery<P, Awaited<Q>> {
+  return new CheckableQuery<P, Awaited<Q>>(describe);
 }

@@ -8,7 +8,14 @@
  * always wins, as if it had run up front.
  */
 import type { Db } from "../db/client";
-import { type ReadItem, type ReadResults, batchReads } from "../db/compiled";
+import {
+  type CheckColumn,
+  type Checked,
+  type ReadItem,
+  type ReadResults,
+  CheckableBound,
+  batchReads,
+} from "../db/compiled";
 
 /** A check waiting for the request's first batch. */
 export interface PendingCheck {
@@ -16,6 +23,11 @@ export interface PendingCheck {
   query(db: Db): ReadItem;
   /** Takes the query's rows; throws the refusal. */
   settle(rows: readonly unknown[]): void;
+  /**
+   * The check as a column of the route's first read, when that read can carry one (db/compiled.ts CheckableQuery):
+   * then the whole first round trip is one statement.
+   */
+  column?: CheckColumn;
 }
 
 type Queries = readonly [ReadItem, ...ReadItem[]];
@@ -39,6 +51,15 @@ export class FirstBatch {
   async run<const Q extends Queries>(db: Db, queries: Q): Promise<ReadResults<Q>> {
     const checks = this.take();
     if (checks.length === 0) return batchReads(db, queries);
+    const [read] = queries;
+    const [check] = checks as [PendingCheck];
+    if (checks.length === 1 && queries.length === 1 && read instanceof CheckableBound && check.column) {
+      const rows = (await read.withCheck(db, check.column)) as readonly Checked[];
+      // No row carries the check's answer: it is asked on its own (a second round trip, on this path only).
+      if (rows.length === 0) await this.settleAlone(db, [check]);
+      else check.settle(rows[0]!.checked ? rows.slice(0, 1) : []);
+      return [rows] as unknown as ReadResults<Q>;
+    }
     const rows = (await batchReads(db, [
       ...checks.map((check) => check.query(db)),
       ...queries,
@@ -49,7 +70,10 @@ export class FirstBatch {
 
   /** Settles the pending checks on their own (the route sent no batch). */
   async flush(db: Db): Promise<void> {
-    const checks = this.take();
+    await this.settleAlone(db, this.take());
+  }
+
+  private async settleAlone(db: Db, checks: readonly PendingCheck[]): Promise<void> {
     if (checks.length === 0) return;
     const queries = checks.map((check) => check.query(db)) as unknown as Queries;
     const rows = (await batchReads(db, queries)) as readonly unknown[];

@@ -4,7 +4,7 @@
 import { and, eq, sql } from "drizzle-orm";
 import { sha256Hex } from "../crypto";
 import type { Config } from "../config";
-import { type Params, compiled } from "../db/compiled";
+import { type Params, checkable } from "../db/compiled";
 import { licenseTokens, licenses, products } from "../db/schema";
 import type { SeatGrant } from "../durable/license-seats";
 import type { ServiceContext } from "../http/context";
@@ -119,7 +119,7 @@ export async function requestSeat(
 
 // The token's columns are aliased: a D1 batch keys each row by column name, and the license's id, license_id,
 // issue_date, expire_date and created_at would otherwise overwrite the token's.
-const seatTokenByDigest = compiled((db, p: Params<{ digest: string; kind: number }>) =>
+const seatTokenByDigest = checkable((db, p: Params<{ digest: string; kind: number }>, checked) =>
   db
     .select({
       token: {
@@ -130,6 +130,7 @@ const seatTokenByDigest = compiled((db, p: Params<{ digest: string; kind: number
       },
       license: licenses,
       productCode: products.code,
+      checked: sql<number>`${checked}`,
     })
     .from(licenseTokens)
     .innerJoin(licenses, eq(licenses.id, licenseTokens.licenseId))

@@ -4,14 +4,14 @@
  */
 import { GrpcCode, LicensingError } from "../errors";
 import type { LicenseRow } from "./license-core";
-import { eq } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
 import { clock } from "../clock";
 import type { Config } from "../config";
 import type { Db } from "../db/client";
 import { licenses, products } from "../db/schema";
 import type { ServiceContext } from "../http/context";
 import { firstReads as readFirstBatch } from "../http/first-batch";
-import { type Params, type ReadItem, type ReadResults, compiled } from "../db/compiled";
+import { type Params, type ReadItem, type ReadResults, batchReads, checkable } from "../db/compiled";
 import { type LicenseRefusal, judgeLicense } from "./policy";
 
 export const Messages = {
@@ -72,9 +72,9 @@ export function userKeyOf(userKey: string | undefined): string {
   return key;
 }
 
-const licenseWithProduct = compiled((db, p: Params<{ key: string }>) =>
+const licenseWithProduct = checkable((db, p: Params<{ key: string }>, checked) =>
   db
-    .select({ license: licenses, productCode: products.code })
+    .select({ license: licenses, productCode: products.code, checked: sql<number>`${checked}` })
     .from(licenses)
     .innerJoin(products, eq(products.id, licenses.productId))
     .where(eq(licenses.userKey, p.key))
@@ -93,7 +93,7 @@ export function foundLicense(row: { license: LicenseRow; productCode: string } |
 
 /** The license a user key names, with its product's code; 523 for a malformed key, 525 for an unknown one. */
 export async function findByUserKey(db: Db, userKey: string | undefined): Promise<LicenseWithProduct> {
-  const [row] = await licenseWithProduct.run(db, { key: userKeyOf(userKey) });
+  const [[row]] = await batchReads(db, [licenseByUserKey(userKeyOf(userKey))]);
   return foundLicense(row);
 }
 

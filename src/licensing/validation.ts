@@ -1,8 +1,8 @@
 /** Validation (CONTRACT section 4): is this license, and this machine's activation, good now? Free of HTTP. */
-import { and, eq, gt, isNull, or, sql } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
 import { sha256Hex } from "../crypto";
-import { type Params, compiled } from "../db/compiled";
-import { licenseTokens, licenses } from "../db/schema";
+import { type Params, checkable } from "../db/compiled";
+import { licenseTokens, licenses, products } from "../db/schema";
 import type { ServiceContext } from "../http/context";
 import { GrpcCode } from "../errors";
 import type { LicenseRow } from "./license-core";
@@ -13,7 +13,6 @@ import {
   Messages,
   fail,
   userKeyOf,
-  licenseByUserKey,
   foundLicense,
   firstReads,
   requireUsable,
@@ -54,15 +53,20 @@ export async function validate(ctx: ServiceContext, input: ValidateInput, client
   const givenToken = input.licenseToken?.trim() || undefined;
   const named = machineId !== undefined || (input.licenseToken ?? "") !== "";
   const at = now();
-  // One D1 round trip: the license and, when the client names a machine or a token, the live tokens that can be
+  // One D1 statement: the license and, when the client names a machine or a token, the live tokens that can be
   // the activation it names (which one it is needs the license's id: liveActivation decides).
-  const candidatesQuery = named
-    ? activationCandidates(key, givenToken ? await sha256Hex(givenToken) : undefined, machineId ?? "", clientId, at)
-    : undefined;
-  const [licenseRows, candidates] = candidatesQuery
-    ? await firstReads(ctx, [licenseByUserKey(key), candidatesQuery])
-    : [(await firstReads(ctx, [licenseByUserKey(key)]))[0], []];
-  const license = foundLicense(licenseRows[0]);
+  const [rows] = await firstReads(ctx, [
+    licenseToValidate.with({
+      key,
+      named: named ? 1 : 0,
+      digest: givenToken ? await sha256Hex(givenToken) : null,
+      machineId: machineId ?? "",
+      clientId,
+      at: at.toISOString(),
+    }),
+  ]);
+  const candidates = rows[0]?.candidates ?? [];
+  const license = foundLicense(rows[0]);
   requireOwnLicense(ctx, license);
   await requireUsable(ctx.config, license, now(), input.productCode);
   // The live token the client names, and the machine and client it belongs to (what the license key will name).
@@ -111,50 +115,49 @@ export async function validate(ctx: ServiceContext, input: ValidateInput, client
   };
 }
 
-/**
- * The live tokens of the license with this user key that can be the activation a validate names, unexecuted: it is
- * batched with the license's read, before the license's id is known. A given token is found by its digest. A
- * derived token depends on the license's id, so the query takes the live tokens of the named machine and client,
- * among which the derived token's row is when it exists (activate stores it with exactly these values), and
- * liveActivation picks it by digest.
- */
-const candidateColumns = {
-  licenseId: licenseTokens.licenseId,
-  tokenDigest: licenseTokens.tokenDigest,
-  expireDate: licenseTokens.expireDate,
-  machineId: licenseTokens.machineId,
-};
-/** Tokens of the license with the user key `key`, live at `at`. */
-const liveOfLicense = (p: Params<{ key: string; at: string }>) =>
-  and(
-    sql`${licenseTokens.licenseId} = (SELECT ${licenses.id} FROM ${licenses} WHERE ${licenses.userKey} = ${p.key})`,
-    or(isNull(licenseTokens.expireDate), gt(licenseTokens.expireDate, p.at)),
-  );
-const candidatesByDigest = compiled((db, p: Params<{ key: string; digest: string; at: string }>) =>
-  db
-    .select(candidateColumns)
-    .from(licenseTokens)
-    .where(and(liveOfLicense(p), eq(licenseTokens.tokenDigest, p.digest))),
-);
-const candidatesByMachine = compiled(
-  (db, p: Params<{ key: string; machineId: string; clientId: string; at: string }>) =>
-    db
-      .select(candidateColumns)
-      .from(licenseTokens)
-      .where(and(liveOfLicense(p), eq(licenseTokens.machineId, p.machineId), eq(licenseTokens.clientId, p.clientId))),
-);
-
-function activationCandidates(
-  key: string,
-  givenDigest: string | undefined,
-  machineId: string,
-  clientId: string,
-  at: Date,
-) {
-  return givenDigest !== undefined
-    ? candidatesByDigest.with({ key, digest: givenDigest, at: at.toISOString() })
-    : candidatesByMachine.with({ key, machineId, clientId, at: at.toISOString() });
+/** A live token of the license that can be the activation a validate names (see licenseToValidate). */
+interface Candidate {
+  licenseId: number;
+  tokenDigest: string;
+  expireDate: string | null;
+  machineId: string | null;
 }
+
+/**
+ * A validate's one read (and one statement, the bearer token's logout check included when it comes along): the
+ * license with this user key, its product's code, and, when the client names a machine or a token, the live tokens
+ * that can be the activation it names, as a JSON column. A given token is found by its digest. A derived token
+ * depends on the license's id, so the read takes the live tokens of the named machine and client, among which the
+ * derived token's row is when it exists (activate stores it with exactly these values), and liveActivation picks it
+ * by digest.
+ */
+const licenseToValidate = checkable(
+  (
+    db,
+    p: Params<{ key: string; named: number; digest: string | null; machineId: string; clientId: string; at: string }>,
+    checked,
+  ) =>
+    db
+      .select({
+        license: licenses,
+        productCode: products.code,
+        checked: sql<number>`${checked}`,
+        candidates: sql<
+          Candidate[]
+        >`(SELECT json_group_array(json_object('licenseId', ${licenseTokens.licenseId}, 'tokenDigest', ${licenseTokens.tokenDigest}, 'expireDate', ${licenseTokens.expireDate}, 'machineId', ${licenseTokens.machineId}))
+          FROM ${licenseTokens}
+          WHERE ${p.named} = 1 AND ${licenseTokens.licenseId} = ${licenses.id}
+            AND (${licenseTokens.expireDate} IS NULL OR ${licenseTokens.expireDate} > ${p.at})
+            AND CASE WHEN ${p.digest} IS NOT NULL THEN ${licenseTokens.tokenDigest} = ${p.digest}
+              ELSE ${licenseTokens.machineId} = ${p.machineId} AND ${licenseTokens.clientId} = ${p.clientId} END)`
+          .mapWith((json: string) => JSON.parse(json) as Candidate[])
+          .as("candidates"),
+      })
+      .from(licenses)
+      .innerJoin(products, eq(products.id, licenses.productId))
+      .where(eq(licenses.userKey, p.key))
+      .limit(1),
+);
 
 /** The activation a validate names, among the candidates read with the license (activationCandidates). */
 async function liveActivation(
@@ -163,12 +166,7 @@ async function liveActivation(
   machineId: string | undefined,
   clientId: string,
   givenToken: string | undefined,
-  candidates: readonly {
-    licenseId: number;
-    tokenDigest: string;
-    expireDate: string | null;
-    machineId: string | null;
-  }[],
+  candidates: readonly Candidate[],
 ): Promise<{ value: string; expireAt?: string; machineId?: string } | undefined> {
   const value =
     givenToken ?? (await clientToken(ctx.config, TokenKind.Activation, license.id, machineId ?? "", clientId));

@@ -132,6 +132,28 @@ describe("bearer tokens after logout", () => {
     expect((await call("POST", "/v1/auth/logout", { token, body: {} })).status).toBe(200);
     expect((await call("POST", "/v1/license/validate", { token, body: { userKey: lic.userKey } })).status).toBe(401);
   });
+
+  it("are refused before anything is read for them: an unknown key and a heartbeat answer 401, not 525", async () => {
+    const floating = await newLicense("Floating");
+    const token = await login();
+    const seat = await call("POST", "/v1/license/request", {
+      token,
+      body: { userKey: floating.userKey, machineId: "m", clientId: "c" },
+    });
+    expect(seat.status).toBe(200);
+    expect((await call("POST", "/v1/auth/logout", { token, body: {} })).status).toBe(200);
+    // The license's read finds no row to carry the logout check's answer: the check is asked on its own.
+    const unknown = await call("POST", "/v1/license/validate", { token, body: { userKey: "NO-SUCH-KEY" } });
+    expect(unknown.status).toBe(401);
+    const beat = await call("POST", "/v1/license/heartbeat", {
+      token,
+      body: { licenseToken: seat.body["licenseToken"] },
+    });
+    expect(beat.status).toBe(401);
+    expect(
+      (await call("POST", "/v1/license/heartbeat", { token, body: { licenseToken: "fltk_unknown" } })).status,
+    ).toBe(401);
+  });
 });
 
 describe("API keys after revocation or deletion", () => {
