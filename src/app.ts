@@ -6,7 +6,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import type { AppEnv } from "./http/app-env";
 import { ensureAdmin } from "./auth/bootstrap";
-import { ipProtection } from "./protection/limits";
+import { ipProtection, ipVerdict } from "./protection/limits";
 import { clientAddress } from "./protection/client-ip";
 import { clock } from "./clock";
 import { API_KEY_SCHEME, BEARER_SCHEME } from "./auth/guard";
@@ -14,9 +14,12 @@ import { settleFirst } from "./http/context";
 import { registerAuth } from "./auth/auth-routes";
 import { registerConsoleAuth } from "./auth/console-routes";
 import { type Config, loadConfig, unsafeSetting } from "./config";
-import { openRequestDb, reportRequestDb } from "./http/d1-session";
+import { openRequestDb, reportRequestDb, serverTiming, serverTimingOn } from "./http/d1-session";
+import { D1Work } from "./db/work";
+import { rememberedAnonymousAnswer } from "./updates/answer-memo";
+import { namesUserKey } from "./updates/artifact-download";
 import { jsonBodyLimit } from "./http/body-limit";
-import { browserCors } from "./http/cors";
+import { browserCors, corsApplies } from "./http/cors";
 import { ApiError } from "./errors";
 import { requestLog } from "./http/request-log";
 import { errorResponse, renderError } from "./http/respond";
@@ -39,7 +42,7 @@ import { registerReports } from "./management/reports";
 import { registerResources } from "./management/resources";
 import { registerDownloads } from "./management/release-downloads";
 import { registerSigningKeys } from "./auth/signing-key-routes";
-import { registerUpdateRoutes } from "./updates/update-routes";
+import { notModifiedFor, registerUpdateRoutes } from "./updates/update-routes";
 import { registerLicensingRoutes } from "./licensing/licensing-routes";
 import { registerRpc } from "./rpc/server";
 import { registerSettings } from "./management/settings";
@@ -66,7 +69,7 @@ const context: MiddlewareHandler<AppEnv> = async (c, next) => {
   await ensureAdmin(c.env.DB, config, { clientIp: c.get("clientIp") });
   await next();
   // Server-Timing: always in development, by setting elsewhere (it tells how the database is used).
-  reportRequestDb(c, rdb, config["Application:ServerTiming"] || config["Application:Environment"] === "Development");
+  reportRequestDb(c, rdb, serverTimingOn(config));
 };
 
 /**
@@ -104,21 +107,55 @@ const health: MiddlewareHandler<AppEnv> = async (c, next) => {
 };
 
 /** Application:EnableWebApi, EnableSwagger and EnableGrpcWeb switch whole areas off (404, as if absent). */
-const gates: MiddlewareHandler<AppEnv> = async (c, next) => {
-  const config = c.get("config");
-  const path = c.req.path;
+function closedArea(path: string, config: Config): ApiError | undefined {
   if (path.startsWith("/v1/") && !config["Application:EnableWebApi"])
-    throw new ApiError(404, "The REST API is disabled");
+    return new ApiError(404, "The REST API is disabled");
   if (path.startsWith("/licensing.v1.") && !config["Application:EnableGrpcWeb"])
-    throw new ApiError(404, "gRPC-Web is disabled");
+    return new ApiError(404, "gRPC-Web is disabled");
   if (
     (path === "/swagger" || path.startsWith("/swagger/")) &&
     !(config["Application:EnableSwagger"] && config["Application:EnableWebApi"])
   ) {
-    throw new ApiError(404, "Swagger is disabled");
+    return new ApiError(404, "Swagger is disabled");
   }
+  return undefined;
+}
+
+const gates: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const closed = closedArea(c.req.path, c.get("config"));
+  if (closed) throw closed;
   await next();
 };
+
+/**
+ * The front door of the hottest route, an auto-updater's anonymous poll of a feed or update check: answered from the
+ * isolate's memo of anonymous answers (updates/answer-memo.ts) before the app is entered, when everything the app
+ * would do before the route comes to nothing for it. The settings allow it (safe, the API and the answer cache on,
+ * no CORS asked for), the client's IP is free of the request limit (not blacklisted, not counted) and the request
+ * is not the health check's. Anything else, and every miss, goes through the app. The answer is the app's own (its
+ * status, body and headers as the route made them), with what the middlewares would add: a 304 for a matching
+ * If-None-Match, and Server-Timing (no D1 work) when it is on.
+ */
+export async function frontDoor(request: Request, env: Bindings): Promise<Response | undefined> {
+  if (request.method !== "GET") return undefined;
+  const url = new URL(request.url);
+  const now = clock.now().getTime();
+  const kept = namesUserKey(request.headers, url) ? undefined : rememberedAnonymousAnswer(url, now);
+  if (!kept) return undefined;
+  const { config } = await loadConfig(env, env.DB);
+  if (
+    unsafeSetting(config) ||
+    closedArea(url.pathname, config) ||
+    corsApplies(url.pathname, config) ||
+    (config["Application:EnableHealthCheck"] && url.pathname === config["Application:HealthCheckEndPoint"])
+  )
+    return undefined;
+  const ip = await clientAddress(request.headers, config, now);
+  if (ipVerdict(ip, url.pathname, config) !== "free") return undefined;
+  const res = notModifiedFor(request.headers.get("if-none-match") ?? undefined, kept());
+  if (serverTimingOn(config)) res.headers.append("Server-Timing", serverTiming(new D1Work()));
+  return res;
+}
 
 let documents: { header: string; document: unknown } | undefined;
 

@@ -1,5 +1,5 @@
 /** Worker entry: fetch (the Hono app), queue (its job handlers in one table) and scheduled (housekeeping). */
-import { createApp } from "./app";
+import { createApp, frontDoor } from "./app";
 import { type JobHandlers, consumeBatch } from "./jobs";
 import { consumeExpiredSeats } from "./licensing/license-events";
 import { writeTraces } from "./licensing/traces";
@@ -25,8 +25,8 @@ function normalizeContentType(request: Request): Request {
 }
 
 export default {
-  fetch(request, env, ctx) {
-    return app.fetch(normalizeContentType(request), env, ctx);
+  async fetch(request, env, ctx) {
+    return (await frontDoor(request, env)) ?? app.fetch(normalizeContentType(request), env, ctx);
   },
   queue(batch, env, ctx) {
     return consumeBatch(batch, env, ctx, jobs);

@@ -7,6 +7,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { cors } from "hono/cors";
 import type { AppEnv } from "./app-env";
+import type { Config } from "../config";
 
 /** Paths browsers may call: the application-facing surface, nothing of the Management API. */
 const BROWSER_PATHS =
@@ -32,9 +33,14 @@ const handler = cors({
   maxAge: 600,
 });
 
+/** Whether CORS applies to a path: allowed origins are configured and it is one of {@link BROWSER_PATHS}. */
+export function corsApplies(path: string, config: Config): boolean {
+  // Without allowed origins the service answers as if CORS did not exist (no preflight route either).
+  return config["Application:CorsOrigins"].length > 0 && BROWSER_PATHS.test(path);
+}
+
 /** The CORS middleware: runs after the request context (it reads the settings), only on {@link BROWSER_PATHS}. */
 export const browserCors: MiddlewareHandler<AppEnv> = async (c, next) => {
-  // Without allowed origins the service answers as if CORS did not exist (no preflight route either).
-  if (c.get("config")["Application:CorsOrigins"].length === 0 || !BROWSER_PATHS.test(c.req.path)) return next();
+  if (!corsApplies(c.req.path, c.get("config"))) return next();
   return handler(c, next);
 };

@@ -6,7 +6,18 @@
  */
 import type { Context } from "hono";
 import type { AppEnv } from "./app-env";
-import { type RequestDb, requestDb } from "../db/work";
+import { type D1Work, type RequestDb, requestDb } from "../db/work";
+import type { Config } from "../config";
+
+/** Whether answers carry their D1 work in Server-Timing: always in development, by setting elsewhere. */
+export function serverTimingOn(config: Config): boolean {
+  return config["Application:ServerTiming"] || config["Application:Environment"] === "Development";
+}
+
+/** The Server-Timing value (W3C) of a request's D1 work: the time waited on D1 as `dur`, the counts as `desc`. */
+export function serverTiming(w: Pick<D1Work, "ms" | "statements" | "roundTrips" | "rowsWritten" | "rowsRead">): string {
+  return `d1;dur=${w.ms.toFixed(1)};desc="D1", d1-statements;desc="${w.statements}", d1-round-trips;desc="${w.roundTrips}", d1-rows-written;desc="${w.rowsWritten}", d1-rows-read;desc="${w.rowsRead}"`;
+}
 
 /** Request and response header carrying a D1 session bookmark. */
 export const BOOKMARK_HEADER = "x-d1-bookmark";
@@ -25,19 +36,13 @@ export function openRequestDb(c: Context<AppEnv>): RequestDb {
 }
 
 /** Adds the bookmark and (when on) the D1 work to the answer. */
-export function reportRequestDb(c: Context<AppEnv>, rdb: RequestDb, serverTiming: boolean): void {
+export function reportRequestDb(c: Context<AppEnv>, rdb: RequestDb, timing: boolean): void {
   const bookmark = rdb.bookmark();
-  if (!bookmark && !serverTiming) return;
+  if (!bookmark && !timing) return;
   const w = rdb.work;
   const set = (headers: Headers) => {
     if (bookmark) headers.set(BOOKMARK_HEADER, bookmark);
-    // Server-Timing (W3C): the time waited on D1 as `dur`, the counts as `desc` of their own metrics.
-    if (serverTiming) {
-      headers.append(
-        "Server-Timing",
-        `d1;dur=${w.ms.toFixed(1)};desc="D1", d1-statements;desc="${w.statements}", d1-round-trips;desc="${w.roundTrips}", d1-rows-written;desc="${w.rowsWritten}", d1-rows-read;desc="${w.rowsRead}"`,
-      );
-    }
+    if (timing) headers.append("Server-Timing", serverTiming(w));
   };
   try {
     set(c.res.headers);

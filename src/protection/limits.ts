@@ -40,6 +40,18 @@ function excluded(path: string, config: Config): boolean {
   return config["IpFiltering:BruteForceProtection:ExcludedPaths"].some((prefix) => path.startsWith(prefix));
 }
 
+/**
+ * What the IP filter and request limit make of a request, before any count: refused (blacklisted), free (protection
+ * off, a whitelisted IP, or a path excluded from the request limit) or counted by the IP's RateLimiter object.
+ */
+export function ipVerdict(ip: string, path: string, config: Config): "blocked" | "free" | "counted" {
+  if (ipInList(ip, config["IpFiltering:Blacklist"])) return "blocked";
+  if (!config["IpFiltering:BruteForceProtection:Enabled"] || ipInList(ip, config["IpFiltering:Whitelist"]))
+    return "free";
+  if (!LOGIN_PATHS.includes(path) && excluded(path, config)) return "free";
+  return "counted";
+}
+
 /** The IP filter and request limit (app middleware, before any route). */
 export const ipProtection: MiddlewareHandler<AppEnv> = async (c, next) => {
   const config = c.get("config");
@@ -52,9 +64,9 @@ export const ipProtection: MiddlewareHandler<AppEnv> = async (c, next) => {
       ctx.waitUntil(countFailedLogin(ctx));
     }
   };
-  if (ipInList(ip, config["IpFiltering:Blacklist"])) throw new ApiError(403, "Requests from this address are blocked");
-  if (!config["IpFiltering:BruteForceProtection:Enabled"] || ipInList(ip, config["IpFiltering:Whitelist"]))
-    return proceed();
+  const decided = ipVerdict(ip, c.req.path, config);
+  if (decided === "blocked") throw new ApiError(403, "Requests from this address are blocked");
+  if (decided === "free") return proceed();
   let verdict;
   if (LOGIN_PATHS.includes(c.req.path)) {
     // A login flood stops here, before any password is hashed: a generous limit of its own, blocked for one frame.
@@ -66,7 +78,6 @@ export const ipProtection: MiddlewareHandler<AppEnv> = async (c, next) => {
       frame,
     );
   } else {
-    if (excluded(c.req.path, config)) return proceed();
     verdict = await limiter(c.env, ip).hit(
       clock.now().getTime(),
       config["IpFiltering:BruteForceProtection:MaxRequestsPerTimeFrame"],

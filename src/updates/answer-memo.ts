@@ -63,8 +63,63 @@ export async function keepAnswer(key: string, response: Response, now: number, m
   keptBytes += body.byteLength;
 }
 
-/** Forgets every kept answer (tests that change settings the answers depend on). */
+/** Forgets every kept answer (tests that change settings the answers depend on; a release change in this isolate). */
 export function forgetAnswers(): void {
   kept.clear();
   keptBytes = 0;
+  forgetFronts();
+}
+
+/** Forgets where request URLs point (a change to a product or its releases in this isolate). */
+export function forgetFronts(): void {
+  fronts.clear();
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The front door (app.ts): a request's URL straight to the kept answer, before the app is entered.
+
+/** Request URLs pointing at kept answers (a URL is a few hundred bytes; the bound keeps junk URLs from growing it). */
+interface Front {
+  key: string;
+  /** The product memo's trust in the release generation the key carries ends then (product-memo.ts). */
+  until: number;
+}
+const fronts = new Map<string, Front>();
+const MAX_FRONTS = 4096;
+
+/**
+ * A request's URL as the front door knows it: origin, path and query, but for electron-updater's `noCache` (a new
+ * value in every poll), in a fixed order. It names the answer at least as closely as the route's own key does (which
+ * is built from the same path and query, and the product's release generation).
+ */
+function frontKey(url: URL): string {
+  const params = [...url.searchParams].filter(([name]) => name !== "noCache").sort(([a], [b]) => (a < b ? -1 : 1));
+  return `${url.origin}${url.pathname}?${new URLSearchParams(params).toString()}`;
+}
+
+/**
+ * Remembers that the anonymous request at `url` was answered with the answer kept under `key`, which is trusted
+ * until `until` (when the isolate would ask for the product's release generation again): past it, the request goes
+ * through the app, so a release change made elsewhere reaches these answers as soon as it reaches the app's.
+ */
+export function pointFront(url: URL, key: string, until: number): void {
+  const front = frontKey(url);
+  const old = fronts.get(front);
+  if (old?.key === key && old.until === until) return;
+  fronts.delete(front);
+  if (fronts.size >= MAX_FRONTS) fronts.delete(fronts.keys().next().value as string);
+  fronts.set(front, { key, until });
+}
+
+/**
+ * The answer kept for an anonymous request (one that names no user key) to the update routes at `url`, as a maker of
+ * Responses (the caller checks the rest of the request first); undefined when nothing is kept for it.
+ */
+export function rememberedAnonymousAnswer(url: URL, now: number): (() => Response) | undefined {
+  if (!url.pathname.startsWith("/v1/updates/")) return undefined;
+  const front = fronts.get(frontKey(url));
+  if (front === undefined || now >= front.until) return undefined;
+  const entry = kept.get(front.key);
+  if (!entry || now >= entry.expiresAt || now < entry.keptAt) return undefined;
+  return () => new Response(entry.body, { status: entry.status, headers: entry.headers });
 }

@@ -186,6 +186,11 @@ export function userKeyOf(c: Context<AppEnv>): string | undefined {
   return c.req.header(USER_KEY_HEADER) ?? c.req.query("userKey") ?? undefined;
 }
 
+/** Whether a request names a user key at all (userKeyOf, before the app: the front door, app.ts). */
+export function namesUserKey(headers: Headers, url: URL): boolean {
+  return headers.has(USER_KEY_HEADER) || url.searchParams.has("userKey");
+}
+
 /**
  * Traces an update check or a download for a license that traces; `version` (the client's current version for a
  * check, the release's for a download) goes into the trace's meta, where the console reads update adoption from.

@@ -14,6 +14,7 @@ import { type ProductRow, productByCode } from "./catalog";
 import { eq, sql } from "drizzle-orm";
 import { products } from "../db/schema";
 import { forgetReleases } from "./release-memo";
+import { forgetFronts } from "./answer-memo";
 
 /** How long an isolate trusts a remembered product: the most another isolate may lag behind a release change. */
 export const PRODUCT_MEMO_MS = 5_000;
@@ -49,10 +50,20 @@ export function productByCodeMemo(db: Db, code: string): Promise<ProductRow | un
   return entry.product;
 }
 
+/**
+ * Until when the isolate trusts what it remembers of the product with this code (0 when it remembers nothing):
+ * answers kept for its current release generation may be served without asking for the product until then.
+ */
+export function trustedUntil(code: string): number {
+  const hit = remembered.get(code);
+  return hit ? hit.loadedAt + PRODUCT_MEMO_MS : 0;
+}
+
 /** Forgets every remembered product: after a change to a product or its releases, in the isolate that made it. */
 export function forgetProducts(): void {
   remembered.clear();
   forgetReleases();
+  forgetFronts();
 }
 
 /**

@@ -42,7 +42,8 @@ import {
   downloadResponse,
 } from "./artifact-download";
 import { emptyFeedYaml, feedRelease, feedYaml } from "./feed";
-import { keepAnswer, recallAnswer } from "./answer-memo";
+import { keepAnswer, pointFront, recallAnswer } from "./answer-memo";
+import { trustedUntil } from "./product-memo";
 import { keepReleases, recallReleases } from "./release-memo";
 import { batchReads } from "../db/compiled";
 import { checkForUpdate, signUpdateCheck } from "./update-check";
@@ -97,9 +98,9 @@ function downloadUrlBuilder(c: Context<AppEnv>, product: ProductRow, platform: P
 }
 
 /** A 304 for a request whose If-None-Match names the answer's entity tag; the answer itself otherwise. */
-function unlessNotModified(c: Context<AppEnv>, res: Response): Response {
+export function notModifiedFor(ifNoneMatch: string | undefined, res: Response): Response {
   const etag = res.headers.get("ETag");
-  if (res.status !== 200 || !etag || !noneMatchHits(c.req.header("if-none-match"), etag)) return res;
+  if (res.status !== 200 || !etag || !noneMatchHits(ifNoneMatch, etag)) return res;
   return new Response(null, {
     status: 304,
     headers: { ETag: etag, "Cache-Control": res.headers.get("Cache-Control") ?? "private, no-store" },
@@ -118,6 +119,7 @@ async function taggedFeed(yaml: string): Promise<Response> {
  */
 async function throughCache(
   c: Context<AppEnv>,
+  product: ProductRow,
   key: string[],
   anonymous: boolean,
   produce: () => Promise<Response>,
@@ -130,6 +132,8 @@ async function throughCache(
   }
   const url = `https://update-cache.invalid/${key.map(encodeURIComponent).join("/")}`;
   const now = clock.now().getTime();
+  // The front door (app.ts) answers this request's URL from the memo from now on, while the answer is kept.
+  pointFront(new URL(c.req.url), url, trustedUntil(product.code));
   const recalled = recallAnswer(url, now);
   if (recalled) return recalled;
   const ctx = serviceContext(c);
@@ -208,6 +212,7 @@ async function feedResponse(
   const userKey = userKeyOf(c);
   const res = await throughCache(
     c,
+    product,
     [product.code, String(product.releaseGeneration), "feed", channel, platform, file],
     !userKey,
     async () => {
@@ -224,7 +229,7 @@ async function feedResponse(
       return taggedFeed(yaml);
     },
   );
-  return unlessNotModified(c, res);
+  return notModifiedFor(c.req.header("if-none-match"), res);
 }
 
 const feedResponses = {
@@ -285,6 +290,7 @@ export function registerUpdateRoutes(app: Router): void {
       const userKey = userKeyOf(c);
       return throughCache(
         c,
+        product,
         [product.code, String(product.releaseGeneration), "check", channel, platform, version],
         !userKey,
         async () => {
