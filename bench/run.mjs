@@ -239,7 +239,8 @@ for (let i = 0; i < 1 + scales.length; i++) activating.push(await newLicense({ l
 const d1 = () => service.mf.getD1Database("DB");
 await verifyIntegrity(await d1(), ENCRYPTION_KEY, updater.id);
 
-const feedPath = "/v1/updates/bench/latest.yml";
+// electron-updater asks with a random noCache parameter (its generic provider); the service ignores it.
+const feedPath = "/v1/updates/bench/latest.yml?noCache=k3n9x2";
 const checkPath = "/v1/updates/bench?platform=win-x64&version=0.9.0";
 const downloadPath = `/v1/updates/bench/download/win-x64/1.0.0/${encodeURIComponent(fileName)}`;
 // A differential update's request: 200 ranges of 2 KiB spread over the file, as electron-updater sends them.

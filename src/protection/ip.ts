@@ -67,20 +67,29 @@ function within(ip: Uint8Array, entry: Entry): boolean {
   return true;
 }
 
-const compiled = new Map<string, Entry[]>();
+// Lists change only with the settings: each settings object's list is compiled once (keyed by the array itself).
+const compiled = new WeakMap<readonly string[], Entry[]>();
+// Client addresses recur (an installation polls from the same one): each is parsed once while it is in this bound.
+const parsed = new Map<string, Uint8Array | undefined>();
+const MAX_PARSED = 4096;
+
+function parsedIp(ip: string): Uint8Array | undefined {
+  if (parsed.has(ip)) return parsed.get(ip);
+  const bytes = parseIp(ip);
+  if (parsed.size >= MAX_PARSED) parsed.clear();
+  parsed.set(ip, bytes);
+  return bytes;
+}
 
 /** Whether the address is in the list (addresses and CIDR ranges; unparsable entries are ignored). */
 export function ipInList(ip: string, list: readonly string[]): boolean {
   if (list.length === 0) return false;
-  const address = parseIp(ip);
+  const address = parsedIp(ip);
   if (!address) return false;
-  const key = list.join(",");
-  let entries = compiled.get(key);
+  let entries = compiled.get(list);
   if (!entries) {
-    // Lists change only with the settings: a handful of versions are ever seen by one isolate.
-    if (compiled.size > 16) compiled.clear();
     entries = list.map(parseEntry).filter((e): e is Entry => e !== undefined);
-    compiled.set(key, entries);
+    compiled.set(list, entries);
   }
   return entries.some((e) => within(address, e));
 }

@@ -93,6 +93,7 @@ const MAX_FRONTS = 4096;
  * is built from the same path and query, and the product's release generation).
  */
 function frontKey(url: URL): string {
+  if (url.search === "") return `${url.origin}${url.pathname}?`;
   const params = [...url.searchParams].filter(([name]) => name !== "noCache").sort(([a], [b]) => (a < b ? -1 : 1));
   return `${url.origin}${url.pathname}?${new URLSearchParams(params).toString()}`;
 }
