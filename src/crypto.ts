@@ -20,14 +20,23 @@ export function randomString(length: number, alphabet = BASE62): string {
 
 const encoder = new TextEncoder();
 
+const HEX = Array.from({ length: 256 }, (_, b) => b.toString(16).padStart(2, "0"));
+
 export function toHex(bytes: ArrayBuffer | Uint8Array): string {
-  return [...new Uint8Array(bytes)].map((b) => b.toString(16).padStart(2, "0")).join("");
+  let out = "";
+  for (const b of new Uint8Array(bytes)) out += HEX[b];
+  return out;
 }
 
 export function toBase64(bytes: ArrayBuffer | Uint8Array): string {
   let s = "";
   for (const b of new Uint8Array(bytes)) s += String.fromCharCode(b);
   return btoa(s);
+}
+
+/** base64url without padding (RFC 7515's encoding of JWS parts). */
+export function toBase64Url(bytes: ArrayBuffer | Uint8Array): string {
+  return toBase64(bytes).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 }
 
 export function fromBase64(text: string): Uint8Array {

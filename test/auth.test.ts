@@ -61,6 +61,15 @@ describe("bearer tokens", () => {
     expect((await session(token)).status).toBe(401);
   });
 
+  it("refuses a token at its expiry though it was accepted a second before (the isolate remembers it verified)", async () => {
+    const token = await login();
+    expect((await session(token)).status).toBe(200);
+    moveClock(30 * 60_000 - 1_000);
+    expect((await session(token)).status).toBe(200);
+    moveClock(1_000);
+    expect((await session(token)).status).toBe(401);
+  });
+
   it("refuses tokens with alg none, another algorithm, no exp, another issuer or a changed payload", async () => {
     const now = Math.floor(Date.now() / 1000);
     const unsecured = new UnsecuredJWT(claims)

@@ -121,13 +121,21 @@ export function tokensEndNow(): SQL {
  * defers it must run loggedOutQuery before it acts: http/first-batch.ts).
  */
 export async function verifyTokenClaims(config: Config, token: string): Promise<Principal | undefined> {
+  const key = await signingKey(config);
+  const now = clock.now();
+  // A token verified before with this key needs only its expiry checked again (see `verified`).
+  const known = verified.get(key)?.get(token);
+  if (known)
+    return Math.floor(now.getTime() / 1000) < known.exp
+      ? { ...known.principal, roles: [...known.principal.roles] }
+      : undefined;
   let payload;
   try {
-    ({ payload } = await jwtVerify(token, await signingKey(config), {
+    ({ payload } = await jwtVerify(token, key, {
       algorithms: ["HS256"],
       issuer: ISSUER,
       requiredClaims: ["exp", "jti", "sub"],
-      currentDate: clock.now(),
+      currentDate: now,
     }));
   } catch (e) {
     if (e instanceof ConfigError) throw e;
@@ -138,7 +146,7 @@ export async function verifyTokenClaims(config: Config, token: string): Promise<
     ROLES.includes(r as Role),
   );
   const lic = typeof payload["lic"] === "string" ? payload["lic"] : undefined;
-  return {
+  const principal: Principal = {
     kind: "bearer",
     ...(lic ? { licenseId: lic } : { userId: String(payload.sub) }),
     userName: typeof payload["name"] === "string" ? payload["name"] : String(payload.sub),
@@ -147,6 +155,28 @@ export async function verifyTokenClaims(config: Config, token: string): Promise<
     issuedAt: typeof payload.iat === "number" ? payload.iat : 0,
     expiresAt: (payload.exp ?? 0) * 1000,
   };
+  remember(key, token, { principal, exp: payload.exp ?? 0 });
+  return principal;
+}
+
+/**
+ * Tokens whose signature and claims jose verified, per key: the same token under the same key verifies the same
+ * way every time, but for its expiry, which is checked again at each use (jose's rule: expired when exp <= now, in
+ * whole seconds; a token with an nbf still ahead never verified, so it is never here). An application sends its
+ * token with every call until it expires, so each isolate verifies it once; the logout check (loggedOutQuery) still
+ * runs on every request. Bounded: past MAX_VERIFIED the oldest are verified again when next seen.
+ */
+const verified = new WeakMap<CryptoKey, Map<string, { principal: Principal; exp: number }>>();
+const MAX_VERIFIED = 4096;
+
+function remember(key: CryptoKey, token: string, entry: { principal: Principal; exp: number }): void {
+  let tokens = verified.get(key);
+  if (!tokens) {
+    tokens = new Map();
+    verified.set(key, tokens);
+  }
+  if (tokens.size >= MAX_VERIFIED) tokens.delete(tokens.keys().next().value as string);
+  tokens.set(token, entry);
 }
 
 /** Logout: the token's id is kept until its expiry so it cannot be used again. */

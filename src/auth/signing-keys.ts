@@ -11,12 +11,12 @@
  * its row becomes a `RetiredSignatureKey` that no longer signs and stays published until every license key it can
  * have signed has expired (Licensing:LicenseKeyLifetime after its retirement).
  */
-import { CompactSign, calculateJwkThumbprint } from "jose";
+import { calculateJwkThumbprint } from "jose";
 import { decryptSecret, encryptSecret } from "../secrets";
 import { clock } from "../clock";
 import type { Config } from "../config";
 import type { Db } from "../db/client";
-import { toBase64 } from "../crypto";
+import { toBase64, toBase64Url } from "../crypto";
 
 export const SIGNATURE_KEY_TYPE = "SignatureKey";
 /** A deleted signing key: it signs no more, and is published until `meta.publishedUntil`. */
@@ -240,12 +240,27 @@ export function signingKeys(db: Db, config: Config): Promise<SigningKeys> {
   return cache.keys;
 }
 
-/** A compact JWS (ES256, header `kid`) over the JSON payload: what `license.licenseKey` carries. */
+/** Each key's encoded protected header (`{"alg":"ES256","kid":…,"typ":"JWT"}`), made once. */
+const headers = new Map<string, string>();
+const utf8 = new TextEncoder();
+
+/**
+ * A compact JWS (RFC 7515; ES256, header `kid`) over the JSON payload: what `license.licenseKey` carries. Built
+ * here rather than by jose's CompactSign, whose general header handling cost a validation more than the signature
+ * itself (docs/performance.md): the header is the same for every key, and WebCrypto's ECDSA signature is already
+ * the IEEE P1363 r||s form ES256 needs. Every JOSE library verifies it (test/client.test.ts, test/offline-license-keys.test.ts).
+ */
 export async function signJws(db: Db, config: Config, payload: object): Promise<string> {
   const keys = await signingKeys(db, config);
-  return new CompactSign(new TextEncoder().encode(JSON.stringify(payload)))
-    .setProtectedHeader({ alg: "ES256", kid: keys.kid, typ: "JWT" })
-    .sign(keys.privateKey);
+  let header = headers.get(keys.kid);
+  if (header === undefined) {
+    header = toBase64Url(utf8.encode(JSON.stringify({ alg: "ES256", kid: keys.kid, typ: "JWT" })));
+    if (headers.size > 8) headers.clear();
+    headers.set(keys.kid, header);
+  }
+  const input = `${header}.${toBase64Url(utf8.encode(JSON.stringify(payload)))}`;
+  const signature = await crypto.subtle.sign({ name: "ECDSA", hash: "SHA-256" }, keys.privateKey, utf8.encode(input));
+  return `${input}.${toBase64Url(signature)}`;
 }
 
 /** An ES256 signature of the bytes: standard base64 of the 64-byte IEEE P1363 (r||s) form, with the key's id. */
