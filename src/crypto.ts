@@ -43,9 +43,25 @@ export function fromBase64(text: string): Uint8Array {
   return Uint8Array.from(atob(text), (ch) => ch.charCodeAt(0));
 }
 
+/**
+ * Digests of short texts (keys and tokens, which clients present again at every call) this isolate has computed:
+ * a digest is a pure function of its text, so a hot path asks WebCrypto once per key, not once per request. Bounded
+ * by count and by the length of the texts it keeps; emptied when full.
+ */
+const shortDigests = new Map<string, string>();
+const SHORT_TEXT = 512;
+const SHORT_DIGESTS = 4096;
+
 /** SHA-256 of the UTF-8 text, lowercase hex: how API keys, client secrets and tokens are stored. */
 export async function sha256Hex(text: string): Promise<string> {
-  return toHex(await crypto.subtle.digest("SHA-256", encoder.encode(text)));
+  const known = shortDigests.get(text);
+  if (known !== undefined) return known;
+  const digest = toHex(await crypto.subtle.digest("SHA-256", encoder.encode(text)));
+  if (text.length <= SHORT_TEXT) {
+    if (shortDigests.size >= SHORT_DIGESTS) shortDigests.clear();
+    shortDigests.set(text, digest);
+  }
+  return digest;
 }
 
 /** Constant-time equality of two byte strings (different lengths compare unequal without early exit on content). */

@@ -74,6 +74,22 @@ describe("refusals shared by every operation", () => {
       "The license is not valid for this product",
     );
   });
+
+  it("refuses a license changed behind the API's back after it was checked and found intact", async () => {
+    // The isolate remembers HMACs it found right (license-core.ts); a change of a field or of the HMAC alone is
+    // still seen at the next call.
+    const fields = await newLicense("File");
+    expect((await op("validate", { userKey: fields.userKey })).status).toBe(200);
+    await env.DB.prepare("UPDATE licenses SET features = '[\"everything\"]' WHERE id = ?").bind(fields.id).run();
+    expectLicensingError(await op("validate", { userKey: fields.userKey }), 535, "The license has been tampered");
+
+    const hmac = await newLicense("File");
+    expect((await op("validate", { userKey: hmac.userKey })).status).toBe(200);
+    await env.DB.prepare("UPDATE licenses SET integrity = ? WHERE id = ?").bind("0".repeat(64), hmac.id).run();
+    expectLicensingError(await op("validate", { userKey: hmac.userKey }), 535, "The license has been tampered");
+    await env.DB.prepare("UPDATE licenses SET integrity = NULL WHERE id = ?").bind(hmac.id).run();
+    expectLicensingError(await op("validate", { userKey: hmac.userKey }), 535, "The license has been tampered");
+  });
 });
 
 describe("activation", () => {

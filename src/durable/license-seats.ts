@@ -17,7 +17,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { clock } from "../clock";
 import type { JobOf } from "../jobs";
-import { type Verdict, countInWindow } from "./fixed-window";
+import { FixedWindow } from "./fixed-window";
 
 /** A license's request budget: at most `limit` calls per `windowMs`; over it, refused until the window ends. */
 export interface Budget {
@@ -62,10 +62,12 @@ interface SeatRow extends Record<string, SqlStorageValue> {
 
 export abstract class SeatStore extends DurableObject<Bindings> {
   private readonly sql: SqlStorage;
+  private readonly budget: FixedWindow;
 
   constructor(ctx: DurableObjectState, env: Bindings) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
+    this.budget = new FixedWindow(this.sql, "budget");
     this.sql.exec(`CREATE TABLE IF NOT EXISTS seats (
       token_digest TEXT PRIMARY KEY,
       token_prefix TEXT NOT NULL,
@@ -86,7 +88,7 @@ export abstract class SeatStore extends DurableObject<Bindings> {
 
   /** Counts one call against the license's budget; the refusal when it is spent. */
   private overBudget(budget: Budget, now: number): OverBudget | undefined {
-    const verdict: Verdict = countInWindow(this.sql, "budget", now, budget.limit, budget.windowMs, budget.windowMs);
+    const verdict = this.budget.count(now, budget.limit, budget.windowMs, budget.windowMs);
     return verdict.allowed ? undefined : { overBudget: true, retryAfter: verdict.retryAfter ?? 1 };
   }
 
@@ -151,12 +153,21 @@ export abstract class SeatStore extends DurableObject<Bindings> {
   async heartbeat(tokenDigest: string, leaseMs: number, now: number, budget: Budget): Promise<SeatBeat | OverBudget> {
     const over = this.overBudget(budget, now);
     if (over) return over;
-    const seat = this.sql.exec<SeatRow>("SELECT * FROM seats WHERE token_digest = ?", tokenDigest).toArray()[0];
-    if (!seat) return { found: false };
-    if (seat.expires_at <= now) return { found: true, expired: true };
     const expiresAt = now + leaseMs;
-    this.sql.exec("UPDATE seats SET expires_at = ? WHERE token_digest = ?", expiresAt, tokenDigest);
-    return { found: true, expired: false, expiresAt, active: this.live(now) };
+    // One statement for a live seat: moved, and the live seats counted (the moved one is live before and after).
+    const moved = this.sql
+      .exec<{ active: number }>(
+        `UPDATE seats SET expires_at = ? WHERE token_digest = ? AND expires_at > ?
+         RETURNING (SELECT count(*) FROM seats WHERE expires_at > ?) AS active`,
+        expiresAt,
+        tokenDigest,
+        now,
+        now,
+      )
+      .toArray()[0];
+    if (moved) return { found: true, expired: false, expiresAt, active: moved.active };
+    const held = this.sql.exec("SELECT 1 FROM seats WHERE token_digest = ?", tokenDigest).toArray().length > 0;
+    return held ? { found: true, expired: true } : { found: false };
   }
 
   /** Whether the seat of this token is live, until when, and whose it is (the key a validate signs names them). */

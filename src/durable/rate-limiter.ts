@@ -5,7 +5,7 @@
  * The caller passes the time and the settings, so the object follows run-time setting changes and test clocks.
  */
 import { DurableObject } from "cloudflare:workers";
-import { type Verdict, countInWindow, seconds } from "./fixed-window";
+import { FixedWindow, type Verdict, seconds } from "./fixed-window";
 
 export type { Verdict } from "./fixed-window";
 
@@ -34,10 +34,12 @@ const PENDING_MS = 30_000;
 
 export class RateLimiter extends DurableObject<Bindings> {
   private readonly sql: SqlStorage;
+  private readonly requests: FixedWindow;
 
   constructor(ctx: DurableObjectState, env: Bindings) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
+    this.requests = new FixedWindow(this.sql, "state");
     this.sql.exec(`CREATE TABLE IF NOT EXISTS state (
       id INTEGER PRIMARY KEY CHECK (id = 1),
       window_start INTEGER NOT NULL, count INTEGER NOT NULL, blocked_until INTEGER NOT NULL,
@@ -59,7 +61,7 @@ export class RateLimiter extends DurableObject<Bindings> {
    * A blocked client's requests are not counted (the block runs from when the limit was passed).
    */
   async hit(now: number, limit: number, windowMs: number, blockMs: number): Promise<Verdict> {
-    return countInWindow(this.sql, "state", now, limit, windowMs, blockMs);
+    return this.requests.count(now, limit, windowMs, blockMs);
   }
 
   /**

@@ -91,19 +91,45 @@ function integrityKey(secret: string): Promise<CryptoKey> {
   return deriveKey(secret, "licensing/license-integrity/v1", { name: "HMAC", hash: "SHA-256", length: 256 }, ["sign"]);
 }
 
+async function hmacOf(secret: string | undefined, text: string): Promise<string> {
+  const key = await integrityKey(requireEncryptionKey(secret, "license integrity"));
+  return toHex(await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(text)));
+}
+
 /** The integrity HMAC of a license (lowercase hex), as stored in its `integrity` column. */
 export async function signLicense(secret: string | undefined, license: LicenseCore): Promise<string> {
-  const key = await integrityKey(requireEncryptionKey(secret, "license integrity"));
-  return toHex(await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(canonicalLicense(license))));
+  return hmacOf(secret, canonicalLicense(license));
 }
+
+/**
+ * The HMACs this isolate has checked and found right, by secret and core text: the HMAC is a pure function of the
+ * two, so a row read again with the same core fields is checked against the remembered HMAC without computing it
+ * again (the hot paths read the same licenses at every poll). Only a match is remembered; a changed field is a new
+ * text and is computed. Bounded; emptied when full.
+ */
+const provenIntegrity = new Map<string, string>();
+const PROVEN_INTEGRITY = 8192;
 
 /** Whether a stored row still carries the HMAC of its core fields; false means it was changed outside the API. */
 export async function isLicenseIntact(
   secret: string | undefined,
   license: LicenseCore & { integrity: string | null },
 ): Promise<boolean> {
-  const expected = await signLicense(secret, license);
-  return license.integrity !== null && timingSafeEqualText(expected, license.integrity);
+  if (license.integrity === null) {
+    requireEncryptionKey(secret, "license integrity");
+    return false;
+  }
+  const text = canonicalLicense(license);
+  const key = `${secret ?? ""}\n${text}`;
+  const proven = provenIntegrity.get(key);
+  if (proven !== undefined) return timingSafeEqualText(proven, license.integrity);
+  const expected = await hmacOf(secret, text);
+  const intact = timingSafeEqualText(expected, license.integrity);
+  if (intact) {
+    if (provenIntegrity.size >= PROVEN_INTEGRITY) provenIntegrity.clear();
+    provenIntegrity.set(key, expected);
+  }
+  return intact;
 }
 
 // ---------------------------------------------------------------------------------------------------------------
