@@ -40,6 +40,7 @@ import { MemorySampler, workerdChildren } from "./memory.mjs";
 import { startNginx } from "./nginx.mjs";
 import { ensurePackage } from "./apt.mjs";
 import { profileWhile, report } from "./profile.mjs";
+import { FLOORS, startFloorWorker } from "./floors.mjs";
 import { fillLicenses, verifyIntegrity } from "./seed.mjs";
 import { wrk } from "./wrk.mjs";
 
@@ -377,9 +378,11 @@ async function load(url, request, duration, conns = connections) {
 
 /** CPU time (user + system, ms) the service's workerd processes have used so far (/proc/<pid>/stat, in clock ticks). */
 const TICK_MS = 1000 / 100;
-function serviceCpuMs() {
+const serviceCpuMs = () => cpuMsOf(memory.pids);
+/** CPU time (user + system, ms) these processes have used so far. */
+function cpuMsOf(pids) {
   let ticks = 0;
-  for (const pid of memory.pids) {
+  for (const pid of pids) {
     try {
       const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
       const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
@@ -392,11 +395,13 @@ function serviceCpuMs() {
   return ticks * TICK_MS;
 }
 
-async function measure(url, request, duration, warm, conns = connections) {
+/** One warm-up and measured run; the CPU per request of `pids` (the service's workerd when none are given). */
+async function measure(url, request, duration, warm, conns = connections, pids = url === serviceUrl ? undefined : []) {
   const warmed = warm > 0 ? await load(url, request, warm, conns) : { total: 0 };
-  const cpuBefore = url === serviceUrl ? serviceCpuMs() : 0;
+  const cpuNow = () => (pids ? cpuMsOf(pids) : serviceCpuMs());
+  const cpuBefore = cpuNow();
   const r = await load(url, request, duration, conns);
-  if (url === serviceUrl && r.total > 0) r.cpuMs = (serviceCpuMs() - cpuBefore) / r.total;
+  if ((pids === undefined || pids.length > 0) && r.total > 0) r.cpuMs = (cpuNow() - cpuBefore) / r.total;
   r.warmTotal = warmed.total;
   if (r.non2xx > 0 || r.errors > 0 || r.timeouts > 0)
     console.warn(`  warning: ${r.non2xx} non-2xx answers, ${r.errors} errors, ${r.timeouts} timeouts`);
@@ -469,6 +474,27 @@ if (!wrkFound.skipped) {
   console.log(
     `  wrk -> nginx (7 bytes): ${generator.nginx ? fmt(generator.nginx) : "skipped"} | wrk -> no-logic Worker: ${fmt(generator.bare)} | with the static-assets router: ${fmt(generator.baseline)} | autocannon -> no-logic Worker: ${fmt(generator.autocannon)}`,
   );
+}
+
+// The platform's floors (bench/floors.mjs): the work a hot path cannot avoid, in a no-logic Worker deployed alike.
+const floors = [];
+if (!wrkFound.skipped) {
+  const floor = await startFloorWorker({
+    compatibilityDate: configuredWorkerOptions().compatibilityDate,
+    assets: configuredWorkerOptions().assets,
+    log: new RuntimeLog("floor"),
+  });
+  const floorPids = workerdChildren().filter(
+    (pid) => !before.has(pid) && !servicePids.includes(pid) && !baselinePids.includes(pid) && !otherPids.includes(pid),
+  );
+  otherPids.push(...floorPids);
+  console.log(`\nPlatform floors: ${connections} connections, ${seconds} s`);
+  for (const { path, name } of FLOORS) {
+    const r = await measure(floor.url, { path }, seconds, warmup, connections, floorPids);
+    floors.push({ path, name, r });
+    console.log(`  ${path}: ${fmt(r)}, CPU ${r.cpuMs?.toFixed(2)} ms/req`);
+  }
+  await floor.dispose();
 }
 
 console.log(
@@ -620,6 +646,37 @@ if (generator.baseline) {
     `The platform's static-assets router, which every request to a Worker with [assets] passes first, takes the no-logic Worker from ${generator.bare.rps.toFixed(0)} to ${generator.baseline.rps.toFixed(0)} req/s here: the tables' baseline has it, as the service does.`,
     "",
   );
+}
+if (floors.length > 0) {
+  const read = floors[0].r;
+  lines.push(
+    "## Platform floors (what a hot path cannot avoid, in a no-logic Worker deployed alike)",
+    "",
+    "The same static assets, local D1 and a SQLite-backed Durable Object on disk (bench/floors.mjs). A path's ratio to the first row bounds what the service's path doing that work can reach against its health check.",
+    "",
+    "| work | req/s | p50 ms | p99 ms | CPU ms/req | × one D1 read |",
+    "|---|---|---|---|---|---|",
+    ...floors.map(
+      ({ name, r }) =>
+        `| ${name} | ${r.rps.toFixed(0)} | ${r.p50} | ${r.p99} | ${r.cpuMs?.toFixed(2) ?? ""} | ${(r.rps / read.rps).toFixed(2)} |`,
+    ),
+    "",
+  );
+  // Each hot path beside its floor: how much of what the platform leaves it the service reaches.
+  const bounded = [
+    ["floating heartbeat (bearer)", "/read-do-write"],
+    ["license validate (bearer)", "/read-sign"],
+  ];
+  for (const [scenario, path] of bounded) {
+    const row = rows.find((r) => r.scenario === scenario);
+    const floor = floors.find((f) => f.path === path);
+    if (!row || !healthRps || !floor) continue;
+    const bound = floor.r.rps / read.rps;
+    lines.push(
+      `- ${scenario}: ${(row.svc.rps / healthRps).toFixed(2)} × health; its floor ${bound.toFixed(2)} × one read, so ${(row.svc.rps / healthRps / bound).toFixed(2)} of what the platform leaves it.`,
+    );
+  }
+  lines.push("");
 }
 if (latencyRows.length > 0) {
   lines.push(
