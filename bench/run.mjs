@@ -22,7 +22,7 @@
 //   BENCH_LATENCY_SECONDS (3): the hot paths again with one connection, for their latency without queueing
 //   BENCH_SCALES ("10,1000,100000,1000000"; empty for none), BENCH_SCALE_SECONDS (3), BENCH_SCALE_WARMUP_SECONDS (1)
 //   BENCH_ONLY: comma-separated beginnings of scenario names, e.g. "feed,update check" (main table and scale runs)
-//   BENCH_SLICES (6; 3 quick), BENCH_SLICE_SECONDS (2): the licensed hot paths and health in alternating slices, for
+//   BENCH_SLICES (4; 3 quick), BENCH_SLICE_SECONDS (2): the licensed hot paths and health in alternating slices, for
 //   their ratio to health
 //   BENCH_NGINX=0: skip the nginx baseline
 //   BENCH_PROFILE=1: a CPU profile of each main-table run of the service (bench/profile.mjs), written to
@@ -60,7 +60,7 @@ const latencySeconds = Number(env.BENCH_LATENCY_SECONDS ?? (quick ? 2 : 3));
 const scaleSeconds = Number(env.BENCH_SCALE_SECONDS ?? 3);
 const scaleWarmup = Number(env.BENCH_SCALE_WARMUP_SECONDS ?? 1);
 const profiling = env.BENCH_PROFILE === "1";
-const SLICES = Number(env.BENCH_SLICES ?? (quick ? 3 : 6));
+const SLICES = Number(env.BENCH_SLICES ?? (quick ? 3 : 4));
 const SLICE_SECONDS = Number(env.BENCH_SLICE_SECONDS ?? 2);
 const INSPECTOR_PORT = 9229 + 100;
 const only = env.BENCH_ONLY?.split(",")
