@@ -308,6 +308,22 @@ describe("floating seats", () => {
     expect(rows.results.map((r) => r.machine_id)).toEqual(["m2"]);
   });
 
+  it("counts only live seats in a heartbeat's activeClientCount, before the alarm has reclaimed a lapsed one", async () => {
+    const lic = await newLicense("Floating", 2);
+    const seat = async (machineId: string) =>
+      (await op("request", { userKey: lic.userKey, machineId, clientId: "c" })).body["licenseToken"] as string;
+    await seat("m1");
+    const kept = await seat("m2");
+    moveClock(300_000);
+    expect((await op("heartbeat", { licenseToken: kept })).body).toMatchObject({ activeClientCount: 2 });
+    // m1's seat lapses (2 x 300 s + 30 s after its grant); no alarm has run, so its row is still in the object.
+    moveClock(331_000);
+    expect((await op("heartbeat", { licenseToken: kept })).body).toMatchObject({
+      activeClientCount: 1,
+      maxClientCount: 2,
+    });
+  });
+
   it("keeps a seat whose heartbeats moved it past the alarm set at its grant, and reclaims it once they stop", async () => {
     const lic = await newLicense("Floating", 1);
     const seatsOf = env.LICENSE_SEATS.getByName(String(lic.id));

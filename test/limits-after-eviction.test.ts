@@ -25,34 +25,38 @@ async function allowedUntilRefused(count: Counter, now: number): Promise<number>
   return allowed;
 }
 
-/** The per-IP limiter, and a fresh instance of it over the same storage (the object after an eviction). */
-function ipLimiter(name: string): { live: Counter; restarted: Restarted } {
-  const stub = env.RATE_LIMITER.getByName(name);
-  const hit = (object: RateLimiter) => async (now: number) => (await object.hit(now, LIMIT, WINDOW, WINDOW)).allowed;
+/**
+ * One object's count: `count` asks an instance (the live one through its stub, or a fresh one over the same storage,
+ * which is the object after an eviction) to count one call.
+ */
+function counterOf<O extends Rpc.DurableObjectBranded>(
+  stub: DurableObjectStub<O>,
+  count: (object: O) => Counter,
+): { live: Counter; restarted: Restarted } {
   return {
-    live: (now) => hit(stub as unknown as RateLimiter)(now),
+    live: (now) => count(stub as unknown as O)(now),
     restarted: (use) =>
       runInDurableObject(stub, (instance, state) => {
-        const fresh = new (instance.constructor as new (s: DurableObjectState, e: Bindings) => RateLimiter)(state, env);
-        return use(hit(fresh));
+        const fresh = new (instance.constructor as new (s: DurableObjectState, e: Bindings) => O)(state, env);
+        return use(count(fresh));
       }),
   };
 }
 
-/** The license's budget in its seat object, the same way. */
-function licenseBudget(name: string): { live: Counter; restarted: Restarted } {
-  const stub = env.LICENSE_SEATS.getByName(name);
-  const budget: Budget = { limit: LIMIT, windowMs: WINDOW };
-  const spend = (object: SeatStore) => async (now: number) => !(await object.spend(budget, now)).overBudget;
-  return {
-    live: (now) => spend(stub as unknown as SeatStore)(now),
-    restarted: (use) =>
-      runInDurableObject(stub, (instance, state) => {
-        const fresh = new (instance.constructor as new (s: DurableObjectState, e: Bindings) => SeatStore)(state, env);
-        return use(spend(fresh));
-      }),
-  };
-}
+/** The per-IP limiter. */
+const ipLimiter = (name: string) =>
+  counterOf(
+    env.RATE_LIMITER.getByName(name),
+    (object: RateLimiter) => async (now) => (await object.hit(now, LIMIT, WINDOW, WINDOW)).allowed,
+  );
+
+/** The license's budget in its seat object. */
+const BUDGET: Budget = { limit: LIMIT, windowMs: WINDOW };
+const licenseBudget = (name: string) =>
+  counterOf(
+    env.LICENSE_SEATS.getByName(name),
+    (object: SeatStore) => async (now) => !(await object.spend(BUDGET, now)).overBudget,
+  );
 
 describe.each([
   ["the per-IP limit", ipLimiter],

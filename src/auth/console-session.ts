@@ -16,7 +16,7 @@ import { generateCookie, getCookie } from "hono/cookie";
 import type { Db } from "../db/client";
 import { apiKeys } from "../db/schema";
 import type { AppEnv } from "../http/app-env";
-import { timingSafeEqualText } from "../crypto";
+import { timingSafeEqualText, toBase64Url } from "../crypto";
 import { invalidateApiKeyCache } from "./api-key-service";
 
 /** `__Host-`: only ever set by this origin over HTTPS, for path `/`, with no Domain (RFC 6265bis). */
@@ -51,11 +51,7 @@ export function pruneConsoleSessionsStatement(d1: D1Database, now: Date): D1Prep
 
 /** The CSRF token of a console key: derived, so nothing is stored, and it never reveals the key. */
 export async function csrfTokenFor(key: string): Promise<string> {
-  const bytes = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(`console-csrf\0${key}`)));
-  return btoa(String.fromCharCode(...bytes))
-    .replace(/\+/g, "-")
-    .replace(/\//g, "_")
-    .replace(/=+$/, "");
+  return toBase64Url(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(`console-csrf\0${key}`)));
 }
 
 /**

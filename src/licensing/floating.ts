@@ -4,9 +4,8 @@
 import { and, eq, sql } from "drizzle-orm";
 import { sha256Hex } from "../crypto";
 import type { Config } from "../config";
-import { type CheckableQuery, type Params, checkable } from "../db/compiled";
+import { type Params, checkable } from "../db/compiled";
 import { licenseTokens, licenses, products } from "../db/schema";
-import { judgedLicenseColumns } from "./license-core";
 import type { SeatGrant } from "../durable/license-seats";
 import type { ServiceContext } from "../http/context";
 import { GrpcCode } from "../errors";
@@ -118,48 +117,35 @@ export async function requestSeat(
   };
 }
 
-/**
- * A floating token's row and its license's columns, by the token's digest. The token's columns are aliased: a D1
- * batch keys each row by column name, and the license's id, license_id, issue_date, expire_date and created_at would
- * otherwise overwrite the token's.
- */
-const seatTokenQuery = <L extends typeof licenses | typeof judgedLicenseColumns>(licenseColumns: L) =>
-  checkable((db, p: Params<{ digest: string; kind: number }>, checked) =>
-    db
-      .select({
-        token: {
-          expireDate: sql<string | null>`${licenseTokens.expireDate}`.as("token_expire_date"),
-          machineId: sql<string | null>`${licenseTokens.machineId}`.as("token_machine_id"),
-          clientId: sql<string | null>`${licenseTokens.clientId}`.as("token_client_id"),
-          clientName: sql<string | null>`${licenseTokens.clientName}`.as("token_client_name"),
-        },
-        license: licenseColumns,
-        productCode: products.code,
-        checked: sql<number>`${checked}`,
-      })
-      .from(licenseTokens)
-      .innerJoin(licenses, eq(licenses.id, licenseTokens.licenseId))
-      .innerJoin(products, eq(products.id, licenses.productId))
-      .where(and(eq(licenseTokens.tokenDigest, p.digest), eq(licenseTokens.kind, p.kind)))
-      .limit(1),
-  );
-/** With the whole license row: a release's event carries the license's record. */
-const seatTokenByDigest = seatTokenQuery(licenses);
-/**
- * With only what the policy judges and the answer needs: a heartbeat, the hot path, reads no more (each column
- * is D1's work to read, send and map at every beat).
- */
-const seatToBeat = seatTokenQuery(judgedLicenseColumns);
+// The token's columns are aliased: a D1 batch keys each row by column name, and the license's id, license_id,
+// issue_date, expire_date and created_at would otherwise overwrite the token's.
+const seatTokenByDigest = checkable((db, p: Params<{ digest: string; kind: number }>, checked) =>
+  db
+    .select({
+      token: {
+        expireDate: sql<string | null>`${licenseTokens.expireDate}`.as("token_expire_date"),
+        machineId: sql<string | null>`${licenseTokens.machineId}`.as("token_machine_id"),
+        clientId: sql<string | null>`${licenseTokens.clientId}`.as("token_client_id"),
+        clientName: sql<string | null>`${licenseTokens.clientName}`.as("token_client_name"),
+      },
+      license: licenses,
+      productCode: products.code,
+      checked: sql<number>`${checked}`,
+    })
+    .from(licenseTokens)
+    .innerJoin(licenses, eq(licenses.id, licenseTokens.licenseId))
+    .innerJoin(products, eq(products.id, licenses.productId))
+    .where(and(eq(licenseTokens.tokenDigest, p.digest), eq(licenseTokens.kind, p.kind)))
+    .limit(1),
+);
 
 /** The floating token's row and its license, by the token alone (heartbeat and release carry no user key). */
-async function findSeatToken<L extends { licenseId: string }, T>(
-  ctx: ServiceContext,
-  licenseToken: string | undefined,
-  query: CheckableQuery<{ digest: string; kind: number }, { token: T; license: L; productCode: string }[]>,
-) {
+async function findSeatToken(ctx: ServiceContext, licenseToken: string | undefined) {
   const token = required(licenseToken, Messages.tokenNotFound);
   const digest = await sha256Hex(token);
-  const [rows] = await firstReads(ctx, [query.with({ digest, kind: TokenKind.Floating })]);
+  // The token's columns are aliased: a D1 batch keys each row by column name, and the license's id, license_id,
+  // issue_date, expire_date and created_at would otherwise overwrite the token's.
+  const [rows] = await firstReads(ctx, [seatTokenByDigest.with({ digest, kind: TokenKind.Floating })]);
   const row = rows[0];
   if (!row) throw fail(GrpcCode.NotFound, Messages.tokenNotFound);
   const license = { ...row.license, productCode: row.productCode };
@@ -179,7 +165,7 @@ export interface HeartbeatResult {
  * expiry in D1 is written behind, only when it would lapse within half a lease.
  */
 export async function heartbeat(ctx: ServiceContext, input: { licenseToken?: string }): Promise<HeartbeatResult> {
-  const { digest, token, license } = await findSeatToken(ctx, input.licenseToken, seatToBeat);
+  const { digest, token, license } = await findSeatToken(ctx, input.licenseToken);
   const at = now();
   await requireUsable(ctx.config, license, at);
   const lease = leaseMs(ctx.config);
@@ -210,7 +196,7 @@ export async function releaseSeat(
   input: { licenseToken?: string; userKey?: string },
   client: ClientInfo,
 ): Promise<CountResult> {
-  const { digest, token, license } = await findSeatToken(ctx, input.licenseToken, seatTokenByDigest);
+  const { digest, token, license } = await findSeatToken(ctx, input.licenseToken);
   if (input.userKey && input.userKey.trim() !== license.userKey) throw fail(GrpcCode.NotFound, Messages.tokenNotFound);
   const at = now();
   await requireUsable(ctx.config, license, at);

@@ -31,27 +31,6 @@ export interface LicenseCore {
   features: string[] | null;
 }
 
-/**
- * The columns of a license the policy judges it by (LicenseCore and its HMAC), with its row id: all a hot path that
- * only decides whether the license may be used reads (every column is D1's work to read, send and map).
- */
-export const judgedLicenseColumns = {
-  id: licenses.id,
-  licenseId: licenses.licenseId,
-  userKey: licenses.userKey,
-  productId: licenses.productId,
-  licenseType: licenses.licenseType,
-  edition: licenses.edition,
-  licensingMode: licenses.licensingMode,
-  maxClients: licenses.maxClients,
-  issueDate: licenses.issueDate,
-  expireDate: licenses.expireDate,
-  supportExpireDate: licenses.supportExpireDate,
-  revoked: licenses.revoked,
-  features: licenses.features,
-  integrity: licenses.integrity,
-};
-
 const HEX_UPPER = "0123456789ABCDEF";
 /** How often a colliding generated identifier is drawn again before the insert gives up. */
 const KEY_ATTEMPTS = 5;

@@ -12,7 +12,7 @@ import { licenses, products } from "../db/schema";
 import type { ServiceContext } from "../http/context";
 import { firstReads as readFirstBatch } from "../http/first-batch";
 import { type Params, type ReadItem, type ReadResults, batchReads, checkable } from "../db/compiled";
-import { type JudgedLicense, type LicenseRefusal, judgeLicense } from "./policy";
+import { type LicenseRefusal, judgeLicense } from "./policy";
 
 export const Messages = {
   invalidKey: "Invalid license key",
@@ -128,7 +128,7 @@ const REFUSAL_ERRORS: Record<LicenseRefusal, () => LicensingError> = {
 /** Asks the license policy (licensing/policy.ts) and throws its refusal as the licensing error (52x). */
 export async function requireUsable(
   config: Config,
-  license: JudgedLicense & { productCode: string },
+  license: LicenseWithProduct,
   now: Date,
   productCode?: string,
 ): Promise<void> {
@@ -137,7 +137,7 @@ export async function requireUsable(
 }
 
 /** A license-bound bearer token may act only for its own license. */
-export function requireOwnLicense(ctx: ServiceContext, license: Pick<LicenseRow, "licenseId">): void {
+export function requireOwnLicense(ctx: ServiceContext, license: LicenseRow): void {
   const bound = ctx.principal?.licenseId;
   if (bound !== undefined && bound !== license.licenseId) throw fail(GrpcCode.PermissionDenied, Messages.wrongProduct);
 }

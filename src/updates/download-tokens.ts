@@ -17,7 +17,7 @@
  * deletes it then.
  */
 import { sql } from "drizzle-orm";
-import { BASE62, randomString, sha256Hex, timingSafeEqualText } from "../crypto";
+import { BASE62, randomString, sha256Hex, timingSafeEqualText, toBase64Url } from "../crypto";
 import { deriveKey, requireEncryptionKey } from "../secrets";
 import { clock } from "../clock";
 import { downloadTokens } from "../db/schema";
@@ -49,9 +49,7 @@ async function macOf(ctx: ServiceContext, payload: string): Promise<string> {
   const mac = new Uint8Array(
     await crypto.subtle.sign("HMAC", await tokenKey(ctx), new TextEncoder().encode(payload)),
   ).slice(0, 16);
-  let binary = "";
-  for (const b of mac) binary += String.fromCharCode(b);
-  return btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  return toBase64Url(mac);
 }
 
 /** A token for one artifact and one license, valid Extensions:TokenLifetimeMinutes. Writes nothing. */
