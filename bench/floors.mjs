@@ -10,7 +10,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Miniflare, convertV4MiniflareOptions } from "miniflare";
+import { noLogicWorker } from "./no-logic.mjs";
 
 const script = `import { DurableObject } from "cloudflare:workers";
 export class Seats extends DurableObject {
@@ -55,24 +55,19 @@ export const FLOORS = [
   { path: "/read-sign", name: "one D1 read + one ES256 signature (a validation's floor)" },
 ];
 
-/** Starts the floor Worker; `{ url, dispose }`. */
-export async function startFloorWorker({ compatibilityDate, assets, log }) {
+/** Starts the floor Worker (with the service's static assets, D1 and the Durable Object in a state directory of its own). */
+export async function startFloorWorker(log) {
   const state = mkdtempSync(join(tmpdir(), "bench-floor-"));
-  const mf = new Miniflare(
-    convertV4MiniflareOptions({
-      modules: true,
-      host: "127.0.0.1",
-      port: 0,
-      cf: false,
-      log,
+  const mf = noLogicWorker({
+    script,
+    withAssets: true,
+    log,
+    options: {
       defaultPersistRoot: state,
-      compatibilityDate,
-      assets,
-      script,
       d1Databases: ["DB"],
       durableObjects: { SEATS: { className: "Seats", useSQLite: true } },
-    }),
-  );
+    },
+  });
   const url = await mf.ready;
   return {
     url,

@@ -36,13 +36,14 @@ import { cpus, loadavg, totalmem, release as osRelease } from "node:os";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
 import { gzipSync } from "node:zlib";
-import { Log, LogLevel, Miniflare, convertV4MiniflareOptions } from "miniflare";
-import { bundleWorker, configuredWorkerOptions, root, startLocalWorker } from "../scripts/local-worker.mjs";
+import { Log, LogLevel } from "miniflare";
+import { bundleWorker, root, startLocalWorker } from "../scripts/local-worker.mjs";
 import { MemorySampler, workerdChildren } from "./memory.mjs";
 import { startNginx } from "./nginx.mjs";
 import { ensurePackage } from "./apt.mjs";
 import { profileWhile, report } from "./profile.mjs";
 import { FLOORS, startFloorWorker } from "./floors.mjs";
+import { noLogicWorker } from "./no-logic.mjs";
 import { fillLicenses, verifyIntegrity } from "./seed.mjs";
 import { wrk } from "./wrk.mjs";
 
@@ -148,20 +149,7 @@ const baselineScript = `export default { fetch(request) {
     const body = url.searchParams.get("body") ?? "Healthy";
     return new Response(body, { headers: { "content-type": url.searchParams.get("type") ?? "text/plain" } });
   } }`;
-const noLogicWorker = (withAssets, log) =>
-  new Miniflare(
-    convertV4MiniflareOptions({
-      modules: true,
-      host: "127.0.0.1",
-      port: 0,
-      cf: false,
-      log,
-      compatibilityDate: configuredWorkerOptions().compatibilityDate,
-      ...(withAssets ? { assets: configuredWorkerOptions().assets } : {}),
-      script: baselineScript,
-    }),
-  );
-const baseline = noLogicWorker(true, baselineLog);
+const baseline = noLogicWorker({ script: baselineScript, withAssets: true, log: baselineLog });
 const baselineUrl = await baseline.ready;
 // Found again at every sample: a workerd that Miniflare restarted after a crash has a new pid.
 const baselinePids = workerdChildren().filter((pid) => !before.has(pid) && !servicePids.includes(pid));
@@ -488,7 +476,7 @@ if (!wrkFound.skipped) {
   console.log(`\nLoad generator check: ${connections} connections, ${seconds} s`);
   if (nginx) generator.nginx = await measure(nginx.url, { path: "/tiny.txt" }, seconds, warmup);
   generator.baseline = await measure(baselineUrl, { path: "/?body=Healthy" }, seconds, warmup);
-  const bare = noLogicWorker(false, new RuntimeLog("bare"));
+  const bare = noLogicWorker({ script: baselineScript, withAssets: false, log: new RuntimeLog("bare") });
   const bareUrl = await bare.ready;
   // Its workerd is neither the service's nor counted in the service's memory and CPU.
   for (const pid of workerdChildren())
@@ -504,11 +492,7 @@ if (!wrkFound.skipped) {
 // The platform's floors (bench/floors.mjs): the work a hot path cannot avoid, in a no-logic Worker deployed alike.
 const floors = [];
 if (!wrkFound.skipped) {
-  const floor = await startFloorWorker({
-    compatibilityDate: configuredWorkerOptions().compatibilityDate,
-    assets: configuredWorkerOptions().assets,
-    log: new RuntimeLog("floor"),
-  });
+  const floor = await startFloorWorker(new RuntimeLog("floor"));
   const floorPids = workerdChildren().filter(
     (pid) => !before.has(pid) && !servicePids.includes(pid) && !baselinePids.includes(pid) && !otherPids.includes(pid),
   );
