@@ -31,6 +31,42 @@ export interface LicenseCore {
   features: string[] | null;
 }
 
+/**
+ * The columns of a license the policy judges it by (LicenseCore and its HMAC), with its row id: all a hot path that
+ * only decides whether the license may be used reads.
+ */
+export const judgedLicenseColumns = {
+  id: licenses.id,
+  licenseId: licenses.licenseId,
+  userKey: licenses.userKey,
+  productId: licenses.productId,
+  licenseType: licenses.licenseType,
+  edition: licenses.edition,
+  licensingMode: licenses.licensingMode,
+  maxClients: licenses.maxClients,
+  issueDate: licenses.issueDate,
+  expireDate: licenses.expireDate,
+  supportExpireDate: licenses.supportExpireDate,
+  revoked: licenses.revoked,
+  features: licenses.features,
+  integrity: licenses.integrity,
+};
+
+/**
+ * The columns a validation reads and answers with: what the policy judges, the licensee the answer names, and
+ * whether the license traces. Not the license's links, description, meta or row dates.
+ */
+export const viewedLicenseColumns = {
+  ...judgedLicenseColumns,
+  licenseeName: licenses.licenseeName,
+  licenseeEmail: licenses.licenseeEmail,
+  licenseeCompany: licenses.licenseeCompany,
+  trace: licenses.trace,
+};
+
+/** A license as a validation reads it (viewedLicenseColumns). */
+export type ViewedLicense = Pick<LicenseRow, keyof typeof viewedLicenseColumns>;
+
 const HEX_UPPER = "0123456789ABCDEF";
 /** How often a colliding generated identifier is drawn again before the insert gives up. */
 const KEY_ATTEMPTS = 5;

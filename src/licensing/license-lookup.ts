@@ -3,7 +3,7 @@
  * (messages, trace actions). Free of HTTP.
  */
 import { GrpcCode, LicensingError } from "../errors";
-import type { LicenseRow } from "./license-core";
+import type { LicenseRow, ViewedLicense } from "./license-core";
 import { eq, sql } from "drizzle-orm";
 import { clock } from "../clock";
 import type { Config } from "../config";
@@ -12,7 +12,7 @@ import { licenses, products } from "../db/schema";
 import type { ServiceContext } from "../http/context";
 import { firstReads as readFirstBatch } from "../http/first-batch";
 import { type Params, type ReadItem, type ReadResults, batchReads, checkable } from "../db/compiled";
-import { type LicenseRefusal, judgeLicense } from "./policy";
+import { type JudgedLicense, type LicenseRefusal, judgeLicense } from "./policy";
 
 export const Messages = {
   invalidKey: "Invalid license key",
@@ -86,7 +86,9 @@ export function licenseByUserKey(key: string) {
   return licenseWithProduct.with({ key });
 }
 
-export function foundLicense(row: { license: LicenseRow; productCode: string } | undefined): LicenseWithProduct {
+export function foundLicense<L extends ViewedLicense = LicenseRow>(
+  row: { license: L; productCode: string } | undefined,
+): L & { productCode: string } {
   if (!row) throw fail(GrpcCode.NotFound, Messages.keyNotFound);
   return { ...row.license, productCode: row.productCode };
 }
@@ -128,7 +130,7 @@ const REFUSAL_ERRORS: Record<LicenseRefusal, () => LicensingError> = {
 /** Asks the license policy (licensing/policy.ts) and throws its refusal as the licensing error (52x). */
 export async function requireUsable(
   config: Config,
-  license: LicenseWithProduct,
+  license: JudgedLicense & { productCode?: string },
   now: Date,
   productCode?: string,
 ): Promise<void> {
@@ -137,7 +139,7 @@ export async function requireUsable(
 }
 
 /** A license-bound bearer token may act only for its own license. */
-export function requireOwnLicense(ctx: ServiceContext, license: LicenseRow): void {
+export function requireOwnLicense(ctx: ServiceContext, license: Pick<LicenseRow, "licenseId">): void {
   const bound = ctx.principal?.licenseId;
   if (bound !== undefined && bound !== license.licenseId) throw fail(GrpcCode.PermissionDenied, Messages.wrongProduct);
 }

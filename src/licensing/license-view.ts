@@ -2,11 +2,11 @@ import type { Config } from "../config";
 import type { Db } from "../db/client";
 import type { ServiceContext } from "../http/context";
 import { signJws } from "../auth/signing-keys";
-import { type LicenseRow, activeClientCounts, clientCount } from "./license-core";
+import { type LicenseRow, type ViewedLicense, activeClientCounts, clientCount } from "./license-core";
 import { recordTrace } from "./traces";
 import { LICENSE_TYPES, LICENSING_MODES, type LicenseStatus } from "./vocabulary";
 import type { ClientInfo } from "../http/context";
-import { type LicenseWithProduct, now } from "./license-lookup";
+import { now } from "./license-lookup";
 
 /**
  * What an application is told of its license (the view, with its signed license key) and the traces of its operations.
@@ -54,7 +54,7 @@ const seconds = (ms: number): number => Math.floor(ms / 1000);
  */
 export async function licenseView(
   ctx: ServiceContext,
-  license: LicenseWithProduct,
+  license: ViewedLicense & { productCode: string },
   proof?: KeyProof,
 ): Promise<LicenseView> {
   let licenseKey: string | undefined;
@@ -102,7 +102,7 @@ export async function licenseView(
 /** Writes a trace when the license traces (CONTRACT section 3). */
 export function trace(
   ctx: ServiceContext,
-  license: LicenseRow,
+  license: Pick<LicenseRow, "id" | "trace">,
   action: number,
   client: ClientInfo,
   who: { machineId?: string | null; clientId?: string | null; clientName?: string | null },

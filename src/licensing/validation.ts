@@ -5,7 +5,7 @@ import { type Params, checkable } from "../db/compiled";
 import { licenseTokens, licenses, products } from "../db/schema";
 import type { ServiceContext } from "../http/context";
 import { GrpcCode } from "../errors";
-import type { LicenseRow } from "./license-core";
+import { type ViewedLicense, viewedLicenseColumns } from "./license-core";
 import { type LicenseStatus, Mode, TokenKind, TraceAction } from "./vocabulary";
 import type { ClientInfo } from "../http/context";
 import { type LicenseView, licenseView, trace } from "./license-view";
@@ -139,7 +139,7 @@ const licenseToValidate = checkable(
   ) =>
     db
       .select({
-        license: licenses,
+        license: viewedLicenseColumns,
         productCode: products.code,
         checked: sql<number>`${checked}`,
         candidates: sql<
@@ -162,7 +162,7 @@ const licenseToValidate = checkable(
 /** The activation a validate names, among the candidates read with the license (activationCandidates). */
 async function liveActivation(
   ctx: ServiceContext,
-  license: LicenseRow,
+  license: ViewedLicense,
   machineId: string | undefined,
   clientId: string,
   givenToken: string | undefined,
