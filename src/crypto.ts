@@ -22,20 +22,36 @@ const encoder = new TextEncoder();
 
 const HEX = Array.from({ length: 256 }, (_, b) => b.toString(16).padStart(2, "0"));
 
+/**
+ * The runtime's own encoders (TC39 "Uint8Array to/from base64": workerd has them; Node 24, which runs the scripts,
+ * does not), used when present: a validation encodes its signed key's parts and HMACs with them, in native code.
+ */
+interface NativeEncoders {
+  toHex?: (this: Uint8Array) => string;
+  toBase64?: (this: Uint8Array, options?: { alphabet?: "base64" | "base64url"; omitPadding?: boolean }) => string;
+}
+const native = Uint8Array.prototype as NativeEncoders;
+
+const bytesOf = (bytes: ArrayBuffer | Uint8Array): Uint8Array =>
+  bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes);
+
 export function toHex(bytes: ArrayBuffer | Uint8Array): string {
+  if (native.toHex) return native.toHex.call(bytesOf(bytes));
   let out = "";
-  for (const b of new Uint8Array(bytes)) out += HEX[b];
+  for (const b of bytesOf(bytes)) out += HEX[b];
   return out;
 }
 
 export function toBase64(bytes: ArrayBuffer | Uint8Array): string {
+  if (native.toBase64) return native.toBase64.call(bytesOf(bytes));
   let s = "";
-  for (const b of new Uint8Array(bytes)) s += String.fromCharCode(b);
+  for (const b of bytesOf(bytes)) s += String.fromCharCode(b);
   return btoa(s);
 }
 
 /** base64url without padding (RFC 7515's encoding of JWS parts). */
 export function toBase64Url(bytes: ArrayBuffer | Uint8Array): string {
+  if (native.toBase64) return native.toBase64.call(bytesOf(bytes), { alphabet: "base64url", omitPadding: true });
   return toBase64(bytes).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 }
 

@@ -12,6 +12,8 @@ export interface CallOptions {
   /** A raw body sent as is (malformed JSON tests). */
   raw?: string;
   headers?: Record<string, string>;
+  /** What Cloudflare's edge says of the request (`request.cf`: the client's location, its network). */
+  cf?: Record<string, unknown>;
 }
 
 export interface Answer<T = Record<string, unknown>> {
@@ -35,7 +37,12 @@ export async function call<T = Record<string, any>>(
   else if (options.body !== undefined) body = JSON.stringify(options.body);
   if (body !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === "content-type"))
     headers["content-type"] = "application/json";
-  const res = await exports.default.fetch(`${BASE}${path}`, { method, headers, body });
+  const res = await exports.default.fetch(`${BASE}${path}`, {
+    method,
+    headers,
+    body,
+    ...(options.cf ? { cf: options.cf as RequestInit["cf"] } : {}),
+  });
   const text = await res.text();
   let parsed: unknown;
   if (text && (res.headers.get("content-type") ?? "").includes("json")) parsed = JSON.parse(text);

@@ -48,9 +48,12 @@ describe("hot paths write nothing to D1 on the request path", () => {
     // Activation writes its activation row: the counting sees writes.
     expect(d1Work(activate.headers)["rows-written"]).toBeGreaterThan(0);
 
+    // The edge's word on where the client is: a trace keeps its location fields, nothing else of it.
+    const cf = { country: "NO", region: "Oslo", city: "Oslo", latitude: "59.91", timezone: "Europe/Oslo", asn: 64500 };
     const validate = await call("POST", "/v1/license/validate", {
       key: ADMIN.key,
       headers,
+      cf,
       body: { userKey: activation.userKey, machineId: "m1" },
     });
     expect(validate.status, validate.text).toBe(200);
@@ -124,6 +127,11 @@ describe("hot paths write nothing to D1 on the request path", () => {
       [2, "203.0.113.20", "m1"],
       [2, "203.0.113.20", "m1"],
     ]);
+    const located = listed.body["licenseTraces"].map((t: { geoLocation?: string }) =>
+      t.geoLocation === undefined ? undefined : JSON.parse(t.geoLocation),
+    );
+    const { asn: _network, ...location } = cf;
+    expect(located[1]).toEqual(location);
   });
 
   it("writes a queue batch of traces in multi-row statements within D1's 100 bound parameters", async () => {

@@ -49,17 +49,19 @@ export interface ClientInfo {
   geoLocation?: string | undefined;
 }
 
+/** The fields of `request.cf` a trace keeps as the client's location. */
+const GEO_FIELDS = ["country", "region", "city", "latitude", "longitude", "timezone"] as const;
+
 /** The client's address and `request.cf` geodata, as traces and reports keep them. */
 export function clientInfo(c: Context<AppEnv>): ClientInfo {
   const cf = (c.req.raw as Request & { cf?: Record<string, unknown> }).cf;
-  const geo = cf
-    ? Object.fromEntries(
-        ["country", "region", "city", "latitude", "longitude", "timezone"]
-          .filter((k) => cf[k] !== undefined)
-          .map((k) => [k, cf[k]]),
-      )
-    : {};
-  return { address: c.get("clientIp"), ...(Object.keys(geo).length > 0 ? { geoLocation: JSON.stringify(geo) } : {}) };
+  let geo: Record<string, unknown> | undefined;
+  if (cf)
+    for (const key of GEO_FIELDS) {
+      const value = cf[key];
+      if (value !== undefined) (geo ??= {})[key] = value;
+    }
+  return { address: c.get("clientIp"), ...(geo ? { geoLocation: JSON.stringify(geo) } : {}) };
 }
 
 /** The request's first batch, made on first use. */
