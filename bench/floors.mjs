@@ -5,11 +5,17 @@
 //   /read           one D1 read (`SELECT 1`): the floor of the health check, the one-read route
 //   /read-do-write  one D1 read, then one Durable Object call that updates one row and counts (a heartbeat's seat)
 //   /read-sign      one D1 read, then one ES256 signature of a license key's size (a validation's license key)
+//   /heartbeat      a POST whose JSON body is read, the heartbeat's own D1 statement (bench/floor-statements.mjs:
+//                   the same SQL text, bound alike, over the service's schema), then the Durable Object call
+//   /validate       a POST whose JSON body is read, the validation's own D1 statement, then the ES256 signature
 // Their ratios to /read bound what the service's paths can reach against its health check: a heartbeat cannot beat
-// /read-do-write's ratio, a validation /read-sign's.
-import { mkdtempSync, rmSync } from "node:fs";
+// /heartbeat's ratio, a validation /validate's. The first three split the work into its parts; the last two are a
+// hot path's whole platform work, request shape and statement included.
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { root } from "../scripts/local-worker.mjs";
+import { FLOOR_ROWS, HEARTBEAT_READ, VALIDATE_READ } from "./floor-statements.mjs";
 import { noLogicWorker } from "./no-logic.mjs";
 
 const script = `import { DurableObject } from "cloudflare:workers";
@@ -31,28 +37,59 @@ let key;
 const payload = new TextEncoder().encode(JSON.stringify({ licenseId: "lic0123ABCD", productCode: "bench", licensingMode: "Floating",
   licenseType: "Standard", edition: null, features: [], status: "Activated", expireAt: null, supportExpireAt: null,
   machineId: "bench-machine", clientId: "bench-client", iat: 1800000000, exp: 1800003600 }));
+const HEARTBEAT_READ = ${JSON.stringify(HEARTBEAT_READ)};
+const VALIDATE_READ = ${JSON.stringify(VALIDATE_READ)};
+/** A hot path's read: its statement, its rows as arrays (as the service's single statements are read). */
+const read = (env, { sql, params }) => env.DB.prepare(sql).bind(...params).raw();
+async function sign(bytes) {
+  key ??= await crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, false, ["sign"]);
+  return crypto.subtle.sign({ name: "ECDSA", hash: "SHA-256" }, key.privateKey, bytes);
+}
 export default {
   async fetch(request, env) {
     const path = new URL(request.url).pathname;
+    if (path === "/heartbeat" || path === "/validate") {
+      await request.json();
+      const rows = await read(env, path === "/heartbeat" ? HEARTBEAT_READ : VALIDATE_READ);
+      if (rows.length !== 1) return new Response("the floor's row is missing", { status: 500 });
+      if (path === "/heartbeat") {
+        const beat = await env.SEATS.getByName("1").heartbeat("seat", 60000, Date.now());
+        return new Response(JSON.stringify(beat), { headers: { "content-type": "application/json" } });
+      }
+      return new Response(String((await sign(payload)).byteLength));
+    }
     await env.DB.prepare("SELECT 1").first();
     if (path === "/read-do-write") {
       const beat = await env.SEATS.getByName("1").heartbeat("seat", 60000, Date.now());
       return new Response(JSON.stringify(beat), { headers: { "content-type": "application/json" } });
     }
-    if (path === "/read-sign") {
-      key ??= await crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, false, ["sign"]);
-      const signature = await crypto.subtle.sign({ name: "ECDSA", hash: "SHA-256" }, key.privateKey, payload);
-      return new Response(String(signature.byteLength));
-    }
+    if (path === "/read-sign") return new Response(String((await sign(payload)).byteLength));
     return new Response("Healthy");
   },
 };
 `;
 
+// The licensing calls' request: a POST with a JSON body of their size, and a bearer token's header.
+const licensingCall = {
+  method: "POST",
+  headers: { "content-type": "application/json", authorization: `Bearer ${"x".repeat(280)}` },
+  body: JSON.stringify({ userKey: "FLOOR-USER-KEY-0123456789", machineId: "floor-machine" }),
+};
+
 export const FLOORS = [
-  { path: "/read", name: "one D1 read (the health check's floor)" },
-  { path: "/read-do-write", name: "one D1 read + one Durable Object call that writes (a heartbeat's floor)" },
-  { path: "/read-sign", name: "one D1 read + one ES256 signature (a validation's floor)" },
+  { path: "/read", name: "one D1 read (`SELECT 1`, the health check's floor)" },
+  { path: "/read-do-write", name: "one D1 read + one Durable Object call that writes" },
+  { path: "/read-sign", name: "one D1 read + one ES256 signature" },
+  {
+    path: "/heartbeat",
+    name: "a heartbeat's floor: its POST, its own D1 statement, the Durable Object call that writes",
+    request: licensingCall,
+  },
+  {
+    path: "/validate",
+    name: "a validation's floor: its POST, its own D1 statement, one ES256 signature",
+    request: licensingCall,
+  },
 ];
 
 /** Starts the floor Worker (with the service's static assets, D1 and the Durable Object in a state directory of its own). */
@@ -69,6 +106,18 @@ export async function startFloorWorker(log) {
     },
   });
   const url = await mf.ready;
+  // The service's schema and the rows the hot paths' statements find.
+  const db = await mf.getD1Database("DB");
+  for (const file of readdirSync(join(root, "migrations"))
+    .filter((f) => f.endsWith(".sql"))
+    .sort())
+    for (const statement of readFileSync(join(root, "migrations", file), "utf8").split("--> statement-breakpoint"))
+      if (statement.trim()) await db.prepare(statement).run();
+  for (const row of FLOOR_ROWS) await db.prepare(row).run();
+  for (const { path, request } of FLOORS) {
+    const res = await fetch(new URL(path, url), request);
+    if (!res.ok) throw new Error(`floor ${path}: ${res.status} ${await res.text()}`);
+  }
   return {
     url,
     async dispose() {

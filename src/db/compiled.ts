@@ -85,6 +85,12 @@ export class CompiledQuery<P extends Record<string, unknown>, R> {
     return this.shape().sql;
   }
 
+  /** The SQL text and the values it is bound to (tests, and the benchmark's floors that run the same statement). */
+  text(values: P): { sql: string; params: unknown[] } {
+    const { sql, params } = this.shape();
+    return { sql, params: fillPlaceholders(params, values) };
+  }
+
   statement(db: Db, values: P): Statement {
     const { sql, params, query } = this.shape();
     return { statement: db.$client.prepare(sql).bind(...fillPlaceholders(params, values)), query };

@@ -131,7 +131,7 @@ interface Candidate {
  * derived token's row is when it exists (activate stores it with exactly these values), and liveActivation picks it
  * by digest.
  */
-const licenseToValidate = checkable(
+export const licenseToValidate = checkable(
   (
     db,
     p: Params<{ key: string; named: number; digest: string | null; machineId: string; clientId: string; at: string }>,
