@@ -84,11 +84,13 @@ export const FLOORS = [
     path: "/heartbeat",
     name: "a heartbeat's floor: its POST, its own D1 statement, the Durable Object call that writes",
     request: licensingCall,
+    hotPath: true,
   },
   {
     path: "/validate",
     name: "a validation's floor: its POST, its own D1 statement, one ES256 signature",
     request: licensingCall,
+    hotPath: true,
   },
 ];
 

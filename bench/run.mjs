@@ -498,12 +498,14 @@ if (!wrkFound.skipped) {
   );
   otherPids.push(...floorPids);
   console.log(`\nPlatform floors: ${connections} connections, ${seconds} s`);
-  for (const { path, name, request } of FLOORS) {
+  for (const { path, name, request, hotPath } of FLOORS) {
     const r = await measure(floor.url, { path, ...request }, seconds, warmup, connections, floorPids);
-    // Its ratio to the one read from slices taken in turn, as the hot paths' ratios to health are.
-    const slices = path === "/read" ? undefined : await interleaved({ path: "/read" }, { path, ...request }, floor.url);
-    floors.push({ path, name, r, toRead: slices?.ratio ?? 1 });
-    console.log(`  ${path}: ${fmt(r)}, CPU ${r.cpuMs?.toFixed(2)} ms/req, ${(slices?.ratio ?? 1).toFixed(2)} × /read`);
+    // A hot path's floor: its ratio to the one read from slices taken in turn, as the hot paths' ratios to health
+    // are; the parts' ratios are from their runs.
+    const slices = hotPath ? await interleaved({ path: "/read" }, { path, ...request }, floor.url) : undefined;
+    const toRead = slices?.ratio ?? r.rps / (floors[0]?.r.rps ?? r.rps);
+    floors.push({ path, name, r, toRead });
+    console.log(`  ${path}: ${fmt(r)}, CPU ${r.cpuMs?.toFixed(2)} ms/req, ${toRead.toFixed(2)} × /read`);
   }
   await floor.dispose();
 }
@@ -669,7 +671,7 @@ if (floors.length > 0) {
   lines.push(
     "## Platform floors (what a hot path cannot avoid, in a no-logic Worker deployed alike)",
     "",
-    `The same static assets, local D1 with the service's schema and a SQLite-backed Durable Object on disk (bench/floors.mjs). A path's ratio to the first row bounds what the service's path doing that work can reach against its health check; the last two are a hot path's whole platform work: its POST with a JSON body, its own D1 statement (the service's SQL text, bench/floor-statements.mjs) and its Durable Object call or signature. Ratios from slices taken in turn with the first row (${SLICES} × ${SLICE_SECONDS} s of each).`,
+    `The same static assets, local D1 with the service's schema and a SQLite-backed Durable Object on disk (bench/floors.mjs). A path's ratio to the first row bounds what the service's path doing that work can reach against its health check; the last two are a hot path's whole platform work: its POST with a JSON body, its own D1 statement (the service's SQL text, bench/floor-statements.mjs) and its Durable Object call or signature, and their ratios come from slices taken in turn with the first row (${SLICES} × ${SLICE_SECONDS} s of each).`,
     "",
     "| work | req/s | p50 ms | p99 ms | CPU ms/req | × one D1 read |",
     "|---|---|---|---|---|---|",

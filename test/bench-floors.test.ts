@@ -30,5 +30,4 @@ describe("the benchmark's floor statements", () => {
       }),
     );
   });
-
 });
