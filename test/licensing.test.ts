@@ -373,6 +373,14 @@ describe("user-key sign-in", () => {
       527,
       "The license is not valid for this product",
     );
+    expectLicensingError(await op("validate", { userKey: other.userKey }, token), 527, Messages.wrongProduct);
+    // Heartbeat and release name no user key: the license is the floating token's, and it must be the token's own.
+    const floating = await newLicense("Floating", 2);
+    const seat = (await op("request", { userKey: floating.userKey, machineId: "PC", clientId: "c" })).body;
+    const seatToken = seat["licenseToken"] as string;
+    expectLicensingError(await op("heartbeat", { licenseToken: seatToken }, token), 527, Messages.wrongProduct);
+    expectLicensingError(await op("release", { licenseToken: seatToken }, token), 527, Messages.wrongProduct);
+    expect((await op("heartbeat", { licenseToken: seatToken })).status).toBe(200);
     // Its token opens no management route.
     expect((await call("GET", "/v1/licenses", { token })).status).toBe(401);
   });
