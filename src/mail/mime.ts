@@ -4,6 +4,7 @@
  * too long and no byte is misread), and HTML sent as multipart/alternative with a plain-text part for clients that
  * show no HTML. Pure: the date and message id are arguments.
  */
+import { toBase64 } from "../crypto";
 
 const CRLF = "\r\n";
 /** Longest encoded word (RFC 2047: 75 characters) minus `=?UTF-8?B?` and `?=`. */
@@ -31,15 +32,9 @@ export interface MimeStamp {
 
 const encoder = new TextEncoder();
 
-function base64(bytes: Uint8Array): string {
-  let binary = "";
-  for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-  return btoa(binary);
-}
-
 /** UTF-8 text as base64 lines of at most 76 characters. */
 export function base64Lines(text: string): string {
-  const encoded = base64(encoder.encode(text));
+  const encoded = toBase64(encoder.encode(text));
   const lines: string[] = [];
   for (let i = 0; i < encoded.length; i += BASE64_LINE) lines.push(encoded.slice(i, i + BASE64_LINE));
   return lines.join(CRLF);
@@ -68,7 +63,7 @@ export function encodeSubject(subject: string): string {
     } else chunk = candidate;
   }
   if (chunk !== "" || words.length === 0) words.push(chunk);
-  return words.map((word) => `=?UTF-8?B?${base64(encoder.encode(word))}?=`).join(`${CRLF} `);
+  return words.map((word) => `=?UTF-8?B?${toBase64(encoder.encode(word))}?=`).join(`${CRLF} `);
 }
 
 /** RFC 5322 date-time in UTC: `Mon, 02 Mar 2026 10:04:05 +0000`. */
