@@ -567,6 +567,8 @@ export const webhookEvents = sqliteTable(
     retryCount: integer("retry_count").notNull().default(0),
     sentAt: text("sent_at"),
     nextRetryAt: text("next_retry_at"),
+    /** When the delivery was given up and its dead letter recorded (webhooks/dead-letter.ts); null otherwise. */
+    deadLetteredAt: text("dead_lettered_at"),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
