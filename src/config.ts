@@ -113,6 +113,26 @@ function safeJson(raw: string): unknown {
   }
 }
 
+/**
+ * An https origin (`https://licensing.example.com`, a port allowed; no path, query, fragment or credentials), or
+ * nothing. The value is the origin as URL writes it (lowercase host, no default port, no trailing slash).
+ */
+const optionalHttpsOrigin: Parser<string | undefined> = (raw) => {
+  const v = raw.trim();
+  if (v === "") return undefined;
+  const url = URL.canParse(v) ? new URL(v) : undefined;
+  if (
+    url?.protocol !== "https:" ||
+    url.username !== "" ||
+    url.password !== "" ||
+    url.pathname !== "/" ||
+    /[?#]/.test(v) ||
+    !/^https:\/\/[^/]+\/?$/i.test(v)
+  )
+    throw new Error(`expected an https origin such as https://licensing.example.com (no path or query), got "${raw}"`);
+  return url.origin;
+};
+
 /** Platform family -> license editions allowed on it; a family that is absent or empty is open to every edition. */
 export type PlatformEditions = Record<"windows" | "mac" | "linux", string[]>;
 const platformEditions: Parser<PlatformEditions> = (raw) => {
@@ -163,6 +183,11 @@ export const settingDefinitions = {
     list,
     [],
     "Origins (https://app.example.com; * for any) that browsers and Electron renderers may call the licensing operations, update routes, signing keys and gRPC-Web from; none by default, never the Management API.",
+  ),
+  "Application:PublicUrl": def(
+    optionalHttpsOrigin,
+    undefined,
+    "The service's public https origin (https://licensing.example.com): every absolute URL of feeds, update checks and downloads starts with it. Required outside Development; in Development, when unset, the request's own origin is used.",
   ),
   "Application:ApiKeyHeaderName": def(text(/^[A-Za-z0-9-]+$/), "x-api-key", "Request header that carries the API key."),
   "Application:ApiKeyCacheDuration": def(
@@ -383,8 +408,9 @@ export const PUBLISHED_SECRETS: ReadonlySet<string> = new Set([
 
 /**
  * The production checks: outside development, the first setting that makes the service unsafe to run (a JwtSecret
- * or EncryptionKey shorter than MIN_SECRET_BYTES, a secret published in `.dev.vars.example`, insecure webhook URLs),
- * as a ConfigError naming it; undefined when the configuration is safe or the service runs as Development.
+ * or EncryptionKey shorter than MIN_SECRET_BYTES, a secret published in `.dev.vars.example`, no PublicUrl, insecure
+ * webhook URLs), as a ConfigError naming it; undefined when the configuration is safe or the service runs as
+ * Development.
  */
 export function unsafeSetting(config: Config): ConfigError | undefined {
   // Asked on every request: the answer of a settings object (kept per isolate by loadConfig) is worked out once.
@@ -408,6 +434,9 @@ function findUnsafeSetting(config: Config): ConfigError | undefined {
       return new ConfigError(name, `its value is published in .dev.vars.example and must not be used ${outside}`);
     }
   }
+  // The origin of feeds' and update checks' download URLs comes from here, never from a request's Host.
+  if (!config["Application:PublicUrl"])
+    return new ConfigError("Application:PublicUrl", `it must be set to the service's public https origin ${outside}`);
   if (config["Webhooks:AllowInsecureUrls"])
     return new ConfigError("Webhooks:AllowInsecureUrls", `it must be false ${outside}`);
   return undefined;

@@ -9,7 +9,7 @@ import { env, exports } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { parse as parseYaml } from "yaml";
 import { housekeeping } from "../src/housekeeping";
-import { bytesOf, newRelease, send, upload } from "./artifacts-kit";
+import { blockmapOf, bytesOf, newRelease, send, upload } from "./artifacts-kit";
 import { BASE, admin, call, keyFor, movableClock, setSetting } from "./helpers";
 
 const clockAhead = (await movableClock()).move;
@@ -79,7 +79,7 @@ beforeAll(async () => {
   ).toBe(200);
   ids["win"] = (await upload(app.path, installer, { fileName: "App Setup.exe" })).body["releaseDownloadId"];
   ids["blockmap"] = (
-    await upload(app.path, bytesOf(500, 12), { kind: "blockmap", fileName: "App Setup.exe.blockmap" })
+    await upload(app.path, await blockmapOf(installer), { kind: "blockmap", fileName: "App Setup.exe.blockmap" })
   ).body["releaseDownloadId"];
   ids["linux"] = (await upload(app.path, bytesOf(3000, 13), { platform: "linux-x64", fileName: "App.AppImage" })).body[
     "releaseDownloadId"
@@ -331,7 +331,7 @@ describe("caching", () => {
     }
   };
 
-  it("marks a public artifact's id-pinned URL immutable, answers 304 to If-None-Match and honours If-Range", () =>
+  it("caches a public artifact's id-pinned URL as long as a feed (never immutable), answers 304 to If-None-Match and honours If-Range", () =>
     withSetting(async () => {
       const feed = await get(`/v1/updates/${pub.code}/latest.yml`);
       const url = (parseYaml(await feed.text()).files[0].url as string).replace(BASE, "");
@@ -339,7 +339,7 @@ describe("caching", () => {
       const full = await get(url);
       await full.arrayBuffer();
       const etag = full.headers.get("etag")!;
-      expect(full.headers.get("cache-control")).toBe("public, max-age=31536000, immutable");
+      expect(full.headers.get("cache-control")).toBe("public, max-age=60");
       const unpinned = await get(`/v1/updates/${pub.code}/download/win-x64/1.0.0/Free.exe`);
       await unpinned.arrayBuffer();
       expect(unpinned.headers.get("cache-control")).toBe("public, max-age=60");
@@ -356,7 +356,7 @@ describe("caching", () => {
           304,
           "",
           etag,
-          "public, max-age=31536000, immutable",
+          "public, max-age=60",
         ]);
       }
       const changed = await get(url, { "if-none-match": '"other"' });

@@ -8,17 +8,21 @@ import { invalidateConfig } from "../src/config";
 import worker from "../src/index";
 import { BASE } from "./helpers";
 
-/** Strong secrets that are not published anywhere but in this test kit. */
+/** Strong secrets (`openssl rand -base64 32`, as deployments make them) not published anywhere but in this test kit. */
 export const STRONG = {
-  Application__JwtSecret: "prod-test-jwt-secret-9f1c2e7a44b0d3c8e1f2",
-  Application__EncryptionKey: "prod-test-encryption-key-5d8a0b7c3e9f1a2b",
+  Application__JwtSecret: "CfwNLXYZJWZJgefd07ZoIAF66V3G2F255kJUptdSbfI=",
+  Application__EncryptionKey: "KxgTwWVHnguIr5H3UnZ4QiE1oErEO5wPnamQnTikBdw=",
 };
 
-/** A production deployment's variables: the test bindings without the published bootstrap values, plus `vars`. */
+/**
+ * A production deployment's variables: the test bindings without the published bootstrap values, with strong
+ * secrets and the public origin (Application:PublicUrl, required outside Development) the suite calls, plus `vars`.
+ */
 export function production(vars: Record<string, string | undefined> = {}): Record<string, unknown> {
   return {
     ...env,
     Application__Environment: "Production",
+    Application__PublicUrl: BASE,
     Application__AdminUsername: undefined,
     Application__AdminPassword: undefined,
     Application__AdminApiKey: undefined,
@@ -42,7 +46,9 @@ export async function fetchAs(
   invalidateConfig();
   try {
     const ctx = createExecutionContext();
-    const res = await worker.fetch(new Request(`${BASE}${path}`, init) as never, variables as never, ctx);
+    // A path, or a whole URL (another origin than the suite's).
+    const url = /^https?:\/\//.test(path) ? path : `${BASE}${path}`;
+    const res = await worker.fetch(new Request(url, init) as never, variables as never, ctx);
     const text = await res.text();
     await waitOnExecutionContext(ctx);
     return { status: res.status, text, headers: res.headers };

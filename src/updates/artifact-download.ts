@@ -289,14 +289,14 @@ export async function downloadResponse(c: Context<AppEnv>): Promise<Response> {
     license = await requireTokenLicense(ctx, claim.licenseId);
     if (!early) refuseByPlatform(ctx, platform, license);
   }
-  // Public and the same for everyone: ungated, and the platform open without a license. Pinned to this artifact's id
-  // (the URLs feeds and update checks hand out), the bytes never change.
+  // Public and the same for everyone: ungated, and the platform open without a license. Never `immutable`, even
+  // under the artifact's id: any release can be gated later (requiresMaintenance, isApplication, a setting), so a
+  // shared cache keeps an ungated answer no longer than a feed's (Updates:FeedCacheSeconds), then revalidates it
+  // with its ETag.
   const cacheControl =
     gated || !platformVerdict(ctx.config, platform, undefined).allowed
       ? "private, no-store"
-      : query["artifact"] === String(file.id)
-        ? "public, max-age=31536000, immutable"
-        : `public, max-age=${ctx.config["Updates:FeedCacheSeconds"]}`;
+      : `public, max-age=${ctx.config["Updates:FeedCacheSeconds"]}`;
   const hosted = file.sourceKind === "url" && file.url;
   if (!hosted && noneMatchHits(c.req.header("if-none-match"), etag))
     return new Response(null, { status: 304, headers: { ETag: etag, "Cache-Control": cacheControl } });

@@ -2,8 +2,8 @@
  * The anonymous update routes (SPEC "Update routes"): the signed update check, the feed manifests (canonical route
  * and the latest*.yml aliases) and artifact downloads. A caller with a license names it with the
  * `X-Service-User-Key` header (or `userKey`). Errors use the service envelope with ordinary statuses, never 52x.
- * Anonymous answers go through the Workers Cache API under a key normalised to (product, release generation,
- * route, channel, platform, file or version): query noise such as electron-updater's `noCache` is dropped, and
+ * Anonymous answers go through the Workers Cache API under a key normalised to (origin of the answer's URLs, product,
+ * release generation, route, channel, platform, file or version): query noise such as electron-updater's `noCache` is dropped, and
  * any change to the product's releases bumps the generation, so a stale answer is never served.
  */
 import { createRoute, z } from "@hono/zod-openapi";
@@ -88,11 +88,21 @@ const userKeyQuery = z
   .openapi({ description: `The caller's user key; prefer the ${USER_KEY_HEADER} header.` });
 
 /**
+ * The origin of every absolute URL the update routes hand out: Application:PublicUrl, which the production checks
+ * require outside Development; in Development without it, the request's own (its URL's scheme and host;
+ * X-Forwarded-Host and the like are never read). throughCache's key carries it, so an answer made for one origin is
+ * never served to a request that would have been given another.
+ */
+function urlOrigin(c: Context<AppEnv>): string {
+  return c.get("config")["Application:PublicUrl"] ?? new URL(c.req.url).origin;
+}
+
+/**
  * Absolute download URLs on this service (CONTRACT section 5): tokenised when a token is given, otherwise pinned to
- * the artifact's id (`artifact`), under which the bytes never change, so the answer may be cached as immutable.
+ * the artifact's id (`artifact`), so an artifact deleted and added again (new bytes, new id) has a new URL.
  */
 function downloadUrlBuilder(c: Context<AppEnv>, product: ProductRow, platform: Platform) {
-  const origin = new URL(c.req.url).origin;
+  const origin = urlOrigin(c);
   return (entry: ReleaseWithFiles, file: DownloadRow, token?: string) =>
     `${origin}/v1/updates/${encodeURIComponent(product.code)}/download/${platform}/${encodeURIComponent(entry.release.version)}/${encodeURIComponent(file.fileName)}${token ? `?token=${token}` : `?artifact=${file.id}`}`;
 }
@@ -130,7 +140,8 @@ async function throughCache(
     res.headers.set("Cache-Control", "private, no-store");
     return res;
   }
-  const url = `https://update-cache.invalid/${key.map(encodeURIComponent).join("/")}`;
+  // The answer's URLs start with urlOrigin, so the key does too (a Host of the caller's choosing in Development).
+  const url = `https://update-cache.invalid/${[urlOrigin(c), ...key].map(encodeURIComponent).join("/")}`;
   const now = clock.now().getTime();
   // The front door (app.ts) answers this request's URL from the memo from now on, while the answer is kept.
   pointFront(new URL(c.req.url), url, trustedUntil(product.code));
@@ -406,7 +417,7 @@ export function registerUpdateRoutes(app: Router): void {
           }),
           artifact: z.string().max(20).optional().openapi({
             description:
-              "The artifact's id, as the URLs of feeds and update checks carry it: an ungated answer naming it is cached as immutable.",
+              "The artifact's id, as the URLs of feeds and update checks carry it (a replaced artifact gets a new URL).",
           }),
           kind: z.enum(["installer", "zip", "delta", "blockmap"]).optional(),
           userKey: userKeyQuery,
