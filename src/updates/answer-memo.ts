@@ -90,7 +90,9 @@ const MAX_FRONTS = 4096;
 /**
  * A request's URL as the front door knows it: origin, path and query, but for electron-updater's `noCache` (a new
  * value in every poll), in a fixed order. It names the answer at least as closely as the route's own key does (which
- * is built from the same path and query, and the product's release generation).
+ * is built from the same path and query, the product's release generation and the origin of the answer's URLs:
+ * Application:PublicUrl, or in Development without it this same request origin, so one Host's answer is never
+ * another's).
  */
 function frontKey(url: URL): string {
   if (url.search === "") return `${url.origin}${url.pathname}?`;
