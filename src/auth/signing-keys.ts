@@ -33,6 +33,8 @@ export function signingKeyState(type: unknown): "active" | "retired" | undefined
       return undefined;
   }
 }
+/** Every resource type a signing key's row has: its `data` (the private part) is never shown (management/resources.ts). */
+export const SIGNING_KEY_TYPES = [SIGNATURE_KEY_TYPE, RETIRED_SIGNATURE_KEY_TYPE] as const;
 const KEY_CACHE_MS = 60_000;
 
 /** A public key as `GET /v1/extensions/keys` publishes it. */

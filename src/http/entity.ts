@@ -3,9 +3,16 @@
  * output, filtered and sorted. From that one declaration come the OpenAPI record schema, the create and partial
  * update schemas (no mass assignment: read-only fields are never taken from a body), the filter whitelist and the
  * row <-> wire mapping (enumerations as numbers or names, write-only fields never returned).
+ *
+ * Hidden values stay hidden (issue "Trust at the edges"): filters and sorts see a property exactly as the answers
+ * show it, so no comparison, `Length`, `StartsWith` or sort can read what an answer leaves out. From the same field
+ * declaration: a write-only field (`writeOnly`) is in no answer, so `filter`, `sort` and `select` know it no more
+ * than an unknown name; a field shown transformed (`show`: masked) is neither filtered nor sorted; a field hidden on
+ * some rows (`hiddenWhen`: a signing key's `data`) is left out of those rows' answers and is NULL to filters and
+ * sorts on them. Columns that are no field (digests, encrypted secrets) are never reachable.
  */
 import { z } from "@hono/zod-openapi";
-import type { SQL } from "drizzle-orm";
+import { type SQL, sql } from "drizzle-orm";
 import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 import type { Config } from "../config";
 import type { FieldType, QuerySchema } from "./filter";
@@ -33,6 +40,17 @@ export interface Field<Out extends z.ZodType = z.ZodType, In extends z.ZodType =
    * another table (the `lic…` id of the license a token points at by its integer key).
    */
   sql?: SQL;
+  /**
+   * Rows whose answers leave this property out: those whose stored `property` (another field of the entity) is one
+   * of `in` (a resource's `data` when it is a signing key's private part). Filters and sorts see it as NULL there.
+   */
+  hiddenWhen?: HiddenWhen;
+}
+
+/** See Field.hiddenWhen. The values are the declaration's constants, written into the SQL as literals. */
+export interface HiddenWhen {
+  property: string;
+  in: readonly (string | number)[];
 }
 
 interface Options {
@@ -146,6 +164,35 @@ export const f = {
   },
 } satisfies Record<string, (...args: never[]) => Field>;
 
+/**
+ * What filters and sorts read for a property, or undefined when they must not know it (see the file comment):
+ * nothing for a write-only or masked field, the value as answers show it otherwise.
+ */
+function queryColumn(
+  entity: string,
+  columns: Record<string, SQLiteColumn | undefined>,
+  key: string,
+  field: Field,
+): SQLiteColumn | SQL | undefined {
+  if (field.writeOnly || field.show) return undefined;
+  const column = field.sql ?? columns[key];
+  if (!column || !field.hiddenWhen) return column;
+  const { property, in: values } = field.hiddenWhen;
+  const by = columns[property];
+  if (!by || values.length === 0)
+    throw new Error(`Entity ${entity}: ${key} is hidden by an unknown column or no value`);
+  return sql`(CASE WHEN ${by} IN (${sql.raw(values.map(sqlLiteral).join(", "))}) THEN NULL ELSE ${column} END)`;
+}
+
+/** A declared constant as an SQL literal (not a bound value: a filter's values are capped by D1's 100). */
+function sqlLiteral(value: string | number): string {
+  if (typeof value === "number") {
+    if (!Number.isSafeInteger(value)) throw new Error(`Not an integer literal: ${value}`);
+    return String(value);
+  }
+  return `'${value.replaceAll("'", "''")}'`;
+}
+
 function flags(o: Options): { readOnly?: boolean; writeOnly?: boolean } {
   return { ...(o.readOnly ? { readOnly: true } : {}), ...(o.writeOnly ? { writeOnly: true } : {}) };
 }
@@ -197,7 +244,7 @@ export interface Entity {
   idColumn: SQLiteColumn;
   /** The column of the public identifier paths accept beside the id (EntityDefinition.publicId). */
   publicIdColumn?: SQLiteColumn;
-  /** A stored row as the API returns it (write-only fields dropped, enums by setting). */
+  /** A stored row as the API returns it (write-only fields and the row's hidden ones dropped, enums by setting). */
   toWire(row: Record<string, unknown>, config: Config): Record<string, unknown>;
   /** Validated body values as column values (enum names to numbers, dates normalized); absent keys stay absent. */
   toRow(input: Record<string, unknown>): Record<string, unknown>;
@@ -210,6 +257,14 @@ export interface TypedEntity<F extends Fields, R extends keyof F & string> exten
   createInput: z.ZodObject<CreateShape<F, R>>;
   updateInput: z.ZodObject<UpdateShape<F, R>>;
   toWire(row: Record<string, unknown>, config: Config): z.infer<z.ZodObject<OutputShape<F>>>;
+}
+
+/** Every entity declared, by name: the walks over all of them (tests) read it. */
+const declared = new Map<string, Entity>();
+
+/** The declared entity of a name (its OpenAPI component name: the record schema of lists and answers). */
+export function declaredEntity(name: string): Entity | undefined {
+  return declared.get(name);
 }
 
 /** Declares an entity; see the file comment. */
@@ -229,8 +284,8 @@ export function defineEntity<const F extends Fields, const R extends keyof F & s
       createShape[key] = required.has(key) ? field.input : field.input.nullable().optional();
       updateShape[key] = required.has(key) ? field.input.optional() : field.input.nullable().optional();
     }
-    const column = field.sql ?? columns[key];
-    if (field.filter !== undefined && column && !field.writeOnly) queryFields[key] = { column, type: field.filter };
+    const column = queryColumn(def.name, columns, key, field);
+    if (column && field.filter !== undefined) queryFields[key] = { column, type: field.filter };
   }
   const idColumn = columns["id"];
   if (!idColumn) throw new Error(`Entity ${def.name}: table has no id column`);
@@ -240,7 +295,7 @@ export function defineEntity<const F extends Fields, const R extends keyof F & s
   const upper = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
   const fieldEntries = Object.entries(def.fields);
 
-  return {
+  const entity: TypedEntity<F, R> = {
     ...def,
     idName: `${def.singular}Id`,
     totalName: `total${upper(def.plural)}Count`,
@@ -254,6 +309,8 @@ export function defineEntity<const F extends Fields, const R extends keyof F & s
       const out: Record<string, unknown> = {};
       for (const [key, field] of fieldEntries) {
         if (field.writeOnly) continue;
+        const hiddenWhen = field.hiddenWhen;
+        if (hiddenWhen?.in.includes(row[hiddenWhen.property] as string | number)) continue;
         let value: unknown = row[key] ?? null;
         if (field.enumNames && typeof value === "number" && config["Application:SerializeJSonEnumAsString"]) {
           value = field.enumNames[value] ?? value;
@@ -275,4 +332,6 @@ export function defineEntity<const F extends Fields, const R extends keyof F & s
       return out;
     },
   };
+  declared.set(def.name, entity);
+  return entity;
 }

@@ -2,8 +2,9 @@
  * `/v1/resources` (SPEC "Resources routes"): stored resources such as signature keys, files and email templates.
  * The service's signing keys are resources too (type SignatureKey, and RetiredSignatureKey once deleted), and they
  * are the service's own (issue 12): only an Administrator creates, changes or deletes one, their stored private
- * part (`data`) is never returned, and deleting the active key retires it (auth/signing-keys.ts).
- * A resource's `password` is a secret: stored AES-GCM-encrypted with Application:EncryptionKey, never returned.
+ * part (`data`) is never returned, nor seen by a filter or sort (`hiddenWhen`), and deleting the active key retires it
+ * (auth/signing-keys.ts). A resource's `password` is a secret: stored AES-GCM-encrypted with
+ * Application:EncryptionKey, never returned, filtered, sorted or selected (`writeOnly`).
  */
 import { sealPassword } from "./resource-passwords";
 import { Roles } from "../auth/guard";
@@ -13,8 +14,14 @@ import type { ServiceContext } from "../http/context";
 import { defineEntity, f } from "../http/entity";
 import { ApiError, forbidden } from "../errors";
 import type { Router } from "../http/router";
-import { type Row, deleteRow } from "../http/repository";
-import { forgetSigningKeys, retireSigningKey, retiredKeyHeldUntil, signingKeyState } from "../auth/signing-keys";
+import { deleteRow } from "../http/repository";
+import {
+  SIGNING_KEY_TYPES,
+  forgetSigningKeys,
+  retireSigningKey,
+  retiredKeyHeldUntil,
+  signingKeyState,
+} from "../auth/signing-keys";
 
 export const Resource = defineEntity({
   name: "Resource",
@@ -33,10 +40,15 @@ export const Resource = defineEntity({
       writeOnly: true,
       description: "Protects the resource; stored encrypted, accepted, never returned.",
     }),
-    data: f.string({
-      max: 1_000_000,
-      description: "Never returned for signing keys (SignatureKey, RetiredSignatureKey): it holds their private part.",
-    }),
+    data: {
+      ...f.string({
+        max: 1_000_000,
+        description:
+          "Never returned for signing keys (SignatureKey, RetiredSignatureKey): it holds their private part.",
+      }),
+      // Left out of a signing key's answers, and NULL to filters and sorts on its row (http/entity.ts).
+      hiddenWhen: { property: "type", in: SIGNING_KEY_TYPES },
+    },
     dataFormat: f.string({ max: 64 }),
     meta: f.string(),
     createdAt: f.date({ readOnly: true }),
@@ -52,13 +64,6 @@ function requireAdministratorFor(ctx: ServiceContext, ...types: unknown[]): void
   if (types.some(isSigningKey) && !ctx.principal?.roles.includes("Administrator")) throw forbidden();
 }
 
-/** List `decorate`: a signing key's private part never leaves the service. */
-function hidePrivateKeys(items: Row[], rows: Row[]): void {
-  items.forEach((item, i) => {
-    if (isSigningKey(rows[i]?.["type"])) delete item["data"];
-  });
-}
-
 export function registerResources(app: Router): void {
   crud(app, {
     entity: Resource,
@@ -66,7 +71,6 @@ export function registerResources(app: Router): void {
     tag: "Resources",
     label: "stored resource",
     roles: { list: Roles.management, create: Roles.management, update: Roles.management, delete: Roles.management },
-    list: { decorate: hidePrivateKeys },
     descriptions: {
       delete:
         "Deletes a resource. Signing keys (Administrator only) are retired instead: a retired key signs no more and stays published at GET /v1/extensions/keys until every license key it signed has expired.",
