@@ -1,8 +1,9 @@
 /** Worker entry: fetch (the Hono app), queue (its job handlers in one table) and scheduled (housekeeping). */
 import { createApp, frontDoor } from "./app";
-import { type JobHandlers, consumeBatch } from "./jobs";
+import { type JobHandlerEntry, type JobHandlers, consumeBatch } from "./jobs";
 import { consumeExpiredSeats } from "./licensing/license-events";
 import { writeTraces } from "./licensing/traces";
+import { DEAD_LETTER_QUEUE, consumeDeadLetter } from "./webhooks/dead-letter";
 import { consumeDelivery } from "./webhooks/deliver";
 import { housekeeping } from "./housekeeping";
 
@@ -14,6 +15,12 @@ const jobs: JobHandlers = {
   "license.seats.expired": consumeExpiredSeats,
   "license.traces": { batch: writeTraces },
 };
+
+/**
+ * The handlers of the webhook dead-letter queue (told apart by its name): what ends there is recorded as given up,
+ * never delivered. A message of another kind there is logged and acknowledged like a stray (jobs.ts).
+ */
+const deadLetters: Readonly<Record<string, JobHandlerEntry>> = { "webhook.delivery": consumeDeadLetter };
 
 /** SPEC's example calls send `text/json`; it is read as JSON like `application/json-patch+json`. */
 function normalizeContentType(request: Request): Request {
@@ -29,7 +36,7 @@ export default {
     return (await frontDoor(request, env)) ?? app.fetch(normalizeContentType(request), env, ctx);
   },
   queue(batch, env, ctx) {
-    return consumeBatch(batch, env, ctx, jobs);
+    return consumeBatch(batch, env, ctx, batch.queue === DEAD_LETTER_QUEUE ? deadLetters : jobs);
   },
   scheduled(controller, env, ctx) {
     ctx.waitUntil(housekeeping(env, new Date(controller.scheduledTime)));

@@ -31,6 +31,13 @@ const SPEC_ACCESS: { methods?: string[]; path: RegExp; credential: Credential; r
   { methods: ["POST", "PUT", "DELETE"], path: /^\/v1\/license-templates/, credential: "key", roles: MANAGERS },
   { path: /^\/v1\/(license-traces|reports)/, credential: "key", roles: MANAGERS },
   { path: /^\/v1\/products\/\{productId\}\/releases\/\{releaseId\}\/downloads/, credential: "key", roles: MANAGERS },
+  // Sending a given-up delivery again is the Administrator's (issue "Trust at the edges": nothing lost silently).
+  {
+    methods: ["POST"],
+    path: /^\/v1\/webhooks\/subscriptions\/\{id\}\/events\/\{eventId\}\/redeliver$/,
+    credential: "key",
+    roles: ADMINS,
+  },
   { path: /^\/v1\/webhooks/, credential: "key", roles: MANAGERS },
   { path: /^\/v1\/(users|roles|api-keys)/, credential: "key", roles: ADMINS },
   { path: /^\/v1\/(assemblies|settings)/, credential: "key", roles: ADMINS },

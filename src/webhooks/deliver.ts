@@ -10,6 +10,8 @@
  *                        while retryCount < the subscription's maxRetryCount; then acknowledged and sent to the
  *                        dead-letter queue (WEBHOOKS_DLQ) explicitly, so the per-subscription limit decides, not
  *                        the queue's max_retries (which stays above the largest maxRetryCount, for crashes only)
+ * A dead letter carries the last answer (retryCount, statusCode, response, reason); its consumer (dead-letter.ts)
+ * records it on the row as given up, and an Administrator can send it again from there.
  * A row that is gone (deleted history or subscription) or already delivered is acknowledged without a call; an
  * inactive subscription or `Webhooks:Enabled` false records why and stops.
  */
@@ -21,7 +23,8 @@ import { type Db, getDb } from "../db/client";
 import { webhookEvents, webhookSubscriptions } from "../db/schema";
 import type { Job } from "../jobs";
 import { SERVICE_VERSION } from "../version";
-import { DELIVERY_JOB, type DeliveryJob } from "./emit";
+import { deadLetterOf } from "./dead-letter";
+import { type DeliveryJob, isDeliveryJob } from "./emit";
 import { signatureHeaders } from "./signing";
 import { type EventRow, type SubscriptionRow, openHeaders } from "./subscriptions";
 import { webhookUrlProblem } from "./url-policy";
@@ -33,10 +36,11 @@ const MAX_DELAY_SECONDS = 43_200;
 const RESPONSE_BYTES = 2048;
 
 /**
- * How long one attempt may take (CONTRACT: success = 2xx within 15 s). A property, not a constant, so tests can
- * shorten it instead of waiting 15 s; the service never changes it.
+ * How long one attempt may take (CONTRACT: success = 2xx within 15 s), and the factor of the retry delays the
+ * consumer asks the queue for (1: the schedule). Properties, not constants, so tests can shorten them instead of
+ * waiting 15 s or 30 s per retry on the real queue; the service never changes them.
  */
-export const deliveryTiming = { timeoutMs: 15_000 };
+export const deliveryTiming = { timeoutMs: 15_000, retryDelayFactor: 1 };
 
 /** The outcome of one attempt. */
 export interface Attempt {
@@ -218,10 +222,6 @@ export async function deliverNow(
   return recordAttempt(db, event, attempt, nextRetryCount(event), attempt.isSuccess || attempt.gone ? null : pending);
 }
 
-function isDeliveryJob(body: Job): body is Job & DeliveryJob {
-  return typeof body["eventId"] === "string" && typeof body["subscriptionId"] === "number";
-}
-
 /** Records why a row will not be delivered (no attempt made) and stops its schedule. */
 async function recordSkip(db: Db, event: EventRow, reason: string): Promise<void> {
   await db
@@ -231,13 +231,14 @@ async function recordSkip(db: Db, event: EventRow, reason: string): Promise<void
 }
 
 /**
- * Hands an exhausted or undeliverable message to the dead-letter queue, with why; the caller acknowledges it. Never
- * throws: a failure here must not make the queue retry a delivery that is over (the row already says so).
+ * Hands an exhausted or undeliverable message to the dead-letter queue with its last answer (dead-letter.ts records
+ * it); the caller acknowledges it. Never throws: a failure here must not make the queue retry a delivery that is over
+ * (the row already holds the last answer, with no attempt due).
  */
-async function deadLetter(env: Bindings, job: DeliveryJob, reason: string | null): Promise<void> {
-  const what = `${job.eventId} for subscription ${job.subscriptionId} (${reason})`;
+async function deadLetter(env: Bindings, job: DeliveryJob, retryCount: number, attempt: Attempt): Promise<void> {
+  const what = `${job.eventId} for subscription ${job.subscriptionId} (${attempt.errorMessage})`;
   if (!env.WEBHOOKS_DLQ) return console.error(`webhooks: no WEBHOOKS_DLQ binding; dropping ${what}`);
-  await env.WEBHOOKS_DLQ.send({ ...job, reason, failedAt: nowIso() }).catch((e: unknown) =>
+  await env.WEBHOOKS_DLQ.send(deadLetterOf(job, retryCount, attempt)).catch((e: unknown) =>
     console.error(`webhooks: dead-lettering ${what} failed`, e),
   );
 }
@@ -272,10 +273,12 @@ export async function consumeDelivery(message: Message<Job>, env: Bindings): Pro
   const retryCount = nextRetryCount(event);
   const attempt = await attemptDelivery(config, subscription, event);
   const retry = !attempt.isSuccess && !attempt.gone && !attempt.permanent && retryCount < subscription.maxRetryCount;
-  const delaySeconds = retry ? retryDelaySeconds(retryCount) : 0;
+  const delaySeconds = retry
+    ? Math.max(1, Math.round(retryDelaySeconds(retryCount) * deliveryTiming.retryDelayFactor))
+    : 0;
   const nextRetryAt = retry ? new Date(clock.now().getTime() + delaySeconds * 1000).toISOString() : null;
   await recordAttempt(db, event, attempt, retryCount, nextRetryAt);
   if (retry) return message.retry({ delaySeconds });
-  if (!attempt.isSuccess && !attempt.gone) await deadLetter(env, job, attempt.errorMessage);
+  if (!attempt.isSuccess && !attempt.gone) await deadLetter(env, job, retryCount, attempt);
   message.ack();
 }

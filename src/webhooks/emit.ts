@@ -12,7 +12,7 @@ import { type Config, loadConfig } from "../config";
 import { type Db, getDb } from "../db/client";
 import { webhookEvents, webhookSubscriptions } from "../db/schema";
 import { omitNulls } from "../http/respond";
-import type { JobKind, JobOf } from "../jobs";
+import type { Job, JobKind, JobOf } from "../jobs";
 import { ALL_EVENTS, type EventType } from "./events";
 
 /** The queue message kind the delivery consumer handles (jobs.ts). */
@@ -20,6 +20,11 @@ export const DELIVERY_JOB = "webhook.delivery" satisfies JobKind;
 
 /** What a `webhook.delivery` message carries: the delivery event row it delivers, by its unique key. */
 export type DeliveryJob = JobOf<typeof DELIVERY_JOB>;
+
+/** Whether a queue message (not trusted until checked) names a delivery event row. */
+export function isDeliveryJob(body: Job): body is Job & DeliveryJob {
+  return typeof body["eventId"] === "string" && typeof body["subscriptionId"] === "number";
+}
 
 /** What emission needs: the same shape as a request's ServiceContext, so routes and services pass theirs. */
 export interface EmitContext {

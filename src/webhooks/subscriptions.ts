@@ -123,6 +123,11 @@ export const WebhookEvent = defineEntity({
       readOnly: true,
       description: "When the next attempt is due; none when no attempt is scheduled.",
     }),
+    deadLetteredAt: f.date({
+      readOnly: true,
+      description:
+        "When the delivery was given up (retries exhausted, or a permanent failure) and recorded from the dead-letter queue, with its last answer in statusCode, response and errorMessage; an Administrator sends it again with POST …/redeliver. None otherwise.",
+    }),
     createdAt: f.date({ readOnly: true }),
   },
 });

@@ -1,7 +1,7 @@
 /**
  * The webhook routes (SPEC "Webhook routes", CONTRACT section 6): subscriptions (list, create, get, partial update,
- * delete, test), their delivery events (list with `include`, delete, retry by hand), the dispatcher's status and the
- * event types. API key only, Administrator or LicenseManager. Answers carry `success` and `message` plus their data
+ * delete, test), their delivery events (list with `include`, delete, retry by hand, redeliver one given up), the
+ * dispatcher's status and the event types. API key only, Administrator or LicenseManager (redelivery: Administrator). Answers carry `success` and `message` plus their data
  * and no `code` (SPEC); errors keep the service's error envelope; unknown subscriptions and events answer 404.
  */
 import { createRoute, z } from "@hono/zod-openapi";
@@ -17,6 +17,7 @@ import { type IncludeLoader, listBody, listQuery } from "../http/list";
 import { Envelope, envelopedWithoutCode, errorResponses, json, jsonBody } from "../http/openapi";
 import { ok } from "../http/respond";
 import type { Router } from "../http/router";
+import { isDeadLettered, redeliver } from "./dead-letter";
 import { deliverNow } from "./deliver";
 import { buildPayload, recordDeliveries } from "./emit";
 import { EVENT_TYPES } from "./events";
@@ -85,14 +86,18 @@ function attemptMessage(event: EventRow): string {
     : `Delivery failed: ${event.errorMessage ?? "no answer"}`;
 }
 
-/** What every route of this module declares: API key only, Administrator or LicenseManager, the Webhooks tag. */
+/**
+ * What every route of this module declares: API key only, Administrator or LicenseManager (Administrator alone where
+ * `roles` says so), the Webhooks tag.
+ */
 function webhookRoute<M extends "get" | "post" | "put" | "delete", P extends string>(
   method: M,
   path: P,
   operationId: string,
   summary: string,
+  roles: typeof Roles.managers | typeof Roles.admin = Roles.managers,
 ) {
-  return { method, path, tags: [TAG], operationId, summary, ...access.key(Roles.managers) };
+  return { method, path, tags: [TAG], operationId, summary, ...access.key(roles) };
 }
 
 /** Registers the webhook routes (SPEC "Webhook routes"). */
@@ -326,9 +331,59 @@ function registerEventRoutes(app: Router): void {
       const subscription = await requireSubscription(ctx.db, id);
       const recorded = await requireEvent(ctx.db, id, eventId);
       if (recorded.isSuccess) throw new ApiError(400, `Event ${eventId} was already delivered`);
+      if (isDeadLettered(recorded))
+        throw new ApiError(
+          400,
+          `Event ${eventId} was given up; an Administrator sends it again with POST ${BASE}/${id}/events/${eventId}/redeliver`,
+        );
       requireEnabled(ctx.config);
       const event = await deliverNow(ctx.db, ctx.config, subscription, recorded);
       return ok(c, { message: attemptMessage(event), event: eventRecord(event, ctx.config) }, 200, withoutCode);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      ...webhookRoute(
+        "post",
+        `${BASE}/{id}/events/{eventId}/redeliver`,
+        "redeliverWebhookEvent",
+        "Queue a given-up delivery again (Administrator)",
+        Roles.admin,
+      ),
+      description:
+        "For an event the dead-letter queue recorded as given up (deadLetteredAt): it is queued again for the delivery consumer, which makes one more attempt (retryCount + 1) and, if that fails, records it as given up again. Other events answer 400 (use …/retry).",
+      request: { params: eventParams },
+      responses: {
+        202: json(envelopedWithoutCode({ event: WebhookEvent.record }), "The delivery event, due again"),
+        ...webhookErrors,
+      },
+    }),
+    async (c) => {
+      const ctx = serviceContext(c);
+      const { id, eventId } = c.req.valid("param");
+      const subscription = await requireSubscription(ctx.db, id);
+      const recorded = await requireEvent(ctx.db, id, eventId);
+      if (!isDeadLettered(recorded))
+        throw new ApiError(
+          400,
+          recorded.isSuccess
+            ? `Event ${eventId} was already delivered`
+            : `Event ${eventId} was not given up; retry it with POST ${BASE}/${id}/events/${eventId}/retry`,
+        );
+      requireEnabled(ctx.config);
+      if (!subscription.isActive) throw new ApiError(400, `Subscription ${id} is inactive; activate it first`);
+      const event = await redeliver(ctx.db, ctx.env, recorded);
+      ctx.log?.audit("WebhookRedelivered", `Webhook delivery ${event.eventId} queued again`, ctx, {
+        webhookSubscriptionId: id,
+        webhookEventId: eventId,
+      });
+      return ok(
+        c,
+        { message: `Queued for delivery: ${event.eventId}`, event: eventRecord(event, ctx.config) },
+        202,
+        withoutCode,
+      );
     },
   );
 }
