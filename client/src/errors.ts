@@ -12,6 +12,7 @@
  * - {@link VerificationError}: a signature or license key that does not verify; never retry with the same data.
  */
 import { Code, ConnectError } from "@connectrpc/connect";
+import { explainNetworkFailure } from "./network.js";
 
 /** gRPC status codes the licensing operations use (CONTRACT section 4), by name. */
 export const LicensingCode = {
@@ -121,11 +122,30 @@ export class ServiceError extends LicensingClientError {
   }
 }
 
-/** The service could not be reached (DNS, TLS, connection refused, offline). `cause` holds the platform's error. */
+/**
+ * The service could not be reached (DNS, TLS, connection refused, offline). The message names the cause and its fix
+ * (`self-signed certificate: pass fetch: trustingFetch({ ca })…`); `code` is the platform's code for it
+ * (`DEPTH_ZERO_SELF_SIGNED_CERT`, `CERT_HAS_EXPIRED`, `ECONNREFUSED`, Electron's `ERR_CERT_AUTHORITY_INVALID`…) when
+ * it gave one; `cause` holds the platform's error.
+ */
 export class NetworkError extends LicensingClientError {
-  constructor(message: string, cause: unknown) {
+  /** The platform's code for the failure, found down `cause`, if any. */
+  readonly code: string | undefined;
+
+  constructor(message: string, cause: unknown, code?: string) {
     super(message, { cause });
+    this.code = code;
   }
+}
+
+/** How an application makes the client trust a certificate (see `trustingFetch` in `@licensing/client/node`). */
+const TRUST_HINT =
+  "pass fetch: trustingFetch({ ca }) from @licensing/client/node or set NODE_EXTRA_CA_CERTS (Electron's net.fetch trusts the operating system's store)";
+
+/** The {@link NetworkError} for a request to `url` whose fetch threw `error`: the cause named, with its fix. */
+export function networkError(url: string, error: unknown): NetworkError {
+  const failure = explainNetworkFailure(error, TRUST_HINT);
+  return new NetworkError(`Could not reach ${url}: ${failure.message}`, error, failure.code);
 }
 
 /** The answer does not follow the contract: not JSON, a required field missing, an unknown enumeration value. */

@@ -5,7 +5,7 @@
  */
 import { type Client, createClient } from "@connectrpc/connect";
 import { createGrpcWebTransport } from "@connectrpc/connect-web";
-import { NetworkError, ProtocolError, errorFromGrpc } from "./errors.js";
+import { ProtocolError, errorFromGrpc, networkError } from "./errors.js";
 import { Authentication } from "./gen/licensing/v1/authentication_pb.js";
 import {
   type License as PbLicense,
@@ -95,10 +95,7 @@ export class GrpcWebTransport implements LicensingTransport {
         return await fetchFn(input, portableInit);
       } catch (error) {
         if (init?.signal?.aborted) throw error;
-        throw new NetworkError(
-          `Could not reach ${baseUrl}: ${error instanceof Error ? error.message : String(error)}`,
-          error,
-        );
+        throw networkError(baseUrl, error);
       }
     };
     const transport = createGrpcWebTransport({ baseUrl, fetch: guardedFetch, useBinaryFormat: true });

@@ -2,7 +2,7 @@
  * One JSON round trip over `fetch`, shared by the REST transport and the REST-only calls of both transports (update
  * check, signing keys). Failures become the client's errors here, once.
  */
-import { NetworkError, ProtocolError, errorFromRest } from "./errors.js";
+import { NetworkError, ProtocolError, errorFromRest, networkError } from "./errors.js";
 import type { FetchFunction } from "./transport.js";
 
 /** Sends a request and returns the parsed JSON body of a 2xx answer; any other answer throws its error. */
@@ -11,7 +11,7 @@ export async function fetchJson(fetchFn: FetchFunction, url: string, init: Reque
   try {
     response = await fetchFn(url, init);
   } catch (error) {
-    throw new NetworkError(`Could not reach ${url}: ${error instanceof Error ? error.message : String(error)}`, error);
+    throw networkError(url, error);
   }
   let text: string;
   try {

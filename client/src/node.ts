@@ -2,7 +2,11 @@
  * `@licensing/client/node`: helpers that need Node (Electron's main process, Node services), kept out of the main
  * entry so browser and renderer bundles never see them.
  */
+import * as tls from "node:tls";
 import * as imported from "node-machine-id";
+import { Agent } from "undici";
+import type { LicensingClientOptions } from "./client.js";
+import type { FetchFunction } from "./transport.js";
 
 // node-machine-id is a webpack-built CommonJS module: Node's ES module loader sees only its `default` export, a
 // CommonJS require sees the functions themselves.
@@ -20,4 +24,31 @@ export async function machineId(options: { salt?: string } = {}): Promise<string
   const raw = await nodeMachineId.machineId(true);
   const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(`${options.salt}:${raw}`));
   return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** What {@link trustingFetch} trusts besides the usual authorities. */
+export interface TrustOptions {
+  /**
+   * Certificates (PEM text) to trust besides Node's default authorities: a self-signed service certificate, or the
+   * certificate of a private authority that issued it. Read the file yourself: `readFileSync("ca.pem", "utf8")`.
+   */
+  ca: string | readonly string[];
+}
+
+/**
+ * A `fetch` for {@link LicensingClientOptions.fetch} that also trusts `ca`, for a service behind a private or
+ * self-signed certificate: `new LicensingClient({ baseUrl, fetch: trustingFetch({ ca }) })`. Node's fetch with an
+ * undici Agent whose TLS roots are Node's defaults (NODE_EXTRA_CA_CERTS included) plus `ca`; certificates are still
+ * verified, host names too. `close()` ends its connections.
+ */
+export function trustingFetch(options: TrustOptions): FetchFunction & { close(): Promise<void> } {
+  const extra = typeof options.ca === "string" ? [options.ca] : [...options.ca];
+  if (extra.length === 0 || extra.some((pem) => !pem.includes("-----BEGIN CERTIFICATE-----")))
+    throw new TypeError("trustingFetch: ca must be PEM certificates (-----BEGIN CERTIFICATE-----)");
+  const defaults =
+    typeof tls.getCACertificates === "function" ? tls.getCACertificates("default") : [...tls.rootCertificates];
+  const dispatcher = new Agent({ connect: { ca: [...defaults, ...extra] } });
+  const trusting = (input: Parameters<FetchFunction>[0], init?: Parameters<FetchFunction>[1]) =>
+    globalThis.fetch(input, { ...init, dispatcher } as RequestInit);
+  return Object.assign(trusting, { close: () => dispatcher.close() });
 }

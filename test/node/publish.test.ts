@@ -1,7 +1,8 @@
 /**
  * tools/publish end to end: the CLI publishes a generated electron-builder folder to the bundled Worker (Windows,
  * macOS arm64 and Linux artifacts, one of them large enough for the resumable upload), a second run skips
- * everything, and a changed file is replaced.
+ * everything, and a changed file is replaced. The API key goes over plain http:// only to this machine, and never to
+ * another origin on a redirect (TLS: test/node/tls.test.ts).
  */
 import { execFile } from "node:child_process";
 import http from "node:http";
@@ -10,8 +11,10 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseUpdateInfo } from "../../tools/publish/dist.ts";
+import { forward, httpServer } from "./tls-kit.ts";
 // @ts-expect-error: a plain JavaScript module shared with the benchmark
 import { root, startLocalWorker } from "../../scripts/local-worker.mjs";
 
@@ -27,6 +30,15 @@ const sha512 = (bytes: Buffer) => createHash("sha512").update(bytes).digest("bas
 /** Writes a file of random bytes into the folder and returns them. */
 function artifact(name: string, size: number): Buffer {
   const bytes = randomBytes(size);
+  writeFileSync(join(dir, name), bytes);
+  return bytes;
+}
+
+/** Writes a blockmap as electron-builder does (gzip-compressed JSON; the service checks the shape) and returns it. */
+function blockmap(name: string, blocks: number): Buffer {
+  const checksums = Array.from({ length: blocks }, () => randomBytes(12).toString("base64"));
+  const json = { version: "2", files: [{ name: "file", offset: 0, checksums, sizes: checksums.map(() => 65_536) }] };
+  const bytes = gzipSync(JSON.stringify(json));
   writeFileSync(join(dir, name), bytes);
   return bytes;
 }
@@ -94,11 +106,11 @@ beforeAll(async () => {
   });
   dir = mkdtempSync(join(tmpdir(), "publish-dist-"));
   files["exe"] = artifact("Studio Setup 1.2.3.exe", 300_000);
-  files["exeMap"] = artifact("Studio Setup 1.2.3.exe.blockmap", 2_000);
+  files["exeMap"] = blockmap("Studio Setup 1.2.3.exe.blockmap", 100);
   files["zip"] = artifact("Studio-1.2.3-arm64-mac.zip", 11 * MiB + 123); // over --single-limit: resumable
-  files["zipMap"] = artifact("Studio-1.2.3-arm64-mac.zip.blockmap", 3_000);
+  files["zipMap"] = blockmap("Studio-1.2.3-arm64-mac.zip.blockmap", 150);
   files["dmg"] = artifact("Studio-1.2.3-arm64.dmg", 200_000);
-  artifact("Studio-1.2.3-arm64.dmg.blockmap", 1_000);
+  blockmap("Studio-1.2.3-arm64.dmg.blockmap", 50);
   files["appImage"] = artifact("Studio-1.2.3.AppImage", 250_000);
   artifact("studio_1.2.3_amd64.deb", 10_000);
   writeFileSync(join(dir, "builder-debug.yml"), "x: 1\n");
@@ -344,6 +356,118 @@ describe("licensing-publish as a command", () => {
       expect((JSON.parse(out.stdout) as { uploaded: string[] }).uploaded).toHaveLength(6);
     } finally {
       proxy.close();
+    }
+  });
+});
+
+describe("licensing-publish keeps the API key where it belongs", () => {
+  const args = (url: string, product = "studio") => ["--url", url, "--product", product, "--dir", dir];
+  const notTheService = (_req: unknown, res: import("node:http").ServerResponse) => {
+    res
+      .writeHead(404, { "content-type": "application/json" })
+      .end('{"success":false,"code":404,"message":"not the service"}');
+  };
+
+  it("refuses plain http:// to a host other than this machine before connecting, unless --insecure", async () => {
+    const listener = await httpServer(notTheService);
+    try {
+      // 0.0.0.0 reaches this machine's listener but is not a loopback address: the refusal must come first.
+      const url = `http://0.0.0.0:${listener.port}`;
+      for (const out of [
+        await cli(args(url), { LICENSING_API_KEY: KEY }),
+        await cli(["--product", "studio", "--dir", dir], { LICENSING_API_KEY: KEY, LICENSING_URL: url }),
+      ]) {
+        expect(out.code, out.stderr).toBe(2);
+        expect(out.stderr).toContain(
+          `refusing to send the API key over plain http:// to 0.0.0.0:${listener.port}: use https://, or pass --insecure`,
+        );
+      }
+      expect(listener.seen).toEqual([]);
+
+      const insecure = await cli([...args(url), "--insecure"], { LICENSING_API_KEY: KEY });
+      expect(insecure.code, insecure.stderr).toBe(1);
+      expect(insecure.stderr).toContain("404 not the service");
+      expect(listener.seen[0]?.headers["x-api-key"]).toBe(KEY);
+    } finally {
+      await listener.close();
+    }
+  });
+
+  it("allows http:// to loopback only: 127.0.0.0/8, ::1 and localhost (checked by dry runs, which send nothing)", async () => {
+    for (const url of ["http://127.0.0.1:1", "http://127.200.3.4:1", "http://localhost:1", "http://[::1]:1"]) {
+      const out = await cli(["--dry-run", ...args(url)]);
+      expect(out.code, `${url}: ${out.stderr}`).toBe(0);
+    }
+    for (const url of [
+      "http://128.0.0.1",
+      "http://10.0.0.1:8787",
+      "http://[::2]",
+      "http://localhost.example.com",
+      "http://127.0.0.1.example.com",
+    ]) {
+      const out = await cli(["--dry-run", ...args(url)]);
+      expect(out.code, url).toBe(2);
+      expect(out.stderr).toContain("refusing to send the API key over plain http://");
+    }
+  });
+
+  it("never sends the key to another origin on a redirect, and names the target", async () => {
+    const elsewhere = await httpServer((_req, res) => {
+      res.writeHead(200, { "content-type": "application/json" }).end('{"products":[{"id":1}]}');
+    });
+    const redirecting = await httpServer((req, res) => {
+      res.writeHead(307, { location: `${elsewhere.url}${req.url}` }).end();
+    });
+    try {
+      const out = await cli(args(redirecting.url), { LICENSING_API_KEY: KEY, LICENSING_PUBLISH_RETRY_MS: "10" });
+      expect(out.code, out.stderr).toBe(1);
+      expect(out.stderr).toContain(
+        `: 307 redirected to ${elsewhere.url}/v1/products?filter=code%20%3D%3D%20%22studio%22&select=id, another origin than ${redirecting.url}: the API key is not sent there`,
+      );
+      expect(elsewhere.seen).toEqual([]);
+      // Refused once, not retried.
+      expect(redirecting.seen).toHaveLength(1);
+    } finally {
+      await redirecting.close();
+      await elsewhere.close();
+    }
+  });
+
+  it("follows redirects within the service's origin, and refuses one that would turn a write into a GET", async () => {
+    // Every address moved under /moved/ on the same origin (308: method and body kept).
+    const moved = await httpServer((req, res) => {
+      if (req.url?.startsWith("/moved/")) return forward(req, res, worker.url, req.url.slice("/moved".length));
+      res.writeHead(308, { location: `/moved${req.url}` }).end();
+    });
+    // GETs served; writes answered 302, which would make them GETs without their bodies.
+    const rewriting = await httpServer((req, res) => {
+      if (req.method === "GET") return forward(req, res, worker.url);
+      res.writeHead(302, { location: `/v2${req.url}` }).end();
+    });
+    try {
+      const product = `moved${Date.now()}`;
+      await rest("POST", "/v1/products", { product: { code: product, name: "Moved", isApplication: true } });
+      const out = await cli([...args(moved.url, product), "--single-limit", String(8 * MiB), "--json"], {
+        LICENSING_API_KEY: KEY,
+      });
+      expect(out.code, out.stderr).toBe(0);
+      expect((JSON.parse(out.stdout) as { uploaded: string[] }).uploaded).toHaveLength(6);
+      const direct = moved.seen.filter((s) => !s.url.startsWith("/moved/"));
+      expect(direct.length).toBeGreaterThan(6);
+      expect(moved.seen.filter((s) => s.url.startsWith("/moved/"))).toHaveLength(direct.length);
+      expect(moved.seen.some((s) => s.method === "POST" && s.url.startsWith("/moved/"))).toBe(true);
+
+      const other = `rewrite${Date.now()}`;
+      await rest("POST", "/v1/products", { product: { code: other, name: "Rewrite", isApplication: true } });
+      const refused = await cli(args(rewriting.url, other), { LICENSING_API_KEY: KEY });
+      expect(refused.code, refused.stderr).toBe(1);
+      expect(refused.stderr).toMatch(
+        /POST \/v1\/products\/\d+\/releases: 302 redirected to http:\/\/127\.0\.0\.1:\d+\/v2\/v1\/products\/\d+\/releases with 302, which would turn the POST into a GET/,
+      );
+      expect(rewriting.seen.filter((s) => s.url.startsWith("/v2"))).toEqual([]);
+    } finally {
+      await moved.close();
+      await rewriting.close();
     }
   });
 });

@@ -1,8 +1,13 @@
 /**
  * The few Management API calls the publisher makes (API key in `x-api-key`), with the service's error envelope
- * turned into exceptions that say which call failed and why.
+ * turned into exceptions that say which call failed and why. The key goes only where it is safe: never over plain
+ * http:// beyond this machine (unless `insecure`), never to another origin on a redirect; a failed connection says
+ * why (a self-signed certificate, a refused connection…) and how to fix it.
  */
 import { openAsBlob } from "node:fs";
+import * as tls from "node:tls";
+import { Agent } from "undici";
+import { explainNetworkFailure } from "./network.ts";
 
 /** A refused or failed call: the method, path, status and the service's message. */
 export class ApiFailure extends Error {
@@ -15,6 +20,68 @@ export class ApiFailure extends Error {
     this.status = status;
   }
 }
+
+/**
+ * The service could not be reached: the message names the cause and its fix (`self-signed certificate: pass --ca FILE
+ * or set NODE_EXTRA_CA_CERTS`); `transient` says whether trying again can help (never for a certificate).
+ */
+export class ConnectionFailure extends Error {
+  readonly code: string | undefined;
+  readonly transient: boolean;
+
+  constructor(method: string, path: string, origin: string, error: unknown, trustHint: string) {
+    const failure = explainNetworkFailure(error, trustHint);
+    super(`${method} ${path}: could not reach ${origin}: ${failure.message}`, { cause: error });
+    this.code = failure.code;
+    this.transient = failure.transient;
+  }
+}
+
+/** Whether a host is this machine: 127.0.0.0/8, ::1 or `localhost` (a URL's hostname, IPv6 in brackets). */
+export function isLoopback(hostname: string): boolean {
+  return hostname === "localhost" || hostname === "[::1]" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname);
+}
+
+/**
+ * The service's address, checked: http(s) only, and plain http:// only to loopback unless `insecure` (the API key
+ * would cross the network readable by anyone on the way). Throws an Error that says what to do, calling the address
+ * `name` (the CLI's `--url`).
+ */
+export function serviceUrl(url: string, insecure = false, name = "the service URL"): URL {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new Error(`${name} must be an http(s) URL, not ${url}`);
+  }
+  if (parsed.protocol !== "https:" && parsed.protocol !== "http:")
+    throw new Error(`${name} must be an http(s) URL, not ${url}`);
+  if (parsed.protocol === "http:" && !isLoopback(parsed.hostname) && !insecure)
+    throw new Error(
+      `refusing to send the API key over plain http:// to ${parsed.host}: use https://, or pass --insecure (electron-builder: publish.insecure) to send it unencrypted anyway (http:// is allowed without it only to this machine: 127.0.0.0/8, ::1, localhost)`,
+    );
+  return parsed;
+}
+
+/** How the publisher reaches the service. */
+export interface ConnectionOptions {
+  /** Allow plain http:// to hosts other than this machine's loopback. */
+  insecure?: boolean;
+  /** PEM certificates to trust besides Node's default authorities (a self-signed service, a private authority). */
+  ca?: string;
+  /** What a certificate failure tells the reader to do (default: the CLI's `--ca FILE` or NODE_EXTRA_CA_CERTS). */
+  trustHint?: string;
+}
+
+/** An undici Agent trusting Node's default authorities (NODE_EXTRA_CA_CERTS included) and `ca`. */
+function trustingAgent(ca: string): Agent {
+  const defaults =
+    typeof tls.getCACertificates === "function" ? tls.getCACertificates("default") : tls.rootCertificates;
+  return new Agent({ connect: { ca: [...defaults, ca] } });
+}
+
+/** Redirects followed within the service's origin, at most. */
+const MAX_REDIRECTS = 5;
 
 /** An artifact row as the downloads list returns it. */
 export interface RemoteDownload {
@@ -47,18 +114,36 @@ const FIRST_WAIT_MS = Number(process.env["LICENSING_PUBLISH_RETRY_MS"] ?? 1000);
  */
 function retryable(method: string, status: number | undefined): boolean {
   if (status === undefined || status === 429 || status === 503) return true;
+  // Redirects refused (another origin, a method change) and other 3xx and 4xx answers: the same again would fail.
   return status >= 500 && method !== "POST";
 }
 
 export class ManagementApi {
   readonly #base: string;
+  readonly #origin: string;
   readonly #key: string;
   readonly #log: (line: string) => void;
+  readonly #dispatcher: Agent | undefined;
+  readonly #trustHint: string;
 
-  constructor(base: string, key: string, log: (line: string) => void = () => undefined) {
+  /** Throws when `base` is not a URL the key may be sent to (see serviceUrl). */
+  constructor(
+    base: string,
+    key: string,
+    log: (line: string) => void = () => undefined,
+    options: ConnectionOptions = {},
+  ) {
+    this.#origin = serviceUrl(base, options.insecure).origin;
     this.#base = base.replace(/\/+$/, "");
     this.#key = key;
     this.#log = log;
+    this.#dispatcher = options.ca ? trustingAgent(options.ca) : undefined;
+    this.#trustHint = options.trustHint ?? "pass --ca FILE or set NODE_EXTRA_CA_CERTS";
+  }
+
+  /** Closes the connections of a `ca` Agent; the API is not used after. */
+  async close(): Promise<void> {
+    await this.#dispatcher?.close();
   }
 
   /** One call, retried with backoff on 429, 5xx and network failures (see retryable). */
@@ -77,6 +162,7 @@ export class ManagementApi {
         status = e instanceof ApiFailure ? e.status : undefined;
         if (e instanceof ApiFailure) retryAfter = e.retryAfter;
         if (attempt >= ATTEMPTS || !retryable(method, status)) throw e;
+        if (e instanceof ConnectionFailure && !e.transient) throw e;
         const wait =
           retryAfter !== undefined
             ? retryAfter * 1000
@@ -86,6 +172,55 @@ export class ManagementApi {
         );
         await new Promise((resolve) => setTimeout(resolve, wait));
       }
+    }
+  }
+
+  /**
+   * Sends one request, following redirects only within the service's origin: the API key is never sent to another
+   * (fetch's own redirect handling would carry `x-api-key` along), and a redirect that would turn a write into a GET
+   * is refused rather than silently dropping its body. A refused redirect is an ApiFailure naming the target.
+   */
+  async #send(method: string, path: string, headers: Record<string, string>, payload?: BodyInit): Promise<Response> {
+    let target = new URL(`${this.#base}${path}`);
+    for (let hops = 0; ; hops++) {
+      let res: Response;
+      try {
+        res = await fetch(target, {
+          method,
+          headers,
+          redirect: "manual",
+          ...(payload !== undefined ? { body: payload } : {}),
+          ...(this.#dispatcher ? { dispatcher: this.#dispatcher } : {}),
+        } as RequestInit);
+      } catch (e) {
+        throw new ConnectionFailure(method, path, target.origin, e, this.#trustHint);
+      }
+      const location = res.headers.get("location");
+      if (res.status < 300 || res.status > 399 || location === null) return res;
+      await res.body?.cancel();
+      let next: URL;
+      try {
+        next = new URL(location, target);
+      } catch {
+        throw new ApiFailure(method, path, res.status, `redirected to an invalid address: ${location}`);
+      }
+      if (next.origin !== this.#origin)
+        throw new ApiFailure(
+          method,
+          path,
+          res.status,
+          `redirected to ${next.href}, another origin than ${this.#origin}: the API key is not sent there (if that is the licensing service, use its address as the URL)`,
+        );
+      if (res.status !== 307 && res.status !== 308 && method !== "GET" && method !== "HEAD")
+        throw new ApiFailure(
+          method,
+          path,
+          res.status,
+          `redirected to ${next.href} with ${res.status}, which would turn the ${method} into a GET: use the address the service answers on as the URL`,
+        );
+      if (hops >= MAX_REDIRECTS)
+        throw new ApiFailure(method, path, res.status, `more than ${MAX_REDIRECTS} redirects (last to ${next.href})`);
+      target = next;
     }
   }
 
@@ -102,11 +237,7 @@ export class ManagementApi {
       headers["content-type"] = "application/json";
       payload = JSON.stringify(body);
     } else if (init.contentType) headers["content-type"] = init.contentType;
-    const res = await fetch(`${this.#base}${path}`, {
-      method,
-      headers,
-      ...(payload !== undefined ? { body: payload } : {}),
-    });
+    const res = await this.#send(method, path, headers, payload);
     const text = await res.text();
     let parsed: Record<string, unknown> = {};
     try {

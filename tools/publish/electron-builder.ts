@@ -14,6 +14,8 @@
  *     product: studio
  *     channel: stable                       # optional
  *     public: true                          # optional: make the release public after each upload
+ *     ca: build/licensing-ca.pem            # optional: also trust this certificate (PEM), e.g. a self-signed one
+ *     insecure: false                       # optional: allow http:// to a host other than this machine
  *
  * with the API key in LICENSING_API_KEY. There is no "all uploaded" call, so each upload links the file into a
  * staging folder and publishes that folder with tools/publish (which skips what is already there): the release is
@@ -23,6 +25,7 @@
 import { mkdtempSync, readFileSync, symlinkSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join, resolve } from "node:path";
+import { serviceUrl } from "./api.ts";
 import { type PublishResult, publish } from "./publish.ts";
 
 /** The `publish` entry of electron-builder's configuration for this provider. */
@@ -37,6 +40,10 @@ export interface LicensingPublishConfig {
   version?: string;
   /** Make the release public after each upload. */
   public?: boolean;
+  /** A PEM file of certificates to trust besides Node's default authorities (relative to the project). */
+  ca?: string;
+  /** Allow plain http:// to a host other than this machine: the API key crosses the network unencrypted. */
+  insecure?: boolean;
 }
 
 /** What electron-builder passes to `upload`. */
@@ -55,6 +62,7 @@ export default class LicensingPublisher {
   readonly providerName = "licensing";
   readonly #config: LicensingPublishConfig & { url: string; version: string };
   readonly #apiKey: string;
+  readonly #ca: string | undefined;
   readonly #staging = mkdtempSync(join(tmpdir(), "licensing-publish-"));
   #queue: Promise<unknown> = Promise.resolve();
 
@@ -69,6 +77,9 @@ export default class LicensingPublisher {
     const version =
       config.version ?? (JSON.parse(readFileSync(resolve("package.json"), "utf8")) as { version?: string }).version;
     if (!version) throw new Error("licensing publisher: no version (set publish.version, or version in package.json)");
+    // Checked here, before electron-builder builds anything: an address the key must not be sent to.
+    serviceUrl(url, config.insecure === true, "publish.url");
+    this.#ca = config.ca === undefined ? undefined : readFileSync(resolve(config.ca), "utf8");
     this.#config = { ...config, url, version };
     this.#apiKey = apiKey;
   }
@@ -87,6 +98,9 @@ export default class LicensingPublisher {
         url: this.#config.url,
         apiKey: this.#apiKey,
         makePublic: this.#config.public === true,
+        insecure: this.#config.insecure === true,
+        ca: this.#ca,
+        trustHint: "set publish.ca to the certificate file (PEM) or set NODE_EXTRA_CA_CERTS",
         log: (line) => console.log(`  • licensing: ${line.trim()}`),
       }).catch((e: unknown) => {
         if (e instanceof Error && /holds no installer, zip or blockmap/.test(e.message))

@@ -3,10 +3,14 @@
  * `licensing-publish --url BASE --product CODE --dir dist/ [--version 1.2.3] [--channel stable|insider] …`
  * (npm run publish-release -- …): publishes an electron-builder output folder as a release (tools/publish/publish.ts).
  * The API key comes from LICENSING_API_KEY, the service's address from --url or LICENSING_URL (required: the tool
- * never guesses where to upload). Usage errors exit 2 with a message and the usage, failures exit 1 with the
- * service's message; neither prints a stack trace.
+ * never guesses where to upload). The key is sent over https://, or plain http:// to this machine only (--insecure
+ * allows another host), and never to another origin on a redirect; --ca FILE trusts a private or self-signed
+ * certificate. Usage errors exit 2 with a message and the usage, failures exit 1 with the service's message (or what
+ * kept the tool from reaching it, and the fix); neither prints a stack trace.
  */
+import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
+import { serviceUrl } from "./api.ts";
 import { PLATFORMS, type Platform } from "./dist.ts";
 import { DEFAULT_PART_SIZE, DEFAULT_SINGLE_LIMIT, type PublishOptions, plan, publish } from "./publish.ts";
 
@@ -16,7 +20,11 @@ Publishes an electron-builder output folder (latest*.yml and the installers, zip
 release of an application product, creating the release when it is missing; safe to run again.
 
 Options:
-  --url BASE              the licensing service (or LICENSING_URL); required
+  --url BASE              the licensing service (or LICENSING_URL); required. https://, or http:// to this
+                          machine only (127.0.0.0/8, ::1, localhost)
+  --ca FILE               also trust the certificates in FILE (PEM): the service's self-signed certificate or
+                          the private authority that issued it (NODE_EXTRA_CA_CERTS works too)
+  --insecure              allow http:// to another host: the API key crosses the network unencrypted
   --product CODE          the product's code; required
   --dir DIST              the electron-builder output folder; required
   --version 1.2.3         the release's version (default: the version of the folder's update info)
@@ -30,7 +38,8 @@ Options:
   -h, --help              this text
 
 Environment: LICENSING_API_KEY (an Administrator's or LicenseManager's API key; required unless --dry-run),
-LICENSING_URL. Exit status: 0 done, 1 failed, 2 usage error.`;
+LICENSING_URL, NODE_EXTRA_CA_CERTS. The key is never sent to another origin: a redirect elsewhere fails, naming its
+target. Exit status: 0 done, 1 failed, 2 usage error.`;
 
 function usageError(message: string): never {
   console.error(`licensing-publish: ${message}\n\n${USAGE}`);
@@ -46,6 +55,8 @@ function parse() {
       channel: { type: "string", default: "stable" },
       dir: { type: "string" },
       url: { type: "string" },
+      ca: { type: "string" },
+      insecure: { type: "boolean", default: false },
       platform: { type: "string" },
       public: { type: "boolean", default: false },
       "dry-run": { type: "boolean", default: false },
@@ -71,7 +82,21 @@ if (values.help) {
 const url = values.url ?? process.env["LICENSING_URL"];
 const apiKey = process.env["LICENSING_API_KEY"];
 if (!url) usageError("--url (or LICENSING_URL) is required: the address of the licensing service");
-if (!/^https?:\/\/[^/\s]+/.test(url)) usageError(`--url must be an http(s) URL, not ${url}`);
+try {
+  serviceUrl(url, values.insecure, "--url");
+} catch (e) {
+  usageError(e instanceof Error ? e.message : String(e));
+}
+let ca: string | undefined;
+if (values.ca !== undefined) {
+  try {
+    ca = readFileSync(values.ca, "utf8");
+  } catch (e) {
+    usageError(`--ca ${values.ca}: ${e instanceof Error ? e.message : String(e)}`);
+  }
+  if (!ca.includes("-----BEGIN CERTIFICATE-----"))
+    usageError(`--ca ${values.ca} holds no PEM certificate (-----BEGIN CERTIFICATE-----)`);
+}
 if (!values.product) usageError("--product is required");
 if (!values.dir) usageError("--dir is required");
 if (values.channel !== "stable" && values.channel !== "insider") usageError("--channel is stable or insider");
@@ -94,6 +119,8 @@ const options: PublishOptions = {
   dir: values.dir,
   url,
   apiKey: apiKey ?? "",
+  insecure: values.insecure,
+  ...(ca ? { ca } : {}),
   ...(values.platform ? { platform: values.platform as Platform } : {}),
   makePublic: values.public,
   singleLimit,

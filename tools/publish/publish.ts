@@ -27,6 +27,12 @@ export interface PublishOptions {
   singleLimit?: number;
   /** Part size of resumable uploads: every part but the last has it (R2: at least 5 MiB). */
   partSize?: number;
+  /** Allow plain http:// to a host other than this machine (the API key crosses the network unencrypted). */
+  insecure?: boolean;
+  /** PEM certificates to trust besides Node's default authorities (a self-signed service, a private authority). */
+  ca?: string;
+  /** What a certificate failure tells the reader to do (default: `--ca FILE` or NODE_EXTRA_CA_CERTS). */
+  trustHint?: string;
   log?: (line: string) => void;
   /** Show a progress bar (bytes, rate, time left) on stderr while uploading. */
   progress?: boolean;
@@ -235,7 +241,20 @@ function progressBar(enabled: boolean | undefined, total: number) {
 /** Publishes the folder; see the file comment. */
 export async function publish(options: PublishOptions): Promise<PublishResult> {
   const log = options.log ?? ((line: string) => console.log(line));
-  const api = new ManagementApi(options.url, options.apiKey, log);
+  const { insecure, ca, trustHint } = options;
+  const api = new ManagementApi(options.url, options.apiKey, log, { insecure, ca, trustHint });
+  try {
+    return await publishWith(api, options, log);
+  } finally {
+    await api.close();
+  }
+}
+
+async function publishWith(
+  api: ManagementApi,
+  options: PublishOptions,
+  log: (line: string) => void,
+): Promise<PublishResult> {
   const { dist, version } = await readFolder(options);
 
   const product = await productId(api, options.product);
