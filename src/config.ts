@@ -406,9 +406,109 @@ export const PUBLISHED_SECRETS: ReadonlySet<string> = new Set([
   "dev-only-gateway-secret-change-me-0123456789",
 ]);
 
+/** Fewest bits of estimated entropy (secretBits) a generated secret carries outside development. */
+export const MIN_SECRET_BITS = 128;
+
+/** The command that makes a value each generated secret accepts (the AdminApiKey in the service's own `api_` form). */
+const GENERATE_WITH = "generate one with `openssl rand -base64 32`";
+const GENERATED_SECRETS = [
+  ["Application:JwtSecret", GENERATE_WITH],
+  ["Application:EncryptionKey", GENERATE_WITH],
+  [
+    "Application:AdminApiKey",
+    "generate one with `echo api_$(openssl rand -hex 24)`, or leave it unset and the service generates one and logs it once",
+  ],
+  ["IpFiltering:GatewaySecret", GENERATE_WITH],
+] as const;
+
+/**
+ * How many bytes a base64 value decodes to (standard or url-safe alphabet, `=` padding optional), or undefined when
+ * the value is not base64.
+ */
+function base64Bytes(value: string): number | undefined {
+  if (!/^(?:[A-Za-z0-9+/]+|[A-Za-z0-9_-]+)={0,2}$/.test(value)) return undefined;
+  const digits = value.replace(/=+$/, "").length;
+  if (digits % 4 === 1 || (digits < value.length && value.length % 4 !== 0)) return undefined;
+  return Math.floor((digits * 6) / 8);
+}
+
+/** Characters of a value secretBits reads: a longer value is credited with its first ones only (never more). */
+const ESTIMATED_CHARACTERS = 512;
+
+/**
+ * The largest alphabet (at most `largest`) that `length` random draws could come from and still give as few as
+ * `distinct` different characters: one whose expected count, less 3 standard deviations, is not above it. So random
+ * text is almost never taken for a smaller alphabet, while text that reuses few characters (words, patterns) is.
+ * The expected count a * (1 - (1 - 1/a)^length), less 3 deviations, grows with a: found by bisection.
+ */
+function drawnFrom(length: number, distinct: number, largest: number): number {
+  const plausibleLow = (a: number) => {
+    const empty = (1 - 1 / a) ** length;
+    const variance = a * (a - 1) * (1 - 2 / a) ** length + a * empty - a * a * empty * empty;
+    return a * (1 - empty) - 3 * Math.sqrt(Math.max(0, variance));
+  };
+  if (distinct <= 1) return distinct;
+  if (plausibleLow(largest) <= distinct) return largest;
+  let low = distinct;
+  let high = largest;
+  for (let step = 0; step < 30; step++) {
+    const middle = (low + high) / 2;
+    if (plausibleLow(middle) <= distinct) low = middle;
+    else high = middle;
+  }
+  return low;
+}
+
+/**
+ * A conservative estimate of the bits of entropy in a secret's text, low for anything a person would type or guess.
+ * Each character is worth log2 of the smallest of: the character classes the value uses (26 lowercase, 26
+ * uppercase, 10 digits, 33 ASCII symbols, 100 for any other character), its encoding's alphabet (16 for a hex value
+ * and 64 for base64, so an encoded value is credited with its decoded bytes, 8 bits each, never its text), and the
+ * largest alphabet its distinct characters could plausibly be drawn from (drawnFrom: words reuse few letters).
+ * Nothing is credited for what can be predicted from what came before: a character that continues a run of equal
+ * steps (`aaa`, `abc`, `3579`) costs nothing, and a stretch of 3 or more that repeats earlier text
+ * (`passwordpassword`) costs only where and how long it is, as a compressor would write it. Free text made of
+ * dictionary words is not recognised as such: only its reused letters lower it.
+ */
+function secretBits(value: string): number {
+  const base64 = base64Bytes(value) !== undefined;
+  const chars = Array.from(base64 ? value.replace(/=+$/, "") : value).slice(0, ESTIMATED_CHARACTERS);
+  let alphabet = 0;
+  if (chars.some((c) => /[a-z]/.test(c))) alphabet += 26;
+  if (chars.some((c) => /[A-Z]/.test(c))) alphabet += 26;
+  if (chars.some((c) => /[0-9]/.test(c))) alphabet += 10;
+  if (chars.some((c) => /[\x20-\x2f\x3a-\x40\x5b-\x60\x7b-\x7e]/.test(c))) alphabet += 33;
+  if (chars.some((c) => !/[\x20-\x7e]/.test(c))) alphabet += 100;
+  if (/^[0-9a-f]*$/i.test(value)) alphabet = Math.min(alphabet, 16);
+  else if (base64) alphabet = Math.min(alphabet, 64);
+  const perCharacter = Math.log2(Math.max(1, drawnFrom(chars.length, new Set(chars).size, alphabet)));
+  const code = (i: number) => chars[i]!.codePointAt(0)!;
+  let bits = 0;
+  for (let i = 0; i < chars.length; ) {
+    // The longest stretch from i that also starts earlier (it may run into itself, as `aaaa` does).
+    let repeat = 0;
+    for (let j = 0; j < i; j++) {
+      let n = 0;
+      while (i + n < chars.length && chars[j + n] === chars[i + n]) n++;
+      repeat = Math.max(repeat, n);
+    }
+    if (repeat >= 3) {
+      bits += Math.min(repeat * perCharacter, Math.log2(i) + Math.log2(repeat) + 1);
+      i += repeat;
+      continue;
+    }
+    const step = i >= 2 ? code(i) - code(i - 1) : undefined;
+    const continuesRun = step !== undefined && Math.abs(step) <= 2 && step === code(i - 1) - code(i - 2);
+    if (!continuesRun) bits += perCharacter;
+    i++;
+  }
+  return bits;
+}
+
 /**
  * The production checks: outside development, the first setting that makes the service unsafe to run (a JwtSecret
- * or EncryptionKey shorter than MIN_SECRET_BYTES, a secret published in `.dev.vars.example`, no PublicUrl, insecure
+ * shorter than MIN_SECRET_BYTES, an EncryptionKey that is not the base64 of that many bytes, a secret published in
+ * `.dev.vars.example`, a generated secret under MIN_SECRET_BITS by secretBits, no PublicUrl, insecure
  * webhook URLs), as a ConfigError naming it; undefined when the configuration is safe or the service runs as
  * Development.
  */
@@ -423,16 +523,32 @@ const unsafeVerdicts = new WeakMap<Config, ConfigError | undefined>();
 function findUnsafeSetting(config: Config): ConfigError | undefined {
   if (isDevelopment(config)) return undefined;
   const outside = `outside development (Application:Environment is ${config["Application:Environment"]})`;
-  for (const name of ["Application:JwtSecret", "Application:EncryptionKey"] as const) {
-    const bytes = new TextEncoder().encode(config[name] ?? "").length;
-    if (bytes < MIN_SECRET_BYTES)
-      return new ConfigError(name, `it must be set to at least ${MIN_SECRET_BYTES} bytes ${outside}; it has ${bytes}`);
-  }
+  const jwtBytes = new TextEncoder().encode(config["Application:JwtSecret"] ?? "").length;
+  if (jwtBytes < MIN_SECRET_BYTES)
+    return new ConfigError(
+      "Application:JwtSecret",
+      `it must be set to at least ${MIN_SECRET_BYTES} bytes ${outside}; it has ${jwtBytes}; ${GENERATE_WITH}`,
+    );
+  // Keys stored secrets and license integrity are derived from (HKDF, never stretched): the value must be random.
+  if ((base64Bytes(config["Application:EncryptionKey"] ?? "") ?? 0) < MIN_SECRET_BYTES)
+    return new ConfigError(
+      "Application:EncryptionKey",
+      `it must be set to the base64 of at least ${MIN_SECRET_BYTES} random bytes ${outside}; ${GENERATE_WITH}`,
+    );
   for (const name of Object.keys(settingDefinitions) as SettingName[]) {
     const value = config[name];
     if (settingDefinitions[name].secret && typeof value === "string" && PUBLISHED_SECRETS.has(value)) {
       return new ConfigError(name, `its value is published in .dev.vars.example and must not be used ${outside}`);
     }
+  }
+  for (const [name, generate] of GENERATED_SECRETS) {
+    const value = config[name];
+    const text = name === "Application:AdminApiKey" ? value?.replace(/^api_/, "") : value;
+    if (text !== undefined && secretBits(text) < MIN_SECRET_BITS)
+      return new ConfigError(
+        name,
+        `it is too easy to guess (repeats, sequences or too few random characters): ${outside} it must carry at least ${MIN_SECRET_BITS} bits of randomness; ${generate}`,
+      );
   }
   // The origin of feeds' and update checks' download URLs comes from here, never from a request's Host.
   if (!config["Application:PublicUrl"])

@@ -2,7 +2,9 @@
  * Issue 14, "Secrets and configuration": outside development (`Application:Environment`, Production by default) the
  * service refuses to run, every route answering 500 naming the setting, with a short JwtSecret or EncryptionKey, a
  * secret published in `.dev.vars.example`, or insecure webhook URLs; `PUT /v1/settings` cannot turn those checks
- * off. Swagger is off by default outside development.
+ * off. Swagger is off by default outside development. "Trust at the edges": a guessable JwtSecret, EncryptionKey,
+ * AdminApiKey or gateway secret (under 128 bits by the estimate of config.ts, whatever its length) is refused the same
+ * way, the message showing how to generate one; the EncryptionKey must be the base64 of 32 bytes or more.
  *
  * The suite's own Worker runs as Development (vitest.config.ts); these tests call the same Worker entry with a
  * production deployment's variables, as `wrangler deploy` would give it.
@@ -11,6 +13,8 @@ import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import devVarsExample from "../.dev.vars.example?raw";
 import { MIN_SECRET_BYTES, PUBLISHED_SECRETS, settingDefinitions } from "../src/config";
+import { generateApiKey } from "../src/auth/api-key-service";
+import { sha256Hex } from "../src/crypto";
 import { ADMIN, admin, setSetting } from "./helpers";
 import { fetchAs, production } from "./production-kit";
 
@@ -56,6 +60,7 @@ describe("outside development", () => {
       { Application__EncryptionKey: "short-key" },
       "Application:EncryptionKey",
     ],
+    ["no EncryptionKey", { Application__EncryptionKey: undefined }, "Application:EncryptionKey"],
     [
       "the published JwtSecret",
       { Application__JwtSecret: "dev-only-jwt-secret-change-me-0123456789abcdef" },
@@ -148,6 +153,124 @@ describe("outside development", () => {
     expect(row?.n).toBe(0);
     // The service still runs.
     expect((await fetchAs(production(), "/v1/info", withKey)).status).toBe(200);
+  });
+});
+
+describe("guessable secrets outside development", () => {
+  const health = (vars: Record<string, string | undefined>) => fetchAs(production(vars), "/health");
+  const base64 = (bytes: number, alphabet: "standard" | "url" = "standard") => {
+    const text = btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(bytes))));
+    return alphabet === "url" ? text.replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "") : text;
+  };
+  const hex = (bytes: number) =>
+    Array.from(crypto.getRandomValues(new Uint8Array(bytes)), (b) => b.toString(16).padStart(2, "0")).join("");
+
+  it("refuses Application:AdminApiKey=admin: every route answers 500 naming it, and admin never becomes a key", async () => {
+    const bootstrap = {
+      Application__AdminUsername: "weak-key-admin",
+      Application__AdminPassword: "Weak-key-admin#password1",
+      Application__AdminApiKey: "admin",
+    };
+    for (const path of ["/health", "/v1/info", "/v1/api-keys"]) {
+      const res = await fetchAs(production(bootstrap), path, { headers: { "x-api-key": "admin" } });
+      expect(res.status, `${path}: ${res.text}`).toBe(500);
+      expect(res.text).toContain("Application:AdminApiKey");
+      expect(res.text).toContain("api_$(openssl rand -hex 24)");
+    }
+    // Nothing was bootstrapped from it: a safe deployment does not know the key, nor the administrator.
+    expect((await fetchAs(production(), "/v1/info", { headers: { "x-api-key": "admin" } })).status).toBe(401);
+    const created = await env.DB.prepare(
+      "SELECT (SELECT count(*) FROM users WHERE normalized_user_name = 'weak-key-admin') + (SELECT count(*) FROM api_keys WHERE key_digest = ?) AS n",
+    )
+      .bind(await sha256Hex("admin"))
+      .first<{ n: number }>();
+    expect(created?.n).toBe(0);
+  });
+
+  // Long enough for every length rule, yet guessable: repeats, sequences, one character, encoded zeros.
+  const guessable: [string, string[]][] = [
+    [
+      "Application:JwtSecret",
+      [
+        "passwordpassword".repeat(3),
+        "a".repeat(64),
+        "0123456789abcdef".repeat(4),
+        "abcdefghijklmnopqrstuvwxyz0123456789",
+      ],
+    ],
+    ["Application:EncryptionKey", [`${"A".repeat(43)}=`, "0123456789abcdef".repeat(4), "passwordpassword".repeat(3)]],
+    [
+      "Application:AdminApiKey",
+      [`api_${"a".repeat(40)}`, `api_passwordpassword${"password".repeat(4)}`, "api_0123456789abcdef0123456789abcdef"],
+    ],
+    ["IpFiltering:GatewaySecret", ["passwordpassword".repeat(4), "x".repeat(100), "0123456789abcdef".repeat(4)]],
+  ];
+  for (const [setting, values] of guessable) {
+    it(`refuses a guessable ${setting} of any length, naming it and how to generate one`, async () => {
+      for (const value of values) {
+        const res = await health({ [setting.replaceAll(":", "__")]: value });
+        expect(res.status, value).toBe(500);
+        expect(res.text, value).toContain(setting);
+        expect(res.text, value).toContain("openssl rand -");
+      }
+    });
+  }
+
+  it("refuses an Application:EncryptionKey that is not the base64 of 32 bytes, however random", async () => {
+    for (const value of [`${hex(20)}!${hex(20)}`, base64(31), "random words are not a key, 9f1c2e7a44b0d3c8e1f2"]) {
+      const res = await health({ Application__EncryptionKey: value });
+      expect(res.status, value).toBe(500);
+      expect(res.text, value).toContain("Application:EncryptionKey");
+      expect(res.text, value).toContain("openssl rand -base64 32");
+    }
+  });
+
+  it("runs with generated values: openssl rand -base64 32 or -hex 32, and the service's own API key form", async () => {
+    for (const vars of [
+      {
+        Application__JwtSecret: base64(32),
+        Application__EncryptionKey: base64(32),
+        IpFiltering__GatewaySecret: base64(32),
+        Application__AdminApiKey: generateApiKey(),
+      },
+      {
+        Application__JwtSecret: hex(32),
+        Application__EncryptionKey: hex(32),
+        IpFiltering__GatewaySecret: hex(32),
+        Application__AdminApiKey: `api_${hex(24)}`,
+      },
+      {
+        Application__JwtSecret: base64(32, "url"),
+        Application__EncryptionKey: base64(32, "url"),
+        IpFiltering__GatewaySecret: base64(32, "url"),
+        Application__AdminApiKey: generateApiKey(),
+      },
+    ]) {
+      const res = await fetchAs(production(vars), "/v1/info", withKey);
+      expect(res.status, `${JSON.stringify(vars)}: ${res.text}`).toBe(200);
+    }
+  });
+
+  it("bootstraps the administrator with a generated Application:AdminApiKey, which then works", async () => {
+    const key = generateApiKey();
+    const vars = production({
+      Application__AdminUsername: "generated-key-admin",
+      Application__AdminPassword: "Generated-key-admin#password1",
+      Application__AdminApiKey: key,
+    });
+    expect((await fetchAs(vars, "/health")).status).toBe(200);
+    expect((await fetchAs(production(), "/v1/info", { headers: { "x-api-key": key } })).status).toBe(200);
+  });
+
+  it("leaves Development free to use any value", async () => {
+    const weak = {
+      Application__JwtSecret: "a".repeat(40),
+      Application__EncryptionKey: "dev",
+      IpFiltering__GatewaySecret: "x",
+    };
+    expect(
+      (await fetchAs({ ...production(weak), Application__Environment: "Development" }, "/v1/info", withKey)).status,
+    ).toBe(200);
   });
 });
 
