@@ -1,15 +1,19 @@
 /**
  * API keys (SPEC "Authentication"): `api_` + 32 base62 characters, stored as SHA-256 digests, acting with their
  * owner's roles and their own permission bits. A validated key is cached per isolate for
- * Application:ApiKeyCacheDuration; revocation or a permission change can take that long in other isolates.
+ * Application:ApiKeyCacheDuration; revocation or a permission change can take that long in other isolates. A
+ * deleted key, or a key whose owner was deleted, ends at once everywhere: a cached validation is used only with a
+ * check that the key's row (and its owner's) still exist (`recheck`), which a licensing call's first read carries
+ * (http/first-batch.ts) and any other route runs before it acts.
  */
-import { eq } from "drizzle-orm";
+import { type SQL, eq, sql } from "drizzle-orm";
 import { ROLES, type Principal, type Role } from "../http/app-env";
 import { clock } from "../clock";
 import type { Config } from "../config";
 import type { Db } from "../db/client";
 import { apiKeys, users } from "../db/schema";
 import { randomString, sha256Hex } from "../crypto";
+import { type BoundQuery, type CheckColumn, compiled } from "../db/compiled";
 import { defineEntity, f } from "../http/entity";
 import { int32 } from "../http/openapi";
 
@@ -83,12 +87,56 @@ async function lookup(db: Db, digest: string): Promise<KeyEntry | undefined> {
   return { ...row, roles: (row.roles ?? []).filter((r): r is Role => ROLES.includes(r as Role)) };
 }
 
-/** Validates an API key; undefined when unknown, revoked or past its expiration date (SPEC rule 7). */
-export async function authenticateApiKey(db: Db, config: Config, key: string): Promise<Principal | undefined> {
+/**
+ * Whether a cached key has gone: its row was deleted, or, for a key that had an owner, that owner was deleted (the
+ * user delete removes the user's keys; a user row removed behind the API leaves the key without one). An SQL
+ * condition over the placeholder checkKeyDigest, true when the key must be refused.
+ */
+function keyGone(owned: boolean): SQL {
+  if (!owned)
+    return sql`NOT EXISTS (SELECT 1 FROM ${apiKeys} WHERE ${apiKeys.keyDigest} = ${sql.placeholder("checkKeyDigest")})`;
+  return sql`NOT EXISTS (SELECT 1 FROM ${apiKeys} INNER JOIN ${users} ON ${users.id} = ${apiKeys.ownerId} WHERE ${apiKeys.keyDigest} = ${sql.placeholder("checkKeyDigest")})`;
+}
+
+/** The check as a read of its own: a row when the key has gone (compiled once per isolate, per shape). */
+const goneQueries = [false, true].map((owned) =>
+  compiled((db) => db.select({ gone: sql<number>`1` }).from(sql`(SELECT 1)`).where(keyGone(owned))),
+);
+
+/**
+ * The check a validation served from this isolate's cache still needs: that the key and its owner exist, as the
+ * column a licensing call's first read carries (http/first-batch.ts) or as a read of its own (`query`). Unlike a
+ * revocation or a permission change (SPEC rule 10: cached), a deletion must end a key at once in every isolate.
+ */
+export interface KeyRecheck {
+  column: CheckColumn;
+  query(): BoundQuery<{ gone: number }[]>;
+}
+
+function recheckOf(digest: string, owned: boolean): KeyRecheck {
+  const values = { checkKeyDigest: digest };
+  return {
+    column: { shape: owned ? "owned key gone" : "key gone", expression: () => keyGone(owned), values },
+    query: () => goneQueries[owned ? 1 : 0]!.with(values),
+  };
+}
+
+/** A validated key: who it acts for, and the check still due when the validation came from this isolate's cache. */
+export interface ValidatedKey {
+  principal: Principal;
+  recheck?: KeyRecheck;
+}
+
+/**
+ * Validates an API key; undefined when unknown, revoked or past its expiration date (SPEC rule 7). A validation
+ * served from the cache comes with its `recheck`, which the caller must settle before it acts (auth/guard.ts).
+ */
+export async function authenticateApiKey(db: Db, config: Config, key: string): Promise<ValidatedKey | undefined> {
   const now = clock.now().getTime();
   const digest = await sha256Hex(key);
   let hit = cache.get(digest);
-  if (!hit || hit.until <= now) {
+  const cached = hit !== undefined && hit.until > now;
+  if (!hit || !cached) {
     const entry = await lookup(db, digest);
     if (!entry) {
       cache.delete(digest);
@@ -100,13 +148,16 @@ export async function authenticateApiKey(db: Db, config: Config, key: string): P
   const { entry } = hit;
   if (entry.revoked || (entry.expireDate !== null && Date.parse(entry.expireDate) <= now)) return undefined;
   return {
-    kind: "key",
-    ...(entry.ownerId ? { userId: entry.ownerId } : {}),
-    ...(entry.ownerName ? { userName: entry.ownerName } : {}),
-    roles: entry.ownerId ? entry.roles : [],
-    permissions: entry.permissions,
-    keyId: entry.id,
-    ...(entry.name ? { keyName: entry.name } : {}),
+    principal: {
+      kind: "key",
+      ...(entry.ownerId ? { userId: entry.ownerId } : {}),
+      ...(entry.ownerName ? { userName: entry.ownerName } : {}),
+      roles: entry.ownerId ? entry.roles : [],
+      permissions: entry.permissions,
+      keyId: entry.id,
+      ...(entry.name ? { keyName: entry.name } : {}),
+    },
+    ...(cached ? { recheck: recheckOf(digest, entry.ownerId !== null) } : {}),
   };
 }
 

@@ -9,9 +9,10 @@
 import type { Context, MiddlewareHandler } from "hono";
 import type { AppEnv, Principal, Role } from "../http/app-env";
 import { firstBatchOf } from "../http/context";
+import { batchReads } from "../db/compiled";
 import type { PendingCheck } from "../http/first-batch";
 import { forbidden, unauthorized } from "../errors";
-import { authenticateApiKey, permissionFor } from "./api-key-service";
+import { type KeyRecheck, authenticateApiKey, permissionFor } from "./api-key-service";
 import { loggedOutColumn, loggedOutQuery, verifyToken, verifyTokenClaims } from "./bearer";
 import { consoleSessionKey } from "./console-session";
 
@@ -41,9 +42,32 @@ function logoutCheck(token: Principal): PendingCheck {
   };
 }
 
+/**
+ * A cached API key's check that it (and its owner) still exist, as a check of the request's first batch: 401 for a
+ * key deleted, or whose owner was deleted, in any isolate since this one cached it.
+ */
+function keyCheck(c: Context<AppEnv>, recheck: KeyRecheck): PendingCheck {
+  return {
+    query: () => recheck.query(),
+    column: recheck.column,
+    settle: (rows) => {
+      if (rows.length > 0) refuseKey(c);
+    },
+  };
+}
+
+/** 401 for an API key that is not (or no longer) valid; it counts like a failed login (protection/limits.ts). */
+function refuseKey(c: Context<AppEnv>): never {
+  c.set("refusedApiKey", true);
+  throw unauthorized(API_KEY_SCHEME);
+}
+
 /** How a route's guard checks its credential. */
 export interface AuthenticateOptions {
-  /** Leave a bearer token's logout check to the route's first D1 batch (http/first-batch.ts). */
+  /**
+   * Leave a bearer token's logout check, and a cached API key's existence check, to the route's first D1 batch
+   * (http/first-batch.ts).
+   */
   deferLogoutCheck?: boolean;
 }
 
@@ -67,11 +91,17 @@ export async function authenticate(
   if (key === null) throw unauthorized(API_KEY_SCHEME);
   let principal: Principal | undefined;
   if (key !== undefined && accepts !== "bearer") {
-    principal = await authenticateApiKey(db, config, key);
-    if (!principal) {
-      c.set("refusedApiKey", true);
-      throw unauthorized(API_KEY_SCHEME);
+    const validated = await authenticateApiKey(db, config, key);
+    if (validated?.recheck) {
+      // From this isolate's cache: the key and its owner must still exist (a deletion ends a key at once everywhere).
+      if (options.deferLogoutCheck) firstBatchOf(c).add(keyCheck(c, validated.recheck));
+      else {
+        const [gone] = await batchReads(db, [validated.recheck.query()]);
+        if (gone.length > 0) refuseKey(c);
+      }
     }
+    if (!validated) refuseKey(c);
+    principal = validated.principal;
     // The permission bits apply where roles are checked: Management, release download and webhook routes.
     if (roles !== undefined && ((principal.permissions ?? 0) & permissionFor(c.req.method)) === 0) throw forbidden();
   } else {

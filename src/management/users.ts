@@ -9,10 +9,12 @@ import { Roles, access } from "../auth/guard";
 import { tokensEndNow } from "../auth/bearer";
 import { endConsoleSessions } from "../auth/console-session";
 import { type Row, requireById, updateRow } from "../http/repository";
-import { userSettings } from "../db/schema";
+import { eq } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { apiKeys, userSettings, users } from "../db/schema";
 import { type ServiceContext, serviceContext } from "../http/context";
 import { crud, idParamSchema } from "./crud";
-import { ApiError } from "../errors";
+import { ApiError, notFound400 } from "../errors";
 import { enveloped, errorResponses, int32, int64, json, jsonBody } from "../http/openapi";
 import { NO_LIST_PARAMS, refuseListParams } from "../http/list";
 import { ok } from "../http/respond";
@@ -79,6 +81,15 @@ export function auditUserWrite(
   if (fields.length > 0) ctx.log?.audit("UserChanged", `User ${name} changed`, ctx, { ...about, fields });
 }
 
+/** Deletes a user and the user's API keys in one batch (400 when the user is not found, as deleteRow answers). */
+async function removeUser(db: Db, id: string): Promise<void> {
+  const [, deleted] = await db.batch([
+    db.delete(apiKeys).where(eq(apiKeys.ownerId, id)),
+    db.delete(users).where(eq(users.id, id)).returning({ id: users.id }),
+  ]);
+  if (deleted.length === 0) throw notFound400(User.name, id);
+}
+
 const RolesBody = z.object({ roles: z.array(z.enum(ROLES)).min(1).max(ROLES.length) }).openapi("RoleNames");
 const RoleRecord = z.object({ id: int32(1), name: z.enum(ROLES), description: z.string() }).openapi("Role");
 
@@ -102,6 +113,10 @@ export function registerUsers(app: Router): void {
       delete: (ctx, existing) => {
         if (existing["id"] === ctx.principal?.userId) throw new ApiError(400, "You cannot delete your own account");
       },
+      // The user's API keys (console sessions included) go with the user, in one batch: a key left without an owner
+      // would still open the licensing routes, which need no role. The user's bearer tokens end with the row
+      // (auth/bearer.ts), and other isolates' cached keys at once (auth/api-key-service.ts, `recheck`).
+      remove: (ctx, id) => removeUser(ctx.db, String(id)),
       written: (ctx, operation, row, previous) => {
         invalidateApiKeyCache();
         auditUserWrite(ctx, operation, row, previous);
