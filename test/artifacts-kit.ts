@@ -31,6 +31,24 @@ export async function hashesOf(bytes: Uint8Array): Promise<{ size: number; sha25
 
 export const unique = () => crypto.randomUUID().slice(0, 8);
 
+/** gzip of `bytes`, through the runtime's CompressionStream. */
+export async function gzip(bytes: Uint8Array | string): Promise<Uint8Array> {
+  const stream = new Blob([bytes]).stream().pipeThrough(new CompressionStream("gzip"));
+  return new Uint8Array(await new Response(stream).arrayBuffer());
+}
+
+/** A blockmap of `bytes` as electron-builder writes one: gzip-compressed JSON (version 2) of fixed-size blocks. */
+export async function blockmapOf(bytes: Uint8Array, block = 64 * 1024): Promise<Uint8Array> {
+  const sizes: number[] = [];
+  const checksums: string[] = [];
+  for (let at = 0; at < bytes.length; at += block) {
+    const piece = bytes.subarray(at, at + block);
+    sizes.push(piece.byteLength);
+    checksums.push(btoa(String.fromCharCode(...new Uint8Array(await crypto.subtle.digest("SHA-256", piece)))));
+  }
+  return gzip(JSON.stringify({ version: "2", files: [{ name: "file", offset: 0, checksums, sizes }] }));
+}
+
 /** A product (an application unless told otherwise) with a unique code. */
 export async function newProduct(isApplication = true): Promise<{ id: number; code: string }> {
   const code = `app-${unique()}`;

@@ -8,7 +8,7 @@ import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../src/config";
 import { artifactBucket } from "../src/updates/artifacts";
-import { MiB, bytesOf, hashesOf, newRelease, send, unique, upload } from "./artifacts-kit";
+import { MiB, blockmapOf, bytesOf, hashesOf, newRelease, send, unique, upload } from "./artifacts-kit";
 import { ADMIN, BASE, admin, countRows, setSetting } from "./helpers";
 
 /** A multipart body written by hand, for part orders and shapes FormData does not produce. */
@@ -485,9 +485,9 @@ describe("verify", () => {
     const resource = (await upload(r.path, bytesOf(2 * MiB + 1, 8), { kind: "zip", sourceKind: "resource" })).body[
       "releaseDownloadId"
     ];
-    const intact = (await upload(r.path, bytesOf(4000, 9), { kind: "blockmap", sourceKind: "resource" })).body[
-      "releaseDownloadId"
-    ];
+    const intact = (
+      await upload(r.path, await blockmapOf(bytesOf(4000, 9)), { kind: "blockmap", sourceKind: "resource" })
+    ).body["releaseDownloadId"];
     await admin("POST", r.path, hosted({ kind: "delta" }));
     const clean = await admin("POST", `${r.path}/verify`);
     expect(clean.status).toBe(200);
@@ -648,7 +648,7 @@ describe("release generation", () => {
     await expectBump();
     await upload(r.path, bytesOf(10), { kind: "zip" });
     await expectBump();
-    await upload(r.path, bytesOf(10), { kind: "blockmap", sourceKind: "resource" });
+    await upload(r.path, await blockmapOf(bytesOf(10)), { kind: "blockmap", sourceKind: "resource" });
     await expectBump();
     await admin("PUT", r.path, { releaseDownload: { id: hostedId, signature: "s" } });
     await expectBump();

@@ -9,6 +9,7 @@ import { importJWK } from "jose";
 import { beforeAll, describe, expect, it } from "vitest";
 import { parse as parseYaml } from "yaml";
 import { ADMIN, BASE, admin, call, movableClock, queuedTraces, setSetting } from "./helpers";
+import { blockmapOf } from "./artifacts-kit";
 
 const clockAhead = (await movableClock()).move;
 
@@ -96,7 +97,7 @@ beforeAll(async () => {
     platform: "win-x64",
     kind: "blockmap",
     fileName: "Studio Setup 1.0.0.exe.blockmap",
-    bytes: bytesOf(900, 4),
+    bytes: await blockmapOf(files["win1"]),
   });
   await upload(productId, r1, {
     platform: "darwin-arm64",

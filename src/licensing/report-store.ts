@@ -11,7 +11,8 @@ import type { ServiceContext } from "../http/context";
 import { ApiError, GrpcCode, LicensingError } from "../errors";
 import { emit } from "../webhooks/emit";
 import { TraceAction } from "./vocabulary";
-import { spendLicenseBudget } from "./license-limit";
+import { licenseBudget, spendLicenseBudget } from "./license-limit";
+import { spendCredentialBudget } from "../protection/limits";
 import { recordTrace } from "./traces";
 import type { ClientInfo } from "../http/context";
 import { Messages } from "./license-lookup";
@@ -55,8 +56,14 @@ export async function storeReport(ctx: ServiceContext, input: ReportInput, clien
       : undefined;
   if (bound !== undefined && license?.licenseId !== bound)
     throw new LicensingError(GrpcCode.PermissionDenied, Messages.wrongProduct);
-  // A report for a license spends its budget (license-limit.ts); one without is limited per IP only.
+  // A report for a license spends its budget (license-limit.ts); one naming no license (or an unknown user key) spends
+  // its credential's budget of the same size (protection/limits.ts), besides the per-IP limit: rotating addresses does
+  // not multiply what one API key or user may store.
   if (license) await spendLicenseBudget(ctx, license.id);
+  else {
+    const { limit, windowMs } = licenseBudget(ctx);
+    await spendCredentialBudget(ctx, "reports", limit, windowMs);
+  }
   const bytes = new TextEncoder().encode(input.content);
   let content: string | null = input.content;
   let contentKey: string | null = null;

@@ -30,6 +30,7 @@ import type { Entity } from "../http/entity";
 import { type ListOptions, type ListParam, type ListParams, listBody, listQuery } from "../http/list";
 import { enveloped, errorResponses, int32, int32PathParam, int64, json, jsonBody } from "../http/openapi";
 import { ok } from "../http/respond";
+import { ApiError } from "../errors";
 import type { Router } from "../http/router";
 
 export type Operation = "list" | "create" | "update" | "delete";
@@ -121,6 +122,25 @@ export interface CrudScope {
 }
 
 const DEFAULT_LIST_PARAMS = ["select", "filter", "sort", "take", "skip"] as const;
+
+/**
+ * An update through a nested path keeps the row under the parent the path names: a body naming another parent (a
+ * release assembly's `releaseId`) is refused with 400 naming the field, not carried out as a move to a parent the
+ * path never checked; the same parent is no change and is dropped.
+ */
+function stayInScope(values: Row, scoped: Row, label: string): Row {
+  const kept = { ...values };
+  for (const [field, parentId] of Object.entries(scoped)) {
+    if (kept[field] === undefined) continue;
+    if (kept[field] !== parentId)
+      throw new ApiError(
+        400,
+        `${field} cannot be changed through this path: the ${label} stays under ${field} ${String(parentId)} that the path names`,
+      );
+    delete kept[field];
+  }
+  return kept;
+}
 
 /** An int32 id in the path. */
 export function intIdParam(name: string) {
@@ -272,12 +292,12 @@ export function crud(app: Router, def: CrudDefinition): void {
     });
     register(app, route, async (c) => {
       const ctx = serviceContext(c);
-      const { where } = await scopeOf(ctx, c.req.valid("param") ?? {});
+      const { where, values: scoped } = await scopeOf(ctx, c.req.valid("param") ?? {});
       const input = c.req.valid("json")[entity.singular] ?? {};
       const id = input["id"] as Id;
       const existing = await requireById(ctx.db, entity, id, where);
       await checkReferences(ctx.db, references(input));
-      let values = entity.toRow(input);
+      let values = stayInScope(entity.toRow(input), scoped, label);
       if (def.hooks?.update) values = await def.hooks.update(ctx, values, existing, input);
       const save =
         def.hooks?.save ??

@@ -2,6 +2,7 @@
  * Release downloads (SPEC "Release download routes", CONTRACT section 7), API key only, roles Administrator and
  * LicenseManager, under `/v1/products/{productId}/releases/{releaseId}/downloads`:
  *   GET     list (filter, sort, take, skip; no select)        PUT     platform, kind, fileName, signature, url
+ *                                                              (kind blockmap only on bytes that are one)
  *   POST    add: JSON (hosted, sourceKind url) or multipart   DELETE  /{downloadId}: the row and its bytes
  *   POST    /verify: re-hash every uploaded artifact
  *   POST    /uploads, PUT /uploads/{uploadId}/parts/{partNumber}, POST /uploads/{uploadId}/complete,
@@ -23,6 +24,7 @@ import {
   type DownloadTarget,
   addHosted,
   afterArtifactDeleted,
+  checkRelabel,
   commitStaged,
   downloadTarget,
   productOfRelease,
@@ -129,7 +131,7 @@ export function registerDownloads(app: Router): void {
     operationIds: { list: "listReleaseDownloads", update: "updateReleaseDownload", delete: "deleteReleaseDownload" },
     descriptions: {
       update:
-        "Changes platform, kind, fileName, signature and (hosted artifacts only) url. size, sha256 and sha512 are never changed: they are ignored in the body; to replace the bytes, delete the artifact and add it again.",
+        "Changes platform, kind, fileName, signature and (hosted artifacts only) url. size, sha256 and sha512 are never changed: they are ignored in the body; to replace the bytes, delete the artifact and add it again. kind becomes blockmap only on uploaded bytes that are a blockmap (gzip-compressed JSON as electron-builder writes it).",
       delete: "Deletes the artifact and its stored bytes (R2 object or database chunks).",
     },
     scope: {
@@ -140,7 +142,10 @@ export function registerDownloads(app: Router): void {
       parentScope: { param: "productId", column: productReleases.productId, parent: Product },
     },
     hooks: {
-      update: (_ctx, values, existing) => checkUpdate(values, existing),
+      update: async (ctx, values, existing) => {
+        await checkRelabel(ctx, values, existing);
+        return checkUpdate(values, existing);
+      },
       written: async (ctx, operation, row) => {
         if (operation === "delete") return afterArtifactDeleted(ctx, row);
         const productId = await productOfRelease(ctx.db, row["releaseId"] as number);

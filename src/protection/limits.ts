@@ -5,10 +5,10 @@
  * or user key, REST or gRPC) and the update routes' unknown, revoked or expired user keys count per IP; past
  * `MaxFailedAttempts`, logins fail (500) until `LoginBlockDuration` has passed, even with the right password.
  * Login itself (REST and gRPC) is outside the request limit (SPEC) but has a generous limit of its own, and IPv6
- * clients are counted per /64.
+ * clients are counted per /64. Reports naming no license are also counted per credential (spendCredentialBudget).
  */
 import type { MiddlewareHandler } from "hono";
-import type { AppEnv } from "../http/app-env";
+import type { AppEnv, Principal } from "../http/app-env";
 import { clock } from "../clock";
 import type { Config } from "../config";
 import { type ServiceContext, serviceContext } from "../http/context";
@@ -91,6 +91,39 @@ export const ipProtection: MiddlewareHandler<AppEnv> = async (c, next) => {
   }
   return proceed();
 };
+
+/**
+ * The RateLimiter object counting one credential's calls for `purpose`: per API key; per user for a user's bearer
+ * tokens (every sign-in mints a new token, the user stays one); per license for a license's own bearer token; per
+ * address (IPv6 /64) for a caller without a credential. The names hold spaces, so they never meet an IP's objects.
+ */
+export function credentialLimiterName(purpose: string, principal: Principal | undefined, ip: string): string {
+  if (principal?.keyId !== undefined) return `${purpose} key ${principal.keyId}`;
+  if (principal?.userId !== undefined) return `${purpose} user ${principal.userId}`;
+  if (principal?.licenseId !== undefined) return `${purpose} license ${principal.licenseId}`;
+  return `${purpose} address ${limiterName(ip)}`;
+}
+
+/**
+ * Counts one call of the request's credential for `purpose` (reports naming no license) against `limit` calls per
+ * `windowMs`, whatever address it comes from; once spent, 429 with Retry-After until the time frame ends. Unlike the
+ * per-IP limit it holds for whitelisted addresses too: it bounds what one credential may store, not one address.
+ */
+export async function spendCredentialBudget(
+  ctx: ServiceContext,
+  purpose: string,
+  limit: number,
+  windowMs: number,
+): Promise<void> {
+  const name = credentialLimiterName(purpose, ctx.principal, ctx.clientIp);
+  const verdict = await ctx.env.RATE_LIMITER.getByName(name).hit(clock.now().getTime(), limit, windowMs, windowMs);
+  if (!verdict.allowed) {
+    const wait = verdict.retryAfter ?? 1;
+    throw new ApiError(429, `Too many ${purpose} from this credential. Try again in ${wait} seconds.`, {
+      "Retry-After": String(wait),
+    });
+  }
+}
 
 /** Whether login protection watches this caller (whitelisted IPs are never limited). */
 function watched(ctx: ServiceContext): boolean {

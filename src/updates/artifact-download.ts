@@ -23,6 +23,7 @@ import {
 import { CHANNELS, PLATFORMS, type Platform, type ProductRow, platformVerdict, requiresMaintenance } from "./catalog";
 import { type DownloadClaim, coversWholeFile, recordTokenUse, verifyDownloadToken } from "./download-tokens";
 import { productByCodeMemo } from "./product-memo";
+import { servedAsBlockmap } from "./blockmap";
 import { isReleaseVersion } from "./versions";
 import { nowIso } from "../clock";
 
@@ -245,7 +246,7 @@ export async function downloadResponse(c: Context<AppEnv>): Promise<Response> {
   const channel = query["channel"] !== undefined ? requireChannel(query["channel"]) : undefined;
   const product = await requireProduct(ctx, params["productCode"] ?? "");
   const rows = await ctx.db
-    .select({ release: productReleases, file: releaseDownloads })
+    .select({ release: productReleases, file: releaseDownloads, blockmap: servedAsBlockmap })
     .from(releaseDownloads)
     .innerJoin(productReleases, eq(productReleases.id, releaseDownloads.releaseId))
     .where(
@@ -261,7 +262,7 @@ export async function downloadResponse(c: Context<AppEnv>): Promise<Response> {
     );
   if (rows.length === 0) throw new ApiError(404, "Unknown artifact");
   if (rows.length > 1) throw new ApiError(400, "Several artifacts have this file name: say which with `kind`");
-  const { release, file } = rows[0]!;
+  const { release, file, blockmap } = rows[0]!;
 
   const head = c.req.method === "HEAD";
   const etag = artifactEtag(file);
@@ -271,9 +272,11 @@ export async function downloadResponse(c: Context<AppEnv>): Promise<Response> {
     : parseRange(undefined, file.size);
   const caller = await downloadCaller(ctx, product.id, userKeyOf(c));
   const token = query["token"];
-  // Blockmaps describe, they do not install: auto-updaters fetch them beside the installer without its token. Whether
-  // the rest needs a token is decided from the release and product as they are now.
-  const gated = requiresMaintenance(ctx.config, product, release) && file.kind !== "blockmap";
+  // Blockmaps describe, they do not install: auto-updaters fetch them beside the installer without its token. Only a
+  // real one is open (blockmap.ts: its bytes checked when the kind was set, and beside the file it describes), so a
+  // relabelled installer stays gated. Whether the rest needs a token is decided from the release and product as they
+  // are now.
+  const gated = requiresMaintenance(ctx.config, product, release) && !blockmap;
   // The platform rule comes before the token is used, and before it is looked at whenever the license is known
   // without it (a user key) or there is no token to look at.
   const early = licenseOf(caller);

@@ -18,6 +18,7 @@ import { ChunkSink, type Digests, R2Sink, digestStream, storeStream } from "./ar
 import { PLATFORMS, ReleaseDownload, UPLOAD_SOURCE_KINDS, type UploadFields } from "./release-download";
 import { CHUNK_BYTES, type ReleaseDownloadRow, deleteArtifactBytes, readArtifact } from "./storage";
 import { bumpReleaseGeneration } from "./product-memo";
+import { requireBlockmap } from "./blockmap";
 
 /** SPEC: a release that receives downloads has `major.minor.patch`, optionally `-prerelease`. */
 const DOWNLOAD_VERSION = /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$/;
@@ -127,9 +128,15 @@ export function artifactKey(root: string, target: DownloadTarget, fileName: stri
   return `${root}/${target.productCode}/${target.version}/${randomString(16, "0123456789abcdefghijklmnopqrstuvwxyz")}/${fileName}`;
 }
 
-/** Bytes stored for a new artifact, not yet visible: `commit` publishes the row, `discard` removes everything. */
+/**
+ * Bytes stored for a new artifact, not yet visible: `commit` publishes the row, `discard` removes everything. `kind`
+ * and `read` (the stored bytes) let commitStaged check a blockmap before it is published.
+ */
 export interface StagedArtifact {
   digests: Digests;
+  kind: string;
+  fileName: string;
+  read(): Promise<ReadableStream<Uint8Array> | undefined>;
   commit(): Promise<Row>;
   discard(): Promise<void>;
 }
@@ -172,6 +179,9 @@ export async function stageLocal(
   const discard = () => bucket.delete(key);
   return {
     digests,
+    kind: fields.kind,
+    fileName: fields.fileName,
+    read: async () => (await bucket.get(key))?.body,
     discard,
     commit: () =>
       insertRow(ctx.db, ReleaseDownload, {
@@ -217,6 +227,9 @@ export async function stageResource(
   }
   return {
     digests,
+    kind: fields.kind,
+    fileName: fields.fileName,
+    read: () => readArtifact(ctx.env, ctx.db, { ...(pending as ReleaseDownloadRow), size: digests.size }),
     discard,
     commit: () =>
       updateRow(ctx.db, ReleaseDownload, id, {
@@ -241,7 +254,21 @@ function artifactValues(target: DownloadTarget, fields: UploadFields, digests: D
   };
 }
 
-/** Publishes staged bytes (or removes them when publishing fails, e.g. the platform and kind were taken meanwhile). */
+/**
+ * A PUT changing an artifact's kind to blockmap: its stored bytes must be a blockmap (400 naming kind otherwise), so a
+ * relabel never opens a gated file. A hosted artifact's bytes are not the service's to read: it may carry the label,
+ * but the download route never serves it without a token (blockmap.ts).
+ */
+export async function checkRelabel(ctx: ServiceContext, values: Row, existing: Row): Promise<void> {
+  if (values["kind"] !== "blockmap" || existing["kind"] === "blockmap" || existing["sourceKind"] === "url") return;
+  const row = existing as ReleaseDownloadRow;
+  await requireBlockmap(await readArtifact(ctx.env, ctx.db, row), row.size, row.fileName);
+}
+
+/**
+ * Publishes staged bytes (or removes them when publishing fails, e.g. the platform and kind were taken meanwhile, or
+ * bytes labelled blockmap are not one: blockmap.ts).
+ */
 export async function commitStaged(
   ctx: ServiceContext,
   target: DownloadTarget,
@@ -251,6 +278,7 @@ export async function commitStaged(
   let row: Row;
   try {
     await beforeCommit?.();
+    if (staged.kind === "blockmap") await requireBlockmap(await staged.read(), staged.digests.size, staged.fileName);
     row = await staged.commit();
   } catch (e) {
     await staged

@@ -224,6 +224,9 @@ export async function completeUpload(ctx: ServiceContext, target: DownloadTarget
   }
   const row = await commitStaged(ctx, target, {
     digests,
+    kind: state.kind,
+    fileName: state.fileName,
+    read: async () => (await bucket.get(state.key))?.body,
     discard,
     commit: () =>
       insertRow(ctx.db, ReleaseDownload, {

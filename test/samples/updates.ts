@@ -1,9 +1,13 @@
 /** Sample requests for the update routes (anonymous) and their keys. */
 import { exports } from "cloudflare:workers";
 import { ADMIN, BASE, admin } from "../helpers";
+import { blockmapOf } from "../artifacts-kit";
 import type { Samples } from "./kit";
 
-/** An application product with a public release 1.0.0 holding a win-x64 blockmap (served without a token). */
+/**
+ * An application product with a public release 1.0.0 holding a win-x64 installer and its blockmap (the blockmap is
+ * served without a token).
+ */
 async function product(): Promise<string> {
   const code = `app${crypto.randomUUID().slice(0, 8)}`;
   const productId = (await admin("POST", "/v1/products", { product: { code, name: "App", isApplication: true } })).body[
@@ -12,16 +16,22 @@ async function product(): Promise<string> {
   const releaseId = (
     await admin("POST", `/v1/products/${productId}/releases`, { productRelease: { version: "1.0.0", public: true } })
   ).body["productReleaseId"];
-  const form = new FormData();
-  form.set("platform", "win-x64");
-  form.set("kind", "blockmap");
-  form.set("file", new Blob([new Uint8Array([1, 2, 3])]), "App Setup 1.0.0.exe.blockmap");
-  const res = await exports.default.fetch(`${BASE}/v1/products/${productId}/releases/${releaseId}/downloads`, {
-    method: "POST",
-    headers: { "x-api-key": ADMIN.key },
-    body: form,
-  });
-  if (res.status !== 201) throw new Error(`sample artifact: ${res.status} ${await res.text()}`);
+  const installer = new Uint8Array([1, 2, 3]);
+  for (const [kind, bytes, fileName] of [
+    ["installer", installer, "App Setup 1.0.0.exe"],
+    ["blockmap", await blockmapOf(installer), "App Setup 1.0.0.exe.blockmap"],
+  ] as const) {
+    const form = new FormData();
+    form.set("platform", "win-x64");
+    form.set("kind", kind);
+    form.set("file", new Blob([bytes]), fileName);
+    const res = await exports.default.fetch(`${BASE}/v1/products/${productId}/releases/${releaseId}/downloads`, {
+      method: "POST",
+      headers: { "x-api-key": ADMIN.key },
+      body: form,
+    });
+    if (res.status !== 201) throw new Error(`sample artifact: ${res.status} ${await res.text()}`);
+  }
   return code;
 }
 

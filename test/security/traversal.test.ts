@@ -9,7 +9,7 @@
 import { env, exports } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { BASE, admin, countRows, setSetting } from "../helpers";
-import { bytesOf, newRelease, send, upload } from "../artifacts-kit";
+import { blockmapOf, bytesOf, newRelease, send, upload } from "../artifacts-kit";
 
 const ROOT = "artifacts";
 const TRAVERSALS = [
@@ -106,9 +106,12 @@ describe("file names on the way in", () => {
     const platforms = ["win-x64", "win-arm64"];
     let i = 0;
     for (const fileName of literal) {
-      const res = await upload(r.path, bytesOf(32, i + 1), {
+      const kind = kinds[i % 4]!;
+      // Bytes labelled blockmap must be one (records.test.ts).
+      const bytes = kind === "blockmap" ? await blockmapOf(bytesOf(32, i + 1)) : bytesOf(32, i + 1);
+      const res = await upload(r.path, bytes, {
         fileName,
-        kind: kinds[i % 4],
+        kind,
         platform: platforms[Math.floor(i / 4)],
       });
       expect(res.status, `${fileName} ${res.text}`).toBe(201);
