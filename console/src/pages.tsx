@@ -857,6 +857,20 @@ export function Webhooks() {
   );
 }
 
+/** A delivery event's state: delivered, given up (recorded from the dead-letter queue), a retry due, or failed. */
+function deliveryStatus(row: Row): string {
+  if (row["isSuccess"]) return "Delivered";
+  if (row["deadLetteredAt"]) return `Given up ${String(row["deadLetteredAt"]).slice(0, 16).replace("T", " ")}`;
+  if (row["nextRetryAt"]) return "Retry due";
+  return row["sentAt"] ? "Failed" : "Pending";
+}
+
+/** The last answer in brief: the error (or the body of a 2xx), cut to a line. */
+function lastAnswer(row: Row): string {
+  const text = String(row["errorMessage"] ?? row["response"] ?? "");
+  return text.length > 60 ? `${text.slice(0, 60)}…` : text;
+}
+
 export function Webhook({ id }: { id: number }) {
   const sub = useLoad(async () => (await call("GET", `/v1/webhooks/subscriptions/${id}`))["subscription"] as Row, [id]);
   const [reload, setReload] = useState(0);
@@ -920,8 +934,9 @@ export function Webhook({ id }: { id: number }) {
             columns={[
               { key: "eventId", label: "Event" },
               { key: "eventType", label: "Type" },
-              { key: "isSuccess", label: "Delivered" },
+              { key: "status", label: "Status", render: deliveryStatus },
               { key: "statusCode", label: "HTTP" },
+              { key: "lastAnswer", label: "Last answer", render: lastAnswer },
               { key: "retryCount", label: "Retries" },
               { key: "nextRetryAt", label: "Next retry" },
               { key: "sentAt", label: "Sent" },
@@ -931,7 +946,26 @@ export function Webhook({ id }: { id: number }) {
                 <button type="button" onClick={() => setShown(row)}>
                   Details
                 </button>
-                {row["isSuccess"] ? null : (
+                {row["deadLetteredAt"] ? (
+                  // Given up (recorded from the dead-letter queue): an Administrator queues it again.
+                  <button
+                    type="button"
+                    onClick={() =>
+                      action.run(async () => {
+                        const res = await call(
+                          "POST",
+                          `/v1/webhooks/subscriptions/${id}/events/${String(row["id"])}/redeliver`,
+                          { body: {} },
+                        );
+                        setNotice(String(res["message"]));
+                        setShown(res["event"] as Row);
+                        refresh();
+                      })
+                    }
+                  >
+                    Queue again
+                  </button>
+                ) : row["isSuccess"] ? null : (
                   <button
                     type="button"
                     onClick={() =>
@@ -957,6 +991,8 @@ export function Webhook({ id }: { id: number }) {
             <section class="card" aria-label="Delivery details">
               <h3>Delivery {cell(shown["eventId"])}</h3>
               <dl class="facts">
+                <dt>Status</dt>
+                <dd>{deliveryStatus(shown)}</dd>
                 <dt>HTTP status</dt>
                 <dd>{cell(shown["statusCode"])}</dd>
                 <dt>Error</dt>
