@@ -316,8 +316,8 @@ export const settingDefinitions = {
   ),
   "Licensing:LicenseKeyLifetime": def(
     duration,
-    30 * 86_400_000,
-    "How long a license key (the signed JWS in licensing answers) stays valid offline; never past the license's expiry.",
+    7 * 86_400_000,
+    "How long a license key (the signed JWS in licensing answers) stays valid offline from its issue; never past the license's expiry, the activation or the seat. A deactivation or revocation is not seen offline until the keys issued before it expire, so keep it short: an application validates online at least this often.",
   ),
   "Licensing:MaxRequestsPerLicense": def(
     int(1),

@@ -146,7 +146,7 @@ describe("signing keys are the service's own", () => {
     expect((await signingKeyRows()).find((r) => r.id === active[0]!.id)?.type).toBe("RetiredSignatureKey");
     // Deleting the retired key while license keys it signed are still valid is refused.
     expect((await admin("DELETE", `/v1/resources/${active[0]!.id}`)).status).toBe(400);
-    // Licensing:LicenseKeyLifetime (30 days) later nothing it signed is valid: it is no longer published and may go.
+    // Licensing:LicenseKeyLifetime (7 days) later nothing it signed is valid: it is no longer published and may go.
     moveClock(31 * 86_400_000);
     forgetSigningKeys();
     const later = await publishedKids();

@@ -188,7 +188,8 @@ describe("activation", () => {
       clientId: "alice",
       features: [],
     });
-    expect(claims.exp - claims.iat).toBe(30 * 86400);
+    // Licensing:LicenseKeyLifetime, 7 days by default.
+    expect(claims.exp - claims.iat).toBe(7 * 86400);
   });
 });
 
