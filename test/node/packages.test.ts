@@ -12,6 +12,7 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 // @ts-expect-error: a plain JavaScript module shared with the benchmark
 import { root, startLocalWorker } from "../../scripts/local-worker.mjs";
+import { type Certificates, type LocalServer, forward, httpsServer, makeCertificates } from "./tls-kit.ts";
 
 const run = promisify(execFile);
 const KEY = "api_PackagesAdminKey0000000000000000";
@@ -149,6 +150,61 @@ const { machineId } = require("@licensing/client/node");
     expect(readdirSync(join(app, "node_modules/@licensing/client/dist/cjs"))).toEqual(
       expect.arrayContaining(["index.d.ts", "index.js", "package.json"]),
     );
+  });
+});
+
+describe("both packages behind a self-signed certificate", () => {
+  let certs: Certificates;
+  let tls: LocalServer;
+  beforeAll(async () => {
+    certs = makeCertificates();
+    tls = await httpsServer(certs.selfSigned, (req, res) => forward(req, res, worker.url));
+  });
+  afterAll(async () => {
+    await tls?.close();
+    certs?.dispose();
+  });
+
+  it("name the certificate and its fix, and get through with trustingFetch({ ca }) and licensing-publish --ca", async () => {
+    writeFileSync(
+      join(app, "tls.mjs"),
+      `
+import { readFileSync } from "node:fs";
+import { LicensingClient, NetworkError } from "@licensing/client";
+import { trustingFetch } from "@licensing/client/node";
+const [baseUrl, caFile] = process.argv.slice(2);
+let refused;
+try { await new LicensingClient({ baseUrl }).getSigningKeys(); } catch (e) { refused = e instanceof NetworkError ? [e.code, e.message] : String(e); }
+const fetch = trustingFetch({ ca: readFileSync(caFile, "utf8") });
+const { keys } = await new LicensingClient({ baseUrl, fetch }).getSigningKeys();
+await fetch.close();
+console.log(JSON.stringify({ refused, keys: keys.length }));
+`,
+    );
+    const env = { ...process.env, NODE_EXTRA_CA_CERTS: "" };
+    const { stdout } = await run(process.execPath, ["tls.mjs", tls.url, certs.selfSigned.certFile], { cwd: app, env });
+    const result = JSON.parse(stdout) as { refused: [string, string]; keys: number };
+    expect(result.refused[0]).toBe("DEPTH_ZERO_SELF_SIGNED_CERT");
+    expect(result.refused[1]).toContain("self-signed certificate: pass fetch: trustingFetch({ ca })");
+    expect(result.keys).toBeGreaterThan(0);
+
+    const bin = join(app, "node_modules/.bin/licensing-publish");
+    const dist = join(app, "dist-tls");
+    await run(process.execPath, [join(root, "scripts/sample-dist.mjs"), "--out", dist, "--version", "1.3.0"]);
+    const publish = (...extra: string[]) =>
+      run(bin, ["--url", tls.url, "--product", "studio", "--dir", dist, "--json", ...extra], {
+        cwd: app,
+        env: { ...env, LICENSING_API_KEY: KEY },
+      });
+    await expect(publish()).rejects.toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining("self-signed certificate: pass --ca FILE or set NODE_EXTRA_CA_CERTS"),
+    });
+    const { stdout: published } = await publish("--ca", certs.selfSigned.certFile);
+    expect(JSON.parse(published)).toMatchObject({
+      created: true,
+      uploaded: expect.arrayContaining(["Studio Setup 1.3.0.exe"]),
+    });
   });
 });
 
