@@ -7,7 +7,7 @@ import type { Context, MiddlewareHandler } from "hono";
 import type { AppEnv } from "./http/app-env";
 import { ensureAdmin } from "./auth/bootstrap";
 import { ipProtection, ipVerdict } from "./protection/limits";
-import { clientAddress } from "./protection/client-ip";
+import { clientAddress, signedByGateway } from "./protection/client-ip";
 import { clock } from "./clock";
 import { API_KEY_SCHEME, BEARER_SCHEME } from "./auth/guard";
 import { settleFirst } from "./http/context";
@@ -106,11 +106,15 @@ const health: MiddlewareHandler<AppEnv> = async (c, next) => {
   }
 };
 
-/** Application:EnableWebApi, EnableSwagger and EnableGrpcWeb switch whole areas off (404, as if absent). */
-function closedArea(path: string, config: Config): ApiError | undefined {
+/**
+ * Application:EnableWebApi, EnableSwagger and EnableGrpcWeb switch whole areas off (404, as if absent).
+ * EnableGrpcWeb is the browsers' gRPC-Web only (SPEC: the native gRPC endpoint is separate): a call the native gRPC
+ * gateway signed (`viaGateway`, IpFiltering:GatewaySecret) passes while it is off.
+ */
+function closedArea(path: string, config: Config, viaGateway = false): ApiError | undefined {
   if (path.startsWith("/v1/") && !config["Application:EnableWebApi"])
     return new ApiError(404, "The REST API is disabled");
-  if (path.startsWith("/licensing.v1.") && !config["Application:EnableGrpcWeb"])
+  if (path.startsWith("/licensing.v1.") && !config["Application:EnableGrpcWeb"] && !viaGateway)
     return new ApiError(404, "gRPC-Web is disabled");
   if (
     (path === "/swagger" || path.startsWith("/swagger/")) &&
@@ -122,7 +126,12 @@ function closedArea(path: string, config: Config): ApiError | undefined {
 }
 
 const gates: MiddlewareHandler<AppEnv> = async (c, next) => {
-  const closed = closedArea(c.req.path, c.get("config"));
+  const config = c.get("config");
+  const viaGateway =
+    c.req.path.startsWith("/licensing.v1.") &&
+    !config["Application:EnableGrpcWeb"] &&
+    (await signedByGateway(c.req.raw.headers, config, clock.now().getTime()));
+  const closed = closedArea(c.req.path, config, viaGateway);
   if (closed) throw closed;
   await next();
 };

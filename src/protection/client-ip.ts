@@ -4,11 +4,14 @@
  * - The native gRPC gateway (tools/grpc-gateway) reaches the Worker from its own address, so it passes its peer's
  *   address in GATEWAY_CLIENT_HEADER, signed with IpFiltering:GatewaySecret: `<ip>;<unix seconds>;<hex
  *   HMAC-SHA256(secret, "<ip>;<unix seconds>")>`. A valid, fresh signature makes that address the client's; any
- *   other value of the header (unsigned, forged, stale, or no secret configured) is ignored.
+ *   other value of the header (unsigned, forged, stale, or no secret configured) is ignored. A signed loopback
+ *   address is the gateway's own host (a same-host proxy the gateway was not told to trust, or a local client), never
+ *   the whitelist's 127.0.0.1: it is "unknown", or every client behind that proxy would escape every limit.
  * - A request with neither is "unknown" outside development: its own bucket, never whitelisted (the whitelist
  *   holds addresses, and "unknown" is none). Under Development it is 127.0.0.1, as `wrangler dev` would set.
  */
 import { type Config, isDevelopment } from "../config";
+import { parseIp } from "./ip";
 
 export const GATEWAY_CLIENT_HEADER = "x-licensing-gateway-client";
 /** The client of a request that says nothing about its address, outside development. */
@@ -46,13 +49,27 @@ async function gatewayClient(secret: string, value: string, nowSeconds: number):
   return valid ? ip : undefined;
 }
 
+/** 127.0.0.0/8 or ::1 (IPv4-mapped included). */
+function isLoopback(ip: string): boolean {
+  const bytes = parseIp(ip);
+  if (!bytes) return false;
+  return bytes.length === 4 ? bytes[0] === 127 : bytes.every((b, i) => b === (i === 15 ? 1 : 0));
+}
+
+/** Whether the request carries a valid, fresh gateway signature (tools/grpc-gateway is calling). */
+export async function signedByGateway(headers: Headers, config: Config, now: number): Promise<boolean> {
+  const signed = headers.get(GATEWAY_CLIENT_HEADER);
+  const secret = config["IpFiltering:GatewaySecret"];
+  return Boolean(signed && secret && (await gatewayClient(secret, signed, Math.floor(now / 1000))));
+}
+
 /** The request's client address (see the file comment); `now` in milliseconds. */
 export async function clientAddress(headers: Headers, config: Config, now: number): Promise<string> {
   const signed = headers.get(GATEWAY_CLIENT_HEADER);
   const secret = config["IpFiltering:GatewaySecret"];
   if (signed && secret) {
     const ip = await gatewayClient(secret, signed, Math.floor(now / 1000));
-    if (ip) return ip;
+    if (ip) return isLoopback(ip) ? UNKNOWN_CLIENT : ip;
   }
   const cf = headers.get("cf-connecting-ip");
   if (cf) return cf;
