@@ -111,6 +111,22 @@ describe("deleting a user", () => {
     });
   });
 
+  it("before this change left keys without an owner, which opened the licensing routes: migration 0003 deletes them", async () => {
+    const lic = await newLicense("File");
+    const user = await signedInUser();
+    // What deleting the user did before: the foreign key set the key's owner to NULL (the key not yet cached here).
+    await env.DB.prepare("UPDATE api_keys SET owner_id = NULL WHERE owner_id = ?").bind(user.userId).run();
+    const validate = async () =>
+      (await call("POST", "/v1/license/validate", { headers: user.headers.apiKey, body: { userKey: lic.userKey } }))
+        .status;
+    // An ownerless key has no role (SPEC rule 8), and validate asks for none.
+    expect(await validate()).toBe(200);
+    const migration = env.TEST_MIGRATIONS.find((m) => m.name.endsWith("_drop_ownerless_api_keys.sql"));
+    expect(migration).toBeDefined();
+    for (const query of migration!.queries) await env.DB.prepare(query).run();
+    expect(await validate()).toBe(401);
+  });
+
   it("keeps the licensing call with a cached API key at one D1 statement", async () => {
     const lic = await newLicense("File");
     const user = await signedInUser();
