@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LicensingClient, NetworkError } from "../../client/src/index.ts";
 import { grpcWeb } from "../../client/src/grpc-web.ts";
 import { trustingFetch } from "../../client/src/node.ts";
+import LicensingPublisher from "../../tools/publish/electron-builder.ts";
 import { type Certificates, type LocalServer, forward, httpServer, httpsServer, makeCertificates } from "./tls-kit.ts";
 // @ts-expect-error: a plain JavaScript module shared with the benchmark
 import { root, startLocalWorker } from "../../scripts/local-worker.mjs";
@@ -149,6 +150,27 @@ describe("licensing-publish over TLS", () => {
     expect(refused.stderr).toContain(
       "connection refused: nothing listens at that address: check the URL's host and port, and that the service runs there",
     );
+  });
+
+  it("the electron-builder publisher: names the certificate, and publishes with publish.ca", async () => {
+    const saved = process.env["LICENSING_API_KEY"];
+    process.env["LICENSING_API_KEY"] = KEY;
+    try {
+      const config = { provider: "licensing", url: servers.selfSigned.url, product: "studio", version: "1.0.0" };
+      const file = join(dir, "Studio Setup 1.0.0.exe");
+      const untrusted = new LicensingPublisher({}, config);
+      await expect(untrusted.upload({ file })).rejects.toThrow(
+        "self-signed certificate: set publish.ca to the certificate file (PEM) or set NODE_EXTRA_CA_CERTS",
+      );
+      const trusted = new LicensingPublisher({}, { ...config, ca: certs.selfSigned.certFile });
+      expect(await trusted.upload({ file })).toMatchObject({ unchanged: ["Studio Setup 1.0.0.exe"] });
+      expect(() => new LicensingPublisher({}, { ...config, url: "http://0.0.0.0:1" })).toThrow(
+        "refusing to send the API key over plain http:// to 0.0.0.0:1: use https://, or set publish.insecure: true",
+      );
+    } finally {
+      if (saved === undefined) delete process.env["LICENSING_API_KEY"];
+      else process.env["LICENSING_API_KEY"] = saved;
+    }
   });
 
   it("refuses a --ca that cannot be read or holds no certificate, as a usage error", async () => {

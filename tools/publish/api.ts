@@ -44,10 +44,11 @@ export function isLoopback(hostname: string): boolean {
 
 /**
  * The service's address, checked: http(s) only, and plain http:// only to loopback unless `insecure` (the API key
- * would cross the network readable by anyone on the way). Throws an Error that says what to do, calling the address
- * `name` (the CLI's `--url`).
+ * would cross the network readable by anyone on the way). Throws an Error that says what to do, naming the settings
+ * as `names` says (the CLI's `--url` and `--insecure`).
  */
-export function serviceUrl(url: string, insecure = false, name = "the service URL"): URL {
+export function serviceUrl(url: string, insecure = false, names: { url?: string; insecure?: string } = {}): URL {
+  const name = names.url ?? "the service URL";
   let parsed: URL;
   try {
     parsed = new URL(url);
@@ -58,7 +59,7 @@ export function serviceUrl(url: string, insecure = false, name = "the service UR
     throw new Error(`${name} must be an http(s) URL, not ${url}`);
   if (parsed.protocol === "http:" && !isLoopback(parsed.hostname) && !insecure)
     throw new Error(
-      `refusing to send the API key over plain http:// to ${parsed.host}: use https://, or pass --insecure (electron-builder: publish.insecure) to send it unencrypted anyway (http:// is allowed without it only to this machine: 127.0.0.0/8, ::1, localhost)`,
+      `refusing to send the API key over plain http:// to ${parsed.host}: use https://, or ${names.insecure ?? "pass --insecure"} to send it unencrypted anyway (http:// is allowed without it only to this machine: 127.0.0.0/8, ::1, localhost)`,
     );
   return parsed;
 }

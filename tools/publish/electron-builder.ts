@@ -78,7 +78,7 @@ export default class LicensingPublisher {
       config.version ?? (JSON.parse(readFileSync(resolve("package.json"), "utf8")) as { version?: string }).version;
     if (!version) throw new Error("licensing publisher: no version (set publish.version, or version in package.json)");
     // Checked here, before electron-builder builds anything: an address the key must not be sent to.
-    serviceUrl(url, config.insecure === true, "publish.url");
+    serviceUrl(url, config.insecure === true, { url: "publish.url", insecure: "set publish.insecure: true" });
     this.#ca = config.ca === undefined ? undefined : readFileSync(resolve(config.ca), "utf8");
     this.#config = { ...config, url, version };
     this.#apiKey = apiKey;

@@ -83,7 +83,7 @@ const url = values.url ?? process.env["LICENSING_URL"];
 const apiKey = process.env["LICENSING_API_KEY"];
 if (!url) usageError("--url (or LICENSING_URL) is required: the address of the licensing service");
 try {
-  serviceUrl(url, values.insecure, "--url");
+  serviceUrl(url, values.insecure, { url: "--url" });
 } catch (e) {
   usageError(e instanceof Error ? e.message : String(e));
 }
