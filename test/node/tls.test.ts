@@ -235,6 +235,33 @@ describe("@licensing/client over TLS", () => {
   });
 });
 
+describe("@licensing/client with Electron's net.fetch", () => {
+  it("names the causes Electron reports as net::ERR_… messages (no Electron here: a fetch that fails as net.fetch does)", async () => {
+    const cases: [string, string, string][] = [
+      [
+        "net::ERR_CERT_AUTHORITY_INVALID",
+        "ERR_CERT_AUTHORITY_INVALID",
+        "certificate signed by an authority this process does not trust: pass fetch: trustingFetch({ ca })",
+      ],
+      [
+        "net::ERR_CERT_DATE_INVALID",
+        "ERR_CERT_DATE_INVALID",
+        "the service's certificate has expired or is not valid yet: renew",
+      ],
+      ["net::ERR_NAME_NOT_RESOLVED", "ERR_NAME_NOT_RESOLVED", "host name not found: check the URL's host and port"],
+    ];
+    for (const [thrown, code, words] of cases) {
+      const netFetch = () => Promise.reject(new Error(thrown));
+      const client = new LicensingClient({ baseUrl: "https://licensing.example.com", fetch: netFetch });
+      await expect(client.getSigningKeys()).rejects.toMatchObject({
+        name: "NetworkError",
+        code,
+        message: expect.stringContaining(`https://licensing.example.com/v1/extensions/keys: ${words}`),
+      });
+    }
+  });
+});
+
 describe("one explanation table", () => {
   it("is the same file in the client and the publish CLI (two packages, installed apart)", () => {
     expect(readFileSync(join(root, "tools/publish/network.ts"), "utf8")).toBe(
