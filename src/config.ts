@@ -322,7 +322,7 @@ export const settingDefinitions = {
   "Licensing:MaxRequestsPerLicense": def(
     int(1),
     600,
-    "Floating requests, heartbeats, releases and reports one license may make per Licensing:LicenseRequestTimeFrame (REST and gRPC together); more answer 429.",
+    "Floating requests, heartbeats, releases and reports one license may make per Licensing:LicenseRequestTimeFrame (REST and gRPC together); more answer 429. Reports naming no license count the same way per credential (API key, user).",
   ),
   "Licensing:LicenseRequestTimeFrame": def(duration, 60_000, "Time frame of Licensing:MaxRequestsPerLicense."),
   "Licensing:TraceRetentionDays": def(

@@ -116,6 +116,18 @@ export async function storeReport(ctx: ServiceContext, input: ReportInput, clien
   return row.id;
 }
 
+/**
+ * Removes the R2 body of a report that is being deleted (content over 256 KiB), before its row goes; a report whose
+ * content is in its row has nothing there. Fails (and so keeps the row) when the body cannot be removed.
+ */
+export async function removeReportBody(env: Bindings, row: Row): Promise<void> {
+  const key = row["contentKey"];
+  if (typeof key !== "string" || key === "") return;
+  if (!env.ARTIFACTS)
+    throw new ApiError(500, "The report's content is in R2 and no ARTIFACTS bucket is bound to remove it");
+  await env.ARTIFACTS.delete(key);
+}
+
 const ro = { readOnly: true } as const;
 
 const Property = z.object({ name: z.string(), value: z.string().nullable() }).openapi("ReportProperty");

@@ -4,7 +4,7 @@ import type { Router } from "../http/router";
 import { emit } from "../webhooks/emit";
 import { registerGeoLocationRoute } from "./geolocation";
 import { showPublicLicenseIds } from "../licensing/license-records";
-import { Report, reportRecord } from "../licensing/report-store";
+import { Report, removeReportBody, reportRecord } from "../licensing/report-store";
 
 export function registerReports(app: Router): void {
   const managers = Roles.managers;
@@ -18,6 +18,8 @@ export function registerReports(app: Router): void {
     roles: { list: managers, create: managers, update: managers, delete: managers },
     list: { decorate: showPublicLicenseIds },
     hooks: {
+      // A body kept in R2 goes first, as the retention does (licensing/retention.ts): no body outlives its row.
+      delete: (ctx, existing) => removeReportBody(ctx.env, existing),
       written: (ctx, operation, row) => {
         if (operation === "delete")
           emit(ctx, "report.deleted", async () => ({ data: await reportRecord(ctx.db, ctx.config, row) }));

@@ -6,7 +6,8 @@
  *   serves one without a token only beside the file it describes, and never a hosted one.
  * - A release's assemblies route keeps its assemblies under that release: a body naming another `releaseId` moves
  *   nothing, and an assembly of another release is neither changed nor deleted through this release's path.
- * - Reports naming no license are limited per credential (API key, user), whatever address they come from.
+ * - Reports naming no license are limited per credential (API key, user), whatever address they come from; a deleted
+ *   report takes its R2 body with it (the cron's retention prunes both: test/retention.test.ts).
  */
 import { env, exports } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -69,7 +70,7 @@ describe("blockmaps: the label never opens a gated file", () => {
       const r = await publicRelease();
       await upload(r.path, installer, { partName: "App Setup.exe" });
       const keys = (await env.ARTIFACTS!.list({ prefix: `artifacts/${r.code}/` })).objects.length;
-    expect(keys).toBe(1);
+      expect(keys).toBe(1);
       for (const sourceKind of ["local", "resource"]) {
         const res = await upload(r.path, await bytes(), {
           kind: "blockmap",
@@ -150,13 +151,14 @@ describe("blockmaps: the label never opens a gated file", () => {
     expect(lone.status).toBe(201);
     expect(await anonymous(r, "Other.exe.blockmap")).toBe(403);
     // Nor does the installer of another platform pair with it.
-    const mac = await upload(r.path, await blockmapOf(installer), {
+    // (win-arm64: open without a license by the platform rule, so only the gate can refuse it.)
+    const arm = await upload(r.path, await blockmapOf(installer), {
       kind: "blockmap",
-      platform: "darwin-arm64",
+      platform: "win-arm64",
       partName: "App Setup.exe.blockmap",
     });
-    expect(mac.status).toBe(201);
-    expect(await anonymous(r, "App Setup.exe.blockmap", "darwin-arm64")).toBe(403);
+    expect(arm.status).toBe(201);
+    expect(await anonymous(r, "App Setup.exe.blockmap", "win-arm64")).toBe(403);
     // A row labelled blockmap without the check (written before it existed) is not opened by its label either.
     const legacy = await newRelease("1.0.0");
     await admin("PUT", `/v1/products/${legacy.productId}/releases`, {
@@ -264,6 +266,22 @@ describe("release assemblies stay under their release", () => {
       { id: inB, name: "B.dll", r: releaseB },
       { id: elsewhere, name: "X.dll", r: otherRelease },
     ]);
+  });
+});
+
+describe("a report's R2 body goes with it", () => {
+  it("DELETE /v1/reports/{id} removes the R2 body with the row (the cron's retention: test/retention.test.ts)", async () => {
+    const sent = await admin("POST", "/v1/report", { name: "ExceptionReport", content: "x".repeat(300 * 1024) });
+    expect(sent.status, sent.text).toBe(200);
+    const id = sent.body["reportId"] as number;
+    const key = (
+      await env.DB.prepare("SELECT content_key AS k FROM reports WHERE id = ?").bind(id).first<{ k: string }>()
+    )?.k;
+    expect(key).toMatch(/^reports\//);
+    expect(await env.ARTIFACTS!.head(key!)).not.toBeNull();
+    expect((await admin("DELETE", `/v1/reports/${id}`)).status).toBe(200);
+    expect(await env.DB.prepare("SELECT id FROM reports WHERE id = ?").bind(id).first()).toBeNull();
+    expect(await env.ARTIFACTS!.head(key!)).toBeNull();
   });
 });
 
