@@ -111,6 +111,49 @@ describe("deleting a user", () => {
     });
   });
 
+  it("refuses a cached key of a user deleted elsewhere on every licensing call, before it changes anything", async () => {
+    const activation = await newLicense("Activation", 5);
+    const floating = await newLicense("Floating", 5);
+    const user = await signedInUser();
+    const headers = user.headers.apiKey;
+    const op = (name: string, body: unknown) => call("POST", `/v1/license/${name}`, { headers, body });
+    expect((await op("activate", { userKey: activation.userKey, machineId: "PC-1" })).status).toBe(200);
+    const seat = await op("request", { userKey: floating.userKey, machineId: "PC-1", clientId: "app" });
+    expect(seat.status, seat.text).toBe(200);
+    const licenseToken = seat.body["licenseToken"] as string;
+    expect((await op("heartbeat", { licenseToken })).status).toBe(200);
+
+    await env.DB.batch([
+      env.DB.prepare("DELETE FROM api_keys WHERE owner_id = ?").bind(user.userId),
+      env.DB.prepare("DELETE FROM users WHERE id = ?").bind(user.userId),
+    ]);
+    const calls: [string, unknown][] = [
+      ["validate", { userKey: activation.userKey, machineId: "PC-1" }],
+      ["activate", { userKey: activation.userKey, machineId: "PC-2" }],
+      ["deactivate", { userKey: activation.userKey, machineId: "PC-1" }],
+      ["request", { userKey: floating.userKey, machineId: "PC-2", clientId: "app" }],
+      ["heartbeat", { licenseToken }],
+      ["release", { licenseToken }],
+      // Refused first even where the call itself would be refused: a missing key, a license that is not there.
+      ["validate", { userKey: "" }],
+      ["activate", { userKey: "NO-SUCH-KEY", machineId: "PC-3" }],
+    ];
+    for (const [name, body] of calls) {
+      const res = await op(name, body);
+      expect(res.status, `${name} ${JSON.stringify(body)}: ${res.text}`).toBe(401);
+    }
+    expect((await call("POST", "/v1/report", { headers, body: { name: "CrashReport", content: "x" } })).status).toBe(
+      401,
+    );
+    // Nothing was changed by the refused calls: PC-1 is still the one activation, and the seat is still held.
+    const held = await env.DB.prepare(
+      "SELECT machine_id AS machine FROM license_tokens WHERE license_id IN (?, ?) ORDER BY id",
+    )
+      .bind(activation.id, floating.id)
+      .all<{ machine: string }>();
+    expect(held.results.map((r) => r.machine)).toEqual(["PC-1", "PC-1"]);
+  });
+
   it("before this change left keys without an owner, which opened the licensing routes: migration 0003 deletes them", async () => {
     const lic = await newLicense("File");
     const user = await signedInUser();
