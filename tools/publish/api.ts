@@ -28,12 +28,16 @@ export class ApiFailure extends Error {
 export class ConnectionFailure extends Error {
   readonly code: string | undefined;
   readonly transient: boolean;
+  /** The message without the call: `could not reach ORIGIN: cause: fix`. */
+  readonly reason: string;
 
   constructor(method: string, path: string, origin: string, error: unknown, trustHint: string) {
     const failure = explainNetworkFailure(error, trustHint);
-    super(`${method} ${path}: could not reach ${origin}: ${failure.message}`, { cause: error });
+    const reason = `could not reach ${origin}: ${failure.message}`;
+    super(`${method} ${path}: ${reason}`, { cause: error });
     this.code = failure.code;
     this.transient = failure.transient;
+    this.reason = reason;
   }
 }
 
@@ -169,7 +173,7 @@ export class ManagementApi {
             ? retryAfter * 1000
             : FIRST_WAIT_MS * 2 ** (attempt - 1) * (0.8 + Math.random() * 0.4);
         this.#log(
-          `    ${method} ${path}: ${status ?? (e instanceof Error ? e.message : String(e))}; trying again in ${(wait / 1000).toFixed(1)} s (${attempt}/${ATTEMPTS - 1})`,
+          `    ${method} ${path}: ${status ?? (e instanceof ConnectionFailure ? e.reason : e instanceof Error ? e.message : String(e))}; trying again in ${(wait / 1000).toFixed(1)} s (${attempt}/${ATTEMPTS - 1})`,
         );
         await new Promise((resolve) => setTimeout(resolve, wait));
       }
