@@ -461,6 +461,49 @@ describe("the admin console in Chromium", () => {
     await page.getByRole("region", { name: "Audit entries" }).waitFor();
   });
 
+  it("shows a delivery the dead-letter queue recorded as given up, with its last answer, and queues it again", async () => {
+    // A subscription without retries whose receiver answers 500: an order's event goes through the real queues
+    // (delivery, then dead letter) into the delivery history as given up. After the tests that count orders and
+    // failed deliveries.
+    const created = await rest("POST", "/v1/webhooks/subscriptions", {
+      key: KEY,
+      body: {
+        subscription: {
+          name: "ERP (down)",
+          url: `${receiver.url}/fail500/given-up`,
+          eventTypes: ["order.created"],
+          maxRetryCount: 0,
+        },
+      },
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const subscriptionId = created.body["subscription"]["id"] as number;
+    const customer = await rest("POST", "/v1/customers", { key: KEY, body: { customer: { company: "Hooli" } } });
+    await rest("POST", "/v1/orders", { key: KEY, body: { order: { customerId: customer.body["customerId"] } } });
+    await expect
+      .poll(
+        async () =>
+          (await rest("GET", `/v1/webhooks/subscriptions/${subscriptionId}/events`, { key: KEY })).body[
+            "events"
+          ]?.[0]?.["deadLetteredAt"],
+        { timeout: 30_000, interval: 250 },
+      )
+      .toBeDefined();
+    await page.getByRole("navigation", { name: "Console" }).getByRole("link", { name: "Webhooks" }).click();
+    await page.getByRole("link", { name: "ERP (down)" }).click();
+    const history = page.getByRole("region", { name: "Delivery history" });
+    await history.getByText(/^Given up /).waitFor();
+    await history.getByText("HTTP 500 Internal Server Error").waitFor();
+    await history.getByRole("button", { name: "Queue again" }).click();
+    await page.getByText(/^Queued for delivery: evt_\w+$/).waitFor();
+    await expect
+      .poll(() => receiver.deliveries.filter((d) => d.path.startsWith("/fail500/given-up")).length, {
+        timeout: 30_000,
+        interval: 250,
+      })
+      .toBe(2);
+  }, 90_000);
+
   it("signs out: the session's key is revoked and the sign-in form is back", async () => {
     const csrf = (await page.evaluate(
       `JSON.parse(sessionStorage.getItem("licensing-console-session") ?? "{}").csrfToken`,
