@@ -262,7 +262,7 @@ function artifactValues(target: DownloadTarget, fields: UploadFields, digests: D
 export async function checkRelabel(ctx: ServiceContext, values: Row, existing: Row): Promise<void> {
   if (values["kind"] !== "blockmap" || existing["kind"] === "blockmap" || existing["sourceKind"] === "url") return;
   const row = existing as ReleaseDownloadRow;
-  await requireBlockmap(await readArtifact(ctx.env, ctx.db, row), row.size, row.fileName);
+  await requireBlockmap(() => readArtifact(ctx.env, ctx.db, row), row.size, row.fileName);
 }
 
 /**
@@ -278,7 +278,7 @@ export async function commitStaged(
   let row: Row;
   try {
     await beforeCommit?.();
-    if (staged.kind === "blockmap") await requireBlockmap(await staged.read(), staged.digests.size, staged.fileName);
+    if (staged.kind === "blockmap") await requireBlockmap(staged.read, staged.digests.size, staged.fileName);
     row = await staged.commit();
   } catch (e) {
     await staged

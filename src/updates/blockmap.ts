@@ -71,17 +71,15 @@ function shapeProblem(data: unknown): string | undefined {
 }
 
 /**
- * Why the stored bytes of an artifact of `size` bytes are not a blockmap, or undefined when they are one. `stream` is
- * the artifact's bytes (undefined when they are missing).
+ * Why the stored bytes of an artifact of `size` bytes are not a blockmap, or undefined when they are one. `read` opens
+ * the artifact's bytes (undefined when they are missing); a file too large to be a blockmap is never read.
  */
 export async function blockmapProblem(
-  stream: ReadableStream<Uint8Array> | undefined,
+  read: () => Promise<ReadableStream<Uint8Array> | undefined>,
   size: number,
 ): Promise<string | undefined> {
-  if (size > MAX_BLOCKMAP_BYTES) {
-    await stream?.cancel().catch(() => undefined);
-    return `it has ${size} bytes, more than a blockmap's ${MAX_BLOCKMAP_BYTES}`;
-  }
+  if (size > MAX_BLOCKMAP_BYTES) return `it has ${size} bytes, more than a blockmap's ${MAX_BLOCKMAP_BYTES}`;
+  const stream = await read();
   if (!stream) return "its bytes are missing";
   const bytes = await readAtMost(stream, MAX_BLOCKMAP_BYTES);
   if (!bytes) return `it has more than a blockmap's ${MAX_BLOCKMAP_BYTES} bytes`;
@@ -107,11 +105,11 @@ export async function blockmapProblem(
 
 /** 400 naming `kind` when stored bytes are not a blockmap's (see blockmapProblem). */
 export async function requireBlockmap(
-  stream: ReadableStream<Uint8Array> | undefined,
+  read: () => Promise<ReadableStream<Uint8Array> | undefined>,
   size: number,
   fileName: string,
 ): Promise<void> {
-  const problem = await blockmapProblem(stream, size);
+  const problem = await blockmapProblem(read, size);
   if (problem)
     throw new ApiError(
       400,
