@@ -131,7 +131,7 @@ export function registerDownloads(app: Router): void {
     operationIds: { list: "listReleaseDownloads", update: "updateReleaseDownload", delete: "deleteReleaseDownload" },
     descriptions: {
       update:
-        "Changes platform, kind, fileName, signature and (hosted artifacts only) url. size, sha256 and sha512 are never changed: they are ignored in the body; to replace the bytes, delete the artifact and add it again. kind becomes blockmap only on uploaded bytes that are a blockmap (gzip-compressed JSON as electron-builder writes it).",
+        "Changes platform, kind, fileName, signature and (hosted artifacts only) url. size, sha256 and sha512 are never changed: they are ignored in the body; to replace the bytes, delete the artifact and add it again.",
       delete: "Deletes the artifact and its stored bytes (R2 object or database chunks).",
     },
     scope: {
