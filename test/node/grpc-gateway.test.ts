@@ -4,7 +4,7 @@
  * what the gateway refuses (foreign paths, oversized messages, too many calls, slow uploads), where it believes a
  * forwarded address, its TLS, its command line, and that it still works when the Worker has gRPC-Web off.
  */
-import { execFileSync, spawn } from "node:child_process";
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { once } from "node:events";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import http from "node:http";
@@ -61,6 +61,8 @@ let baseUrl: string;
 let unsigned: Server;
 let unsignedUrl: string;
 const servers: (Server | http.Server)[] = [];
+/** Gateways started from the command line, stopped after the file even when a test failed. */
+const children = new Set<ChildProcess>();
 
 /** Closes a server and every connection still open to it (a client's idle keep-alive would hold it open). */
 async function shut(server: Server | http.Server): Promise<void> {
@@ -114,6 +116,7 @@ beforeAll(async () => {
 }, 180_000);
 afterAll(async () => {
   await Promise.all(servers.map(shut));
+  for (const child of children) child.kill();
   await worker?.dispose();
   await closedWorker?.dispose();
   rmSync(dirname(bundle), { recursive: true, force: true });
@@ -485,6 +488,7 @@ describe("TLS and the command line", () => {
       cwd: root,
       env: { PATH: process.env.PATH, ...env },
     });
+    children.add(child);
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (d) => {
@@ -493,7 +497,10 @@ describe("TLS and the command line", () => {
     child.stderr.on("data", (d) => {
       stderr += d;
     });
-    const exited = once(child, "exit").then(([code]) => code as number);
+    const exited = once(child, "exit").then(([code]) => {
+      children.delete(child);
+      return code as number;
+    });
     const listening = await within(
       20_000,
       Promise.race([
@@ -525,12 +532,12 @@ describe("TLS and the command line", () => {
   it("needs the secret, says when it runs without TLS, and serves TLS from --tls-cert and --tls-key", async () => {
     const upstream = ["--upstream", worker.url.origin, "--port", "0"];
     const noSecret = await runGateway(upstream, {});
-    expect(await noSecret.exited).toBe(2);
+    expect(await within(20_000, noSecret.exited, "the gateway without a secret")).toBe(2);
     expect(noSecret.output().stderr).toMatch(/IpFiltering__GatewaySecret is not set/);
 
     const secret = { IpFiltering__GatewaySecret: GATEWAY_SECRET };
     const halfTls = await runGateway([...upstream, "--tls-cert", cert], secret);
-    expect(await halfTls.exited).toBe(2);
+    expect(await within(20_000, halfTls.exited, "the gateway with half a TLS setting")).toBe(2);
     expect(halfTls.output().stderr).toMatch(/--tls-cert and --tls-key go together/);
 
     const plain = await runGateway(upstream, secret);
