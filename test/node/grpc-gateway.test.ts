@@ -234,6 +234,7 @@ describe("the native gRPC gateway", () => {
     const exhausted = await server.activateLicense({ userKey, machineId: "PC-2" }, metadata).catch((e: unknown) => e);
     expect((exhausted as ConnectError).code).toBe(Code.AlreadyExists);
     expect((exhausted as ConnectError).rawMessage).toBe("The license has already been activated");
+    expect((exhausted as ConnectError).metadata.get("licensing-reason")).toBe("alreadyActivated");
     const anonymous = await server.validateLicense({ userKey }).catch((e: unknown) => e);
     expect((anonymous as ConnectError).code).toBe(Code.Unauthenticated);
   });

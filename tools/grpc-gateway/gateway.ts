@@ -359,7 +359,15 @@ async function forward(
       split.trailers["grpc-message"] ??
       res.headers.get("grpc-message") ??
       (res.ok && grpcWeb ? "" : encodeURIComponent(envelopeMessage(answer) ?? `upstream answered HTTP ${res.status}`));
-    trailers = { "grpc-status": status, ...(message ? { "grpc-message": message } : {}) };
+    // The trailer frame's metadata (licensing-reason) passes on as trailers, beside the status.
+    const metadata = Object.entries(split.trailers).filter(
+      ([name]) => /^[a-z0-9][a-z0-9._-]*$/.test(name) && !HOP_BY_HOP.has(name) && !name.startsWith("grpc-"),
+    );
+    trailers = {
+      ...Object.fromEntries(metadata),
+      "grpc-status": status,
+      ...(message ? { "grpc-message": message } : {}),
+    };
   } catch (e) {
     if (e instanceof Refusal || signal.aborted) throw signal.aborted ? signal.reason : e;
     trailers = {

@@ -35,6 +35,12 @@ function positive(name: string, value: string): number {
   return n;
 }
 
+function port(value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || n > 65535) fail(`--port must be a port number (0 to 65535), not "${value}"`);
+  return n;
+}
+
 const env = process.env;
 let values: Record<string, string | string[] | undefined>;
 try {
@@ -80,7 +86,7 @@ let server: Awaited<ReturnType<typeof startGateway>>;
 try {
   server = await startGateway({
     upstream,
-    port: Number(text("port")),
+    port: port(text("port")!),
     host: text("host"),
     secret,
     tls,
