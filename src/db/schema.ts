@@ -94,6 +94,11 @@ export const apiKeys = sqliteTable(
     expireDate: text("expire_date"),
     revoked: bool("revoked").notNull().default(false),
     permissions: integer("permissions").notNull().default(15),
+    /**
+     * Console session keys only (auth/console-session.ts): when a request last used the key, written at most once a
+     * minute; the session ends after Application:ConsoleIdleTimeout without one. Null for every other key.
+     */
+    lastUsedAt: text("last_used_at"),
     updatedAt: updatedAt(),
   },
   (t) => [uniqueIndex("api_keys_key_digest").on(t.keyDigest), index("api_keys_owner").on(t.ownerId)],
@@ -283,6 +288,8 @@ export const releaseDownloads = sqliteTable(
     sha256: text("sha256").notNull(),
     sha512: text("sha512").notNull(),
     signature: text("signature"),
+    /** Completed downloads of the artifact the Worker served (updates/download-counts.ts), added by the queue. */
+    downloadCount: integer("download_count").notNull().default(0),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
