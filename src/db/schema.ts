@@ -445,6 +445,9 @@ export const licenses = sqliteTable(
   (t) => [
     uniqueIndex("licenses_license_id").on(t.licenseId),
     uniqueIndex("licenses_user_key").on(t.userKey),
+    // User keys are looked up as typed, read as Crockford base32 (licensing/user-key.ts): by the key without its
+    // dashes, whatever format it was generated with. Unique, so one typed key never names two licenses.
+    uniqueIndex("licenses_user_key_compact").on(sql`replace(${t.userKey}, '-', '')`),
     index("licenses_product").on(t.productId),
     index("licenses_customer").on(t.customerId),
     index("licenses_order").on(t.orderId),
