@@ -6,7 +6,7 @@
 
 /** The heartbeat's read: a floating token by digest, with its license's judged columns. */
 export const HEARTBEAT_READ = {
-  sql: 'select "license_tokens"."expire_date" as "token_expire_date", "licenses"."id", "licenses"."license_id", "licenses"."user_key", "licenses"."product_id", "licenses"."license_type", "licenses"."edition", "licenses"."licensing_mode", "licenses"."max_clients", "licenses"."issue_date", "licenses"."expire_date", "licenses"."support_expire_date", "licenses"."revoked", "licenses"."features", "licenses"."integrity", (EXISTS (SELECT 1 FROM "revoked_tokens" WHERE "revoked_tokens"."jti" = ?)) from "license_tokens" inner join "licenses" on "licenses"."id" = "license_tokens"."license_id" where ("license_tokens"."token_digest" = ? and "license_tokens"."kind" = ?) limit ?',
+  sql: 'select "license_tokens"."expire_date" as "token_expire_date", "license_tokens"."machine_id" as "token_machine_id", "license_tokens"."client_id" as "token_client_id", "licenses"."id", "licenses"."license_id", "licenses"."user_key", "licenses"."product_id", "licenses"."license_type", "licenses"."edition", "licenses"."licensing_mode", "licenses"."max_clients", "licenses"."issue_date", "licenses"."expire_date", "licenses"."support_expire_date", "licenses"."revoked", "licenses"."features", "licenses"."integrity", (EXISTS (SELECT 1 FROM "revoked_tokens" WHERE "revoked_tokens"."jti" = ?)) from "license_tokens" inner join "licenses" on "licenses"."id" = "license_tokens"."license_id" where ("license_tokens"."token_digest" = ? and "license_tokens"."kind" = ?) limit ?',
   params: ["floor-jti", "floor-seat-digest", 1, 1],
 };
 

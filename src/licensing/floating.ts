@@ -121,6 +121,8 @@ export async function requestSeat(
 // The token's columns are aliased: a D1 batch keys each row by column name, and the license's id, license_id,
 // issue_date, expire_date and created_at would otherwise overwrite the token's.
 const tokenExpiry = sql<string | null>`${licenseTokens.expireDate}`.as("token_expire_date");
+const tokenMachine = sql<string | null>`${licenseTokens.machineId}`.as("token_machine_id");
+const tokenClient = sql<string | null>`${licenseTokens.clientId}`.as("token_client_id");
 const byDigest = (p: Params<{ digest: string; kind: number }>) =>
   and(eq(licenseTokens.tokenDigest, p.digest), eq(licenseTokens.kind, p.kind));
 
@@ -130,8 +132,8 @@ const seatTokenByDigest = checkable((db, p: Params<{ digest: string; kind: numbe
     .select({
       token: {
         expireDate: tokenExpiry,
-        machineId: sql<string | null>`${licenseTokens.machineId}`.as("token_machine_id"),
-        clientId: sql<string | null>`${licenseTokens.clientId}`.as("token_client_id"),
+        machineId: tokenMachine,
+        clientId: tokenClient,
         clientName: sql<string | null>`${licenseTokens.clientName}`.as("token_client_name"),
       },
       license: licenses,
@@ -153,24 +155,44 @@ const seatTokenByDigest = checkable((db, p: Params<{ digest: string; kind: numbe
  */
 export const seatToBeat = checkable((db, p: Params<{ digest: string; kind: number }>, checked) =>
   db
-    .select({ token: { expireDate: tokenExpiry }, license: judgedLicenseColumns, checked: sql<number>`${checked}` })
+    .select({
+      token: { expireDate: tokenExpiry, machineId: tokenMachine, clientId: tokenClient },
+      license: judgedLicenseColumns,
+      checked: sql<number>`${checked}`,
+    })
     .from(licenseTokens)
     .innerJoin(licenses, eq(licenses.id, licenseTokens.licenseId))
     .where(byDigest(p))
     .limit(1),
 );
 
-/** The floating token's row and its license, by the token alone (heartbeat and release carry no user key). */
-async function findSeatToken<R extends { license: { licenseId: string } }>(
+/** What a seat token's row must hold for the token to be the one the service issued for it. */
+interface SeatBinding {
+  token: { machineId: string | null; clientId: string | null };
+  license: { id: number; licenseId: string };
+}
+
+/**
+ * The floating token's row and its license, by the token alone (heartbeat and release carry no user key). No token,
+ * or one no row has, is 525 `License token not found` (CONTRACT section 4's table: a missing token is not found, as
+ * an unknown one). A seat token is the HMAC of its license, machine and client (client-tokens.ts), so a row whose
+ * license, machine, client or kind no longer gives the token it was found by was changed outside the API (moved to
+ * another license or machine): 535 `The license token has been tampered`, before anything is done with it.
+ */
+async function findSeatToken<R extends SeatBinding>(
   ctx: ServiceContext,
   licenseToken: string | undefined,
   query: CheckableQuery<{ digest: string; kind: number }, R[]>,
 ): Promise<R & { digest: string }> {
-  const token = required(licenseToken, Messages.tokenNotFound);
+  const token = licenseToken?.trim() ?? "";
+  if (token === "") throw fail(GrpcCode.NotFound, Messages.tokenNotFound);
   const digest = await sha256Hex(token);
   const [rows] = await firstReads(ctx, [query.with({ digest, kind: TokenKind.Floating })]);
   const row = rows[0];
   if (!row) throw fail(GrpcCode.NotFound, Messages.tokenNotFound);
+  const { machineId, clientId } = row.token;
+  const issued = await clientToken(ctx.config, TokenKind.Floating, row.license.id, machineId ?? "", clientId ?? "");
+  if (issued !== token) throw fail(GrpcCode.DataLoss, Messages.tokenTampered);
   requireOwnLicense(ctx, row.license);
   return { ...row, digest };
 }
