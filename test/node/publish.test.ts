@@ -229,6 +229,168 @@ describe("parseUpdateInfo", () => {
   });
 });
 
+/**
+ * A folder exactly as electron-builder writes a prerelease (`2.1.0-beta.1`, channel detection on and
+ * generateUpdatesFilesForAllChannels): beta.yml and beta-mac.yml, their alpha copies, builder-debug.yml, and the
+ * installers, zips and blockmaps they list.
+ */
+function prereleaseFolder(
+  version = "2.1.0-beta.1",
+  channels = ["beta", "alpha"],
+): { dir: string; bytes: Record<string, Buffer> } {
+  const folder = mkdtempSync(join(tmpdir(), "publish-prerelease-"));
+  const bytes: Record<string, Buffer> = {};
+  const put = (name: string, content: Buffer) => {
+    bytes[name] = content;
+    writeFileSync(join(folder, name), content);
+  };
+  const map = (n: number) =>
+    gzipSync(
+      JSON.stringify({
+        version: "2",
+        files: [{ name: "file", offset: 0, checksums: Array(n).fill("AAAA"), sizes: Array(n).fill(65_536) }],
+      }),
+    );
+  put(`Studio Setup ${version}.exe`, randomBytes(120_000));
+  put(`Studio Setup ${version}.exe.blockmap`, map(2));
+  put(`Studio-${version}-arm64-mac.zip`, randomBytes(90_000));
+  put(`Studio-${version}-arm64-mac.zip.blockmap`, map(2));
+  put(`Studio-${version}-arm64.dmg`, randomBytes(80_000));
+  writeFileSync(join(folder, "builder-debug.yml"), "arm64:\n  firstOrDefaultFilePatterns:\n    - '!**/node_modules'\n");
+  const info = (listed: string[]) =>
+    [
+      `version: ${version}`,
+      "files:",
+      ...listed.flatMap((f) => [
+        `  - url: ${f}`,
+        `    sha512: ${sha512(bytes[f]!)}`,
+        `    size: ${bytes[f]!.byteLength}`,
+      ]),
+      `path: ${listed[0]}`,
+      `sha512: ${sha512(bytes[listed[0]!]!)}`,
+      "releaseDate: '2026-11-24T09:30:00.000Z'",
+      "",
+    ].join("\n");
+  for (const channel of channels) {
+    writeFileSync(join(folder, `${channel}.yml`), info([`Studio Setup ${version}.exe`]));
+    writeFileSync(
+      join(folder, `${channel}-mac.yml`),
+      info([`Studio-${version}-arm64-mac.zip`, `Studio-${version}-arm64.dmg`]),
+    );
+  }
+  return { dir: folder, bytes };
+}
+
+describe("licensing-publish reads electron-builder's channel files", () => {
+  it("publishes 2.1.0-beta.1 from beta.yml and beta-mac.yml without --version, on insider, with the file's date", async () => {
+    const { dir: folder, bytes } = prereleaseFolder();
+    try {
+      const out = await cli(["--product", "studio", "--dir", folder, "--public"], {
+        LICENSING_API_KEY: KEY,
+        LICENSING_URL: worker.url.toString(),
+      });
+      expect(out.code, out.stderr).toBe(0);
+      expect(out.stdout).toMatch(/studio 2\.1\.0-beta\.1: release \d+ created \(insider\)/);
+      expect(out.stdout).toContain("done: 5 uploaded");
+      const filter = encodeURIComponent('version == "2.1.0-beta.1"');
+      const { productReleases } = await rest("GET", `/v1/products/${productId}/releases?filter=${filter}`);
+      expect(productReleases).toMatchObject([
+        { version: "2.1.0-beta.1", channel: "insider", public: true, releaseDate: "2026-11-24T09:30:00.000Z" },
+      ]);
+      const { releaseDownloads } = await rest(
+        "GET",
+        `/v1/products/${productId}/releases/${productReleases[0].id}/downloads?sort=id`,
+      );
+      expect(
+        releaseDownloads.map((d: Record<string, any>) => [d.platform, d.kind, d.fileName, d.sha512]).sort(),
+      ).toEqual(
+        [
+          ["darwin-arm64", "blockmap", "Studio-2.1.0-beta.1-arm64-mac.zip.blockmap"],
+          ["darwin-arm64", "installer", "Studio-2.1.0-beta.1-arm64.dmg"],
+          ["darwin-arm64", "zip", "Studio-2.1.0-beta.1-arm64-mac.zip"],
+          ["win-x64", "blockmap", "Studio Setup 2.1.0-beta.1.exe.blockmap"],
+          ["win-x64", "installer", "Studio Setup 2.1.0-beta.1.exe"],
+        ]
+          .map(([p, k, f]) => [p, k, f, sha512(bytes[f!]!)])
+          .sort(),
+      );
+      // The insider feed offers it to a license (what electron-updater on a beta build reads); stable does not.
+      const created = await rest("POST", "/v1/licenses", { license: { productId, issueDate: "2026-11-01T00:00:00Z" } });
+      const licenseFilter = encodeURIComponent(`id == ${created["id"]}`);
+      const userKey = (await rest("GET", `/v1/licenses?filter=${licenseFilter}&select=userKey`))["licenses"][0].userKey;
+      const feed = (channel: string) =>
+        fetch(new URL(`/v1/updates/studio/feed/${channel}/win-x64/latest.yml`, worker.url), {
+          headers: { "X-Service-User-Key": userKey },
+        });
+      const insider = await feed("insider");
+      expect(insider.status).toBe(200);
+      expect(await insider.text()).toMatch(/version: ["']?2\.1\.0-beta\.1["']?\n/);
+      expect(await (await feed("stable")).text()).not.toContain("2.1.0-beta.1");
+    } finally {
+      rmSync(folder, { recursive: true, force: true });
+    }
+  });
+
+  it("refuses a file whose bytes differ from the sha512 its update info gives, naming both, and a listed file that is missing", async () => {
+    const { dir: folder, bytes } = prereleaseFolder("2.1.0-beta.2");
+    try {
+      const dmg = "Studio-2.1.0-beta.2-arm64.dmg";
+      const changed = Buffer.from(bytes[dmg]!);
+      changed[100] = changed[100]! ^ 1;
+      writeFileSync(join(folder, dmg), changed);
+      const env = { LICENSING_API_KEY: KEY, LICENSING_URL: worker.url.toString() };
+      const refused = await cli(["--product", "studio", "--dir", folder], env);
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toMatch(
+        /Studio-2\.1\.0-beta\.2-arm64\.dmg: its sha512 differs from the one (alpha|beta)-mac\.yml gives/,
+      );
+      // --dry-run reads the folder the same way.
+      const dry = await cli(["--dry-run", "--url", "http://127.0.0.1:9", "--product", "studio", "--dir", folder]);
+      expect(dry.code).toBe(1);
+      expect(dry.stderr).toContain("its sha512 differs");
+      rmSync(join(folder, dmg));
+      const missing = await cli(["--product", "studio", "--dir", folder], env);
+      expect(missing.code).toBe(1);
+      expect(missing.stderr).toMatch(/(alpha|beta)-mac\.yml lists Studio-2\.1\.0-beta\.2-arm64\.dmg, which is not in/);
+      const filter = encodeURIComponent('version == "2.1.0-beta.2"');
+      expect((await rest("GET", `/v1/products/${productId}/releases?filter=${filter}`))["productReleases"]).toEqual([]);
+    } finally {
+      rmSync(folder, { recursive: true, force: true });
+    }
+  });
+
+  it("maps latest to stable, refuses a channel the service does not have unless --channel names one, and a mixed folder", async () => {
+    const dry = (folder: string, ...extra: string[]) =>
+      cli(["--dry-run", "--json", "--url", "http://127.0.0.1:9", "--product", "studio", "--dir", folder, ...extra]);
+    // A stable build with generateUpdatesFilesForAllChannels writes latest, beta and alpha files: it is stable.
+    const stable = prereleaseFolder("2.2.0", ["latest", "beta", "alpha"]);
+    const rc = prereleaseFolder("2.2.0-rc.1", ["rc"]);
+    try {
+      const out = await dry(stable.dir);
+      expect(out.code, out.stderr).toBe(0);
+      expect(JSON.parse(out.stdout)).toMatchObject({ version: "2.2.0", channel: "stable" });
+      const refused = await dry(rc.dir);
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toMatch(
+        /rc-mac\.yml, rc\.yml: electron-builder's channel 'rc' has no channel on the service \(latest -> stable, beta and alpha -> insider\); pass --channel/,
+      );
+      const asked = await dry(rc.dir, "--channel", "insider");
+      expect(asked.code, asked.stderr).toBe(0);
+      expect(JSON.parse(asked.stdout)).toMatchObject({ version: "2.2.0-rc.1", channel: "insider" });
+      // Two builds' update info in one folder: which version would be published is not the tool's to guess.
+      writeFileSync(join(rc.dir, "beta.yml"), "version: 2.1.0-beta.9\nfiles:\n  - url: x.exe\n    sha512: AA==\n");
+      const mixed = await dry(rc.dir, "--channel", "insider");
+      expect(mixed.code).toBe(1);
+      expect(mixed.stderr).toMatch(
+        /mixes builds: beta\.yml is version 2\.1\.0-beta\.9, rc-mac\.yml is version 2\.2\.0-rc\.1/,
+      );
+    } finally {
+      rmSync(stable.dir, { recursive: true, force: true });
+      rmSync(rc.dir, { recursive: true, force: true });
+    }
+  });
+});
+
 /** Runs the CLI with arguments of its own; exit code, stdout and stderr. */
 async function cli(
   args: string[],

@@ -1,8 +1,11 @@
 /**
- * Reading an electron-builder output folder: its update-info files (`latest.yml`, `latest-mac.yml`,
- * `latest-linux.yml`, `latest-linux-arm64.yml`) and the artifacts beside them, classified into the service's
- * platforms and kinds. A release holds one artifact per platform and kind, so when a folder has several candidates
- * (an AppImage, a .deb and an .rpm are all Linux installers) the one an update-info file names wins, and the others
+ * Reading an electron-builder output folder: its update-info files and the artifacts beside them, classified into
+ * the service's platforms and kinds. electron-builder names an update-info file after its channel and platform:
+ * `latest.yml` (Windows), `latest-mac.yml`, `latest-linux.yml`, `latest-linux-arm64.yml`, and for a prerelease
+ * version (`2.1.0-beta.1`, channel detection) `beta.yml`, `beta-mac.yml`, `alpha-linux.yml`… The channel maps to
+ * the service's (UPDATE_CHANNELS); every file an update-info file lists is checked against the folder's bytes by
+ * the publisher. A release holds one artifact per platform and kind, so when a folder has several candidates (an
+ * AppImage, a .deb and an .rpm are all Linux installers) the one an update-info file names wins, and the others
  * are reported as skipped.
  */
 import { readFile, readdir, stat } from "node:fs/promises";
@@ -22,14 +25,54 @@ export interface Artifact {
   size: number;
 }
 
+/** The service's release channels. */
+export type Channel = "stable" | "insider";
+
+/**
+ * electron-builder's channel (the update-info file's name up to its platform suffix) -> the service's channel.
+ * `latest` is electron-builder's stable channel; `beta` and `alpha` (a prerelease version's first identifier) are
+ * prereleases, which the service offers on `insider`; the service's own names map to themselves (what
+ * electron-builder writes when `publish.channel` names one). Any other name (`rc`, `nightly`) has no channel here:
+ * the publisher refuses it unless told the channel (--channel, publish.channel).
+ */
+export const UPDATE_CHANNELS: Readonly<Record<string, Channel>> = {
+  latest: "stable",
+  beta: "insider",
+  alpha: "insider",
+  stable: "stable",
+  insider: "insider",
+};
+/** Most stable first: with generateUpdatesFilesForAllChannels a build also writes the less stable channels' files. */
+const STABILITY = ["latest", "stable", "beta", "insider", "alpha"];
+
+/** The service channel of an electron-builder channel name, or undefined when it has none. */
+export function serviceChannel(updateChannel: string): Channel | undefined {
+  return Object.hasOwn(UPDATE_CHANNELS, updateChannel) ? UPDATE_CHANNELS[updateChannel] : undefined;
+}
+
+/** One file an update-info file lists, with the sha512 (base64) it gives, to cross-check the folder's bytes. */
+export interface Listing {
+  fileName: string;
+  sha512: string;
+  /** The update-info file that lists it. */
+  listedBy: string;
+}
+
 /** What a folder holds: the version and notes of its update info, the artifacts, and what was left out and why. */
 export interface Dist {
   version?: string;
   releaseName?: string;
   releaseNotes?: string;
   releaseDate?: string;
-  /** sha512 (base64) of each file an update-info file lists, to cross-check the bytes. */
-  listedSha512: Map<string, string>;
+  /** The update-info files, by name, with electron-builder's channel each is named after. */
+  updateInfoFiles: { name: string; channel: string }[];
+  /**
+   * The folder's electron-builder channel: the most stable one its update-info files are named after (a build
+   * with generateUpdatesFilesForAllChannels also writes the less stable channels' files, as copies).
+   */
+  updateChannel?: string;
+  /** Every file the update-info files list. */
+  listed: Listing[];
   artifacts: Artifact[];
   skipped: { fileName: string; reason: string }[];
 }
@@ -49,13 +92,28 @@ const FAMILY_OF_EXTENSION: Record<string, Family> = {
   ".deb": "linux",
   ".rpm": "linux",
 };
-/** Which update-info file serves which platforms (CONTRACT section 5). */
-const FEED_FILES: Record<string, { family: Family; arch?: "x64" | "arm64" }> = {
-  "latest.yml": { family: "win" },
-  "latest-mac.yml": { family: "darwin" },
-  "latest-linux.yml": { family: "linux", arch: "x64" },
-  "latest-linux-arm64.yml": { family: "linux", arch: "arm64" },
+type Arch = "x64" | "arm64" | "ia32" | "armv7l" | "universal";
+/**
+ * Which platforms an update-info file serves, by the suffix after its channel (CONTRACT section 5): none for
+ * Windows (both architectures in one file), `-mac`, `-linux` (x64) and `-linux-<arch>` for another Linux arch
+ * (`-arm` is armv7l).
+ */
+const FEED_SUFFIXES: Record<string, { family: Family; arch?: Arch }> = {
+  "": { family: "win" },
+  "-mac": { family: "darwin" },
+  "-linux": { family: "linux", arch: "x64" },
+  "-linux-arm64": { family: "linux", arch: "arm64" },
+  "-linux-arm": { family: "linux", arch: "armv7l" },
+  "-linux-armv7l": { family: "linux", arch: "armv7l" },
+  "-linux-ia32": { family: "linux", arch: "ia32" },
 };
+
+/** Channel and platforms of an update-info file name (`beta-mac.yml`: beta, darwin), or undefined. */
+export function updateInfoName(name: string): { channel: string; family: Family; arch?: Arch } | undefined {
+  const m = /^([0-9A-Za-z-]+?)(-mac|-linux(?:-arm64|-armv7l|-arm|-ia32)?)?\.yml$/.exec(name);
+  if (!m) return undefined;
+  return { channel: m[1]!, ...FEED_SUFFIXES[m[2] ?? ""]! };
+}
 
 function unquote(value: string): string {
   const v = value.trim();
@@ -107,8 +165,9 @@ function extensionOf(fileName: string): string {
 }
 
 /** arm64 or x64 from the file name (electron-builder appends `-arm64`; x64 is its unmarked default). */
-function archOf(fileName: string): "x64" | "arm64" | "ia32" | "universal" {
+function archOf(fileName: string): Arch {
   if (/(^|[-_. ])(arm64|aarch64)([-_. ]|$)/i.test(fileName)) return "arm64";
+  if (/(^|[-_. ])(armv7l|armhf|arm)([-_. ]|$)/i.test(fileName)) return "armv7l";
   if (/(^|[-_. ])(ia32|x86|i386|i686)([-_. ]|$)/i.test(fileName)) return "ia32";
   if (/(^|[-_. ])universal([-_. ]|$)/i.test(fileName)) return "universal";
   return "x64";
@@ -141,26 +200,38 @@ function classify(
     extension === ".zip" ? "zip" : INSTALLER_EXTENSIONS.includes(extension) ? "installer" : undefined;
   if (!kind) return { reason: "not an installer, zip or blockmap" };
   if (forced) return { platform: forced, kind };
-  const feed = listedIn.has(fileName) ? FEED_FILES[listedIn.get(fileName)!] : undefined;
+  const feed = listedIn.has(fileName) ? updateInfoName(listedIn.get(fileName)!) : undefined;
   const family = feed?.family ?? FAMILY_OF_EXTENSION[extension] ?? familyOfName(fileName);
   if (!family) return { reason: "its platform is unknown (name it in an update-info file, or pass --platform)" };
   const arch = feed?.arch ?? archOf(fileName);
   if (arch === "ia32") return { reason: "32-bit builds have no platform here" };
+  if (arch === "armv7l") return { reason: "32-bit ARM builds have no platform here" };
   if (arch === "universal") return { reason: "a universal build fits two platforms; pass --platform" };
   return { platform: `${family}-${arch}` as Platform, kind };
 }
 
-/** Files of update-info files, by name: which update-info file lists each one, and its sha512. */
+/**
+ * The folder's update-info files: a `.yml` named like one (`<channel>[-mac|-linux[-arch]].yml`) that holds a
+ * `version` (electron-builder's own `builder-debug.yml` holds none). Which file lists each artifact, and every
+ * listing with its sha512.
+ */
 async function readUpdateInfos(
   dir: string,
   names: string[],
-): Promise<{ infos: UpdateInfo[]; listedIn: Map<string, string>; sha512: Map<string, string> }> {
-  const infos: UpdateInfo[] = [];
+): Promise<{
+  infos: { name: string; channel: string; info: UpdateInfo }[];
+  listedIn: Map<string, string>;
+  listed: Listing[];
+}> {
+  const infos: { name: string; channel: string; info: UpdateInfo }[] = [];
   const listedIn = new Map<string, string>();
-  const sha512 = new Map<string, string>();
-  for (const name of names.filter((n) => /^latest.*\.yml$/.test(n)).sort()) {
+  const listed: Listing[] = [];
+  for (const name of names.sort()) {
+    const named = updateInfoName(name);
+    if (!named) continue;
     const info = parseUpdateInfo(await readFile(join(dir, name), "utf8"));
-    infos.push(info);
+    if (!info.scalars["version"]) continue;
+    infos.push({ name, channel: named.channel, info });
     const entries = [
       ...info.files,
       ...(info.scalars["path"] ? [{ url: info.scalars["path"], sha512: info.scalars["sha512"] ?? "" }] : []),
@@ -168,11 +239,19 @@ async function readUpdateInfos(
     for (const file of entries) {
       const fileName = decodeURIComponent(file["url"] ?? "");
       if (!fileName) continue;
-      if (FEED_FILES[name]) listedIn.set(fileName, name);
-      if (file["sha512"]) sha512.set(fileName, file["sha512"]);
+      // The most stable channel's file classifies (its copies for less stable channels say the same).
+      const before = listedIn.get(fileName);
+      if (!before || rank(named.channel) < rank(updateInfoName(before)!.channel)) listedIn.set(fileName, name);
+      if (file["sha512"]) listed.push({ fileName, sha512: file["sha512"], listedBy: name });
     }
   }
-  return { infos, listedIn, sha512 };
+  return { infos, listedIn, listed };
+}
+
+/** Stability rank of an electron-builder channel: known ones by STABILITY, unknown ones after them. */
+function rank(channel: string): number {
+  const at = STABILITY.indexOf(channel);
+  return at < 0 ? STABILITY.length : at;
 }
 
 const preference = (c: Candidate) =>
@@ -195,12 +274,19 @@ export async function readDist(dir: string, platform?: Platform): Promise<Dist> 
   const names = (await readdir(dir, { withFileTypes: true }))
     .filter((e) => e.isFile() || e.isSymbolicLink())
     .map((e) => e.name);
-  const { infos, listedIn, sha512 } = await readUpdateInfos(dir, names);
-  const scalars = Object.assign({}, ...infos.map((i) => i.scalars)) as Record<string, string>;
+  const { infos, listedIn, listed } = await readUpdateInfos(dir, names);
+  // One build's files: every update-info file names the same version.
+  const versions = new Set(infos.map((i) => i.info.scalars["version"]));
+  if (versions.size > 1)
+    throw new Error(
+      `${dir} mixes builds: ${infos.map((i) => `${i.name} is version ${i.info.scalars["version"]}`).join(", ")}; publish one build's output`,
+    );
+  const scalars = Object.assign({}, ...infos.map((i) => i.info.scalars)) as Record<string, string>;
+  const updateInfoNames = new Set(infos.map((i) => i.name));
   const skipped: Dist["skipped"] = [];
   const candidates: Candidate[] = [];
   for (const fileName of names.sort()) {
-    if (/^latest.*\.yml$/.test(fileName) || fileName.endsWith(".yaml") || fileName.startsWith(".")) continue;
+    if (updateInfoNames.has(fileName) || fileName.endsWith(".yaml") || fileName.startsWith(".")) continue;
     const verdict = classify(fileName, listedIn, platform);
     if ("reason" in verdict) {
       skipped.push({ fileName, reason: verdict.reason });
@@ -246,7 +332,11 @@ export async function readDist(dir: string, platform?: Platform): Promise<Dist> 
     ...(scalars["releaseName"] ? { releaseName: scalars["releaseName"] } : {}),
     ...(scalars["releaseNotes"] ? { releaseNotes: scalars["releaseNotes"] } : {}),
     ...(scalars["releaseDate"] ? { releaseDate: scalars["releaseDate"] } : {}),
-    listedSha512: sha512,
+    updateInfoFiles: infos.map(({ name, channel }) => ({ name, channel })),
+    ...(infos.length > 0
+      ? { updateChannel: infos.map((i) => i.channel).sort((a, b) => rank(a) - rank(b) || a.localeCompare(b))[0]! }
+      : {}),
+    listed,
     artifacts,
     skipped,
   };

@@ -12,12 +12,16 @@
  *     provider: licensing
  *     url: https://licensing.example.com    # or LICENSING_URL
  *     product: studio
- *     channel: stable                       # optional
+ *     channel: insider                      # optional: default from the version (see below)
  *     public: true                          # optional: make the release public after each upload
  *     ca: build/licensing-ca.pem            # optional: also trust this certificate (PEM), e.g. a self-signed one
  *     insecure: false                       # optional: allow http:// to a host other than this machine
  *
- * with the API key in LICENSING_API_KEY. There is no "all uploaded" call, so each upload links the file into a
+ * with the API key in LICENSING_API_KEY. The channel follows electron-builder's: `checkAndResolveOptions` gives an
+ * unset `publish.channel` the version's prerelease identifier (`2.1.0-beta.1` -> beta, as electron-builder's
+ * channel detection does for its own providers), so electron-builder writes `beta*.yml`, and the release goes on
+ * the service channel it maps to (dist.ts: UPDATE_CHANNELS: latest -> stable, beta and alpha -> insider; an
+ * unknown one such as `rc` is refused: set publish.channel to stable or insider). There is no "all uploaded" call, so each upload links the file into a
  * staging folder and publishes that folder with tools/publish (which skips what is already there): the release is
  * created by the first upload, and an artifact is classified like the CLI does, by the update-info file once
  * electron-builder has written it and by its name before that. Uploads of one publisher run one after another.
@@ -26,6 +30,7 @@ import { mkdtempSync, readFileSync, symlinkSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join, resolve } from "node:path";
 import { serviceUrl } from "./api.ts";
+import { type Channel, serviceChannel } from "./dist.ts";
 import { type PublishResult, publish } from "./publish.ts";
 
 /** The `publish` entry of electron-builder's configuration for this provider. */
@@ -35,7 +40,8 @@ export interface LicensingPublishConfig {
   url?: string;
   /** The product's code. */
   product: string;
-  channel?: "stable" | "insider";
+  /** electron-builder's channel (latest, beta, alpha) or the service's (stable, insider); default latest. */
+  channel?: string;
   /** The release's version; default the app's package.json version (what electron-builder builds). */
   version?: string;
   /** Make the release public after each upload. */
@@ -60,11 +66,21 @@ export interface PublishContext {
 
 export default class LicensingPublisher {
   readonly providerName = "licensing";
-  readonly #config: LicensingPublishConfig & { url: string; version: string };
+  readonly #config: LicensingPublishConfig & { url: string; version: string; serviceChannel: Channel };
   readonly #apiKey: string;
   readonly #ca: string | undefined;
   readonly #staging = mkdtempSync(join(tmpdir(), "licensing-publish-"));
   #queue: Promise<unknown> = Promise.resolve();
+
+  /**
+   * Called by electron-builder on the resolved `publish` entry before anything is built, with the version's
+   * prerelease identifier when channel detection is on (`detectUpdateChannel`, the default): an unset channel
+   * becomes it, as electron-builder's S3 and generic providers do, so update-info files are named after it.
+   */
+  static checkAndResolveOptions(options: LicensingPublishConfig, channelFromAppVersion: string | null): Promise<void> {
+    if (options.channel == null && channelFromAppVersion != null) options.channel = channelFromAppVersion;
+    return Promise.resolve();
+  }
 
   constructor(_context: PublishContext, config: LicensingPublishConfig) {
     const url = config.url ?? process.env["LICENSING_URL"];
@@ -77,10 +93,15 @@ export default class LicensingPublisher {
     const version =
       config.version ?? (JSON.parse(readFileSync(resolve("package.json"), "utf8")) as { version?: string }).version;
     if (!version) throw new Error("licensing publisher: no version (set publish.version, or version in package.json)");
+    const channel = serviceChannel(config.channel ?? "latest");
+    if (!channel)
+      throw new Error(
+        `licensing publisher: channel '${config.channel}' (of version ${version}) has no channel on the service (latest -> stable, beta and alpha -> insider); set publish.channel to stable or insider`,
+      );
     // Checked here, before electron-builder builds anything: an address the key must not be sent to.
     serviceUrl(url, config.insecure === true, { url: "publish.url", insecure: "set publish.insecure: true" });
     this.#ca = config.ca === undefined ? undefined : readFileSync(resolve(config.ca), "utf8");
-    this.#config = { ...config, url, version };
+    this.#config = { ...config, url, version, serviceChannel: channel };
     this.#apiKey = apiKey;
   }
 
@@ -93,7 +114,7 @@ export default class LicensingPublisher {
       return publish({
         product: this.#config.product,
         version: this.#config.version,
-        channel: this.#config.channel ?? "stable",
+        channel: this.#config.serviceChannel,
         dir: this.#staging,
         url: this.#config.url,
         apiKey: this.#apiKey,

@@ -16,8 +16,9 @@ import { DEFAULT_PART_SIZE, DEFAULT_SINGLE_LIMIT, type PublishOptions, plan, pub
 
 const USAGE = `Usage: licensing-publish --url BASE --product CODE --dir DIST [options]
 
-Publishes an electron-builder output folder (latest*.yml and the installers, zips and blockmaps beside them) as a
-release of an application product, creating the release when it is missing; safe to run again.
+Publishes an electron-builder output folder (latest*.yml or beta*.yml…, and the installers, zips and blockmaps
+beside them, each checked against the sha512 its update info gives) as a release of an application product,
+creating the release when it is missing; safe to run again.
 
 Options:
   --url BASE              the licensing service (or LICENSING_URL); required. https://, or http:// to this
@@ -28,7 +29,8 @@ Options:
   --product CODE          the product's code; required
   --dir DIST              the electron-builder output folder; required
   --version 1.2.3         the release's version (default: the version of the folder's update info)
-  --channel stable|insider  the channel of a new release (default stable)
+  --channel stable|insider  the channel of a new release (default: the update-info files' channel, latest*.yml
+                          -> stable, beta*.yml and alpha*.yml -> insider; stable when there are none)
   --platform P            put every artifact on one platform: ${PLATFORMS.join(", ")}
   --public                make the release public once everything is uploaded
   --dry-run               print what would be uploaded, without contacting the service
@@ -52,7 +54,7 @@ function parse() {
     options: {
       product: { type: "string" },
       version: { type: "string" },
-      channel: { type: "string", default: "stable" },
+      channel: { type: "string" },
       dir: { type: "string" },
       url: { type: "string" },
       ca: { type: "string" },
@@ -99,7 +101,8 @@ if (values.ca !== undefined) {
 }
 if (!values.product) usageError("--product is required");
 if (!values.dir) usageError("--dir is required");
-if (values.channel !== "stable" && values.channel !== "insider") usageError("--channel is stable or insider");
+if (values.channel !== undefined && values.channel !== "stable" && values.channel !== "insider")
+  usageError("--channel is stable or insider");
 if (values.platform !== undefined && !(PLATFORMS as readonly string[]).includes(values.platform))
   usageError(`--platform is one of ${PLATFORMS.join(", ")}`);
 const singleLimit = Number(values["single-limit"]);
@@ -115,7 +118,7 @@ const log = values.json ? (line: string) => console.error(line) : (line: string)
 const options: PublishOptions = {
   product: values.product,
   ...(values.version ? { version: values.version } : {}),
-  channel: values.channel as "stable" | "insider",
+  ...(values.channel ? { channel: values.channel as "stable" | "insider" } : {}),
   dir: values.dir,
   url,
   apiKey: apiKey ?? "",

@@ -6,16 +6,23 @@
  */
 import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
+import { join } from "node:path";
 import { SingleBar } from "cli-progress";
 import { type Added, ManagementApi, type RemoteDownload } from "./api.ts";
-import { type Artifact, type Platform, readDist } from "./dist.ts";
+import { type Artifact, type Channel, type Dist, type Platform, readDist, serviceChannel } from "./dist.ts";
 
 export interface PublishOptions {
   /** The product's code. */
   product: string;
   /** The release version; default the update info's. */
   version?: string;
-  channel: "stable" | "insider";
+  /**
+   * The channel of a new release; default the one the update-info files are named after (dist.ts:
+   * UPDATE_CHANNELS: latest -> stable, beta and alpha -> insider), or stable when the folder has none.
+   */
+  channel?: Channel;
+  /** What to tell the reader who must name the channel (default: `pass --channel stable or --channel insider`). */
+  channelHint?: string;
   dir: string;
   url: string;
   apiKey: string;
@@ -85,7 +92,7 @@ async function productId(api: ManagementApi, code: string): Promise<number> {
 async function ensureRelease(
   api: ManagementApi,
   product: number,
-  options: PublishOptions & { version: string },
+  options: PublishOptions & { version: string; channel: Channel },
   notes: { releaseName?: string; releaseNotes?: string; releaseDate?: string },
   log: (s: string) => void,
 ) {
@@ -162,8 +169,44 @@ async function upload(
   }
 }
 
-/** The folder and the version to publish, checked against each other. */
-async function readFolder(options: PublishOptions) {
+/**
+ * The service channel of the folder: the one asked for, else the one its update-info files are named after
+ * (electron-builder's channel, mapped by UPDATE_CHANNELS), else stable. A channel name with no service channel is
+ * refused unless the channel is asked for.
+ */
+function channelOf(options: PublishOptions, dist: Dist, log: (s: string) => void): Channel {
+  const named = dist.updateChannel;
+  const mapped = named === undefined ? undefined : serviceChannel(named);
+  const files = (channel: string) =>
+    dist.updateInfoFiles
+      .filter((f) => f.channel === channel)
+      .map((f) => f.name)
+      .join(", ");
+  if (options.channel) {
+    if (named !== undefined && mapped !== options.channel)
+      log(
+        `  note: ${files(named)} ${mapped ? `would publish on ${mapped}` : `name channel ${named}`}; publishing on ${options.channel} as asked`,
+      );
+    return options.channel;
+  }
+  if (named === undefined) return "stable";
+  if (!mapped)
+    throw new Error(
+      `${files(named)}: electron-builder's channel '${named}' has no channel on the service (latest -> stable, beta and alpha -> insider); ${options.channelHint ?? "pass --channel stable or --channel insider"}`,
+    );
+  const unknown = dist.updateInfoFiles.filter((f) => serviceChannel(f.channel) === undefined);
+  if (unknown.length > 0)
+    throw new Error(
+      `${unknown.map((f) => f.name).join(", ")}: channel '${unknown[0]!.channel}' has no channel on the service (latest -> stable, beta and alpha -> insider); ${options.channelHint ?? "pass --channel stable or --channel insider"}`,
+    );
+  return mapped;
+}
+
+/**
+ * The folder, the version and the channel to publish, checked against each other: every file an update-info file
+ * lists must be in the folder with the sha512 it gives.
+ */
+async function readFolder(options: PublishOptions, log: (s: string) => void) {
   const dist = await readDist(options.dir, options.platform);
   const version = options.version ?? dist.version;
   if (!version) throw new Error(`No version: pass --version (${options.dir} has no update-info file naming one)`);
@@ -171,19 +214,32 @@ async function readFolder(options: PublishOptions) {
     throw new Error(`--version ${options.version} does not match the folder's update info (version ${dist.version})`);
   }
   if (dist.artifacts.length === 0) throw new Error(`${options.dir} holds no installer, zip or blockmap to publish`);
-  for (const artifact of dist.artifacts) {
-    const listed = dist.listedSha512.get(artifact.fileName);
-    if (listed && listed !== (await fileDigest(artifact.path)).sha512)
-      throw new Error(`${artifact.fileName}: its sha512 differs from the update info's; rebuild the folder`);
+  const channel = channelOf(options, dist, log);
+  const digests = new Map<string, string>();
+  for (const { fileName, sha512, listedBy } of dist.listed) {
+    if (!digests.has(fileName)) {
+      const digest = await fileDigest(join(options.dir, fileName)).catch((e: NodeJS.ErrnoException) => {
+        if (e.code === "ENOENT")
+          throw new Error(
+            `${listedBy} lists ${fileName}, which is not in ${options.dir}; publish the whole build output`,
+          );
+        throw e;
+      });
+      digests.set(fileName, digest.sha512);
+    }
+    if (digests.get(fileName) !== sha512)
+      throw new Error(
+        `${fileName}: its sha512 differs from the one ${listedBy} gives; the file changed after the build: rebuild the folder`,
+      );
   }
-  return { dist, version };
+  return { dist, version, channel };
 }
 
 /** A dry run: what `publish` would upload, read from the folder alone (the service is not contacted). */
 export async function plan(options: PublishOptions): Promise<PublishPlan> {
   const log = options.log ?? ((line: string) => console.log(line));
-  const { dist, version } = await readFolder(options);
-  log(`dry run: ${options.product} ${version} (${options.channel}) to ${options.url}`);
+  const { dist, version, channel } = await readFolder(options, log);
+  log(`dry run: ${options.product} ${version} (${channel}) to ${options.url}`);
   for (const s of dist.skipped) log(`  skip ${s.fileName}: ${s.reason}`);
   const artifacts: PublishPlan["artifacts"] = [];
   for (const a of dist.artifacts) {
@@ -205,7 +261,7 @@ export async function plan(options: PublishOptions): Promise<PublishPlan> {
     dryRun: true,
     product: options.product,
     version,
-    channel: options.channel,
+    channel,
     artifacts,
     skipped: dist.skipped,
   };
@@ -255,13 +311,11 @@ async function publishWith(
   options: PublishOptions,
   log: (line: string) => void,
 ): Promise<PublishResult> {
-  const { dist, version } = await readFolder(options);
+  const { dist, version, channel } = await readFolder(options, log);
 
   const product = await productId(api, options.product);
-  const release = await ensureRelease(api, product, { ...options, version }, dist, log);
-  log(
-    `${options.product} ${version}: release ${release.id} ${release.created ? "created" : "exists"} (${options.channel})`,
-  );
+  const release = await ensureRelease(api, product, { ...options, version, channel }, dist, log);
+  log(`${options.product} ${version}: release ${release.id} ${release.created ? "created" : "exists"} (${channel})`);
   for (const s of dist.skipped) log(`  skip ${s.fileName}: ${s.reason}`);
 
   const path = `/v1/products/${product}/releases/${release.id}/downloads`;
