@@ -1,16 +1,21 @@
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
+// @ts-expect-error: a plain JavaScript module
+import { testWranglerConfig } from "./scripts/lib/test-wrangler-config.mjs";
 
 // Tests run inside workerd against the real local bindings of wrangler.toml (D1, R2, Durable Objects, Queues).
 // The migrations drizzle-kit generated are applied by test/setup.ts, so each test file starts from the schema.
 export default defineConfig(async () => {
   const migrations = await readD1Migrations("./migrations");
+  // wrangler.toml's copy in a directory of its own: a developer's .dev.vars (npm run dev writes one) never reaches the
+  // tests (scripts/lib/test-wrangler-config.mjs).
+  const configPath: string = testWranglerConfig();
   return {
     plugins: [
       // A function of `inject`: the fake geolocation service of test/global-setup.ts starts before the Worker.
       cloudflareTest(({ inject }) => ({
         main: "./src/index.ts",
-        wrangler: { configPath: "./wrangler.toml" },
+        wrangler: { configPath },
         miniflare: {
           // A real send_email binding under another name: email tests pass it as EMAIL to check the raw messages.
           email: { send_email: [{ name: "TEST_EMAIL" }] },

@@ -8,12 +8,16 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Miniflare, convertV4MiniflareOptions } from "miniflare";
 import { unstable_getMiniflareWorkerOptions } from "wrangler";
+import { testWranglerConfig } from "./lib/test-wrangler-config.mjs";
 
 export const root = fileURLToPath(new URL("..", import.meta.url));
 
-/** wrangler.toml's Worker options (bindings, compatibility date) in Miniflare's shape. */
+/**
+ * wrangler.toml's Worker options (bindings, compatibility date) in Miniflare's shape, read from its copy in a
+ * directory of its own, so that a developer's .dev.vars never adds to them (scripts/lib/test-wrangler-config.mjs).
+ */
 export function configuredWorkerOptions() {
-  const { workerOptions } = unstable_getMiniflareWorkerOptions(join(root, "wrangler.toml"));
+  const { workerOptions } = unstable_getMiniflareWorkerOptions(testWranglerConfig());
   // The script is the bundle: its modules are listed by bundleModules, not found by rules.
   const { modulesRules: _rules, ...options } = workerOptions;
   return options;
