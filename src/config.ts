@@ -60,6 +60,17 @@ function durationUpTo(maxMs: number, why: string): Parser<number> {
   return parse;
 }
 
+/** A duration of at least `minMs` (a zero would end what it times at once). */
+function durationAtLeast(minMs: number): Parser<number> {
+  const parse: Parser<number> = (raw) => {
+    const ms = duration(raw);
+    if (ms < minMs) throw new Error(`at least ${minMs / 1000} seconds, got "${raw}"`);
+    return ms;
+  };
+  DURATION_PARSERS.add(parse);
+  return parse;
+}
+
 /** The parsers whose settings are durations (written `hh:mm:ss` in the settings list). */
 export const DURATION_PARSERS = new Set<(raw: string) => unknown>([duration]);
 
@@ -200,6 +211,11 @@ export const settingDefinitions = {
     duration,
     28_800_000,
     "Lifetime of the API key a console sign-in holds in its cookie (the admin console at /console).",
+  ),
+  "Application:ConsoleIdleTimeout": def(
+    durationAtLeast(1000),
+    1_800_000,
+    "A console session ends after this long without a request (besides its lifetime); it may end up to a minute sooner, as the last use is recorded at most once a minute.",
   ),
   "Application:JwtSecret": def(
     optionalText,

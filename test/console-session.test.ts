@@ -6,8 +6,11 @@
 import { createExecutionContext, createScheduledController, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { clock } from "../src/clock";
 import worker from "../src/index";
-import { ADMIN, admin, call, setSetting } from "./helpers";
+import { ADMIN, admin, call, movableClock, setSetting } from "./helpers";
+
+const clockAhead = (await movableClock()).move;
 
 const COOKIE = "__Host-console-key";
 
@@ -161,6 +164,103 @@ describe("console sign-in", () => {
     } finally {
       await setSetting("Application:ConsoleSessionLifetime", null);
     }
+  });
+});
+
+describe("console session idle timeout (Application:ConsoleIdleTimeout)", () => {
+  const lastUsedAt = async (key: string) => {
+    const digest = [...new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(key)))]
+      .map((b) => b.toString(16).padStart(2, "0"))
+      .join("");
+    return (
+      await env.DB.prepare("SELECT last_used_at AS at FROM api_keys WHERE key_digest = ?")
+        .bind(digest)
+        .first<{ at: string | null }>()
+    )?.at;
+  };
+
+  it("ends a session left unused for the timeout, also when this isolate has its key cached; use keeps it open", async () => {
+    await setSetting("Application:ConsoleIdleTimeout", "00:00:02");
+    try {
+      const s = await signIn();
+      const headers = { cookie: s.cookie, "x-csrf-token": s.csrf };
+      const products = async () => (await call("GET", "/v1/products", { headers })).status;
+      expect(await products()).toBe(200);
+      // Used every 1.5 s, the session outlives the timeout counted from its sign-in.
+      for (let i = 0; i < 4; i++) {
+        clockAhead(1500);
+        expect(await products()).toBe(200);
+      }
+      // 2.1 s without a request: ended, though the key is cached (ApiKeyCacheDuration 3 min) and far from expiry.
+      clockAhead(2100);
+      expect(await products()).toBe(401);
+      expect((await call("GET", "/v1/auth/session", { headers })).status).toBe(401);
+      // The key itself, sent as a header, is ended too.
+      expect((await call("GET", "/v1/products", { key: s.key })).status).toBe(401);
+      // And it stays ended: a refused request does not count as use.
+      clockAhead(100);
+      expect(await products()).toBe(401);
+      // Another session of the same user is not affected.
+      const other = await signIn();
+      expect(
+        (await call("GET", "/v1/products", { headers: { cookie: other.cookie, "x-csrf-token": other.csrf } })).status,
+      ).toBe(200);
+    } finally {
+      await setSetting("Application:ConsoleIdleTimeout", null);
+    }
+  });
+
+  it("records the use at most once per step (a minute, or half a short timeout), not on every request", async () => {
+    await setSetting("Application:ConsoleIdleTimeout", "00:10:00");
+    try {
+      const s = await signIn();
+      const headers = { cookie: s.cookie, "x-csrf-token": s.csrf };
+      const signedIn = await lastUsedAt(s.key as string);
+      expect(signedIn).toBeTruthy();
+      for (let i = 0; i < 5; i++) {
+        clockAhead(10_000);
+        expect((await call("GET", "/v1/products", { headers })).status).toBe(200);
+      }
+      // 50 s of requests: nothing written yet.
+      expect(await lastUsedAt(s.key as string)).toBe(signedIn);
+      clockAhead(15_000);
+      const at = clock.now().toISOString();
+      expect((await call("GET", "/v1/products", { headers })).status).toBe(200);
+      // Past the step (a minute): this request recorded its time.
+      expect(await lastUsedAt(s.key as string)).toBe(at);
+      // 9 minutes idle after that write: still open (the timeout counts from the last recorded use).
+      clockAhead(9 * 60_000);
+      expect((await call("GET", "/v1/products", { headers })).status).toBe(200);
+    } finally {
+      await setSetting("Application:ConsoleIdleTimeout", null);
+    }
+  });
+
+  it("applies only to console sessions: an issued API key has no idle time", async () => {
+    await setSetting("Application:ConsoleIdleTimeout", "00:00:02");
+    try {
+      // A key issued through the API, even one named like a session, is not a session.
+      const users = await admin("GET", `/v1/users?filter=${encodeURIComponent('userName == "admin"')}`);
+      const created = await admin("POST", "/v1/api-keys", {
+        apiKey: { name: "Console session", ownerId: users.body["users"][0].id },
+      });
+      expect(created.status, created.text).toBe(200);
+      const key = created.body["key"] as string;
+      expect((await call("GET", "/v1/products", { key })).status).toBe(200);
+      clockAhead(60_000);
+      expect((await call("GET", "/v1/products", { key })).status).toBe(200);
+      expect(await lastUsedAt(key)).toBeNull();
+    } finally {
+      await setSetting("Application:ConsoleIdleTimeout", null);
+    }
+  });
+
+  it("refuses a timeout under a second", async () => {
+    const res = await admin("PUT", "/v1/settings", {
+      settings: [{ name: "Application:ConsoleIdleTimeout", value: "00:00:00" }],
+    });
+    expect(res.status).toBe(400);
+    expect(res.text).toContain("Application:ConsoleIdleTimeout");
   });
 });
 

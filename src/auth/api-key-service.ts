@@ -58,6 +58,8 @@ interface KeyEntry {
   permissions: number;
   revoked: boolean;
   expireDate: string | null;
+  /** Set on console session keys only (auth/console-session.ts), whose idle time the guard checks. */
+  lastUsedAt: string | null;
 }
 
 const cache = new Map<string, { entry: KeyEntry; until: number }>();
@@ -78,6 +80,7 @@ async function lookup(db: Db, digest: string): Promise<KeyEntry | undefined> {
       permissions: apiKeys.permissions,
       revoked: apiKeys.revoked,
       expireDate: apiKeys.expireDate,
+      lastUsedAt: apiKeys.lastUsedAt,
     })
     .from(apiKeys)
     .leftJoin(users, eq(users.id, apiKeys.ownerId))
@@ -125,6 +128,11 @@ function recheckOf(digest: string, owned: boolean): KeyRecheck {
 export interface ValidatedKey {
   principal: Principal;
   recheck?: KeyRecheck;
+  /**
+   * The key's digest when it is a console session (its last use is tracked): the caller must check that it is not
+   * idle (consoleSessionActive), from the cache as from D1.
+   */
+  sessionDigest?: string;
 }
 
 /**
@@ -158,6 +166,7 @@ export async function authenticateApiKey(db: Db, config: Config, key: string): P
       ...(entry.name ? { keyName: entry.name } : {}),
     },
     ...(cached ? { recheck: recheckOf(digest, entry.ownerId !== null) } : {}),
+    ...(entry.lastUsedAt !== null ? { sessionDigest: digest } : {}),
   };
 }
 

@@ -63,7 +63,8 @@ export function registerConsoleAuth(app: Router): void {
       });
       const lifetime = ctx.config["Application:ConsoleSessionLifetime"];
       const key = generateApiKey();
-      const expiresAt = new Date(clock.now().getTime() + lifetime).toISOString();
+      const signedInAt = clock.now();
+      const expiresAt = new Date(signedInAt.getTime() + lifetime).toISOString();
       await ctx.db.batch([
         ctx.db.insert(apiKeys).values({
           name: CONSOLE_KEY_NAME,
@@ -74,6 +75,8 @@ export function registerConsoleAuth(app: Router): void {
           createdDate: nowIso(),
           expireDate: expiresAt,
           permissions: Permission.All,
+          // Marks the key as a session whose idle time is checked (console-session.ts), from its sign-in on.
+          lastUsedAt: signedInAt.toISOString(),
           updatedAt: nowIso(),
         }),
         ctx.db.update(users).set({ lastLogIn: nowIso() }).where(eq(users.id, user.id)),

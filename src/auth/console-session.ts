@@ -9,13 +9,17 @@
  * body, which is derived from the key (base64url SHA-256 of a label and the key). A page on another site can make
  * the browser send the cookie (SameSite=Strict already stops that on modern browsers) but cannot read the token.
  * An `x-api-key` or `Authorization` header always wins over the cookie. Sign-out revokes the key and clears the cookie.
+ *
+ * Besides its lifetime, a session ends after Application:ConsoleIdleTimeout without a request (consoleSessionActive).
  */
-import { and, eq } from "drizzle-orm";
+import { and, eq, gte, lt } from "drizzle-orm";
 import type { Context } from "hono";
 import { generateCookie, getCookie } from "hono/cookie";
 import type { Db } from "../db/client";
 import { apiKeys } from "../db/schema";
 import type { AppEnv } from "../http/app-env";
+import { clock } from "../clock";
+import type { Config } from "../config";
 import { timingSafeEqualText, toBase64Url } from "../crypto";
 import { invalidateApiKeyCache } from "./api-key-service";
 
@@ -47,6 +51,55 @@ export function pruneConsoleSessionsStatement(d1: D1Database, now: Date): D1Prep
   return d1
     .prepare("DELETE FROM api_keys WHERE name = ? AND expire_date IS NOT NULL AND expire_date < ?")
     .bind(CONSOLE_KEY_NAME, now.toISOString());
+}
+
+/**
+ * When each console session was last used, as far as this isolate knows from D1 (key digest to ms). Only ever
+ * earlier than or equal to what D1 holds, since last_used_at only grows.
+ */
+const lastUseSeen = new Map<string, number>();
+/** The isolate forgets what it saw beyond this many sessions (it then asks D1 again). */
+const MAX_SEEN = 10_000;
+
+/**
+ * Whether a console session (an API key sign-in created: its `last_used_at` is set) is still in use: a request used
+ * it within Application:ConsoleIdleTimeout. Called on every request the key authenticates, whether its validation
+ * came from D1 or from this isolate's key cache, and it records the use, cheaply:
+ *   - the key's `last_used_at` is written at most once per `step` (a minute, or half the timeout when that is
+ *     shorter), by a conditional UPDATE that leaves a newer value alone, so sessions used from many isolates still
+ *     cost one write a minute;
+ *   - while this isolate saw a use within `step`, the request needs no D1 at all (the session cannot be idle then);
+ *   - otherwise one D1 batch (the conditional UPDATE and a read of the value) answers and records at once.
+ * As `last_used_at` can trail the last request by up to `step`, a session ends between `timeout - step` and
+ * `timeout` after its last request: never later than the setting.
+ */
+export async function consoleSessionActive(db: Db, config: Config, digest: string): Promise<boolean> {
+  const now = clock.now().getTime();
+  const timeout = config["Application:ConsoleIdleTimeout"];
+  const step = Math.min(60_000, timeout / 2);
+  const seen = lastUseSeen.get(digest);
+  if (seen !== undefined && now - seen < step) return true;
+  const [, rows] = await db.batch([
+    db
+      .update(apiKeys)
+      .set({ lastUsedAt: new Date(now).toISOString() })
+      .where(
+        and(
+          eq(apiKeys.keyDigest, digest),
+          lt(apiKeys.lastUsedAt, new Date(now - step).toISOString()),
+          gte(apiKeys.lastUsedAt, new Date(now - timeout).toISOString()),
+        ),
+      ),
+    db.select({ lastUsedAt: apiKeys.lastUsedAt }).from(apiKeys).where(eq(apiKeys.keyDigest, digest)),
+  ]);
+  const lastUsed = rows[0]?.lastUsedAt ? Date.parse(rows[0].lastUsedAt) : Number.NaN;
+  if (!(now - lastUsed <= timeout)) {
+    lastUseSeen.delete(digest);
+    return false;
+  }
+  if (lastUseSeen.size >= MAX_SEEN) lastUseSeen.clear();
+  lastUseSeen.set(digest, lastUsed);
+  return true;
 }
 
 /** The CSRF token of a console key: derived, so nothing is stored, and it never reveals the key. */

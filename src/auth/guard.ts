@@ -14,7 +14,7 @@ import type { PendingCheck } from "../http/first-batch";
 import { forbidden, unauthorized } from "../errors";
 import { type KeyRecheck, authenticateApiKey, permissionFor } from "./api-key-service";
 import { loggedOutColumn, loggedOutQuery, verifyToken, verifyTokenClaims } from "./bearer";
-import { consoleSessionKey } from "./console-session";
+import { consoleSessionActive, consoleSessionKey } from "./console-session";
 
 export const API_KEY_SCHEME = "ApiKey";
 export const BEARER_SCHEME = "Bearer";
@@ -101,6 +101,8 @@ export async function authenticate(
       }
     }
     if (!validated) refuseKey(c);
+    // A console session also ends when idle; checked on every use, a validation from the cache included.
+    if (validated.sessionDigest && !(await consoleSessionActive(db, config, validated.sessionDigest))) refuseKey(c);
     principal = validated.principal;
     // The permission bits apply where roles are checked: Management, release download and webhook routes.
     if (roles !== undefined && ((principal.permissions ?? 0) & permissionFor(c.req.method)) === 0) throw forbidden();
