@@ -54,10 +54,10 @@ export function bundleWorker(outdir = join(root, "bench/.out", randomUUID())) {
 /**
  * Starts the bundled Worker with local D1/R2/Durable Objects/Queues in a fresh state directory.
  * `bindings` add to (and override) wrangler.toml's vars; `log` is a Miniflare Log for the runtime's own messages
- * (none by default); `inspectorPort` opens workerd's V8 inspector there. Returns its URL, the Miniflare instance and
- * `dispose`.
+ * (none by default); `inspectorPort` opens workerd's V8 inspector there; `https` ({ key, cert }, PEM) serves HTTPS with
+ * that certificate instead of plain HTTP. Returns its URL, the Miniflare instance and `dispose`.
  */
-export async function startLocalWorker({ script, bindings = {}, log, inspectorPort } = {}) {
+export async function startLocalWorker({ script, bindings = {}, log, inspectorPort, https } = {}) {
   const scriptPath = script ?? bundleWorker();
   const ownBundle = script === undefined ? dirname(scriptPath) : undefined;
   const state = mkdtempSync(join(tmpdir(), "licensing-state-"));
@@ -71,6 +71,7 @@ export async function startLocalWorker({ script, bindings = {}, log, inspectorPo
       ...(log ? { log } : {}),
       // The V8 inspector (CPU profiles: bench/profile.mjs), when asked for.
       ...(inspectorPort !== undefined ? { inspectorPort } : {}),
+      ...(https ? { https: true, httpsKey: https.key, httpsCert: https.cert } : {}),
       // Development unless the caller says otherwise: the callers (benchmark, Node-side tests) use throwaway secrets.
       workers: [
         {

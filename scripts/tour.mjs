@@ -4,8 +4,11 @@
 // 1. Makes sure `jq` (the examples read ids from earlier answers with it), curl and openssl are there: as root it
 //    installs Debian's packages with apt-get when missing; jq otherwise runs as WebAssembly (jq-web,
 //    scripts/tour/jq.mjs; TOUR_JQ=node forces it).
-// 2. Starts the bundled Worker under workerd (scripts/local-worker.mjs) on a free loopback port, with fresh state and
-//    the settings of .dev.vars.example, so `KEY` is the documented administrator key.
+// 2. Starts the bundled Worker under workerd (scripts/local-worker.mjs) on a free loopback port, over HTTPS with a
+//    certificate made as `npm run dev` makes its own (scripts/lib/dev-cert.mjs), with fresh state and the settings of
+//    .dev.vars.example, so `KEY` is the documented administrator key. CA names the certificate's file, as the README's
+//    first block sets it for `npm run dev`; no other trust is passed on (no NODE_EXTRA_CA_CERTS, no certificate
+//    checks turned off), and a block that turns checks off (`curl -k`, NODE_TLS_REJECT_UNAUTHORIZED=0) fails the tour.
 // 3. Takes every ```sh block preceded by `<!-- tour -->` in README.md and docs/*.md, in order, and runs them as one
 //    bash script (`set -euo pipefail`) with BASE set to the service. Each command is one "step".
 // 4. Checks every step: a comment right under a command (or after it on the same line) is the answer the docs show,
@@ -26,6 +29,7 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { localCertificate } from "./lib/dev-cert.mjs";
 import { root, startLocalWorker } from "./local-worker.mjs";
 import { startWebhookReceiver } from "../test/webhook-receiver.ts";
 
@@ -113,6 +117,21 @@ function complete(text) {
   }
 }
 
+/**
+ * Why a step turns certificate checks off, or undefined: `curl -k`/`--insecure` (alone or among short options, as
+ * `-sk`) or NODE_TLS_REJECT_UNAUTHORIZED=0. The docs trust the local certificate instead (`--cacert $CA`).
+ */
+export function insecure(command) {
+  for (const line of command.split("\n")) {
+    if (/\bNODE_TLS_REJECT_UNAUTHORIZED\s*=\s*["']?0/.test(line))
+      return "NODE_TLS_REJECT_UNAUTHORIZED=0 turns certificate checks off";
+    if (!/(^|[\s(|;&`])curl\s/.test(line)) continue;
+    if (/\s(-[A-Za-z0-9]*k[A-Za-z0-9]*|--insecure)(?=\s|$)/.test(line.replace(/'[^']*'|"(?:[^"\\]|\\.)*"/g, "''")))
+      return "curl -k turns certificate checks off: trust the local certificate with --cacert $CA";
+  }
+  return undefined;
+}
+
 const escapeRegExp = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
 /**
@@ -186,7 +205,7 @@ function script(all, dir) {
     else parts.push(step.command);
     parts.push(`echo "${n}" >> "${dir}/done"`);
   });
-  return parts.join("\n") + "\n";
+  return `${parts.join("\n")}\n`;
 }
 
 function fail(step, why, output) {
@@ -264,22 +283,35 @@ async function main() {
   ];
   const all = docs.flatMap(tourBlocks).flatMap(steps);
   if (all.length === 0) throw new Error("no <!-- tour --> blocks found");
+  for (const step of all) {
+    const why = insecure(step.command);
+    if (why) fail(step, why);
+  }
+  if (process.exitCode) return;
   const binDir = mkdtempSync(join(tmpdir(), "tour-bin-"));
   const work = mkdtempSync(join(tmpdir(), "tour-work-"));
   ensureJq(binDir);
-  const worker = await startLocalWorker({ bindings: devVars() });
+  // HTTPS with a certificate of the tour's own, made as npm run dev makes .wrangler/dev-cert/cert.pem.
+  const certificate = localCertificate(join(work, ".cert"), "127.0.0.1");
+  const worker = await startLocalWorker({
+    bindings: devVars(),
+    https: { key: readFileSync(certificate.keyFile, "utf8"), cert: readFileSync(certificate.certFile, "utf8") },
+  });
   // The README's webhook example delivers to $HOOK: here a local receiver that answers 200 (test/webhook-receiver.ts).
   const receiver = await startWebhookReceiver();
   const base = worker.url.toString().replace(/\/$/, "");
+  if (!base.startsWith("https://")) throw new Error(`the tour's service is not HTTPS: ${base}`);
   console.log(`tour: ${all.length} steps from ${docs.length} files against ${base}`);
   const env = {
     ...process.env,
     PATH: `${binDir}:${process.env.PATH}`,
     TOUR_WORK: work,
     HOOK: `${receiver.url}/ok/crm`,
-    NODE_TLS_REJECT_UNAUTHORIZED: "0",
+    CA: certificate.certFile,
   };
-  delete env.KEY;
+  // Only what the docs say: no trust or settings from the caller's shell.
+  for (const name of ["KEY", "NODE_TLS_REJECT_UNAUTHORIZED", "NODE_EXTRA_CA_CERTS", "CURL_CA_BUNDLE", "SSL_CERT_FILE"])
+    delete env[name];
   try {
     for (let run = 1; run <= RUNS; run++) {
       const started = Date.now();
