@@ -256,13 +256,17 @@ export async function downloadResponse(c: Context<AppEnv>): Promise<Response> {
         eq(productReleases.public, true),
         eq(releaseDownloads.platform, platform),
         eq(releaseDownloads.fileName, params["fileName"] ?? ""),
-        query["kind"] ? eq(releaseDownloads.kind, query["kind"]) : undefined,
         channel ? eq(productReleases.channel, channel) : undefined,
       ),
     );
-  if (rows.length === 0) throw new ApiError(404, "Unknown artifact");
-  if (rows.length > 1) throw new ApiError(400, "Several artifacts have this file name: say which with `kind`");
-  const { release, file, blockmap } = rows[0]!;
+  // `kind` tells apart the artifacts of one release and platform that share a file name (an installer and a zip; the
+  // feed's and the update check's URLs carry it for them). A name that names one artifact is that artifact whatever
+  // `kind` says: auto-updaters carry an installer URL's query over to the blockmap URL they derive from it.
+  const kind = query["kind"];
+  const named = rows.length > 1 && kind ? rows.filter((r) => r.file.kind === kind) : rows;
+  if (named.length === 0) throw new ApiError(404, "Unknown artifact");
+  if (named.length > 1) throw new ApiError(400, "Several artifacts have this file name: say which with `kind`");
+  const { release, file, blockmap } = named[0]!;
 
   const head = c.req.method === "HEAD";
   const etag = artifactEtag(file);

@@ -99,12 +99,16 @@ function urlOrigin(c: Context<AppEnv>): string {
 
 /**
  * Absolute download URLs on this service (CONTRACT section 5): tokenised when a token is given, otherwise pinned to
- * the artifact's id (`artifact`), so an artifact deleted and added again (new bytes, new id) has a new URL.
+ * the artifact's id (`artifact`), so an artifact deleted and added again (new bytes, new id) has a new URL. When
+ * another artifact of the release and platform has the same file name (an installer and a zip), the URL says which
+ * with `kind`, as the download route asks (SPEC "Download": `kind` when one file name is ambiguous).
  */
 function downloadUrlBuilder(c: Context<AppEnv>, product: ProductRow, platform: Platform) {
   const origin = urlOrigin(c);
-  return (entry: ReleaseWithFiles, file: DownloadRow, token?: string) =>
-    `${origin}/v1/updates/${encodeURIComponent(product.code)}/download/${platform}/${encodeURIComponent(entry.release.version)}/${encodeURIComponent(file.fileName)}${token ? `?token=${token}` : `?artifact=${file.id}`}`;
+  return (entry: ReleaseWithFiles, file: DownloadRow, token?: string) => {
+    const shared = entry.files.some((other) => other.id !== file.id && other.fileName === file.fileName);
+    return `${origin}/v1/updates/${encodeURIComponent(product.code)}/download/${platform}/${encodeURIComponent(entry.release.version)}/${encodeURIComponent(file.fileName)}${token ? `?token=${token}` : `?artifact=${file.id}`}${shared ? `&kind=${file.kind}` : ""}`;
+  };
 }
 
 /** A 304 for a request whose If-None-Match names the answer's entity tag; the answer itself otherwise. */
