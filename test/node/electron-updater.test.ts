@@ -6,19 +6,15 @@
  */
 import { createHash } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import http from "node:http";
-import https from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { URL as NodeURL } from "node:url";
 import { gzipSync } from "node:zlib";
-import { type DownloadOptions, HttpExecutor, configureRequestOptions, configureRequestUrl } from "builder-util-runtime";
-import { NsisUpdater } from "electron-updater";
-import type { AppAdapter } from "electron-updater/out/AppAdapter";
+import type { NsisUpdater } from "electron-updater";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { configureAutoUpdater } from "../../client/src/electron-updater";
 // @ts-expect-error: a plain JavaScript module shared with the benchmark
 import { startLocalWorker } from "../../scripts/local-worker.mjs";
+import { type SeenRequest, nodeUpdater } from "./updater-kit.ts";
 
 const KEY = "api_UpdaterAdminKey00000000000000000";
 const BLOCK = 64 * 1024;
@@ -27,36 +23,7 @@ let base: string;
 let userKey: string;
 
 /** Every request electron-updater makes, with its Range header. */
-const requests: { path: string; range?: string }[] = [];
-
-/** electron-updater's executor, with Node's http instead of Electron's net (as its own ElectronHttpExecutor does). */
-class NodeHttpExecutor extends HttpExecutor<http.ClientRequest> {
-  download(url: NodeURL, destination: string, options: DownloadOptions): Promise<string> {
-    return new Promise((resolve, reject) => {
-      const requestOptions: http.RequestOptions = { headers: options.headers ?? undefined };
-      configureRequestUrl(url, requestOptions);
-      configureRequestOptions(requestOptions);
-      this.doDownload(
-        requestOptions,
-        {
-          destination,
-          options,
-          onCancel: () => undefined,
-          callback: (error: Error | null) => (error ? reject(error) : resolve(destination)),
-          responseHandler: null,
-        },
-        0,
-      );
-    });
-  }
-
-  createRequest(options: http.RequestOptions, callback: (response: http.IncomingMessage) => void): http.ClientRequest {
-    const headers = (options.headers ?? {}) as http.OutgoingHttpHeaders;
-    const range = headers["Range"] ?? headers["range"];
-    requests.push({ path: String(options.path), ...(range ? { range: String(range) } : {}) });
-    return (options.protocol === "https:" ? https : http).request(options, callback);
-  }
-}
+const requests: SeenRequest[] = [];
 
 /** A blockmap as electron-builder writes one (gzipped JSON, version 2), with fixed-size blocks. */
 function blockmap(bytes: Buffer): Buffer {
@@ -70,33 +37,11 @@ function blockmap(bytes: Buffer): Buffer {
   return gzipSync(JSON.stringify({ version: "2", files: [{ name: "file", offset: 0, checksums, sizes }] }));
 }
 
+/** The real NsisUpdater (updater-kit.ts) of an installed `version`, on a channel's win-x64 feed, with the user key. */
 function updater(version: string, cache: string, channel = "stable"): NsisUpdater {
-  const config = join(cache, "app-update.yml");
-  writeFileSync(config, "provider: generic\nurl: http://unused.invalid/\nupdaterCacheDirName: studio-updater\n");
-  const app: AppAdapter = {
-    version,
-    name: "Studio",
-    isPackaged: true,
-    appUpdateConfigPath: config,
-    userDataPath: cache,
-    baseCachePath: cache,
-    whenReady: () => Promise.resolve(),
-    relaunch: () => undefined,
-    quit: () => undefined,
-    onQuit: () => undefined,
-  };
-  const u = new NsisUpdater(null, app);
-  // A Windows client, on whatever machine runs the test: electron-updater's own tests set the platform this way.
-  (u as unknown as { _testOnlyOptions: object })._testOnlyOptions = {
-    platform: "win32",
-    isUseDifferentialDownload: true,
-  };
-  (u as unknown as { httpExecutor: HttpExecutor<http.ClientRequest> }).httpExecutor = new NodeHttpExecutor();
+  const u = nodeUpdater(version, cache, requests);
   u.setFeedURL({ provider: "generic", url: `${base}/v1/updates/studio/feed/${channel}/win-x64/` });
   u.requestHeaders = { "X-Service-User-Key": userKey };
-  u.autoDownload = false;
-  u.autoInstallOnAppQuit = false;
-  u.logger = null;
   return u;
 }
 
