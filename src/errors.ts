@@ -12,6 +12,11 @@ export class ApiError extends Error {
     message: string,
     /** Extra response headers, such as `WWW-Authenticate` or `Retry-After`. */
     readonly headers: Record<string, string> = {},
+    /**
+     * A stable, machine-readable name of a refusal (`licenseRevoked`, `invalidUserKey`) that applications switch on:
+     * REST bodies carry it as `reason`, gRPC errors as the `licensing-reason` metadata entry.
+     */
+    readonly reason?: string,
   ) {
     super(message);
   }
@@ -60,9 +65,9 @@ export class LicensingError extends ApiError {
   constructor(
     readonly grpcCode: GrpcCode,
     message: string,
-    readonly reason?: string,
+    reason?: string,
   ) {
-    super(520 + grpcCode, message);
+    super(520 + grpcCode, message, {}, reason);
   }
 }
 

@@ -39,7 +39,12 @@ describe("login", () => {
     for (const body of [{ username: "admin", password: "wrong" }, { username: "nobody", password: "x" }, {}]) {
       const res = await call("POST", "/v1/auth/login", { body });
       expect(res.status).toBe(401);
-      expect(res.body).toEqual({ success: false, code: 401, message: "Invalid username or password." });
+      expect(res.body).toEqual({
+        success: false,
+        code: 401,
+        message: "Invalid username or password.",
+        reason: "invalidLogin",
+      });
     }
     expect((await call("POST", "/v1/auth/login")).status).toBe(401);
   });

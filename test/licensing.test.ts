@@ -390,13 +390,13 @@ describe("user-key sign-in", () => {
     for (const userKey of ["WRONG-KEY", ""]) {
       const res = await call("POST", "/v1/auth/login", { body: { userKey } });
       expect(res.status).toBe(401);
-      expect(res.body).toEqual({ success: false, code: 401, message: "Invalid user key." });
+      expect(res.body).toEqual({ success: false, code: 401, message: "Invalid user key.", reason: "invalidUserKey" });
     }
     const revoked = await newLicense("File");
     await admin("PUT", "/v1/licenses", { license: { id: revoked.id, revoked: true } });
     const login = await call("POST", "/v1/auth/login", { body: { userKey: revoked.userKey } });
     expect(login.status).toBe(401);
-    expect(login.body).toEqual({ success: false, code: 401, message: "Invalid user key." });
+    expect(login.body).toEqual({ success: false, code: 401, message: "Invalid user key.", reason: "licenseRevoked" });
     // A caller with another credential still learns why.
     expectLicensingError(await op("validate", { userKey: revoked.userKey }), 527, "The license has been revoked");
   });

@@ -21,11 +21,12 @@ const handler = cors({
   },
   allowMethods: ["GET", "HEAD", "POST"],
   // Headers an application reads from answers: gRPC-Web's status (when it travels in headers), the licensing
-  // reason, the artifact digest and the rate limiter's Retry-After.
+  // reason, the update routes' reason, the artifact digest and the rate limiter's Retry-After.
   exposeHeaders: [
     "grpc-status",
     "grpc-message",
     "licensing-reason",
+    "X-Service-Reason",
     "X-Service-Sha512",
     "Retry-After",
     "Content-Disposition",

@@ -82,8 +82,8 @@ export function ok<T extends object, S extends ContentfulStatusCode = 200>(
 /** The error envelope `{success:false, code, message}`; an ApiError without message has an empty body. */
 export function errorResponse(c: Context<AppEnv>, error: ApiError): Response {
   if (error.message === "") return new Response(null, { status: error.status, headers: error.headers });
-  // A licensing refusal adds its machine-readable reason (additive to SPEC's envelope).
-  const reason = error instanceof LicensingError && error.reason ? { reason: error.reason } : {};
+  // A licensing or sign-in refusal adds its machine-readable reason (additive to SPEC's envelope).
+  const reason = error.reason ? { reason: error.reason } : {};
   const res = send(
     c,
     { success: false, code: error.status, message: error.message, ...reason },

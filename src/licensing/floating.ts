@@ -27,6 +27,7 @@ import {
   required,
 } from "./license-lookup";
 import { clientToken } from "./client-tokens";
+import { sameUserKey } from "./user-key";
 import type { ActivateResult, CountResult } from "./activation";
 
 /** A seat lives twice the heartbeat interval plus 30 s after its last heartbeat (CONTRACT section 4). */
@@ -243,7 +244,8 @@ export async function releaseSeat(
   const found = await findSeatToken(ctx, input.licenseToken, seatTokenByDigest);
   const { digest, token } = found;
   const license = { ...found.license, productCode: found.productCode };
-  if (input.userKey && input.userKey.trim() !== license.userKey) throw fail(GrpcCode.NotFound, Messages.tokenNotFound);
+  if (input.userKey?.trim() && !sameUserKey(input.userKey, license.userKey))
+    throw fail(GrpcCode.NotFound, Messages.tokenNotFound);
   const at = now();
   await requireUsable(ctx.config, license, at);
   const released = withinBudget(await seats(ctx, license.id).release(digest, at.getTime(), licenseBudget(ctx)));

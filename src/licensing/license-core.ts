@@ -254,7 +254,8 @@ function isKeyCollision(error: unknown): boolean {
     error instanceof Error ? error.message : "",
     error instanceof Error && error.cause instanceof Error ? error.cause.message : "",
   ].join(" ");
-  return /UNIQUE constraint failed: licenses\.(license_id|user_key)/.test(text);
+  // The user key's compact form has an expression index, which SQLite names instead of a column.
+  return /UNIQUE constraint failed: (licenses\.(license_id|user_key)|index 'licenses_user_key_compact')/.test(text);
 }
 
 /**

@@ -13,6 +13,7 @@ import type { ServiceContext } from "../http/context";
 import { firstReads as readFirstBatch } from "../http/first-batch";
 import { type Params, type ReadItem, type ReadResults, batchReads, checkable } from "../db/compiled";
 import { type JudgedLicense, type LicenseRefusal, judgeLicense } from "./policy";
+import { MAX_TYPED_USER_KEY, compactUserKey, userKeyIs } from "./user-key";
 
 export const Messages = {
   invalidKey: "Invalid license key",
@@ -37,7 +38,7 @@ export const Messages = {
  * The machine-readable reason of each message (LicensingError.reason): stable names an application can switch on,
  * whatever the wording of the message.
  */
-export const Reasons: Record<keyof typeof Messages, string> = {
+export const Reasons = {
   invalidKey: "invalidUserKey",
   machineRequired: "machineIdRequired",
   clientRequired: "clientIdRequired",
@@ -54,21 +55,29 @@ export const Reasons: Record<keyof typeof Messages, string> = {
   noActivation: "activationNotRequired",
   tampered: "licenseTampered",
   tokenTampered: "licenseTokenTampered",
-};
+} as const satisfies Record<keyof typeof Messages, string>;
 
-const reasonOfMessage = new Map(
-  Object.entries(Messages).map(([name, message]) => [message as string, Reasons[name as keyof typeof Messages]]),
+/** A licensing refusal's message: one of {@link Messages}, so every refusal has its reason. */
+export type LicensingMessage = (typeof Messages)[keyof typeof Messages];
+
+const reasonOfMessage = new Map<string, string>(
+  Object.entries(Messages).map(([name, message]) => [message, Reasons[name as keyof typeof Messages]]),
 );
 
-export const fail = (code: GrpcCode, message: string) =>
-  new LicensingError(code, message, reasonOfMessage.get(message));
+/** The licensing error of a message, with the message's reason. */
+export const fail = (code: GrpcCode, message: LicensingMessage) =>
+  new LicensingError(code, message, reasonOfMessage.get(message) ?? "licensingRefused");
 
 export type LicenseWithProduct = LicenseRow & { productCode: string };
 
-/** A user key as the operations take it: trimmed; 523 when it is empty or too long to be one. */
+/**
+ * A user key as the operations take it: read as Crockford base32 is typed (user-key.ts: any case, spaces and dashes
+ * ignored), in its compact form; 523 `invalidUserKey` when nothing is left of it or it is too long to be one.
+ */
 export function userKeyOf(userKey: string | undefined): string {
-  const key = userKey?.trim() ?? "";
-  if (key === "" || key.length > 128) throw fail(GrpcCode.InvalidArgument, Messages.invalidKey);
+  const typed = userKey?.trim() ?? "";
+  const key = typed.length > MAX_TYPED_USER_KEY ? "" : compactUserKey(typed);
+  if (key === "") throw fail(GrpcCode.InvalidArgument, Messages.invalidKey);
   return key;
 }
 
@@ -77,7 +86,7 @@ const licenseWithProduct = checkable((db, p: Params<{ key: string }>, checked) =
     .select({ license: licenses, productCode: products.code, checked: sql<number>`${checked}` })
     .from(licenses)
     .innerJoin(products, eq(products.id, licenses.productId))
-    .where(eq(licenses.userKey, p.key))
+    .where(userKeyIs(p.key))
     .limit(1),
 );
 
@@ -157,7 +166,7 @@ export async function openLicense(
 
 export const now = (): Date => clock.now();
 
-export function required(value: string | undefined | null, message: string): string {
+export function required(value: string | undefined | null, message: LicensingMessage): string {
   const v = value?.trim() ?? "";
   if (v === "") throw fail(GrpcCode.InvalidArgument, message);
   return v;

@@ -8,14 +8,15 @@ import { eq } from "drizzle-orm";
 import { nowIso } from "../clock";
 import { licenses, reports } from "../db/schema";
 import type { ServiceContext } from "../http/context";
-import { ApiError, GrpcCode, LicensingError } from "../errors";
+import { ApiError, GrpcCode } from "../errors";
 import { emit } from "../webhooks/emit";
 import { TraceAction } from "./vocabulary";
 import { licenseBudget, spendLicenseBudget } from "./license-limit";
 import { spendCredentialBudget } from "../protection/limits";
 import { recordTrace } from "./traces";
 import type { ClientInfo } from "../http/context";
-import { Messages } from "./license-lookup";
+import { Messages, fail } from "./license-lookup";
+import { compactUserKey, userKeyIs } from "./user-key";
 import { z } from "@hono/zod-openapi";
 import type { Config } from "../config";
 import type { Db } from "../db/client";
@@ -47,15 +48,14 @@ export interface ReportInput {
  */
 export async function storeReport(ctx: ServiceContext, input: ReportInput, client: ClientInfo): Promise<number> {
   const bound = ctx.principal?.licenseId;
-  const userKey = input.userKey?.trim() || undefined;
+  const userKey = compactUserKey(input.userKey ?? "") || undefined;
   const columns = { id: licenses.id, licenseId: licenses.licenseId, trace: licenses.trace };
   const license = userKey
-    ? await ctx.db.select(columns).from(licenses).where(eq(licenses.userKey, userKey)).get()
+    ? await ctx.db.select(columns).from(licenses).where(userKeyIs(userKey)).get()
     : bound !== undefined
       ? await ctx.db.select(columns).from(licenses).where(eq(licenses.licenseId, bound)).get()
       : undefined;
-  if (bound !== undefined && license?.licenseId !== bound)
-    throw new LicensingError(GrpcCode.PermissionDenied, Messages.wrongProduct);
+  if (bound !== undefined && license?.licenseId !== bound) throw fail(GrpcCode.PermissionDenied, Messages.wrongProduct);
   // A report for a license spends its budget (license-limit.ts); one naming no license (or an unknown user key) spends
   // its credential's budget of the same size (protection/limits.ts), besides the per-IP limit: rotating addresses does
   // not multiply what one API key or user may store.

@@ -20,6 +20,7 @@ import {
   now,
 } from "./license-lookup";
 import { clientToken } from "./client-tokens";
+import { userKeyIs } from "./user-key";
 import { seats } from "./license-limit";
 
 export interface ValidateInput {
@@ -155,7 +156,7 @@ export const licenseToValidate = checkable(
       })
       .from(licenses)
       .innerJoin(products, eq(products.id, licenses.productId))
-      .where(eq(licenses.userKey, p.key))
+      .where(userKeyIs(p.key))
       .limit(1),
 );
 

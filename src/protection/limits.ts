@@ -170,7 +170,12 @@ export async function protectLogin<T>(
   const blockMs = ctx.config["IpFiltering:AuthenticationProtection:LoginBlockDuration"];
   const gate = await ip.loginBegin(clock.now().getTime(), maxAttempts, blockMs);
   if (!gate.allowed)
-    throw new RefusalError(500, `Too many failed logins from this address. Try again in ${gate.retryAfter} seconds.`);
+    throw new RefusalError(
+      500,
+      `Too many failed logins from this address. Try again in ${gate.retryAfter} seconds.`,
+      {},
+      "loginBlocked",
+    );
   let result: T;
   try {
     result = await attempt();

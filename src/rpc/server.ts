@@ -91,7 +91,11 @@ function toConnectError(e: unknown): unknown {
             : e.status < 500
               ? Code.InvalidArgument
               : Code.Internal;
-    return new ConnectError(e.message || "Request refused", code);
+    return new ConnectError(
+      e.message || "Request refused",
+      code,
+      e.reason ? { "licensing-reason": e.reason } : undefined,
+    );
   }
   if (e instanceof ConfigError) return new ConnectError(e.message, Code.Internal);
   console.error("gRPC call failed", e);

@@ -13,9 +13,9 @@ import type { LicenseRow } from "../licensing/license-core";
 import { recordTrace } from "../licensing/traces";
 import { TraceAction } from "../licensing/vocabulary";
 import {
-  BAD_DOWNLOAD_TOKEN,
   type Caller,
   REVOKED_OR_EXPIRED,
+  badDownloadToken,
   licenseOf,
   requireTokenLicense,
   resolveCaller,
@@ -23,6 +23,7 @@ import {
 import { CHANNELS, PLATFORMS, type Platform, type ProductRow, platformVerdict, requiresMaintenance } from "./catalog";
 import { type DownloadClaim, coversWholeFile, recordTokenUse, verifyDownloadToken } from "./download-tokens";
 import { productByCodeMemo } from "./product-memo";
+import { updateRefusal } from "./reasons";
 import { servedAsBlockmap } from "./blockmap";
 import { isReleaseVersion } from "./versions";
 import { nowIso } from "../clock";
@@ -217,11 +218,11 @@ export function traceFor(c: Context<AppEnv>, caller: Caller, action: number, ver
 function refuseByPlatform(ctx: ServiceContext, platform: Platform, license: LicenseRow | undefined): void {
   const verdict = platformVerdict(ctx.config, platform, license);
   if (!verdict.allowed) {
-    throw new ApiError(
-      403,
+    throw updateRefusal(
       verdict.reason === "platformRequiresEdition"
         ? `${platform} needs a license of the ${verdict.requiredEdition} edition`
         : `${platform} needs a license`,
+      verdict.reason,
     );
   }
 }
@@ -231,7 +232,7 @@ async function downloadCaller(ctx: ServiceContext, productId: number, userKey: s
   try {
     return await resolveCaller(ctx, productId, userKey);
   } catch (e) {
-    if (e instanceof ApiError && e.message === REVOKED_OR_EXPIRED) throw new ApiError(403, BAD_DOWNLOAD_TOKEN);
+    if (e instanceof ApiError && e.message === REVOKED_OR_EXPIRED) throw badDownloadToken();
     throw e;
   }
 }
@@ -292,7 +293,7 @@ export async function downloadResponse(c: Context<AppEnv>): Promise<Response> {
   if (gated) {
     // Its signature, expiry and artifact, without D1: whose token it is, so the platform rule can judge that license.
     claim = await verifyDownloadToken(ctx, token, file.id);
-    if (early && early.id !== claim.licenseId) throw new ApiError(403, BAD_DOWNLOAD_TOKEN);
+    if (early && early.id !== claim.licenseId) throw badDownloadToken();
     license = await requireTokenLicense(ctx, claim.licenseId);
     if (!early) refuseByPlatform(ctx, platform, license);
   }

@@ -12,7 +12,9 @@ import type { ServiceContext } from "../http/context";
 import { ApiError } from "../errors";
 import type { LicenseRow } from "../licensing/license-core";
 import { judgeLicense } from "../licensing/policy";
+import { compactUserKey, userKeyIs } from "../licensing/user-key";
 import { countFailedLogin } from "../protection/limits";
+import { REFUSAL_REASONS, updateRefusal } from "./reasons";
 
 /** The name fields of a license's customer (the update check's `maintenance.licensee`). */
 export interface CustomerName {
@@ -27,15 +29,21 @@ export interface CustomerName {
  */
 export type Caller =
   | { kind: "anonymous" }
-  | { kind: "unknown" }
+  | { kind: "unknown"; reason: "licenseNotFound" | "wrongProduct" }
   | { kind: "licensed"; license: LicenseRow; customer?: CustomerName | null };
 
 export const REVOKED_OR_EXPIRED = "License revoked or expired";
 export const BAD_DOWNLOAD_TOKEN = "Download token invalid, expired or already used";
 
-/** The user key of a request, trimmed; undefined for an anonymous caller. */
+/** 403 `Download token invalid, expired or already used`, reason `downloadTokenInvalid`. */
+export const badDownloadToken = (): ApiError => updateRefusal(BAD_DOWNLOAD_TOKEN, "downloadTokenInvalid");
+
+/**
+ * The user key of a request in its compact form (read as Crockford base32 is typed: licensing/user-key.ts); undefined
+ * for an anonymous caller.
+ */
 export function callerKey(userKey: string | undefined): string | undefined {
-  return userKey?.trim() || undefined;
+  return compactUserKey(userKey ?? "") || undefined;
 }
 
 /**
@@ -53,7 +61,7 @@ const callerLicense = compiled((db, p: Params<{ productId: number; key: string }
     })
     .from(licenses)
     .leftJoin(customers, eq(customers.id, licenses.customerId))
-    .where(eq(licenses.userKey, p.key))
+    .where(userKeyIs(p.key))
     .limit(1),
 );
 
@@ -75,8 +83,9 @@ export async function resolveCaller(
 
 /**
  * The caller a row of callerLicenseQuery makes, as the license policy (licensing/policy.ts) decides: unknown (no
- * license with the key, or one of another product: SPEC's "none matches a license"), licensed, or refused (403
- * `License revoked or expired`: tampered, revoked or expired).
+ * license with the key, or one of another product: SPEC's "none matches a license"; its reason goes into the answer's
+ * X-Service-Reason), licensed, or refused (403 `License revoked or expired`: tampered, revoked or expired, each with
+ * its reason).
  */
 export async function judgeCaller(
   ctx: ServiceContext,
@@ -88,8 +97,9 @@ export async function judgeCaller(
   if (verdict.usable) return { kind: "licensed", license: verdict.license, customer: row?.customer ?? null };
   // Guessing user keys on the update routes counts like failed logins (SPEC "Limits" rule 5), refused keys too.
   ctx.waitUntil(countFailedLogin(ctx));
-  if (verdict.refusal === "notFound" || verdict.refusal === "wrongProduct") return { kind: "unknown" };
-  throw new ApiError(403, REVOKED_OR_EXPIRED);
+  if (verdict.refusal === "notFound" || verdict.refusal === "wrongProduct")
+    return { kind: "unknown", reason: REFUSAL_REASONS[verdict.refusal] };
+  throw updateRefusal(REVOKED_OR_EXPIRED, REFUSAL_REASONS[verdict.refusal]);
 }
 
 export function licenseOf(caller: Caller): LicenseRow | undefined {
@@ -104,6 +114,6 @@ export async function requireTokenLicense(
   if (licenseId === null) return undefined;
   const license = await ctx.db.select().from(licenses).where(eq(licenses.id, licenseId)).get();
   const verdict = await judgeLicense(ctx.config["Application:EncryptionKey"], license, clock.now());
-  if (!verdict.usable) throw new ApiError(403, BAD_DOWNLOAD_TOKEN);
+  if (!verdict.usable) throw badDownloadToken();
   return verdict.license;
 }

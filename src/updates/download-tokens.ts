@@ -22,8 +22,7 @@ import { deriveKey, requireEncryptionKey } from "../secrets";
 import { clock } from "../clock";
 import { downloadTokens } from "../db/schema";
 import type { ServiceContext } from "../http/context";
-import { ApiError } from "../errors";
-import { BAD_DOWNLOAD_TOKEN } from "./caller";
+import { badDownloadToken } from "./caller";
 import type { Span } from "./ranges";
 
 /** What a valid token says: which license may download which artifact, until when (ms), and its digest. */
@@ -69,16 +68,15 @@ export async function verifyDownloadToken(
   downloadId: number,
 ): Promise<DownloadClaim> {
   const m = token ? TOKEN.exec(token) : null;
-  if (!token || !m) throw new ApiError(403, BAD_DOWNLOAD_TOKEN);
+  if (!token || !m) throw badDownloadToken();
   const payload = token.slice(0, token.lastIndexOf("."));
-  if (!timingSafeEqualText(await macOf(ctx, payload), m[5]!)) throw new ApiError(403, BAD_DOWNLOAD_TOKEN);
+  if (!timingSafeEqualText(await macOf(ctx, payload), m[5]!)) throw badDownloadToken();
   const claim = {
     licenseId: parseInt(m[1]!, 36),
     downloadId: parseInt(m[2]!, 36),
     expiresAt: parseInt(m[3]!, 36) * 1000,
   };
-  if (claim.downloadId !== downloadId || claim.expiresAt <= clock.now().getTime())
-    throw new ApiError(403, BAD_DOWNLOAD_TOKEN);
+  if (claim.downloadId !== downloadId || claim.expiresAt <= clock.now().getTime()) throw badDownloadToken();
   return { ...claim, digest: await sha256Hex(token) };
 }
 
@@ -105,7 +103,7 @@ export async function recordTokenUse(
 ): Promise<void> {
   const now = clock.now().toISOString();
   const budget = 2 * use.size;
-  if (use.bytes > budget) throw new ApiError(403, BAD_DOWNLOAD_TOKEN);
+  if (use.bytes > budget) throw badDownloadToken();
   const row = await ctx.db
     .insert(downloadTokens)
     .values({
@@ -127,5 +125,5 @@ export async function recordTokenUse(
     })
     .returning({ bytesServed: downloadTokens.bytesServed })
     .get();
-  if (!row) throw new ApiError(403, BAD_DOWNLOAD_TOKEN);
+  if (!row) throw badDownloadToken();
 }

@@ -9,6 +9,7 @@ import type { ServiceContext } from "../http/context";
 import { type Caller, licenseOf } from "./caller";
 import { type Platform, type ReleaseWithFiles, coveredByMaintenance, platformVerdict, publishedAt } from "./catalog";
 import { type UpdateCheckInput, downloadFor } from "./update-check";
+import type { UpdateReason } from "./reasons";
 
 export interface FeedInput {
   platform: Platform;
@@ -17,14 +18,22 @@ export interface FeedInput {
   downloadUrl: UpdateCheckInput["downloadUrl"];
 }
 
-/** The feed's release for the caller, or undefined when nothing is installable (the platform rule comes first). */
+/**
+ * The feed's release for the caller, or why nothing is installable (the platform rule comes first). A user key that
+ * names no license is the reason whatever else holds: it is what a vendor looking at a 204 wants to know first.
+ */
 export function feedRelease(
   ctx: ServiceContext,
   input: Pick<FeedInput, "platform" | "caller" | "releases">,
-): ReleaseWithFiles | undefined {
+): { entry: ReleaseWithFiles; reason?: UpdateReason } | { entry?: undefined; reason: UpdateReason } {
   const license = licenseOf(input.caller);
-  if (!platformVerdict(ctx.config, input.platform, license).allowed) return undefined;
-  return input.releases.find((r) => coveredByMaintenance(license, r.release));
+  const unknownKey = input.caller.kind === "unknown" ? input.caller.reason : undefined;
+  const platformRule = platformVerdict(ctx.config, input.platform, license);
+  if (!platformRule.allowed) return { reason: unknownKey ?? platformRule.reason };
+  const entry = input.releases.find((r) => coveredByMaintenance(license, r.release));
+  if (entry) return unknownKey ? { entry, reason: unknownKey } : { entry };
+  const withheld = input.releases.length === 0 ? "noRelease" : license ? "maintenanceExpired" : "licenseRequired";
+  return { reason: unknownKey ?? withheld };
 }
 
 /** The installers and zips a feed lists for a release; macOS updaters want the zip first. */

@@ -25,6 +25,7 @@ import {
 } from "./catalog";
 import { signBytes } from "../auth/signing-keys";
 import { compareVersions } from "./versions";
+import type { UpdateReason } from "./reasons";
 
 export const UPDATE_CHECK_FORMAT = 2;
 const DAY_MS = 86_400_000;
@@ -178,6 +179,18 @@ export async function checkForUpdate(ctx: ServiceContext, input: UpdateCheckInpu
   const file = mainFile(latest.files);
   if (data.updateAvailable && file) data.download = await downloadFor(ctx, input, latest, file);
   return data;
+}
+
+/**
+ * Why an update check offers no download, for its X-Service-Reason header: a user key naming no license first, then
+ * the withheld reason, then nothing published or nothing newer; undefined when it offers one (and the key is good).
+ */
+export function updateCheckReason(caller: Caller, data: UpdateCheckData): UpdateReason | undefined {
+  if (caller.kind === "unknown") return caller.reason;
+  if (data.withheldReason) return data.withheldReason;
+  if (!data.release) return "noRelease";
+  if (!data.updateAvailable) return "nothingNewer";
+  return undefined;
 }
 
 /** The signed answer: `{ success, data, signature, keyId }`. */

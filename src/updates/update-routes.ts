@@ -46,15 +46,46 @@ import { keepAnswer, pointFront, recallAnswer } from "./answer-memo";
 import { trustedUntil } from "./product-memo";
 import { keepReleases, recallReleases } from "./release-memo";
 import { batchReads } from "../db/compiled";
-import { checkForUpdate, signUpdateCheck } from "./update-check";
+import { checkForUpdate, signUpdateCheck, updateCheckReason } from "./update-check";
+import { REASON_HEADER, type UpdateReason, reasonsDescription, withReason } from "./reasons";
 import { MAX_VERSION_LENGTH, isReleaseVersion } from "./versions";
 
 const TRACE_UPDATE_CHECK = TraceAction.UpdateCheck;
+
+/** The `X-Service-Reason` header of an answer that may carry these reasons (reasons.ts). */
+function reasonHeader(reasons: readonly UpdateReason[]) {
+  return {
+    [REASON_HEADER]: {
+      description: reasonsDescription(reasons),
+      schema: { type: "string" as const, enum: [...reasons] },
+    },
+  };
+}
+const REFUSED: readonly UpdateReason[] = [
+  "licenseRevoked",
+  "licenseExpired",
+  "licenseTampered",
+  "platformRequiresLicense",
+  "platformRequiresEdition",
+  "downloadTokenInvalid",
+];
+const NOTHING_OFFERED: readonly UpdateReason[] = [
+  "licenseNotFound",
+  "wrongProduct",
+  "platformRequiresLicense",
+  "platformRequiresEdition",
+  "licenseRequired",
+  "maintenanceExpired",
+  "noRelease",
+];
+
 const problems = {
   400: { description: "Unknown platform, channel or version.", content: { "application/json": { schema: Envelope } } },
   403: {
     description:
-      "`License revoked or expired`, a refused platform, or `Download token invalid, expired or already used`.",
+      "`License revoked or expired`, a refused platform, or `Download token invalid, expired or already used`. " +
+      reasonsDescription(REFUSED),
+    headers: reasonHeader(REFUSED),
     content: { "application/json": { schema: Envelope } },
   },
   404: {
@@ -233,15 +264,16 @@ async function feedResponse(
     async () => {
       const { caller, releases } = await callerAndReleases(ctx, product, userKey, platform, channel);
       const input = { platform, caller, releases, downloadUrl: downloadUrlBuilder(c, product, platform) };
-      const entry = feedRelease(ctx, input);
+      const { entry, reason } = feedRelease(ctx, input);
       traceFor(c, caller, TRACE_UPDATE_CHECK);
       const yaml = entry
         ? await feedYaml(ctx, input, entry)
         : ctx.config["Updates:EmptyFeedAsYaml"]
           ? await emptyFeedYaml(ctx, input)
           : undefined;
-      if (yaml === undefined) return new Response(null, { status: 204 });
-      return taggedFeed(yaml);
+      // The reason travels with the answer into the caches: an anonymous one depends on nothing the key lacks.
+      if (yaml === undefined) return withReason(new Response(null, { status: 204 }), reason);
+      return withReason(await taggedFeed(yaml), reason);
     },
   );
   return notModifiedFor(c.req.header("if-none-match"), res);
@@ -252,7 +284,12 @@ const feedResponses = {
     description: "electron-builder UpdateInfo: the highest release the caller may install",
     content: { "text/yaml": { schema: z.string() } },
   },
-  204: { description: "Nothing installable for the caller (or the platform is not open to the caller's edition)." },
+  204: {
+    description:
+      "Nothing installable for the caller (or the platform is not open to the caller's edition). " +
+      reasonsDescription(NOTHING_OFFERED),
+    headers: reasonHeader(NOTHING_OFFERED),
+  },
   ...problems,
 } as const;
 
@@ -277,21 +314,26 @@ export function registerUpdateRoutes(app: Router): void {
         }),
       },
       responses: {
-        200: json(
-          z
-            .object({
-              success: z.boolean(),
-              data: z
-                .record(z.string(), z.unknown())
-                .openapi({ description: "The update check data (format 2); see SPEC." }),
-              signature: z.string().openapi({
-                description: "Base64 of the 64-byte ES256 (P1363) signature over the RFC 8785 canonical JSON of data.",
-              }),
-              keyId: z.string().openapi({ description: "The key's kid in GET /v1/extensions/keys." }),
-            })
-            .openapi("SignedUpdateCheck"),
-          "The signed update check",
-        ),
+        200: {
+          ...json(
+            z
+              .object({
+                success: z.boolean(),
+                data: z
+                  .record(z.string(), z.unknown())
+                  .openapi({ description: "The update check data (format 2); see SPEC." }),
+                signature: z.string().openapi({
+                  description:
+                    "Base64 of the 64-byte ES256 (P1363) signature over the RFC 8785 canonical JSON of data.",
+                }),
+                keyId: z.string().openapi({ description: "The key's kid in GET /v1/extensions/keys." }),
+              })
+              .openapi("SignedUpdateCheck"),
+            "The signed update check. When it offers no download, or the user key names no license, " +
+              reasonsDescription([...NOTHING_OFFERED, "nothingNewer"]),
+          ),
+          headers: reasonHeader([...NOTHING_OFFERED, "nothingNewer"]),
+        },
         ...problems,
       },
     }),
@@ -320,7 +362,7 @@ export function registerUpdateRoutes(app: Router): void {
             downloadUrl: downloadUrlBuilder(c, product, platform),
           });
           traceFor(c, caller, TRACE_UPDATE_CHECK, version);
-          return send(c, await signUpdateCheck(ctx, data));
+          return withReason(send(c, await signUpdateCheck(ctx, data)), updateCheckReason(caller, data));
         },
       );
     },
