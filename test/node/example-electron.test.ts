@@ -253,6 +253,22 @@ describe("examples/electron", () => {
     ]);
   });
 
+  it("drops the stored license key when the service says the license ended", async () => {
+    const dataDir = join(app, "userData-revoked");
+    const created = await api("POST", "/v1/licenses", {
+      license: { productId, licensingMode: "Activation", maxClients: 1, issueDate: "2026-11-01T00:00:00Z" },
+    });
+    const key = (
+      await api("GET", `/v1/licenses?filter=${encodeURIComponent(`id == ${created["id"]}`)}&select=userKey`)
+    )["licenses"][0].userKey;
+    const licensing = example.createLicensing({ baseUrl: base, dataDir, appName: "Studio", appVersion: "2.0.0" });
+    await licensing.activate(key);
+    expect(await licensing.licensed()).toBe(true);
+    await api("PUT", "/v1/licenses", { license: { id: created["id"], revoked: true } });
+    expect(await licensing.refresh()).toBe("dropped");
+    expect(await licensing.licensed()).toBe(false);
+  });
+
   it("updates an installed beta with the real electron-updater, configured by the example's code", async () => {
     const bytes = readFileSync(join(app, "dist", `Studio Setup ${VERSION}.exe`));
     const cache = mkdtempSync(join(tmpdir(), "example-updater-"));
