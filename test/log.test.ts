@@ -10,7 +10,7 @@ import { describe, expect, it } from "vitest";
 import type { AppEnv } from "../src/http/app-env";
 import { createApp } from "../src/app";
 import { getDb } from "../src/db/client";
-import { GrpcCode, LicensingError } from "../src/errors";
+import { ApiError, GrpcCode, LicensingError } from "../src/errors";
 import { housekeeping } from "../src/housekeeping";
 import worker from "../src/index";
 import { LOG_LEVELS, ServiceLog, exceptionText } from "../src/logging";
@@ -75,29 +75,60 @@ function envWithFailingBatch(): typeof env {
 }
 
 describe("requests that fail with 5xx are logged off the response path", () => {
-  it("writes an invalid filter's 500 with message, stack, request properties and request id", async () => {
-    const requestId = `ray-${unique()}`;
-    const res = await call("GET", `/v1/resources?filter=${encodeURIComponent("nope == 1")}&userKey=SECRET-KEY`, {
-      key: await keyFor(["Sales"]),
-      headers: { "cf-ray": requestId, "cf-connecting-ip": "203.0.113.50" },
+  it("writes a 5xx with message, stack, request properties and request id", async () => {
+    const app = appWith((c) => {
+      c.set("principal", { userName: "u-log-test" } as AppEnv["Variables"]["principal"]);
+      throw new ApiError(503, "The mail server is unreachable");
     });
-    expect(res.status).toBe(500);
-    expect(res.body["message"]).toBe("No property or field 'nope' exists in type 'Resource'");
+    const requestId = `ray-${unique()}`;
+    const ctx = createExecutionContext();
+    const res = await app.fetch(
+      new Request(`${BASE}/v1/test/route?userKey=SECRET-KEY`, {
+        headers: { "cf-ray": requestId, "cf-connecting-ip": "203.0.113.50" },
+      }),
+      env,
+      ctx,
+    );
+    expect(res.status).toBe(503);
+    await waitOnExecutionContext(ctx);
     const [entry, ...more] = await entriesOf(requestId);
     expect(more).toEqual([]);
-    expect(entry).toMatchObject({
-      level: 4,
-      message: "No property or field 'nope' exists in type 'Resource'",
-      requestId,
-    });
+    expect(entry).toMatchObject({ level: 4, message: "The mail server is unreachable", requestId });
     expect(entry!.timestamp).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
-    expect(entry!.exception).toContain("No property or field 'nope'");
+    expect(entry!.exception).toContain("The mail server is unreachable");
     expect(entry!.exception).toMatch(/\n\s+at /);
     const properties = JSON.parse(entry!.properties!);
-    expect(properties).toMatchObject({ method: "GET", path: "/v1/resources", status: 500, clientIp: "203.0.113.50" });
-    expect(properties.user).toMatch(/^u/);
+    expect(properties).toMatchObject({
+      method: "GET",
+      path: "/v1/test/route",
+      status: 503,
+      clientIp: "203.0.113.50",
+      user: "u-log-test",
+    });
     // The query string (which can carry a user key) is never logged.
     expect(JSON.stringify(entry)).not.toContain("SECRET-KEY");
+  });
+
+  it("does not log a filter, sort or select the service refuses (SPEC's 500 for an unknown property)", async () => {
+    // The caller's mistake, not a failure of the service: answered as SPEC says, kept out of the service log.
+    const requestId = `ray-${unique()}`;
+    const key = await keyFor(["Sales"]);
+    for (const query of ["filter=nope%20==%201", "filter=name%20==", "sort=nope", "select=nope"]) {
+      const res = await call("GET", `/v1/resources?${query}`, { key, headers: { "cf-ray": requestId } });
+      expect(res.status, query).toBe(500);
+      expect(res.body["message"], query).toMatch(
+        /^(No property or field 'nope' exists in type 'Resource'|Syntax error)/,
+      );
+    }
+    // A logged request after them, so their entries (if any were written) would be there by now.
+    const app = appWith(() => {
+      throw new ApiError(503, "marker");
+    });
+    const ctx = createExecutionContext();
+    await app.fetch(new Request(`${BASE}/v1/test/route`, { headers: { "cf-ray": requestId } }), env, ctx);
+    await waitOnExecutionContext(ctx);
+    const entries = await entriesOf(requestId);
+    expect(entries.map((e) => e.message)).toEqual(["marker"]);
   });
 
   it("logs an unexpected exception with its stack, and the answer points at the entry", async () => {

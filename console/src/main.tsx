@@ -203,7 +203,8 @@ function App() {
         </ul>
       </nav>
       <main id="content" tabIndex={-1}>
-        <Page hash={hash} roles={roles} />
+        {/* Keyed by the address: another page starts afresh (a list's filter is not carried to the next list). */}
+        <Page key={hash} hash={hash} roles={roles} />
       </main>
     </div>
   );

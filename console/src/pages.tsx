@@ -10,13 +10,15 @@ import {
   GroupedBarChart,
   ListView,
   Notice,
+  Ref,
   Table,
   cell,
   listOf,
-  named,
+  shown,
   useAction,
 } from "./ui";
 import { uploadArtifact } from "./upload";
+import { PERMISSIONS, formatDate, formatSize, labelOf, permissionMask, permissionNames } from "./words";
 
 type Row = Record<string, unknown>;
 const managers = ["Administrator", "LicenseManager"];
@@ -445,6 +447,41 @@ export function Release({ productId, releaseId, roles }: { productId: number; re
           ) : null}
           <ErrorBox error={action.error} />
           <Notice text={notice} />
+          {write ? (
+            <form
+              class="card form"
+              aria-label="Release notes"
+              onSubmit={(e) => {
+                e.preventDefault();
+                const releaseNotes = String(new FormData(e.currentTarget).get("releaseNotes") ?? "");
+                void update({ releaseNotes }, "Release notes saved");
+              }}
+            >
+              <h3>Release notes</h3>
+              <div class="field">
+                <label for="release-notes">
+                  What is new in {cell(r["version"])} (shown to clients with the update)
+                </label>
+                <textarea
+                  id="release-notes"
+                  name="releaseNotes"
+                  rows={5}
+                  key={String(r["updatedAt"] ?? "")}
+                  defaultValue={typeof r["releaseNotes"] === "string" ? r["releaseNotes"] : ""}
+                />
+              </div>
+              <div class="actions">
+                <button type="submit" disabled={action.busy}>
+                  Save release notes
+                </button>
+              </div>
+            </form>
+          ) : r["releaseNotes"] ? (
+            <section class="card" aria-label="Release notes">
+              <h3>Release notes</h3>
+              <pre class="notes">{cell(r["releaseNotes"])}</pre>
+            </section>
+          ) : null}
           {artifacts ? (
             <form
               class="card form"
@@ -466,7 +503,10 @@ export function Release({ productId, releaseId, roles }: { productId: number; re
                     },
                     (sent, total) => setProgress({ sent, total }),
                   );
-                  setNotice(`Uploaded ${file.name}: ${cell(res["size"])} bytes, sha512 ${cell(res["sha512"])}`);
+                  const size = Number(res["size"]);
+                  setNotice(
+                    `Uploaded ${file.name}: ${formatSize(size)} (${size.toLocaleString()} bytes), sha512 ${cell(res["sha512"])}`,
+                  );
                   setReload((n) => n + 1);
                 });
               }}
@@ -513,12 +553,19 @@ export function Release({ productId, releaseId, roles }: { productId: number; re
               title="Downloads"
               path={`${base}/${releaseId}/downloads`}
               reload={reload}
+              filterHint='platform == "win-x64"'
               columns={[
                 { key: "platform", label: "Platform" },
                 { key: "kind", label: "Kind" },
                 { key: "fileName", label: "File" },
                 { key: "size", label: "Size" },
                 { key: "sourceKind", label: "Stored" },
+                // Counted by the service per artifact (delivered to the last byte); shown when the API returns it.
+                {
+                  key: "downloadCount",
+                  label: "Downloads",
+                  render: (d) => (typeof d["downloadCount"] === "number" ? d["downloadCount"].toLocaleString() : ""),
+                },
               ]}
             />
           ) : null}
@@ -577,8 +624,8 @@ export function Licenses({ roles }: { roles: string[] }) {
             },
             { name: "licenseeName", label: "Licensee name" },
             { name: "licenseeEmail", label: "Licensee email" },
-            { name: "customerId", label: "Customer id", kind: "number" },
-            { name: "orderId", label: "Order id", kind: "number" },
+            { name: "customerId", label: "Customer id", kind: "number", ref: "customers" },
+            { name: "orderId", label: "Order id", kind: "number", ref: "orders" },
           ]}
           submitLabel="Create license"
           onSubmit={async (values) => {
@@ -601,7 +648,7 @@ export function Licenses({ roles }: { roles: string[] }) {
         title="Licenses"
         path="/v1/licenses"
         reload={reload}
-        filterHint='status == "Activated" && licenseeName.Contains("Ini")'
+        filterHint='licenseeName.Contains("Ini") && revoked == false'
         columns={[
           {
             key: "licenseId",
@@ -609,7 +656,7 @@ export function Licenses({ roles }: { roles: string[] }) {
             render: (r) => link(`#/licenses/${String(r["licenseId"])}`, r["licenseId"]),
           },
           { key: "licenseeName", label: "Licensee" },
-          { key: "productId", label: "Product" },
+          { key: "productId", label: "Product", ref: "products" },
           { key: "licensingMode", label: "Mode" },
           { key: "status", label: "Status" },
           { key: "activeClientCount", label: "Clients" },
@@ -620,6 +667,26 @@ export function Licenses({ roles }: { roles: string[] }) {
     </>
   );
 }
+
+/** What the license page shows, in this order; references by name beside the id. */
+const LICENSE_FACTS: [string, ("products" | "customers" | "orders" | "templates")?][] = [
+  ["licenseeName"],
+  ["licenseeEmail"],
+  ["productId", "products"],
+  ["customerId", "customers"],
+  ["orderId", "orders"],
+  ["templateId", "templates"],
+  ["licenseType"],
+  ["edition"],
+  ["licensingMode"],
+  ["maxClients"],
+  ["activeClientCount"],
+  ["issueDate"],
+  ["expireDate"],
+  ["supportExpireDate"],
+  ["userKey"],
+  ["revoked"],
+];
 
 export function License({ id, roles }: { id: string; roles: string[] }) {
   const license = useLoad(() => one("/v1/licenses", `licenseId == ${JSON.stringify(id)}`), [id]);
@@ -642,24 +709,15 @@ export function License({ id, roles }: { id: string; roles: string[] }) {
       {l ? (
         <>
           <h2>
-            License {cell(l["licenseId"])} <span class={`badge ${String(l["status"])}`}>{cell(l["status"])}</span>
+            License {cell(l["licenseId"])}
+            {l["licenseeName"] ? ` (${cell(l["licenseeName"])})` : ""}{" "}
+            <span class={`badge ${String(l["status"])}`}>{cell(l["status"])}</span>
           </h2>
           <dl class="facts">
-            {[
-              "licenseeName",
-              "productId",
-              "edition",
-              "licensingMode",
-              "maxClients",
-              "activeClientCount",
-              "expireDate",
-              "supportExpireDate",
-              "userKey",
-              "revoked",
-            ].map((k) => (
+            {LICENSE_FACTS.map(([k, table]) => (
               <>
-                <dt>{k}</dt>
-                <dd>{cell(named(k, l[k]))}</dd>
+                <dt>{labelOf(k)}</dt>
+                <dd>{table ? <Ref table={table} id={l[k]} /> : shown(k, l[k])}</dd>
               </>
             ))}
           </dl>
@@ -745,6 +803,7 @@ export function License({ id, roles }: { id: string; roles: string[] }) {
             title="Activations and floating seats"
             path={`/v1/licenses/${encodeURIComponent(id)}/tokens`}
             reload={tick}
+            filterHint='machineId.StartsWith("PC")'
             columns={[
               { key: "kind", label: "Kind" },
               { key: "machineId", label: "Machine" },
@@ -781,6 +840,7 @@ export function License({ id, roles }: { id: string; roles: string[] }) {
               path="/v1/license-traces"
               query={{ filter: `licenseId == "${String(l["licenseId"])}"` }}
               reload={tick}
+              filterHint='action == "Activate"'
               columns={[
                 { key: "createdAt", label: "When" },
                 { key: "action", label: "Action" },
@@ -845,6 +905,7 @@ export function Webhooks() {
         title="Subscriptions"
         path="/v1/webhooks/subscriptions"
         reload={reload}
+        filterHint="isActive == true"
         columns={[
           { key: "name", label: "Name", render: (r) => link(`#/webhooks/${String(r["id"])}`, r["name"]) },
           { key: "url", label: "URL" },
@@ -860,7 +921,7 @@ export function Webhooks() {
 /** A delivery event's state: delivered, given up (recorded from the dead-letter queue), a retry due, or failed. */
 function deliveryStatus(row: Row): string {
   if (row["isSuccess"]) return "Delivered";
-  if (row["deadLetteredAt"]) return `Given up ${String(row["deadLetteredAt"]).slice(0, 16).replace("T", " ")}`;
+  if (row["deadLetteredAt"]) return `Given up ${formatDate(String(row["deadLetteredAt"]))}`;
   if (row["nextRetryAt"]) return "Retry due";
   return row["sentAt"] ? "Failed" : "Pending";
 }
@@ -1016,6 +1077,7 @@ export function Webhook({ id }: { id: number }) {
 
 export function ApiKeys() {
   const users = useLoad(() => all("/v1/users"), []);
+  const revoke = useAction();
   const [creating, setCreating] = useState(false);
   const [created, setCreated] = useState<Row>();
   const [reload, setReload] = useState(0);
@@ -1043,8 +1105,10 @@ export function ApiKeys() {
             },
             {
               name: "permissions",
-              label: "Permissions (bits: Read 1, Write 2, Delete 4, Create 8; All 15)",
-              kind: "number",
+              label: "Permissions",
+              kind: "checks",
+              options: PERMISSIONS.map((p) => p.name),
+              hint: PERMISSIONS.map((p) => `${p.name}: ${p.allows}`).join("; "),
             },
             { name: "expireDate", label: "Expires", kind: "date" },
             { name: "description", label: "Description" },
@@ -1052,8 +1116,13 @@ export function ApiKeys() {
           submitLabel="Create key"
           onSubmit={async (values) => {
             const owner = users.data?.find((u) => u["userName"] === values["ownerId"]);
+            const permissions = permissionMask(values["permissions"] as string[]);
+            if (permissions === 0)
+              throw new Error("Choose at least one permission: a key without any is refused everywhere.");
             return must(
-              await api.POST("/v1/api-keys", { body: { apiKey: { ...values, ownerId: owner?.["id"] } } as never }),
+              await api.POST("/v1/api-keys", {
+                body: { apiKey: { ...values, permissions, ownerId: owner?.["id"] } } as never,
+              }),
             );
           }}
           onDone={(r) => {
@@ -1079,16 +1148,18 @@ export function ApiKeys() {
           </p>
         </section>
       ) : null}
+      <ErrorBox error={revoke.error} />
       <ListView
         title="API keys"
         path="/v1/api-keys"
         reload={reload}
+        filterHint="revoked == false"
         columns={[
           { key: "id", label: "Id" },
           { key: "name", label: "Name" },
           { key: "key", label: "Key" },
-          { key: "ownerId", label: "Owner" },
-          { key: "permissions", label: "Permissions" },
+          { key: "ownerId", label: "Owner", ref: "users" },
+          { key: "permissions", label: "Permissions", render: (k) => permissionNames(Number(k["permissions"])) },
           { key: "expireDate", label: "Expires" },
           { key: "revoked", label: "Revoked" },
         ]}
@@ -1097,9 +1168,14 @@ export function ApiKeys() {
             <button
               type="button"
               class="danger"
-              onClick={async () => (
-                await call("PUT", "/v1/api-keys", { body: { apiKey: { id: row["id"], revoked: true } } }), refresh()
-              )}
+              onClick={() =>
+                confirm(`Revoke the API key ${String(row["name"])}? Whoever uses it is refused from then on.`) &&
+                revoke.run(
+                  async () => (
+                    await call("PUT", "/v1/api-keys", { body: { apiKey: { id: row["id"], revoked: true } } }), refresh()
+                  ),
+                )
+              }
             >
               Revoke
             </button>
@@ -1196,6 +1272,7 @@ export function Audit() {
         path="/v1/log"
         defaultSort="-timestamp"
         query={{ filter: 'category == "Audit"' }}
+        filterHint='message.Contains("key")'
         columns={logColumns}
       />
     </>
@@ -1234,7 +1311,10 @@ export function OrderLines({ orderId }: { orderId: number }) {
       {mode?.kind === "new" ? (
         <EntityForm
           title="Add a product to the order"
-          fields={[{ name: "productId", label: "Product id", kind: "number", required: true }, ...lineFields]}
+          fields={[
+            { name: "productId", label: "Product id", kind: "number", required: true, ref: "products" },
+            ...lineFields,
+          ]}
           submitLabel="Add line"
           onSubmit={({ productId, ...orderProduct }) => call("POST", path(productId), { body: { orderProduct } })}
           onDone={done}
@@ -1257,8 +1337,9 @@ export function OrderLines({ orderId }: { orderId: number }) {
         title="Order lines"
         path={`/v1/orders/${orderId}/products`}
         reload={reload}
+        filterHint="quantity >= 1"
         columns={[
-          { key: "productId", label: "Product" },
+          { key: "productId", label: "Product", ref: "products" },
           { key: "quantity", label: "Quantity" },
           { key: "unitPrice", label: "Unit price" },
           { key: "discount", label: "Discount" },

@@ -5,6 +5,7 @@
 import { useState } from "preact/hooks";
 import { call } from "./api/client";
 import { type Column, EntityForm, ErrorBox, type FieldSpec, ListView, useAction } from "./ui";
+import { LICENSE_TYPES, LICENSING_MODES, ORDER_STATUSES, PAYMENT_STATUSES } from "./words";
 
 export interface ResourceDef {
   title: string;
@@ -12,13 +13,11 @@ export interface ResourceDef {
   singular: string;
   columns: Column<Record<string, unknown>>[];
   fields: FieldSpec[];
-  filterHint?: string;
+  /** The filter box's placeholder: a filter that works on this list. */
+  filterHint: string;
   /** Roles that may create, change and delete (the list is open to whoever the API lets read it). */
   writers: string[];
 }
-
-const LICENSE_TYPES = ["Standard", "Demo", "Trial"] as const;
-const MODES = ["File", "Activation", "Floating"] as const;
 
 export const resources: Record<string, ResourceDef> = {
   customers: {
@@ -50,16 +49,17 @@ export const resources: Record<string, ResourceDef> = {
     path: "/v1/contacts",
     singular: "contact",
     writers: ["Administrator", "LicenseManager", "Sales"],
+    filterHint: 'lastName.StartsWith("S")',
     columns: [
       { key: "id", label: "Id" },
-      { key: "customerId", label: "Customer" },
+      { key: "customerId", label: "Customer", ref: "customers" },
       { key: "firstName", label: "First name" },
       { key: "lastName", label: "Last name" },
       { key: "email", label: "Email" },
       { key: "notify", label: "Notify" },
     ],
     fields: [
-      { name: "customerId", label: "Customer id", kind: "number", required: true },
+      { name: "customerId", label: "Customer id", kind: "number", required: true, ref: "customers" },
       { name: "firstName", label: "First name" },
       { name: "lastName", label: "Last name" },
       { name: "email", label: "Email" },
@@ -72,19 +72,20 @@ export const resources: Record<string, ResourceDef> = {
     path: "/v1/orders",
     singular: "order",
     writers: ["Administrator", "LicenseManager", "Sales"],
+    filterHint: 'status == "Completed"',
     columns: [
       { key: "id", label: "Id" },
       { key: "orderNumber", label: "Number" },
-      { key: "customerId", label: "Customer" },
+      { key: "customerId", label: "Customer", ref: "customers" },
       { key: "status", label: "Status" },
       { key: "paymentStatus", label: "Payment" },
       { key: "total", label: "Total" },
       { key: "currency", label: "Currency" },
     ],
     fields: [
-      { name: "customerId", label: "Customer id", kind: "number", required: true },
-      { name: "status", label: "Status", kind: "select", options: ["Pending", "Processing", "Completed", "Cancelled"] },
-      { name: "paymentStatus", label: "Payment status", kind: "select", options: ["Unpaid", "Paid", "Refunded"] },
+      { name: "customerId", label: "Customer id", kind: "number", required: true, ref: "customers" },
+      { name: "status", label: "Status", kind: "select", options: ORDER_STATUSES },
+      { name: "paymentStatus", label: "Payment status", kind: "select", options: PAYMENT_STATUSES },
       { name: "total", label: "Total", kind: "number" },
       { name: "currency", label: "Currency" },
       { name: "purchaseOrder", label: "Purchase order" },
@@ -95,10 +96,11 @@ export const resources: Record<string, ResourceDef> = {
     path: "/v1/license-templates",
     singular: "licenseTemplate",
     writers: ["Administrator", "LicenseManager"],
+    filterHint: 'name.Contains("Studio")',
     columns: [
       { key: "id", label: "Id" },
       { key: "name", label: "Name" },
-      { key: "productId", label: "Product" },
+      { key: "productId", label: "Product", ref: "products" },
       { key: "edition", label: "Edition" },
       { key: "licensingMode", label: "Mode" },
       { key: "maxClients", label: "Max clients" },
@@ -107,9 +109,9 @@ export const resources: Record<string, ResourceDef> = {
     ],
     fields: [
       { name: "name", label: "Name", required: true },
-      { name: "productId", label: "Product id", kind: "number", required: true },
+      { name: "productId", label: "Product id", kind: "number", required: true, ref: "products" },
       { name: "licenseType", label: "License type", kind: "select", options: LICENSE_TYPES },
-      { name: "licensingMode", label: "Licensing mode", kind: "select", options: MODES },
+      { name: "licensingMode", label: "Licensing mode", kind: "select", options: LICENSING_MODES },
       { name: "edition", label: "Edition" },
       { name: "maxClients", label: "Max clients", kind: "number" },
       { name: "expireDays", label: "Expire days", kind: "number" },
@@ -122,6 +124,7 @@ export const resources: Record<string, ResourceDef> = {
     path: "/v1/users",
     singular: "user",
     writers: ["Administrator"],
+    filterHint: 'userName.StartsWith("a")',
     columns: [
       { key: "userName", label: "User name" },
       { key: "email", label: "Email" },

@@ -2,6 +2,8 @@
 import type { ComponentChildren, JSX } from "preact";
 import { useCallback, useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import { call, errorText } from "./api/client";
+import { type Table as RefTable, useChoices, useName } from "./lookup";
+import { formatDate, formatSize, labelOf, named } from "./words";
 
 export function ErrorBox({ error }: { error: string | undefined }) {
   return error ? (
@@ -47,6 +49,8 @@ export interface FieldSpec {
   options?: readonly string[];
   required?: boolean;
   hint?: string;
+  /** An id field referencing this table: suggests the records by name and names the record typed. */
+  ref?: RefTable;
 }
 
 /** Turns form strings into the API's JSON values; empty fields are left out (partial updates keep them). */
@@ -96,12 +100,15 @@ export function Field({ spec, value }: { spec: FieldSpec; value?: unknown }) {
             <input type="checkbox" id={`${id}-${i}`} name={spec.name} value={o} /> {o}
           </label>
         ))}
+        {spec.hint ? <small class="hint">{spec.hint}</small> : null}
       </fieldset>
     );
   }
   // Uncontrolled inputs: the initial value is written once, so a re-render never overwrites what the user typed.
   // A layout effect runs before the browser paints, so nobody can type into the field before it is written.
   const ref = useRef<HTMLInputElement & HTMLSelectElement & HTMLTextAreaElement>(null);
+  const choices = useChoices(spec.ref);
+  const [typed, setTyped] = useState(() => initialText(spec, value));
   useLayoutEffect(() => {
     const el = ref.current;
     if (!el) return;
@@ -113,7 +120,7 @@ export function Field({ spec, value }: { spec: FieldSpec; value?: unknown }) {
     name: spec.name,
     ref,
     required: spec.required,
-    "aria-describedby": spec.hint ? `${id}-hint` : undefined,
+    "aria-describedby": spec.hint || spec.ref ? `${id}-hint` : undefined,
   };
   let input: JSX.Element;
   switch (spec.kind) {
@@ -137,6 +144,8 @@ export function Field({ spec, value }: { spec: FieldSpec; value?: unknown }) {
       input = (
         <input
           {...common}
+          list={spec.ref ? `${id}-choices` : undefined}
+          onInput={spec.ref ? (e) => setTyped(e.currentTarget.value) : undefined}
           type={
             (spec.kind === "number"
               ? "number"
@@ -153,7 +162,18 @@ export function Field({ spec, value }: { spec: FieldSpec; value?: unknown }) {
     <div class={spec.kind === "bool" ? "field check" : "field"}>
       <label for={id}>{spec.label}</label>
       {input}
-      {spec.hint ? (
+      {spec.ref ? (
+        <>
+          <datalist id={`${id}-choices`}>
+            {choices.map((c) => (
+              <option value={c.id}>{c.name}</option>
+            ))}
+          </datalist>
+          <small id={`${id}-hint`} class="hint" aria-live="polite">
+            {typed.trim() ? <Ref table={spec.ref} id={typed.trim()} /> : spec.hint}
+          </small>
+        </>
+      ) : spec.hint ? (
         <small id={`${id}-hint`} class="hint">
           {spec.hint}
         </small>
@@ -208,46 +228,39 @@ export function EntityForm(props: {
 
 export interface Column<T> {
   key: string;
-  label: string;
+  /** Default: the property's label in words (words.ts). */
+  label?: string;
+  /** The property references a record of this table: shown by name beside the id. */
+  ref?: RefTable;
   render?: (row: T) => ComponentChildren;
 }
 
-/**
- * Enumerations the API writes as numbers (Application:SerializeJSonEnumAsString false, the default), by property
- * name, so that the console shows names either way.
- */
-const ENUMS: Record<string, readonly string[]> = {
-  licenseType: ["Standard", "Demo", "Trial"],
-  licensingMode: ["File", "Activation", "Floating"],
-  kind: ["Activation", "Floating"],
-  level: ["Verbose", "Debug", "Information", "Warning", "Error", "Fatal"],
-  status: ["Pending", "Processing", "Completed", "Cancelled"],
-  paymentStatus: ["Unpaid", "Paid", "Refunded"],
-  action: [
-    "Activate",
-    "Deactivate",
-    "Validate",
-    "Request",
-    "Release",
-    "Heartbeat",
-    "Report",
-    "UpdateCheck",
-    "Download",
-    "TokenExpired",
-  ],
-};
-
-/** A property's value for display: enumeration numbers as names. */
-export function named(key: string, value: unknown): unknown {
-  return typeof value === "number" && ENUMS[key]?.[value] !== undefined ? ENUMS[key][value] : value;
-}
-
+/** A value for display: lists joined, booleans in words, ISO dates in the viewer's locale. */
 export function cell(value: unknown): string {
   if (value === undefined || value === null) return "";
   if (Array.isArray(value)) return value.join(", ");
   if (typeof value === "boolean") return value ? "yes" : "no";
-  if (typeof value === "string" && /^\d{4}-\d\d-\d\dT/.test(value)) return value.slice(0, 16).replace("T", " ");
+  if (typeof value === "string" && /^\d{4}-\d\d-\d\dT/.test(value)) return formatDate(value);
   return String(value);
+}
+
+/** A property's value for display: enumerations by name, byte counts (`size`) in KiB/MiB, the rest as cell(). */
+export function shown(key: string, value: unknown): string {
+  if (key === "size" && typeof value === "number") return formatSize(value);
+  return cell(named(key, value));
+}
+
+/** A referenced record by name beside its id ("Studio #3"); the id alone while the name is read or unknown. */
+export function Ref({ table, id }: { table: RefTable; id: unknown }) {
+  const name = useName(table, id);
+  if (id === undefined || id === null || id === "") return null;
+  return name ? (
+    <span class="ref">
+      {name} <small class="id">#{String(id)}</small>
+    </span>
+  ) : (
+    <span class="ref">#{String(id)}</span>
+  );
 }
 
 export function Table<T extends Record<string, unknown>>({
@@ -268,7 +281,7 @@ export function Table<T extends Record<string, unknown>>({
         <thead>
           <tr>
             {columns.map((c) => (
-              <th scope="col">{c.label}</th>
+              <th scope="col">{c.label ?? labelOf(c.key)}</th>
             ))}
             {actions ? <th scope="col">Actions</th> : null}
           </tr>
@@ -284,7 +297,15 @@ export function Table<T extends Record<string, unknown>>({
             rows.map((row) => (
               <tr>
                 {columns.map((c) => (
-                  <td>{c.render ? c.render(row) : cell(named(c.key, row[c.key]))}</td>
+                  <td>
+                    {c.render ? (
+                      c.render(row)
+                    ) : c.ref ? (
+                      <Ref table={c.ref} id={row[c.key]} />
+                    ) : (
+                      shown(c.key, row[c.key])
+                    )}
+                  </td>
                 ))}
                 {actions ? <td class="row-actions">{actions(row)}</td> : null}
               </tr>
@@ -315,7 +336,8 @@ export function ListView(props: {
   columns: Column<Record<string, unknown>>[];
   query?: Record<string, string>;
   defaultSort?: string;
-  filterHint?: string;
+  /** The filter box's placeholder: a filter that works on this list (the browser test applies every one). */
+  filterHint: string;
   reload?: number;
   actions?: (row: Record<string, unknown>, refresh: () => void) => ComponentChildren;
 }) {
@@ -325,15 +347,20 @@ export function ListView(props: {
   const [tick, setTick] = useState(0);
   const [state, setState] = useState<{ rows: Record<string, unknown>[]; total: number }>();
   const [error, setError] = useState<string>();
+  const [busy, setBusy] = useState(true);
+  /** The user's filter of the last answer (or error), for whoever waits for it (the browser test). */
+  const [answered, setAnswered] = useState<string>();
   const refresh = useCallback(() => setTick((t) => t + 1), []);
   useEffect(() => {
     let live = true;
+    setBusy(true);
     // A page's own filter (the audit trail's category) always applies; the user's narrows it.
     const base = props.query?.["filter"];
     const filter = base && applied ? `(${base}) && (${applied})` : base || applied || undefined;
     call("GET", props.path, { query: { ...props.query, filter, sort: props.defaultSort ?? "-id", skip, take: PAGE } })
       .then((data) => live && (setState(listOf(data)), setError(undefined)))
-      .catch((e: Error) => live && setError(e.message));
+      .catch((e: Error) => live && setError(e.message))
+      .finally(() => live && (setBusy(false), setAnswered(applied)));
     return () => {
       live = false;
     };
@@ -341,7 +368,7 @@ export function ListView(props: {
   const total = state?.total ?? 0;
   const id = `filter-${props.title.replace(/\W+/g, "-").toLowerCase()}`;
   return (
-    <section class="card" aria-label={props.title}>
+    <section class="card" aria-label={props.title} aria-busy={busy} data-filter={answered}>
       <h3>{props.title}</h3>
       <search>
         <form
@@ -358,7 +385,7 @@ export function ListView(props: {
             id={id}
             value={filter}
             onInput={(e) => setFilter(e.currentTarget.value)}
-            placeholder={props.filterHint ?? 'e.g. name.Contains("Studio")'}
+            placeholder={props.filterHint}
           />
           <button type="submit">Apply</button>
           <button type="button" onClick={refresh}>

@@ -19,7 +19,9 @@
  */
 import { type SQL, sql } from "drizzle-orm";
 import { type SQLiteColumn, SQLiteSyncDialect } from "drizzle-orm/sqlite-core";
-import { ApiError } from "../errors";
+// A filter the parser refuses answers 500 (SPEC list rule 4) but is the client's mistake, not a failure of the
+// service: RefusalError keeps it out of the service log.
+import { ApiError, RefusalError } from "../errors";
 
 /** How a property is stored and compared. Dates are ISO-8601 UTC text "yyyy-MM-ddTHH:mm:ss.fffZ"; booleans 0/1
  * integers; enums integers (compare with a number or with a member name string, case-insensitive); "json" columns
@@ -46,7 +48,7 @@ export const MAX_FILTER_PARAMETERS = 90;
 export const MAX_FILTER_DEPTH = 100;
 
 /** Resolves a property name case-insensitively (camelCase or PascalCase) to its key in schema.fields; throws
- * ApiError(500, `No property or field '<name>' exists in type '<Entity>'`) when unknown.
+ * RefusalError(500, `No property or field '<name>' exists in type '<Entity>'`) when unknown.
  * Used by sort and select too. */
 export function resolveProperty(schema: QuerySchema, name: string): string {
   return findField(schema, name)[0];
@@ -71,7 +73,7 @@ const dialect = new SQLiteSyncDialect();
 function findField(schema: QuerySchema, name: string): [string, QueryField] {
   const wanted = name.toLowerCase();
   const entry = Object.entries(schema.fields).find(([key]) => key.toLowerCase() === wanted);
-  if (!entry) throw new ApiError(500, `No property or field '${name}' exists in type '${schema.entity}'`);
+  if (!entry) throw new RefusalError(500, `No property or field '${name}' exists in type '${schema.entity}'`);
   return entry;
 }
 
@@ -98,7 +100,7 @@ const IDENTIFIER = /[A-Za-z_][A-Za-z0-9_]*/y;
 const NUMBER = /\d+(\.\d+)?([eE][+-]?\d+)?/y;
 
 function syntaxError(pos: number, message: string): ApiError {
-  return new ApiError(500, `Syntax error at position ${pos}: ${message}`);
+  return new RefusalError(500, `Syntax error at position ${pos}: ${message}`);
 }
 
 function tokenize(input: string): Token[] {
@@ -298,7 +300,7 @@ const COMPARISONS: Readonly<Record<string, Comparison>> = {
 };
 
 function incompatible(op: string, left: Node, right: Node): ApiError {
-  return new ApiError(
+  return new RefusalError(
     500,
     `Operator '${op}' incompatible with operand types '${typeName(left)}' and '${typeName(right)}'`,
   );
@@ -366,13 +368,13 @@ function isCalendarDay(year: number, month: number, day: number): boolean {
 }
 
 function invalidDate(text: string): ApiError {
-  return new ApiError(500, `String '${text}' was not recognized as a valid DateTime.`);
+  return new RefusalError(500, `String '${text}' was not recognized as a valid DateTime.`);
 }
 
 function enumMember(members: readonly string[], enumName: string, name: string): number {
   const index = members.findIndex((member) => member.toLowerCase() === name.toLowerCase());
   if (index < 0) {
-    throw new ApiError(500, `Requested value '${name}' was not found in '${enumName}' (${members.join(", ")}).`);
+    throw new RefusalError(500, `Requested value '${name}' was not found in '${enumName}' (${members.join(", ")}).`);
   }
   return index;
 }
@@ -381,7 +383,7 @@ function enumMember(members: readonly string[], enumName: string, name: string):
 // String members
 
 function noMethod(name: string, type: string): ApiError {
-  return new ApiError(500, `No applicable method '${name}' exists in type '${type}'`);
+  return new RefusalError(500, `No applicable method '${name}' exists in type '${type}'`);
 }
 
 /** `target.name` (args undefined) or `target.name(args)`; only strings have members. */
@@ -453,7 +455,7 @@ class Parser {
     const node = this.or();
     if (this.token.kind !== "end") throw syntaxError(this.token.pos, "Operator or end of expression expected");
     if (node.kind !== "flag" && node.kind !== "predicate") {
-      throw new ApiError(500, "Expression of type 'Boolean' expected");
+      throw new RefusalError(500, "Expression of type 'Boolean' expected");
     }
     return this.condition(node).sql;
   }
@@ -545,7 +547,7 @@ class Parser {
     let node = this.postfix();
     for (const op of ops.reverse()) {
       if (node.kind !== "flag" && node.kind !== "predicate") {
-        throw new ApiError(500, `Operator '${op}' incompatible with operand type '${typeName(node)}'`);
+        throw new RefusalError(500, `Operator '${op}' incompatible with operand type '${typeName(node)}'`);
       }
       node = negate(node);
     }

@@ -9,7 +9,7 @@ import { type SQL, and, asc, count, desc } from "drizzle-orm";
 import type { Config } from "../config";
 import type { Db } from "../db/client";
 import type { Entity } from "./entity";
-import { ApiError } from "../errors";
+import { ApiError, RefusalError } from "../errors";
 import { MAX_FILTER_LENGTH, compileFilter, resolveProperty } from "./filter";
 import { INT32_MAX } from "./openapi";
 
@@ -103,7 +103,8 @@ function splitNames(raw: string | undefined): string[] {
 }
 
 function unknownProperty(name: string, entity: string): ApiError {
-  return new ApiError(500, `No property or field '${name}' exists in type '${entity}'`);
+  // The client's mistake, answered 500 as SPEC asks: not written to the service log (RefusalError).
+  return new RefusalError(500, `No property or field '${name}' exists in type '${entity}'`);
 }
 
 /** Parses `sort` into ORDER BY terms; unknown names answer 500 like the filter. */

@@ -45,6 +45,13 @@ export function csrfHeaders(): Record<string, string> {
   return current ? { "X-CSRF-Token": current.csrfToken } : {};
 }
 
+const writeListeners = new Set<() => void>();
+
+/** Calls `listener` after every request that may have changed records (any method but GET) and succeeded. */
+export function onWrite(listener: () => void): void {
+  writeListeners.add(listener);
+}
+
 const csrf: Middleware = {
   onRequest({ request }) {
     if (current) request.headers.set("X-CSRF-Token", current.csrfToken);
@@ -52,6 +59,7 @@ const csrf: Middleware = {
   },
   onResponse({ response, request }) {
     if (response.status === 401 && current && !request.url.includes("/v1/auth/console/")) onExpired();
+    if (response.ok && request.method !== "GET") for (const listener of writeListeners) listener();
     return response;
   },
 };

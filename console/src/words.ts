@@ -1,0 +1,152 @@
+/**
+ * What the console shows instead of the API's raw values: field labels in words, enumeration numbers by name,
+ * sizes in KiB/MiB, dates in the viewer's locale, and API-key permission bits by name. One dictionary each.
+ */
+import {
+  LICENSE_STATUSES,
+  LICENSE_TYPES,
+  LICENSING_MODES,
+  TOKEN_KINDS,
+  TRACE_ACTIONS,
+} from "../../src/licensing/vocabulary";
+import type { components } from "./api/client";
+
+type Schemas = components["schemas"];
+/** The names an enumeration property of the OpenAPI document allows (numbers left aside). */
+type Names<T> = Extract<NonNullable<T>, string>;
+
+/**
+ * A list of an enumeration's names, index = the stored number. Checked against the service's OpenAPI document (the
+ * generated types): a name the document lacks, or a name of the document missing here, fails `tsc -p console`.
+ */
+function namesOf<T extends string>() {
+  return <const L extends readonly T[]>(list: L & ([T] extends [L[number]] ? unknown : never)): L => list;
+}
+
+/**
+ * Enumerations by property name: the licensing ones are the service's own vocabulary (src/licensing/vocabulary.ts,
+ * the one place their numbers are kept); the others follow the document's "0 = …, 1 = …" order. Each list is
+ * checked against the document's names.
+ */
+export const ENUMS: Readonly<Record<string, readonly string[]>> = {
+  licenseType: namesOf<Names<Schemas["License"]["licenseType"]>>()(LICENSE_TYPES),
+  licensingMode: namesOf<Names<Schemas["License"]["licensingMode"]>>()(LICENSING_MODES),
+  kind: namesOf<Names<Schemas["LicenseToken"]["kind"]>>()(TOKEN_KINDS),
+  action: namesOf<Names<Schemas["LicenseTrace"]["action"]>>()(TRACE_ACTIONS),
+  level: namesOf<Names<Schemas["LogEntry"]["level"]>>()([
+    "Verbose",
+    "Debug",
+    "Information",
+    "Warning",
+    "Error",
+    "Fatal",
+  ]),
+  status: namesOf<Names<Schemas["Order"]["status"]>>()(["Pending", "Processing", "Completed", "Cancelled"]),
+  paymentStatus: namesOf<Names<Schemas["Order"]["paymentStatus"]>>()(["Unpaid", "Paid", "Refunded"]),
+};
+
+export const ORDER_STATUSES = ENUMS["status"]!;
+export const PAYMENT_STATUSES = ENUMS["paymentStatus"]!;
+export { LICENSE_STATUSES, LICENSE_TYPES, LICENSING_MODES };
+
+/** A property's value for display: an enumeration's number as its name. */
+export function named(key: string, value: unknown): unknown {
+  return typeof value === "number" && ENUMS[key]?.[value] !== undefined ? ENUMS[key][value] : value;
+}
+
+/** Field labels in words, by property name. Properties not listed get their name split into words. */
+export const LABELS: Readonly<Record<string, string>> = {
+  id: "Id",
+  licenseId: "License",
+  licenseeName: "Licensee",
+  licenseeEmail: "Licensee email",
+  licenseType: "License type",
+  licensingMode: "Licensing mode",
+  productId: "Product",
+  customerId: "Customer",
+  resellerId: "Reseller",
+  orderId: "Order",
+  templateId: "Template",
+  ownerId: "Owner",
+  userKey: "User key",
+  maxClients: "Max clients",
+  activeClientCount: "Clients in use",
+  issueDate: "Issued",
+  expireDate: "Expires",
+  supportExpireDate: "Support until",
+  revoked: "Revoked",
+  edition: "Edition",
+  status: "Status",
+  features: "Features",
+  isReseller: "Reseller",
+  orderNumber: "Number",
+  paymentStatus: "Payment",
+  createdAt: "Created",
+  updatedAt: "Changed",
+  createdDate: "Created",
+  machineId: "Machine",
+  clientId: "Client",
+  clientName: "Client name",
+  lastHeartbeat: "Last heartbeat",
+  releaseNotes: "Release notes",
+  stagingPercentage: "Rollout %",
+  fileName: "File",
+  sourceKind: "Stored",
+  size: "Size",
+  userName: "User name",
+  lastLogIn: "Last sign-in",
+  permissions: "Permissions",
+};
+
+/** A property's label in words. */
+export function labelOf(key: string): string {
+  const known = LABELS[key];
+  if (known) return known;
+  const words = key.replace(/([a-z0-9])([A-Z])/g, "$1 $2").toLowerCase();
+  return words.charAt(0).toUpperCase() + words.slice(1);
+}
+
+const UNITS = ["KiB", "MiB", "GiB", "TiB"];
+
+/** A byte count in words: "512 B", "1.5 KiB", "12.0 MiB" (binary units). */
+export function formatSize(bytes: number): string {
+  if (!Number.isFinite(bytes) || bytes < 1024) return `${bytes} B`;
+  let value = bytes / 1024;
+  let unit = 0;
+  while (value >= 1024 && unit < UNITS.length - 1) {
+    value /= 1024;
+    unit++;
+  }
+  return `${value.toLocaleString(undefined, { minimumFractionDigits: 1, maximumFractionDigits: 1 })} ${UNITS[unit]}`;
+}
+
+const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
+const dateOnly = new Intl.DateTimeFormat(undefined, { dateStyle: "medium" });
+
+/** An ISO date (and time) in the viewer's locale and time zone; anything else as it is. */
+export function formatDate(iso: string): string {
+  const date = new Date(iso);
+  if (Number.isNaN(date.getTime())) return iso;
+  return /^\d{4}-\d\d-\d\d$/.test(iso) ? dateOnly.format(date) : dateTime.format(date);
+}
+
+/** API-key permission bits (SPEC "Authentication" rule 5). */
+export const PERMISSIONS = [
+  { name: "Read", bit: 1, allows: "GET" },
+  { name: "Write", bit: 2, allows: "PUT, PATCH" },
+  { name: "Delete", bit: 4, allows: "DELETE" },
+  { name: "Create", bit: 8, allows: "POST" },
+] as const;
+
+/** The mask of the checked permission names. */
+export function permissionMask(names: readonly string[]): number {
+  return PERMISSIONS.reduce((mask, p) => (names.includes(p.name) ? mask | p.bit : mask), 0);
+}
+
+/** A mask in words: "All", "Read, Create", or "None". */
+export function permissionNames(mask: number): string {
+  const all = PERMISSIONS.reduce((m, p) => m | p.bit, 0);
+  if ((mask & all) === all) return "All";
+  const names = PERMISSIONS.filter((p) => (mask & p.bit) !== 0).map((p) => p.name);
+  return names.length ? names.join(", ") : "None";
+}
