@@ -7,7 +7,7 @@
 // gateway secret alone turns every production-mode test into a 500). The copy's directory holds nothing but the copy,
 // so the workerd pool (vitest.config.ts) and the Node-side Worker (scripts/local-worker.mjs) run with wrangler.toml's
 // variables and the tests' own, whatever else the clone holds.
-import { mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { experimental_readRawConfig } from "wrangler";
@@ -33,8 +33,11 @@ export function testWranglerConfig() {
       rmSync(join(testConfigDir, name), { recursive: true, force: true });
   }
   const file = join(testConfigDir, "wrangler.json");
+  const text = `${JSON.stringify(config, null, 2)}\n`;
+  // Unchanged: left alone, so a watching test run sees no change of its configuration.
+  if (existsSync(file) && readFileSync(file, "utf8") === text) return file;
   const temporary = `${file}.${process.pid}.${Math.random().toString(36).slice(2)}`;
-  writeFileSync(temporary, `${JSON.stringify(config, null, 2)}\n`);
+  writeFileSync(temporary, text);
   renameSync(temporary, file);
   return file;
 }
