@@ -3,6 +3,7 @@ import { createApp, frontDoor } from "./app";
 import { type JobHandlerEntry, type JobHandlers, consumeBatch } from "./jobs";
 import { consumeExpiredSeats } from "./licensing/license-events";
 import { writeTraces } from "./licensing/traces";
+import { writeDownloadCounts } from "./updates/download-counts";
 import { DEAD_LETTER_QUEUE, consumeDeadLetter } from "./webhooks/dead-letter";
 import { consumeDelivery } from "./webhooks/deliver";
 import { housekeeping } from "./housekeeping";
@@ -14,6 +15,7 @@ const jobs: JobHandlers = {
   "webhook.delivery": consumeDelivery,
   "license.seats.expired": consumeExpiredSeats,
   "license.traces": { batch: writeTraces },
+  "release.downloads.counted": { batch: writeDownloadCounts },
 };
 
 /**

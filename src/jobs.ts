@@ -13,6 +13,8 @@ export interface Jobs {
   "license.seats.expired": { licenseRowId: number; seats: { machineId: string; clientId: string }[] };
   /** License traces to write, many messages in one D1 batch (licensing/traces.ts). */
   "license.traces": { traces: unknown[] };
+  /** Completed downloads per artifact, `[artifact id, count]`, added up in one D1 batch (updates/download-counts.ts). */
+  "release.downloads.counted": { counts: [number, number][] };
 }
 
 export type JobKind = keyof Jobs;

@@ -26,6 +26,7 @@ import { productByCodeMemo } from "./product-memo";
 import { updateRefusal } from "./reasons";
 import { servedAsBlockmap } from "./blockmap";
 import { isReleaseVersion } from "./versions";
+import { countDownload } from "./download-counts";
 import { nowIso } from "../clock";
 
 /** An artifact's entity tag: its SHA-256, strong (the bytes of an artifact id never change). */
@@ -158,6 +159,22 @@ export async function multipartBody(
     await writer.close();
   })().catch((e: unknown) => writer.abort(e));
   return { body: readable, boundary, length };
+}
+
+/**
+ * Counts a download of the artifact once the client has taken the body's last byte (download-counts.ts): the body
+ * is passed through a FixedLengthStream of its exact length, and the pipe ends when the client read everything; a
+ * client that goes away first ends it with an error, which counts nothing.
+ */
+function countedWhenSent(ctx: ServiceContext, file: DownloadRow, body: ReadableStream<Uint8Array>, length: number) {
+  const { readable, writable } = new FixedLengthStream(length);
+  ctx.waitUntil(
+    body.pipeTo(writable).then(
+      () => countDownload(ctx.env, file.id),
+      () => undefined,
+    ),
+  );
+  return readable;
 }
 
 export const USER_KEY_HEADER = "X-Service-User-Key";
@@ -319,8 +336,21 @@ export async function downloadResponse(c: Context<AppEnv>): Promise<Response> {
   }
   if (complete && !head) traceFor(c, license ? { kind: "licensed", license } : caller, TRACE_DOWNLOAD, release.version);
 
-  if (hosted)
+  if (hosted) {
+    // A hosted artifact's bytes are served elsewhere: handing out its address is the download the service sees.
+    if (!head) {
+      const queued = countDownload(ctx.env, file.id);
+      if (queued) ctx.waitUntil(queued);
+    }
     return new Response(null, { status: 302, headers: { Location: file.url!, "Cache-Control": "private, no-store" } });
+  }
+  // A download counts once the client has the file's last byte: a whole GET, or the range that finishes a resumed
+  // (or segmented) one. Ranges short of the end continue a download that is counted when it ends, so one download
+  // resumed any number of times counts once; HEAD, 304 and 416 count nothing.
+  const counts =
+    !head && (range.kind === "all" || (range.kind === "ranges" && range.ranges.some((r) => r.end === file.size - 1)));
+  const sent = (body: ReadableStream<Uint8Array>, length: number) =>
+    counts ? countedWhenSent(ctx, file, body, length) : body;
 
   const headers = { ...artifactHeaders(file, cacheControl), "Content-Disposition": contentDisposition(file.fileName) };
   // HEAD reads no bytes, so it asks storage whether they are there: it must not promise what GET would answer 404.
@@ -331,7 +361,7 @@ export async function downloadResponse(c: Context<AppEnv>): Promise<Response> {
   if (range.kind === "all") {
     const body = head ? null : await readArtifact(ctx.env, ctx.db, file);
     if (!head && !body) throw new ApiError(404, "The artifact's bytes are missing");
-    return new Response(body, {
+    return new Response(body && sent(body, file.size), {
       status: 200,
       headers: { ...headers, "Content-Type": "application/octet-stream", "Content-Length": String(file.size) },
     });
@@ -340,7 +370,7 @@ export async function downloadResponse(c: Context<AppEnv>): Promise<Response> {
     const r = range.ranges[0]!;
     const body = head ? null : await readArtifact(ctx.env, ctx.db, file, r);
     if (!head && !body) throw new ApiError(404, "The artifact's bytes are missing");
-    return new Response(body, {
+    return new Response(body && sent(body, r.end - r.start + 1), {
       status: 206,
       headers: {
         ...headers,
@@ -352,7 +382,7 @@ export async function downloadResponse(c: Context<AppEnv>): Promise<Response> {
   }
   const multipart = await multipartBody(ctx.env, ctx.db, file, range.ranges, undefined, !head);
   if (!multipart) throw new ApiError(404, "The artifact's bytes are missing");
-  return new Response(multipart.body, {
+  return new Response(multipart.body && sent(multipart.body, multipart.length), {
     status: 206,
     headers: {
       ...headers,

@@ -81,6 +81,15 @@ export const ReleaseDownload = defineEntity({
     sha256: f.string({ readOnly: true, description: "Lowercase hex." }),
     sha512: f.string({ readOnly: true, description: "Base64." }),
     signature: f.string({ max: 16_384, description: "The file's signature, as the publisher made it." }),
+    downloadCount: {
+      filter: "integer" as const,
+      output: int64(0).openapi({
+        description:
+          "Completed downloads the service served: answers that delivered the file through its last byte (a whole GET, or the range that finishes a resumed one) or redirected to a hosted artifact. HEAD, 304 and ranges short of the end do not count; copies served by browser or proxy caches are not seen. Added by a queue, so a download shows up a few seconds after it completed.",
+      }),
+      input: int64(0),
+      readOnly: true,
+    },
     createdAt: f.date({ readOnly: true }),
     updatedAt: f.date({ readOnly: true }),
   },
