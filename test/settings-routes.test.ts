@@ -22,9 +22,15 @@ type Setting = {
 };
 
 async function settingsByName(): Promise<Record<string, Setting>> {
-  const res = await admin("GET", "/v1/settings");
-  expect(res.status, res.text).toBe(200);
-  return Object.fromEntries((res.body["settings"] as Setting[]).map((s) => [s.name, s]));
+  // The whole list page by page, whatever page sizes a test set (the list conventions apply to this list too).
+  const all: Setting[] = [];
+  for (;;) {
+    const res = await admin("GET", `/v1/settings?take=1000&skip=${all.length}`);
+    expect(res.status, res.text).toBe(200);
+    all.push(...(res.body["settings"] as Setting[]));
+    if (all.length >= res.body["totalSettingsCount"] || res.body["settings"].length === 0) break;
+  }
+  return Object.fromEntries(all.map((s) => [s.name, s]));
 }
 
 function put(settings: { name: string; value: string | null }[]) {

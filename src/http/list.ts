@@ -5,11 +5,12 @@
  * in one D1 round trip.
  */
 import { z } from "@hono/zod-openapi";
-import { type SQL, and, asc, count, desc } from "drizzle-orm";
+import { type SQL, and, asc, count, desc, getTableColumns, getTableName, sql } from "drizzle-orm";
+import type { SQLiteTable } from "drizzle-orm/sqlite-core";
 import type { Config } from "../config";
 import type { Db } from "../db/client";
 import type { Entity } from "./entity";
-import { ApiError, RefusalError } from "../errors";
+import { type ApiError, RefusalError } from "../errors";
 import { MAX_FILTER_LENGTH, compileFilter, resolveProperty } from "./filter";
 import { INT32_MAX } from "./openapi";
 
@@ -44,22 +45,6 @@ const paramSchemas = {
 
 type ParamSchemas = typeof paramSchemas;
 
-/** What the OpenAPI document says of a list that takes none of the list parameters. */
-export const NO_LIST_PARAMS =
-  "Takes none of the list parameters (select, filter, sort, take, skip, include, countOnly): it always answers the whole list.";
-
-/**
- * A list that takes no list parameters refuses them (400) rather than ignoring them, so no client mistakes the
- * whole list for a filtered or paged one.
- */
-export function refuseListParams(query: Record<string, string>): void {
-  const given = (Object.keys(paramSchemas) as ListParam[]).filter((p) => query[p] !== undefined);
-  if (given.length > 0)
-    throw new ApiError(
-      400,
-      `This list takes no list parameters (${given.join(", ")} given): it always answers the whole list`,
-    );
-}
 /** The zod object of a route's list parameters: exactly the subset SPEC gives that route. */
 export function listQuery<const P extends readonly ListParam[]>(
   params: P,
@@ -93,6 +78,32 @@ export interface ListOptions {
     rows: Record<string, unknown>[],
     context: { db: Db; config: Config },
   ) => Promise<void> | void;
+  /**
+   * The rows of a list the service computes rather than stores (the settings with their effective values, the
+   * roles), each keyed like the entity's table: the list reads them in place of the table (computedRows).
+   */
+  rows?: readonly Record<string, unknown>[];
+}
+
+/** A property name that can stand in a JSON path literal as it is. */
+const PLAIN_KEY = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/**
+ * A computed list's rows as the source its queries read: one JSON value, read by SQLite's `json_each` in a common
+ * table expression named like the entity's table, with one column per column of the table. So such a list takes
+ * filter, sort, skip, take and select with exactly the meaning they have on a stored list: the same compiler, the
+ * same SQL. The rows are one bound value; the paths are literals (the table's own keys), so the filter keeps its
+ * share of D1's 100.
+ */
+function computedRows(db: Db, table: SQLiteTable, rows: readonly Record<string, unknown>[]) {
+  const columns = getTableColumns(table);
+  const read = Object.entries(columns).map(([key, column]) => {
+    if (!PLAIN_KEY.test(key)) throw new Error(`${getTableName(table)}.${key}: not a plain property name`);
+    return sql`json_extract(value, ${sql.raw(`'$.${key}'`)}) AS ${sql.identifier(column.name)}`;
+  });
+  return db
+    .$with(getTableName(table), columns)
+    .as(sql`SELECT ${sql.join(read, sql`, `)} FROM json_each(${JSON.stringify(rows)})`);
 }
 
 function splitNames(raw: string | undefined): string[] {
@@ -172,14 +183,17 @@ export async function listBody(
     params.select,
     includes.map(([name]) => name),
   );
-  const countQuery = db.select({ n: count() }).from(entity.table).where(where);
+  const computed = options.rows ? computedRows(db, entity.table, options.rows) : undefined;
+  const countQuery = (
+    computed ? db.with(computed).select({ n: count() }).from(computed) : db.select({ n: count() }).from(entity.table)
+  ).where(where);
   if (params.countOnly) {
     const [row] = await countQuery;
     return { [entity.totalName]: row?.n ?? 0 };
   }
-  const pageQuery = db
-    .select()
-    .from(entity.table)
+  const pageQuery = (
+    computed ? db.with(computed).select(getTableColumns(entity.table)).from(computed) : db.select().from(entity.table)
+  )
     .where(where)
     .orderBy(...orderBy(entity, params.sort))
     .limit(pageSize(params.take, config))

@@ -4,30 +4,59 @@
  * Application:SettingsCacheSeconds elsewhere (CONTRACT section 7). Secrets are never returned and never written here.
  */
 import { createRoute, z } from "@hono/zod-openapi";
+import { integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
 import { Roles, access } from "../auth/guard";
-import { invalidateConfig, loadConfig } from "../config";
+import { invalidateConfig, loadConfig, settingDefinitions } from "../config";
 import { serviceContext } from "../http/context";
+import { defineEntity, f } from "../http/entity";
 import { enveloped, errorResponses, int64, json, jsonBody } from "../http/openapi";
-import { NO_LIST_PARAMS, refuseListParams } from "../http/list";
+import { listBody, listQuery } from "../http/list";
 import { ok } from "../http/respond";
 import type { Router } from "../http/router";
 import { describeSetting, describeSettings, validateChanges, writeSettings } from "../settings-store";
 
-/** One setting as listed (CONTRACT section 3 "Setting"). */
-export const SettingRecord = z
-  .object({
-    name: z.string(),
-    category: z.string(),
-    group: z.string().optional(),
-    value: z.string().optional().openapi({ description: "Effective value as text; never present for secrets." }),
-    source: z.enum(["default", "environment", "database"]),
-    type: z.enum(["boolean", "integer", "duration", "string", "list", "json"]),
-    description: z.string(),
-    readOnly: z.boolean().openapi({ description: "Cannot be changed through PUT /v1/settings." }),
-    isSecret: z.boolean(),
-    isSet: z.boolean(),
-  })
-  .openapi("Setting");
+/**
+ * The columns of the settings as a list reads them: computed from the configuration on each request (no D1 table has
+ * them; list.ts reads the rows through json_each under this name). `id` is the setting's place in the declaration
+ * order, the list's order when no sort is given.
+ */
+const settingRows = sqliteTable("setting_rows", {
+  id: integer("id").notNull(),
+  name: text("name"),
+  category: text("category"),
+  group: text("group"),
+  value: text("value"),
+  source: text("source"),
+  type: text("type"),
+  description: text("description"),
+  readOnly: integer("read_only", { mode: "boolean" }),
+  isSecret: integer("is_secret", { mode: "boolean" }),
+  isSet: integer("is_set", { mode: "boolean" }),
+});
+
+/** Each setting's id: its place in the declaration order. */
+const SETTING_IDS = new Map(Object.keys(settingDefinitions).map((name, i) => [name, i + 1]));
+
+/** One setting as listed (CONTRACT section 3 "Setting"); the list conventions apply to it as to every list. */
+export const Setting = defineEntity({
+  name: "Setting",
+  singular: "setting",
+  plural: "settings",
+  table: settingRows,
+  fields: {
+    id: f.id({ description: "The setting's place in the order config.ts declares them: the list's order unsorted." }),
+    name: f.string(),
+    category: f.string(),
+    group: f.string(),
+    value: f.string({ description: "Effective value as text; never present for secrets." }),
+    source: f.oneOf(["default", "environment", "database"]),
+    type: f.oneOf(["boolean", "integer", "duration", "string", "list", "json"]),
+    description: f.string(),
+    readOnly: f.bool({ description: "Cannot be changed through PUT /v1/settings." }),
+    isSecret: f.bool(),
+    isSet: f.bool(),
+  },
+});
 
 /** The body of `PUT /v1/settings`. */
 export const SettingsChange = z
@@ -56,19 +85,25 @@ export function registerSettings(app: Router): void {
       path: "/v1/settings",
       tags: ["Settings"],
       operationId: "listSettings",
-      summary: "List every setting with its effective value and source",
-      description: NO_LIST_PARAMS,
+      summary: "List the settings with their effective values and sources",
       ...access.key(Roles.admin),
+      request: { query: listQuery(["select", "filter", "sort", "take", "skip"]) },
       responses: {
-        200: json(enveloped({ settings: z.array(SettingRecord), totalSettingsCount: int64() }), "Every setting"),
+        200: json(
+          enveloped({ settings: z.array(Setting.record), totalSettingsCount: int64() }),
+          "A page of the settings and the count of all that match the filter",
+        ),
         ...errorResponses,
       },
     }),
     async (c) => {
-      refuseListParams(c.req.query());
+      const ctx = serviceContext(c);
       const { config, sources } = await loadConfig(c.env, c.env.DB);
-      const all = describeSettings(config, sources);
-      return ok(c, { settings: all, totalSettingsCount: all.length });
+      const rows = describeSettings(config, sources).map((setting) => ({
+        id: SETTING_IDS.get(setting.name),
+        ...setting,
+      }));
+      return ok(c, await listBody(ctx.db, Setting, c.req.valid("query"), ctx.config, { rows }));
     },
   );
 
@@ -82,7 +117,7 @@ export function registerSettings(app: Router): void {
       ...access.key(Roles.admin),
       request: { body: jsonBody(SettingsChange) },
       responses: {
-        200: json(enveloped({ settings: z.array(SettingRecord) }), "The changed settings as they now apply"),
+        200: json(enveloped({ settings: z.array(Setting.record) }), "The changed settings as they now apply"),
         ...errorResponses,
       },
     }),
@@ -98,7 +133,12 @@ export function registerSettings(app: Router): void {
       ctx.log?.audit("SettingsChanged", `Settings changed: ${changes.map((change) => change.name).join(", ")}`, ctx, {
         changes: changes.map((change) => ({ name: change.name, removed: change.value === null })),
       });
-      return ok(c, { settings: changes.map((change) => describeSetting(change.name, config, sources[change.name])) });
+      return ok(c, {
+        settings: changes.map((change) => ({
+          id: SETTING_IDS.get(change.name),
+          ...describeSetting(change.name, config, sources[change.name]),
+        })),
+      });
     },
   );
 }

@@ -15,8 +15,10 @@ import { apiKeys, userSettings, users } from "../db/schema";
 import { type ServiceContext, serviceContext } from "../http/context";
 import { crud, idParamSchema } from "./crud";
 import { ApiError, notFound400 } from "../errors";
-import { enveloped, errorResponses, int32, int64, json, jsonBody } from "../http/openapi";
-import { NO_LIST_PARAMS, refuseListParams } from "../http/list";
+import { enveloped, errorResponses, int64, json, jsonBody } from "../http/openapi";
+import { listBody, listQuery } from "../http/list";
+import { defineEntity, f } from "../http/entity";
+import { integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
 import { ok } from "../http/respond";
 import type { Router } from "../http/router";
 import { User, UserSetting, userWriteValues } from "../auth/users";
@@ -91,7 +93,22 @@ async function removeUser(db: Db, id: string): Promise<void> {
 }
 
 const RolesBody = z.object({ roles: z.array(z.enum(ROLES)).min(1).max(ROLES.length) }).openapi("RoleNames");
-const RoleRecord = z.object({ id: int32(1), name: z.enum(ROLES), description: z.string() }).openapi("Role");
+
+/** The columns of the roles as a list reads them: fixed by the service (no D1 table; list.ts reads the rows). */
+const roleRows = sqliteTable("role_rows", {
+  id: integer("id").notNull(),
+  name: text("name"),
+  description: text("description"),
+});
+
+/** A role as `GET /v1/roles` lists it; the list conventions apply to it as to every list. */
+export const RoleEntity = defineEntity({
+  name: "Role",
+  singular: "role",
+  plural: "roles",
+  table: roleRows,
+  fields: { id: f.id(), name: f.oneOf(ROLES), description: f.string() },
+});
 
 export function registerUsers(app: Router): void {
   const admin = Roles.admin;
@@ -144,19 +161,20 @@ export function registerUsers(app: Router): void {
       tags: ["Users"],
       operationId: "listRoles",
       summary: "List the roles",
-      description: NO_LIST_PARAMS,
       ...access.key(admin),
+      request: { query: listQuery(["select", "filter", "sort", "take", "skip"]) },
       responses: {
-        200: json(enveloped({ roles: z.array(RoleRecord), totalRolesCount: int64() }), "Every role"),
+        200: json(
+          enveloped({ roles: z.array(RoleEntity.record), totalRolesCount: int64() }),
+          "A page of the roles and the count of all that match the filter",
+        ),
         ...errorResponses,
       },
     }),
-    (c) => {
-      refuseListParams(c.req.query());
-      return ok(c, {
-        roles: ROLES.map((name, i) => ({ id: i + 1, name, description: ROLE_DESCRIPTIONS[name] })),
-        totalRolesCount: ROLES.length,
-      });
+    async (c) => {
+      const ctx = serviceContext(c);
+      const rows = ROLES.map((name, i) => ({ id: i + 1, name, description: ROLE_DESCRIPTIONS[name] }));
+      return ok(c, await listBody(ctx.db, RoleEntity, c.req.valid("query"), ctx.config, { rows }));
     },
   );
 
