@@ -18,6 +18,7 @@ import {
   useAction,
 } from "./ui";
 import { uploadArtifact } from "./upload";
+import { FeedPreview } from "./feed-preview";
 import { PERMISSIONS, formatDate, formatSize, labelOf, permissionMask, permissionNames } from "./words";
 
 type Row = Record<string, unknown>;
@@ -363,7 +364,6 @@ export function Release({ productId, releaseId, roles }: { productId: number; re
   const [reload, setReload] = useState(0);
   const [progress, setProgress] = useState<{ sent: number; total: number }>();
   const [notice, setNotice] = useState<string>();
-  const [feed, setFeed] = useState<string>();
   const action = useAction();
   const write = can(roles, staff);
   // Artifacts (list, upload, verify) are the managers' (SPEC's access table).
@@ -569,25 +569,11 @@ export function Release({ productId, releaseId, roles }: { productId: number; re
               ]}
             />
           ) : null}
-          <section class="card" aria-label="Feed">
-            <h3>The feed a client gets</h3>
-            <div class="actions">
-              {["latest.yml", "latest-mac.yml", "latest-linux.yml"].map((file) => (
-                <button
-                  type="button"
-                  onClick={async () => {
-                    const res = await fetch(
-                      `/v1/updates/${encodeURIComponent(String(product.data?.["code"] ?? ""))}/${file}${r["channel"] === "insider" ? "?channel=insider" : ""}`,
-                    );
-                    setFeed(`GET ${file}: HTTP ${res.status}\n\n${await res.text()}`);
-                  }}
-                >
-                  {file}
-                </button>
-              ))}
-            </div>
-            {feed ? <pre class="feed">{feed}</pre> : null}
-          </section>
+          <FeedPreview
+            productId={productId}
+            productCode={String(product.data?.["code"] ?? "")}
+            channel={r["channel"] === "insider" ? "insider" : "stable"}
+          />
         </>
       ) : null}
     </>

@@ -8,25 +8,12 @@
 import { ApiError } from "../errors";
 import type { LicenseRefusal } from "../licensing/policy";
 import { Reasons } from "../licensing/license-lookup";
+import { UPDATE_REASONS, type UpdateReason } from "./reason-words";
 
 export const REASON_HEADER = "X-Service-Reason";
 
 /** Every reason an update route gives, with what it means (the OpenAPI descriptions and docs/electron.md list them). */
-export const UPDATE_REASONS = {
-  licenseNotFound: "the user key names no license (mistyped?); the caller was answered as anonymous",
-  wrongProduct: "the user key names a license of another product; the caller was answered as anonymous",
-  licenseRevoked: "the user key's license is revoked",
-  licenseExpired: "the user key's license has expired",
-  licenseTampered: "the user key's license was changed outside the service",
-  licenseRequired: "the release needs a license with maintenance and the caller has none",
-  maintenanceExpired: "the license's maintenance ended before the release",
-  platformRequiresLicense: "the platform is open to some editions only and the caller has no license",
-  platformRequiresEdition: "the license's edition is not entitled to the platform",
-  noRelease: "nothing is published for this channel and platform",
-  nothingNewer: "the caller already has the newest release",
-  downloadTokenInvalid: "the download token is invalid, expired, already used or not this license's",
-} as const;
-export type UpdateReason = keyof typeof UPDATE_REASONS;
+export { UPDATE_REASONS, type UpdateReason };
 
 /** The reason of a refusal of the license policy: the licensing operations' own name for it. */
 export const REFUSAL_REASONS = {
