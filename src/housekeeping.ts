@@ -25,8 +25,8 @@ export async function housekeeping(env: Bindings, now: Date): Promise<Record<str
     licenseTraces: pruneTracesStatement(env.DB, config, now),
     reports: pruneInlineReportsStatement(env.DB, config, now),
     emailOutbox: pruneOutboxStatement(env.DB, config, now),
-    // Admin console sessions past their expiry (their API keys can no longer be used).
-    consoleSessions: pruneConsoleSessionsStatement(env.DB, now),
+    // Admin console sessions past their expiry or their idle timeout (their API keys can no longer be used).
+    consoleSessions: pruneConsoleSessionsStatement(env.DB, config, now),
   };
   const results = await env.DB.batch(Object.values(steps));
   const counts = Object.fromEntries(Object.keys(steps).map((name, i) => [name, results[i]?.meta.changes ?? 0]));

@@ -136,6 +136,18 @@ describe("console sign-in", () => {
     // The session's lifetime is 8 hours (Application:ConsoleSessionLifetime).
     await cronAt(Date.now() + 9 * 3_600_000);
     expect(await rows()).toBe(0);
+    // A session left idle past Application:ConsoleIdleTimeout (30 minutes) goes too, long before its expiry.
+    const idle = await signIn();
+    const idleRows = async () =>
+      (
+        await env.DB.prepare("SELECT count(*) AS n FROM api_keys WHERE key_digest = ?")
+          .bind(await digestOf(idle.key as string))
+          .first<{ n: number }>()
+      )?.n;
+    await cronAt(Date.now() + 29 * 60_000);
+    expect(await idleRows()).toBe(1);
+    await cronAt(Date.now() + 31 * 60_000);
+    expect(await idleRows()).toBe(0);
   });
 
   it("sign-out revokes the key and clears the cookie", async () => {

@@ -44,13 +44,17 @@ export async function endConsoleSessions(db: Db, userId: string): Promise<void> 
 }
 
 /**
- * The cron trigger's statement removing console session keys past their expiry: they can no longer be used, and a
- * key a day of sign-ins would otherwise pile up in the API key list.
+ * The cron trigger's statement removing console session keys past their expiry or idle past
+ * Application:ConsoleIdleTimeout: they can no longer be used, and a key a day of sign-ins would otherwise pile up in
+ * the API key list.
  */
-export function pruneConsoleSessionsStatement(d1: D1Database, now: Date): D1PreparedStatement {
+export function pruneConsoleSessionsStatement(d1: D1Database, config: Config, now: Date): D1PreparedStatement {
+  const idleSince = new Date(now.getTime() - config["Application:ConsoleIdleTimeout"]).toISOString();
   return d1
-    .prepare("DELETE FROM api_keys WHERE name = ? AND expire_date IS NOT NULL AND expire_date < ?")
-    .bind(CONSOLE_KEY_NAME, now.toISOString());
+    .prepare(
+      "DELETE FROM api_keys WHERE name = ? AND expire_date IS NOT NULL AND (expire_date < ? OR last_used_at < ?)",
+    )
+    .bind(CONSOLE_KEY_NAME, now.toISOString(), idleSince);
 }
 
 /**
