@@ -169,9 +169,10 @@ describe("the admin console in Chromium", () => {
       }).observe(document.body, { subtree: true, childList: true, attributes: true, attributeFilter: ["value"] });
     })()`);
     const size = 12 * 1024 * 1024;
-    await page.getByLabel("Platform").selectOption("win-x64");
-    await page.getByLabel("Kind").selectOption("installer");
-    await page.getByLabel("File").setInputFiles({
+    const upload = page.getByRole("form", { name: "Upload an installer" });
+    await upload.getByLabel("Platform").selectOption("win-x64");
+    await upload.getByLabel("Kind").selectOption("installer");
+    await upload.getByLabel("File").setInputFiles({
       name: "Studio Setup 1.0.0.exe",
       mimeType: "application/octet-stream",
       buffer: Buffer.alloc(size, 7),
@@ -240,9 +241,10 @@ describe("the admin console in Chromium", () => {
         new URL(`/console/#/products/${productId}/releases/${release.body["productReleaseId"]}`, base).toString(),
       );
       await page.getByRole("heading", { name: /Release 1\.1\.0-beta\.1/ }).waitFor();
-      await page.getByLabel("Platform").selectOption("linux-x64");
-      await page.getByLabel("Kind").selectOption("zip");
-      await page.getByLabel("File").setInputFiles(file);
+      const upload = page.getByRole("form", { name: "Upload an installer" });
+      await upload.getByLabel("Platform").selectOption("linux-x64");
+      await upload.getByLabel("Kind").selectOption("zip");
+      await upload.getByLabel("File").setInputFiles(file);
       await page.getByRole("button", { name: "Upload", exact: true }).click();
       await page
         .getByText(
@@ -636,6 +638,22 @@ describe("the admin console in Chromium", () => {
     }
     // The whole page, so the picture holds every chart (update adoption sits below the fold at 800 px).
     await screenshot("console.png");
+    // Downloads counted per artifact: the release page shows the count the API returns (written off the request
+    // path, so wait for it).
+    const artifacts = async () =>
+      (await rest("GET", `/v1/products/${productId}/releases/${releaseId}/downloads`, { key: KEY })).body[
+        "releaseDownloads"
+      ] as { fileName: string; downloadCount?: number }[];
+    if ((await artifacts()).some((a) => "downloadCount" in a)) {
+      await expect
+        .poll(async () => (await artifacts()).find((a) => a.fileName === "Studio Setup 1.0.0.exe")?.downloadCount, {
+          timeout: 15_000,
+        })
+        .toBe(1);
+      await page.goto(new URL(`/console/#/products/${productId}/releases/${releaseId}`, base).toString());
+      const setup = page.getByRole("region", { name: "Downloads" }).getByRole("row").filter({ hasText: "Setup" });
+      await setup.getByRole("cell", { name: "1", exact: true }).waitFor();
+    }
     await page.getByRole("link", { name: "Service log" }).click();
     await page.getByRole("region", { name: "Log entries" }).waitFor();
     // A filter the API refuses: its message is shown as the API words it.
