@@ -68,7 +68,11 @@ export function FeedPreview(props: { productId: number; productCode: string; cha
     action.run(async () => {
       const file = feedFile(platform);
       const path = `/v1/updates/${encodeURIComponent(props.productCode)}/feed/${props.channel}/${platform}/${file}`;
-      const res = await fetch(path, { headers: chosen ? { "X-Service-User-Key": chosen.userKey } : {} });
+      // no-store: the browser's cache keeps the anonymous answer (public, max-age) under the same URL.
+      const res = await fetch(path, {
+        cache: "no-store",
+        headers: chosen ? { "X-Service-User-Key": chosen.userKey } : {},
+      });
       const who = chosen ? `as ${chosen.licenseId}` : "anonymous";
       setAnswer({
         title: `GET ${props.channel}/${platform}/${file} ${who}: HTTP ${res.status}${res.status === 204 ? " (nothing to install)" : ""}`,

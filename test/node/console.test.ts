@@ -856,3 +856,60 @@ describe("the admin console in Chromium", () => {
     await page.getByRole("button", { name: "Sign in" }).waitFor();
   });
 });
+
+describe("the feed a client gets (issue 24: refusals that say why)", () => {
+  it("previews the feed as a chosen license and platform, with the reason in words", async () => {
+    const code = `preview-${Date.now()}`;
+    const product = await rest("POST", "/v1/products", {
+      key: KEY,
+      body: { product: { code, name: "Preview", isApplication: true } },
+    });
+    const productId = product.body["productId"] as number;
+    const release = await rest("POST", `/v1/products/${productId}/releases`, {
+      key: KEY,
+      body: { productRelease: { version: "1.0.0", public: true } },
+    });
+    const releaseId = release.body["productReleaseId"] as number;
+    const form = new FormData();
+    form.set("platform", "win-x64");
+    form.set("kind", "installer");
+    form.set("file", new Blob([new Uint8Array(600).fill(7)]), "Preview Setup.exe");
+    const uploaded = await fetch(new URL(`/v1/products/${productId}/releases/${releaseId}/downloads`, base), {
+      method: "POST",
+      headers: { "x-api-key": KEY },
+      body: form,
+    });
+    expect(uploaded.status, await uploaded.clone().text()).toBe(201);
+    const license = await rest("POST", "/v1/licenses", {
+      key: KEY,
+      body: { license: { productId, licenseeName: "Preview Works" } },
+    });
+    const licenseId = license.body["licenseId"] as string;
+
+    await page.goto(new URL("/console/", base).toString());
+    await page.getByLabel("User name").fill("admin");
+    await page.getByLabel("Password").fill(PASSWORD);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.getByRole("heading", { name: "Overview" }).waitFor();
+    await page.goto(new URL(`/console/#/products/${productId}/releases/${releaseId}`, base).toString());
+    const feed = page.getByRole("region", { name: "Feed" });
+    // Anonymous: the release needs maintenance, so nothing to install, and the page says why.
+    await feed.getByRole("button", { name: "Preview the feed" }).click();
+    const answer = feed.getByRole("status", { name: "Feed answer" });
+    await expect.poll(() => answer.textContent()).toContain("HTTP 204");
+    expect(await answer.textContent()).toContain("licenseRequired: the release needs a license with maintenance");
+    // As the license, found by its licensee: the installer.
+    await feed.getByLabel("License (key, id or licensee)").fill("preview works");
+    await feed.getByRole("button", { name: "Find licenses" }).click();
+    await feed.getByRole("option", { name: new RegExp(licenseId) }).waitFor({ state: "attached" });
+    await feed.getByLabel("Preview as").selectOption(licenseId);
+    await feed.getByRole("button", { name: "Preview the feed" }).click();
+    await expect.poll(() => answer.textContent()).toContain(`as ${licenseId}: HTTP 200`);
+    expect(await answer.textContent()).toContain("Preview%20Setup.exe");
+    expect(await answer.textContent()).not.toContain("Reason:");
+    // macOS is open to the Ultimate edition only (default Updates:PlatformEditions): the license's edition is not.
+    await feed.getByLabel("Platform").selectOption("darwin-arm64");
+    await feed.getByRole("button", { name: "Preview the feed" }).click();
+    await expect.poll(() => answer.textContent()).toContain("platformRequiresEdition");
+  });
+});
