@@ -13,6 +13,9 @@ import { Authentication } from "../src/gen/licensing/v1/authentication_pb";
 import { LicenseServer } from "../src/gen/licensing/v1/license_server_pb";
 import { ADMIN, BASE, admin, call, setSetting } from "./helpers";
 import { bytesOf, newProduct, upload } from "./artifacts-kit";
+import { AuthenticationError, LicensingClient } from "../client/src/index";
+// Registers transport: "grpc-web".
+import "../client/src/grpc-web";
 
 // Every call from an address of its own: unknown keys count as failed logins (SPEC "Limits" rule 5), and this file
 // makes more of them than one address may.
@@ -364,6 +367,33 @@ describe("user keys are read as Crockford base32 is typed", () => {
     expect(res.headers.get("X-Service-Reason")).toBeNull();
     const body = (await res.json()) as { data: { maintenance?: { licenseId?: string } } };
     expect(body.data.maintenance?.licenseId).toMatch(/^lic/);
+  });
+});
+
+describe("the client library hands the reason on", () => {
+  it("raises AuthenticationError with reason invalidUserKey for a mistyped key, over REST and gRPC-Web", async () => {
+    const productId = await newProductId();
+    const { userKey } = await license(productId);
+    for (const transport of ["http", "grpc-web"] as const) {
+      const fetch = (input: RequestInfo | URL, init?: RequestInit) => {
+        const headers = new Headers(init?.headers);
+        headers.set("cf-connecting-ip", freshIp());
+        return exports.default.fetch(input as RequestInfo, {
+          ...init,
+          headers,
+          ...(init?.redirect === "error" ? { redirect: "manual" as const } : {}),
+        });
+      };
+      const mistyped = new LicensingClient({ baseUrl: BASE, transport, userKey: "ZZZZZ-ZZZZZ", fetch });
+      const error = await mistyped.validate().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error, transport).toBeInstanceOf(AuthenticationError);
+      expect((error as AuthenticationError).reason, transport).toBe("invalidUserKey");
+      const typed = new LicensingClient({ baseUrl: BASE, transport, userKey: typedSloppily(userKey), fetch });
+      expect((await typed.validate()).status, transport).toBe("NotActivated");
+    }
   });
 });
 

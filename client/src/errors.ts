@@ -57,7 +57,9 @@ export class LicensingError extends LicensingClientError {
   readonly httpStatus: number;
   /**
    * The service's machine-readable reason (REST body `reason`, gRPC metadata `licensing-reason`), to switch on
-   * instead of the message: see {@link LicensingReason}. `undefined` when the service sent none (a refused credential).
+   * instead of the message: see {@link LicensingReason}. A refused sign-in has one too (`invalidUserKey`,
+   * `licenseRevoked`, `licenseExpired`, `invalidLogin`); `undefined` when the service sent none (a refused API key or
+   * bearer token).
    */
   readonly reason: LicensingReason | undefined;
 
@@ -90,6 +92,7 @@ export type LicensingReason =
   | "activationNotRequired"
   | "licenseTampered"
   | "licenseTokenTampered"
+  | "invalidLogin"
   | (string & {});
 
 /**
@@ -97,8 +100,8 @@ export type LicensingReason =
  * token, or none at all. REST answers 401, gRPC `Unauthenticated`.
  */
 export class AuthenticationError extends LicensingError {
-  constructor(message: string, httpStatus = 401) {
-    super(LicensingCode.Unauthenticated, message, httpStatus);
+  constructor(message: string, httpStatus = 401, reason?: string) {
+    super(LicensingCode.Unauthenticated, message, httpStatus, reason);
   }
 }
 
@@ -209,16 +212,11 @@ export function errorFromRest(status: number, body: unknown, statusText = ""): L
     (typeof record["title"] === "string" && record["title"]) ||
     statusText ||
     `HTTP ${status}`;
-  if (status === 401) return new AuthenticationError(message, status);
+  const reason = typeof record["reason"] === "string" ? record["reason"] : undefined;
+  if (status === 401) return new AuthenticationError(message, status, reason);
   const code = status - 520;
-  if (code === LicensingCode.Unauthenticated) return new AuthenticationError(message, status);
-  if (isLicensingCode(code))
-    return new LicensingError(
-      code,
-      message,
-      status,
-      typeof record["reason"] === "string" ? record["reason"] : undefined,
-    );
+  if (code === LicensingCode.Unauthenticated) return new AuthenticationError(message, status, reason);
+  if (isLicensingCode(code)) return new LicensingError(code, message, status, reason);
   const details = problemErrors(record);
   return new ServiceError(message, {
     httpStatus: status,
@@ -241,8 +239,8 @@ export function errorFromGrpc(error: unknown): LicensingClientError {
   }
   if (error.cause instanceof LicensingClientError) return error.cause;
   const message = error.rawMessage;
-  if (error.code === Code.Unauthenticated) return new AuthenticationError(message);
-  if (isLicensingCode(error.code))
-    return new LicensingError(error.code, message, undefined, error.metadata.get("licensing-reason") ?? undefined);
+  const reason = error.metadata.get("licensing-reason") ?? undefined;
+  if (error.code === Code.Unauthenticated) return new AuthenticationError(message, undefined, reason);
+  if (isLicensingCode(error.code)) return new LicensingError(error.code, message, undefined, reason);
   return new ServiceError(message, { grpcCode: error.code });
 }
