@@ -19,7 +19,7 @@ import {
 } from "./ui";
 import { uploadArtifact } from "./upload";
 import { FeedPreview } from "./feed-preview";
-import { PERMISSIONS, formatDate, formatSize, labelOf, permissionMask, permissionNames } from "./words";
+import { PERMISSIONS, formatDate, formatDay, formatSize, labelOf, permissionMask, permissionNames } from "./words";
 
 type Row = Record<string, unknown>;
 const managers = ["Administrator", "LicenseManager"];
@@ -150,14 +150,14 @@ export function Overview({ roles }: { roles: string[] }) {
   if (!data) return <p aria-busy="true">Loading…</p>;
   const days = lastDays(14);
   const activations = days.map((d) => ({
-    label: d.slice(5),
+    label: formatDay(d),
     value: data.tokens.filter(
       (t) => t["kind"] !== "Floating" && t["kind"] !== 1 && dayKey(t["issueDate"] ?? t["createdAt"]) === d,
     ).length,
   }));
   // A seat is in use on a day when it was taken on or before that day and had not expired before it.
   const seats = days.map((d) => ({
-    label: d.slice(5),
+    label: formatDay(d),
     value: data.tokens.filter(
       (t) =>
         (t["kind"] === "Floating" || t["kind"] === 1) &&
@@ -167,7 +167,7 @@ export function Overview({ roles }: { roles: string[] }) {
   }));
   const adoption = adoptionByVersion(data.traces);
   const failedByDay = days.map((d) => ({
-    label: d.slice(5),
+    label: formatDay(d),
     value: data.failed.filter((e) => dayKey(e["createdAt"]) === d).length,
   }));
   const counts = (data.info["database"] ?? {}) as Record<string, number>;
@@ -178,7 +178,7 @@ export function Overview({ roles }: { roles: string[] }) {
         {Object.entries(counts).map(([name, n]) => (
           <div class="count card">
             <span class="n">{n}</span>
-            <span>{name}</span>
+            <span>{labelOf(name)}</span>
           </div>
         ))}
       </section>

@@ -96,6 +96,13 @@ export const LABELS: Readonly<Record<string, string>> = {
   userName: "User name",
   lastLogIn: "Last sign-in",
   permissions: "Permissions",
+  // The overview's counts (GET /v1/info's database section), by table.
+  apiKeys: "API keys",
+  orderProducts: "Order lines",
+  logs: "Log entries",
+  events: "Webhook deliveries",
+  subscriptions: "Webhook subscriptions",
+  emails: "Emails sent",
 };
 
 /** A property's label in words. */
@@ -128,6 +135,14 @@ export function formatDate(iso: string): string {
   const date = new Date(iso);
   if (Number.isNaN(date.getTime())) return iso;
   return /^\d{4}-\d\d-\d\d$/.test(iso) ? dateOnly.format(date) : dateTime.format(date);
+}
+
+const day = new Intl.DateTimeFormat(undefined, { month: "numeric", day: "numeric", timeZone: "UTC" });
+
+/** A day of the charts ("2026-11-25", a UTC day) in the viewer's locale, short: "11/25", "25.11.". */
+export function formatDay(isoDay: string): string {
+  const date = new Date(`${isoDay}T00:00:00Z`);
+  return Number.isNaN(date.getTime()) ? isoDay : day.format(date);
 }
 
 /** API-key permission bits (SPEC "Authentication" rule 5). */

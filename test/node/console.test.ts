@@ -205,8 +205,10 @@ describe("the admin console in Chromium", () => {
 
     await page.getByRole("button", { name: "Verify artifacts" }).click();
     await page.getByText(/^Verified: /).waitFor();
-    await page.getByRole("button", { name: "latest.yml" }).click();
-    await page.getByText(/GET latest\.yml: HTTP \d+/).waitFor();
+    // The feed preview answers (its own test, at the end, goes through it).
+    const feed = page.getByRole("region", { name: "Feed" });
+    await feed.getByRole("button", { name: "Preview the feed" }).click();
+    await expect.poll(() => feed.getByRole("status", { name: "Feed answer" }).textContent()).toMatch(/HTTP \d+/);
   });
 
   it("edits the release notes, and uploads a file above the single-request limit in parts (resumable)", async () => {
@@ -628,7 +630,11 @@ describe("the admin console in Chromium", () => {
     expect(await page.getByRole("alert").count()).toBe(0);
     // Today's bars: two activations (PC-0042 and the offline one), one floating seat in use (alice), one failed
     // delivery.
-    const today = new Date().toISOString().slice(5, 10);
+    // Days in the viewer's locale ("11/25"), as the page writes them.
+    const today = (await page.evaluate(
+      `new Intl.DateTimeFormat(undefined, { month: "numeric", day: "numeric", timeZone: "UTC" }).format(new Date())`,
+    )) as string;
+    await page.getByRole("region", { name: "Counts" }).getByText("API keys", { exact: true }).waitFor();
     for (const [chart, n] of [
       ["Activations per day", 2],
       ["Floating seats in use per day", 1],
