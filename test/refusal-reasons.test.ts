@@ -12,6 +12,7 @@ import electronDoc from "../docs/electron.md?raw";
 import { Authentication } from "../src/gen/licensing/v1/authentication_pb";
 import { LicenseServer } from "../src/gen/licensing/v1/license_server_pb";
 import { ADMIN, BASE, admin, call, setSetting } from "./helpers";
+import { forgetAnswers } from "../src/updates/answer-memo";
 import { bytesOf, newProduct, upload } from "./artifacts-kit";
 import { AuthenticationError, LicensingClient } from "../client/src/index";
 // Registers transport: "grpc-web".
@@ -483,13 +484,20 @@ describe("the update routes say why in X-Service-Reason", () => {
     const anonymous = check("0.5.0");
     const first = await get(anonymous);
     expect(first.headers.get("Cache-Control")).toMatch(/^public/);
+    expect(first.headers.get("Vary")).toBe("X-Service-User-Key");
     const firstBody = await first.text();
     expect(first.headers.get("X-Service-Reason")).toBe("licenseRequired");
     for (let i = 0; i < 2; i++) {
       const again = await get(anonymous);
       expect(await again.text()).toBe(firstBody);
       expect(again.headers.get("X-Service-Reason")).toBe("licenseRequired");
+      expect(again.headers.get("Vary")).toBe("X-Service-User-Key");
     }
+    // Past the isolate's memo: from the edge cache (Cache API), with its reason still.
+    forgetAnswers();
+    const cached = await get(anonymous);
+    expect(await cached.text()).toBe(firstBody);
+    expect(cached.headers.get("X-Service-Reason")).toBe("licenseRequired");
     // The same URL with a key is answered for that key, privately.
     const mistyped = await get(anonymous, "ZZZZZ-ZZZZZ-ZZZZZ-ZZZZZ-ZZZZX");
     expect(mistyped.headers.get("X-Service-Reason")).toBe("licenseNotFound");

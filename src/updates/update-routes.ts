@@ -192,6 +192,9 @@ async function throughCache(
   }
   const res = await produce();
   res.headers.set("Cache-Control", `public, max-age=${seconds}`);
+  // The same URL with a user key is another answer (and another reason): an HTTP cache (a browser's) must not hand
+  // this one to a request that names a key.
+  res.headers.set("Vary", USER_KEY_HEADER);
   // A 204 is not stored: the Cache API cannot hand back a null-body status it stored with headers.
   if (res.status === 200) {
     ctx.waitUntil(cache.put(request, res.clone()));
