@@ -1,5 +1,5 @@
 /**
- * Names beside ids: a referenced product, customer, order, template, license or user is shown by name. One cached
+ * Names beside ids: a referenced product, customer, order, template or user is shown by name. One cached
  * lookup per table: the ids a page asks for in one turn are read together, in one list request per table
  * (`filter=id == 1 || id == 2 …`, `select` of the name's properties), and kept until the console writes anything.
  */
@@ -10,7 +10,7 @@ type Row = Record<string, unknown>;
 
 interface TableDef {
   path: string;
-  /** The property the reference holds (the record's id, or a license's public licenseId). */
+  /** The property the reference holds (the record's id). */
   key: string;
   select: string;
   name: (row: Row) => string;
@@ -30,13 +30,6 @@ export const TABLES = {
   },
   orders: { path: "/v1/orders", key: "id", select: "id,orderNumber", name: (r: Row) => text(r["orderNumber"]) },
   templates: { path: "/v1/license-templates", key: "id", select: "id,name", name: (r: Row) => text(r["name"]) },
-  licenses: {
-    path: "/v1/licenses",
-    key: "licenseId",
-    select: "licenseId,licenseeName",
-    name: (r: Row) => text(r["licenseeName"]),
-    quote: true,
-  },
   users: { path: "/v1/users", key: "id", select: "id,userName", name: (r: Row) => text(r["userName"]), quote: true },
 } satisfies Record<string, TableDef>;
 export type Table = keyof typeof TABLES;
