@@ -20,7 +20,7 @@ describe("the benchmark's floor statements", () => {
     );
     expect(VALIDATE_READ).toEqual(
       licenseToValidate.variant(check).text({
-        key: "FLOOR-USER-KEY",
+        key: "FLOORUSERKEY",
         named: 1,
         digest: null,
         machineId: "floor-machine",

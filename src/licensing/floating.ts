@@ -2,7 +2,7 @@
  * Floating mode (CONTRACT section 4): seats requested, kept alive and released through the LicenseSeats Durable Object.
  */
 import { and, eq, sql } from "drizzle-orm";
-import { sha256Hex } from "../crypto";
+import { sha256Hex, timingSafeEqualText } from "../crypto";
 import type { Config } from "../config";
 import { type CheckableQuery, type Params, checkable } from "../db/compiled";
 import { licenseTokens, licenses, products } from "../db/schema";
@@ -193,7 +193,7 @@ async function findSeatToken<R extends SeatBinding>(
   if (!row) throw fail(GrpcCode.NotFound, Messages.tokenNotFound);
   const { machineId, clientId } = row.token;
   const issued = await clientToken(ctx.config, TokenKind.Floating, row.license.id, machineId ?? "", clientId ?? "");
-  if (issued !== token) throw fail(GrpcCode.DataLoss, Messages.tokenTampered);
+  if (!timingSafeEqualText(issued, token)) throw fail(GrpcCode.DataLoss, Messages.tokenTampered);
   requireOwnLicense(ctx, row.license);
   return { ...row, digest };
 }
