@@ -4,20 +4,27 @@
  * synchronously on that storage (no await between reading and writing the seats), so concurrent requests can never
  * grant more seats than `maxClients`. A seat lives until `expiresAt`; heartbeats move it; an alarm reclaims dead
  * seats (and every seat of a license the license policy no longer finds usable: deleted, tampered, revoked or
- * expired) and writes that through to D1 (the token rows go, a trace is written when the license traces) and hands
- * the seats to the `license.seats.expired` queue job, whose consumer emits license.seat.expired for each.
+ * expired), has the licensing domain write that through to D1 (the token rows go, a trace is written when the license
+ * traces; the object itself writes no domain table) and hands the seats to the `license.seats.expired` queue job,
+ * whose consumer emits license.seat.expired for each.
  *
  * The object also keeps the license's request budget (licensing/license-limit.ts): the calls that reach it (floating
  * request, heartbeat, release, and reports through `spend`) are counted in the same step that serves them, so a
  * heartbeat costs one Durable Object call, not one for the budget and one for the seat.
  *
- * This class knows seats only: which license may still be used and which trace action a reclaimed seat records are
- * the licensing domain's, given by its subclass (licensing/seat-object.ts, the class the Worker exports).
+ * This class knows seats only: which license may still be used and what a reclaimed seat changes in D1 are the
+ * licensing domain's, given by its subclass (licensing/seat-object.ts, the class the Worker exports). A seat is live
+ * by the rule of every license token (db/rules.ts).
  */
 import { DurableObject } from "cloudflare:workers";
 import { clock } from "../clock";
+import { lapsedText, liveText } from "../db/rules";
 import type { JobOf } from "../jobs";
 import { FixedWindow } from "./fixed-window";
+
+// A seat follows the rule of every license token (db/rules.ts): live while its expiry is ahead, lapsed otherwise.
+const SEAT_LIVE = liveText("expires_at", "?");
+const SEAT_LAPSED = lapsedText("expires_at", "?");
 
 /** A license's request budget: at most `limit` calls per `windowMs`; over it, refused until the window ends. */
 export interface Budget {
@@ -52,12 +59,23 @@ export type SeatBeat =
   | { found: true; expired: true }
   | { found: true; expired: false; expiresAt: number; active: number };
 export type SeatRelease = { released: boolean; active: number };
+/** A seat the alarm reclaims. */
+export interface ReclaimedSeat {
+  tokenDigest: string;
+  machineId: string;
+  clientId: string;
+}
 
 interface SeatRow extends Record<string, SqlStorageValue> {
   token_digest: string;
   machine_id: string;
   client_id: string;
   expires_at: number;
+}
+
+/** A seat read with whether it is live at the moment bound first. */
+interface HeldSeat extends SeatRow {
+  live: number;
 }
 
 export abstract class SeatStore extends DurableObject<Bindings> {
@@ -102,8 +120,15 @@ export abstract class SeatStore extends DurableObject<Bindings> {
     return Number(this.ctx.id.name);
   }
 
+  /** The seat of a token, if any, and whether it is live at `now`. */
+  private held(tokenDigest: string, now: number): HeldSeat | undefined {
+    return this.sql
+      .exec<HeldSeat>(`SELECT *, ${SEAT_LIVE} AS live FROM seats WHERE token_digest = ?`, now, tokenDigest)
+      .toArray()[0];
+  }
+
   private live(now: number): number {
-    return this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM seats WHERE expires_at > ?", now).one().n;
+    return this.sql.exec<{ n: number }>(`SELECT count(*) AS n FROM seats WHERE ${SEAT_LIVE}`, now).one().n;
   }
 
   /**
@@ -114,8 +139,7 @@ export abstract class SeatStore extends DurableObject<Bindings> {
     const over = this.overBudget(budget, input.now);
     if (over) return over;
     const expiresAt = input.now + input.leaseMs;
-    const held = this.sql.exec<SeatRow>("SELECT * FROM seats WHERE token_digest = ?", input.tokenDigest).toArray()[0];
-    if (held && held.expires_at > input.now) {
+    if (this.held(input.tokenDigest, input.now)?.live) {
       this.sql.exec(
         "UPDATE seats SET expires_at = ?, client_name = coalesce(?, client_name), address = coalesce(?, address) WHERE token_digest = ?",
         expiresAt,
@@ -157,8 +181,8 @@ export abstract class SeatStore extends DurableObject<Bindings> {
     // One statement for a live seat: moved, and the live seats counted (the moved one is live before and after).
     const moved = this.sql
       .exec<{ active: number }>(
-        `UPDATE seats SET expires_at = ? WHERE token_digest = ? AND expires_at > ?
-         RETURNING (SELECT count(*) FROM seats WHERE expires_at > ?) AS active`,
+        `UPDATE seats SET expires_at = ? WHERE token_digest = ? AND ${SEAT_LIVE}
+         RETURNING (SELECT count(*) FROM seats WHERE ${SEAT_LIVE}) AS active`,
         expiresAt,
         tokenDigest,
         now,
@@ -175,11 +199,10 @@ export abstract class SeatStore extends DurableObject<Bindings> {
     tokenDigest: string,
     now: number,
   ): Promise<{ live: boolean; expiresAt?: number; machineId?: string; clientId?: string; active: number }> {
-    const seat = this.sql.exec<SeatRow>("SELECT * FROM seats WHERE token_digest = ?", tokenDigest).toArray()[0];
-    const live = seat !== undefined && seat.expires_at > now;
+    const seat = this.held(tokenDigest, now);
     return {
-      live,
-      ...(live ? { expiresAt: seat.expires_at, machineId: seat.machine_id, clientId: seat.client_id } : {}),
+      live: Boolean(seat?.live),
+      ...(seat?.live ? { expiresAt: seat.expires_at, machineId: seat.machine_id, clientId: seat.client_id } : {}),
       active: this.live(now),
     };
   }
@@ -216,34 +239,33 @@ export abstract class SeatStore extends DurableObject<Bindings> {
   /** Whether the license policy still lets the license of this object (its integer id) be used. */
   protected abstract licenseUsable(licenseId: number, now: Date): Promise<boolean>;
 
-  /** The trace action a reclaimed seat records. */
-  protected abstract readonly reclaimedSeatAction: number;
+  /**
+   * Writes reclaimed seats through to the licensing domain's tables (D1), in one batch that succeeds or fails whole:
+   * their token rows go, a trace is written when the license traces.
+   */
+  protected abstract writeThrough(licenseId: number, seats: readonly ReclaimedSeat[], now: Date): Promise<void>;
 
   /**
-   * Reclaims dead seats, and every seat when the license may no longer be used, and writes them through to D1: their
-   * token rows go, a TokenExpired trace is written.
+   * Reclaims dead seats, and every seat when the license may no longer be used, and writes them through to D1
+   * (writeThrough).
    */
   override async alarm(): Promise<void> {
     const now = clock.now().getTime();
     const reclaimAll = !(await this.licenseUsable(this.licenseId(), new Date(now)));
     const dead = reclaimAll
       ? this.sql.exec<SeatRow>("SELECT * FROM seats").toArray()
-      : this.sql.exec<SeatRow>("SELECT * FROM seats WHERE expires_at <= ?", now).toArray();
+      : this.sql.exec<SeatRow>(`SELECT * FROM seats WHERE ${SEAT_LAPSED}`, now).toArray();
     if (dead.length > 0) {
       const licenseId = this.licenseId();
-      const stamp = new Date(now).toISOString();
-      const statements = dead.flatMap((seat) => [
-        this.env.DB.prepare("DELETE FROM license_tokens WHERE token_digest = ?").bind(seat.token_digest),
-        this.env.DB.prepare(
-          `INSERT INTO license_traces (license_id, action, client_id, machine_id, created_at)
-           SELECT id, ?, ?, ?, ? FROM licenses WHERE id = ? AND trace = 1`,
-        ).bind(this.reclaimedSeatAction, seat.client_id, seat.machine_id, stamp, licenseId),
-      ]);
       // D1 first: if it fails, the alarm is retried and the seats are still here to be reclaimed.
-      await this.env.DB.batch(statements);
+      await this.writeThrough(
+        licenseId,
+        dead.map((seat) => ({ tokenDigest: seat.token_digest, machineId: seat.machine_id, clientId: seat.client_id })),
+        new Date(now),
+      );
       for (const seat of dead)
         this.sql.exec(
-          "DELETE FROM seats WHERE token_digest = ? AND (expires_at <= ? OR ?)",
+          `DELETE FROM seats WHERE token_digest = ? AND (${SEAT_LAPSED} OR ?)`,
           seat.token_digest,
           now,
           reclaimAll ? 1 : 0,

@@ -3,10 +3,12 @@
  * generated identifiers (`lic…`, user keys), the integrity HMAC over the core fields, template defaults, the
  * computed status (CONTRACT section 4) and the one way a license is stored.
  */
-import { type SQL, and, count, eq, gt, isNull, or, sql } from "drizzle-orm";
+import { and, count, eq, isNull, sql } from "drizzle-orm";
 import { CROCKFORD32, randomString, timingSafeEqualText, toHex } from "../crypto";
 import { deriveKey, requireEncryptionKey } from "../secrets";
+import { memo } from "../memo";
 import type { Db } from "../db/client";
+import { tokenIsLive } from "../db/rules";
 import { licenseTokens, licenses } from "../db/schema";
 import { Mode } from "./vocabulary";
 
@@ -143,8 +145,11 @@ export async function signLicense(secret: string | undefined, license: LicenseCo
  * again (the hot paths read the same licenses at every poll). Only a match is remembered; a changed field is a new
  * text and is computed. Bounded; emptied when full.
  */
-const provenIntegrity = new Map<string, string>();
-const PROVEN_INTEGRITY = 8192;
+const provenIntegrity = memo<string, string>("proven-integrity", {
+  key: "Application:EncryptionKey and the license's canonical core text",
+  max: 8192,
+  evict: "all",
+});
 
 /** Whether a stored row still carries the HMAC of its core fields; false means it was changed outside the API. */
 export async function isLicenseIntact(
@@ -162,19 +167,13 @@ export async function isLicenseIntact(
   const expected = await hmacOf(secret, text);
   const intact = timingSafeEqualText(expected, license.integrity);
   if (intact) {
-    if (provenIntegrity.size >= PROVEN_INTEGRITY) provenIntegrity.clear();
-    provenIntegrity.set(key, expected);
+    provenIntegrity.keep(key, expected);
   }
   return intact;
 }
 
 // ---------------------------------------------------------------------------------------------------------------
 // Status
-
-/** A token is live while it has no expiry or its expiry is still ahead. */
-export function tokenIsLive(now: Date): SQL | undefined {
-  return or(isNull(licenseTokens.expireDate), gt(licenseTokens.expireDate, now.toISOString()));
-}
 
 /**
  * Clients using each license now: distinct machines with a live token in Activation mode (what `maxClients`
@@ -197,7 +196,7 @@ export async function activeClientCounts(
     .where(
       and(
         sql`${licenseTokens.licenseId} IN (SELECT value FROM json_each(${JSON.stringify(licenseIds)}))`,
-        tokenIsLive(now),
+        tokenIsLive(now.toISOString()),
       ),
     )
     .groupBy(licenseTokens.licenseId);

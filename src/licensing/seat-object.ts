@@ -1,22 +1,51 @@
 /**
  * The LicenseSeats Durable Object the Worker exports: the seat store of durable/license-seats.ts with the licensing
  * domain's part of its alarm: the license policy decides whether the license may still be used (when it may not,
- * every seat is reclaimed), and a reclaimed seat records a TokenExpired trace.
+ * every seat is reclaimed), and a reclaimed seat's token row goes and it records a TokenExpired trace.
  */
-import { eq } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import { loadConfig } from "../config";
 import { getDb } from "../db/client";
-import { licenses } from "../db/schema";
-import { SeatStore } from "../durable/license-seats";
+import { licenseTokens, licenseTraces, licenses } from "../db/schema";
+import { type ReclaimedSeat, SeatStore } from "../durable/license-seats";
 import { judgeLicense } from "./policy";
 import { TraceAction } from "./vocabulary";
 
 export class LicenseSeats extends SeatStore {
-  protected readonly reclaimedSeatAction = TraceAction.TokenExpired;
-
   protected async licenseUsable(licenseId: number, now: Date): Promise<boolean> {
     const { config } = await loadConfig(this.env, this.env.DB);
     const license = await getDb(this.env.DB).select().from(licenses).where(eq(licenses.id, licenseId)).get();
     return (await judgeLicense(config["Application:EncryptionKey"], license, now)).usable;
+  }
+
+  /**
+   * Per seat, its token row goes and, when the license (still) exists and traces, a TokenExpired trace is written:
+   * one D1 batch, which succeeds or fails whole.
+   */
+  protected async writeThrough(licenseId: number, seats: readonly ReclaimedSeat[], now: Date): Promise<void> {
+    const db = getDb(this.env.DB);
+    const stamp = now.toISOString();
+    const statements = seats.flatMap((seat) => [
+      db.delete(licenseTokens).where(eq(licenseTokens.tokenDigest, seat.tokenDigest)),
+      db.insert(licenseTraces).select(
+        db
+          .select({
+            id: sql<number>`NULL`.as("id"),
+            licenseId: licenses.id,
+            action: sql<number>`${TraceAction.TokenExpired}`.as("action"),
+            clientIp: sql<string | null>`NULL`.as("client_ip"),
+            clientId: sql<string>`${seat.clientId}`.as("client_id"),
+            clientName: sql<string | null>`NULL`.as("client_name"),
+            machineId: sql<string>`${seat.machineId}`.as("machine_id"),
+            geoLocation: sql<string | null>`NULL`.as("geo_location"),
+            meta: sql<string | null>`NULL`.as("meta"),
+            createdAt: sql<string>`${stamp}`.as("created_at"),
+          })
+          .from(licenses)
+          .where(and(eq(licenses.id, licenseId), eq(licenses.trace, true))),
+      ),
+    ]);
+    const [first, ...rest] = statements;
+    if (first) await db.batch([first, ...rest]);
   }
 }

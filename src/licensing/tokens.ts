@@ -6,6 +6,7 @@
 import { eq } from "drizzle-orm";
 import { BASE62, randomString, sha256Hex } from "../crypto";
 import type { Db } from "../db/client";
+import { liveText } from "../db/rules";
 import { licenseTokens } from "../db/schema";
 import { TOKEN_KINDS, TOKEN_PREFIXES, TokenKind } from "./vocabulary";
 import { defineEntity, f } from "../http/entity";
@@ -62,9 +63,9 @@ export async function activationStatement(
        FROM licenses AS l
        WHERE l.id = ?9
          AND (l.max_clients = 0
-           OR EXISTS (SELECT 1 FROM license_tokens AS t WHERE t.license_id = l.id AND t.machine_id = ?4 AND (t.expire_date IS NULL OR t.expire_date > ?8))
+           OR EXISTS (SELECT 1 FROM license_tokens AS t WHERE t.license_id = l.id AND t.machine_id = ?4 AND ${liveText("t.expire_date", "?8")})
            OR (SELECT count(DISTINCT t.machine_id) FROM license_tokens AS t
-               WHERE t.license_id = l.id AND (t.expire_date IS NULL OR t.expire_date > ?8)) < l.max_clients)
+               WHERE t.license_id = l.id AND ${liveText("t.expire_date", "?8")}) < l.max_clients)
        ON CONFLICT (token_digest) DO UPDATE SET
          client_name = coalesce(excluded.client_name, client_name), address = excluded.address,
          expire_date = excluded.expire_date, updated_at = excluded.updated_at

@@ -2,6 +2,7 @@
 import { eq, sql } from "drizzle-orm";
 import { sha256Hex } from "../crypto";
 import { type Params, checkable } from "../db/compiled";
+import { tokenIsLive } from "../db/rules";
 import { licenseTokens, licenses, products } from "../db/schema";
 import type { ServiceContext } from "../http/context";
 import { GrpcCode } from "../errors";
@@ -148,7 +149,7 @@ export const licenseToValidate = checkable(
         >`(SELECT json_group_array(json_object('licenseId', ${licenseTokens.licenseId}, 'tokenDigest', ${licenseTokens.tokenDigest}, 'expireDate', ${licenseTokens.expireDate}, 'machineId', ${licenseTokens.machineId}))
           FROM ${licenseTokens}
           WHERE ${p.named} = 1 AND ${licenseTokens.licenseId} = ${licenses.id}
-            AND (${licenseTokens.expireDate} IS NULL OR ${licenseTokens.expireDate} > ${p.at})
+            AND ${tokenIsLive(p.at)}
             AND CASE WHEN ${p.digest} IS NOT NULL THEN ${licenseTokens.tokenDigest} = ${p.digest}
               ELSE ${licenseTokens.machineId} = ${p.machineId} AND ${licenseTokens.clientId} = ${p.clientId} END)`
           .mapWith((json: string) => JSON.parse(json) as Candidate[])
