@@ -44,7 +44,7 @@ import { registerDownloads } from "./management/release-downloads";
 import { registerSigningKeys } from "./auth/signing-key-routes";
 import { notModifiedFor, registerUpdateRoutes } from "./updates/update-routes";
 import { registerLicensingRoutes } from "./licensing/licensing-routes";
-import { registerRpc } from "./rpc/server";
+import { registerRpc } from "./rpc/mount";
 import { registerSettings } from "./management/settings";
 import { registerUsers } from "./management/users";
 import { registerWebhooks } from "./webhooks/webhook-routes";

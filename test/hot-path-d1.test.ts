@@ -6,8 +6,12 @@
  */
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
+import { createClient } from "@connectrpc/connect";
+import { createGrpcWebTransport } from "@connectrpc/connect-web";
 import worker from "../src/index";
 import { describe, expect, it } from "vitest";
+import { Authentication } from "../src/gen/licensing/v1/authentication_pb";
+import { LicenseServer } from "../src/gen/licensing/v1/license_server_pb";
 import { ADMIN, BASE, admin, call, queuedTraces } from "./helpers";
 import { newLicense } from "./samples/licensing";
 
@@ -147,6 +151,50 @@ describe("hot paths write nothing to D1 on the request path", () => {
     expect(answers.every((a) => a.status === 200)).toBe(true);
     const actions = await queuedTraces(lic.id, 31);
     expect(actions).toEqual([0, ...Array.from({ length: 30 }, () => 2)]);
+  });
+});
+
+describe("gRPC costs what REST costs", () => {
+  // The gRPC-Web client over the Worker, keeping the last answer's headers (Server-Timing as REST has it).
+  let last: Headers | undefined;
+  const transport = createGrpcWebTransport({
+    baseUrl: BASE,
+    fetch: async (input, init) => {
+      const res = await exports.default.fetch(input as RequestInfo, { ...init, redirect: "manual" });
+      last = res.headers;
+      return res;
+    },
+  });
+  const licenses = createClient(LicenseServer, transport);
+  const oneStatement = { "rows-written": 0, "round-trips": 1, statements: 1 };
+
+  it("validate and heartbeat: one statement, one round trip, no row written, with a license's bearer token or an API key", async () => {
+    const activation = await newLicense("Activation");
+    const floating = await newLicense("Floating");
+    const withKey = { headers: { "x-api-key": ADMIN.key } };
+    await licenses.activateLicense({ userKey: activation.userKey, machineId: "g1" }, withKey);
+    const seat = await licenses.requestFloatingLicense(
+      { userKey: floating.userKey, machineId: "g", clientId: "c" },
+      withKey,
+    );
+    const signedIn = await createClient(Authentication, transport).authenticate({ userKey: activation.userKey });
+    const floatingToken = await createClient(Authentication, transport).authenticate({ userKey: floating.userKey });
+    const bearer = (token: string) => ({ headers: { authorization: `Bearer ${token}` } });
+
+    for (const [credential, options] of [
+      ["API key", withKey],
+      ["bearer", bearer(signedIn.token)],
+    ] as const) {
+      await licenses.validateLicense({ userKey: activation.userKey, machineId: "g1" }, options);
+      expect(d1Work(last!), `gRPC validate, ${credential}`).toMatchObject(oneStatement);
+    }
+    for (const [credential, options] of [
+      ["API key", withKey],
+      ["bearer", bearer(floatingToken.token)],
+    ] as const) {
+      await licenses.heartbeat({ licenseToken: seat.licenseToken }, options);
+      expect(d1Work(last!), `gRPC heartbeat, ${credential}`).toMatchObject(oneStatement);
+    }
   });
 });
 

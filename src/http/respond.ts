@@ -156,10 +156,21 @@ export function validationHook(result: { success: boolean; error?: ZodError; dat
  * log (after the response); licensing errors (520 + gRPC code) are answers about a license, not failures.
  */
 export function renderError(err: Error, c: Context<AppEnv>): Response {
-  const res = errorAnswer(err, c);
-  if (res.status >= 500 && !(err instanceof LicensingError) && !(err instanceof RefusalError))
-    logFailure(c, err, res.status, logMessage(err));
-  return res;
+  const answer = answerFor(err, c);
+  return answer instanceof ValidationProblem ? problemResponse(c, answer) : errorResponse(c, answer);
+}
+
+/**
+ * What the client is told of `err`: the ApiError (status, message, reason) or the problem details; a 5xx that is no
+ * refusal is written to the service log. renderError's, and the gRPC services' (rpc/interceptors.ts `errors`, which
+ * turn the answer into a gRPC status).
+ */
+export function answerFor(err: Error, c: Context<AppEnv>): ApiError | ValidationProblem {
+  const answer = errorAnswer(err, c);
+  const status = answer instanceof ApiError ? answer.status : 400;
+  if (status >= 500 && !(err instanceof LicensingError) && !(err instanceof RefusalError))
+    logFailure(c, err, status, logMessage(err));
+  return answer;
 }
 
 /** The log message of a failure: the client's message for ApiError, the error's own otherwise. */
@@ -168,21 +179,17 @@ function logMessage(err: Error): string {
   return `Unhandled error: ${err.message || err.name}`;
 }
 
-function errorAnswer(err: Error, c: Context<AppEnv>): Response {
-  if (err instanceof ApiError) return errorResponse(c, err);
-  if (err instanceof ValidationProblem) return problemResponse(c, err);
+function errorAnswer(err: Error, c: Context<AppEnv>): ApiError | ValidationProblem {
+  if (err instanceof ApiError || err instanceof ValidationProblem) return err;
   if (err instanceof HTTPException) {
     // Hono's own: malformed JSON (400) is a problem-details case; 415 and others keep their status.
-    if (err.status === 400) return problemResponse(c, new ValidationProblem({ "": [err.message] }));
-    return errorResponse(c, new ApiError(err.status, err.message || "Request refused"));
+    if (err.status === 400) return new ValidationProblem({ "": [err.message] });
+    return new ApiError(err.status, err.message || "Request refused");
   }
   if (err instanceof ConfigError) {
     console.error(err.message);
-    return errorResponse(c, new ApiError(500, err.message));
+    return new ApiError(500, err.message);
   }
   console.error("Unhandled error", c.get("requestId"), err);
-  return errorResponse(
-    c,
-    new ApiError(500, "An unexpected error occurred. See the service log for request " + (c.get("requestId") ?? "")),
-  );
+  return new ApiError(500, `An unexpected error occurred. See the service log for request ${c.get("requestId") ?? ""}`);
 }
