@@ -5,6 +5,7 @@
  */
 import { z } from "zod";
 import { clock } from "./clock";
+import { forgettable, weakMemo } from "./memo";
 
 /** Parses one raw string into a setting's value; throws with a human message when the text is not valid. */
 type Parser<T> = (raw: string) => T;
@@ -534,7 +535,7 @@ export function unsafeSetting(config: Config): ConfigError | undefined {
   return unsafeVerdicts.get(config);
 }
 
-const unsafeVerdicts = new WeakMap<Config, ConfigError | undefined>();
+const unsafeVerdicts = weakMemo<Config, ConfigError | undefined>("unsafe-verdicts", "settings object");
 
 function findUnsafeSetting(config: Config): ConfigError | undefined {
   if (isDevelopment(config)) return undefined;
@@ -643,6 +644,11 @@ interface Cached {
 let cached: Cached | undefined;
 /** The read in flight, shared by the requests that find the cache expired at the same time (one query, not one each). */
 let loading: Promise<Cached> | undefined;
+forgettable(
+  "settings",
+  { key: "none (the settings table)", lifetime: "Application:SettingsCacheSeconds", forgetOn: ["settings"] },
+  () => invalidateConfig(),
+);
 
 /**
  * The effective configuration for a request. Cached per isolate and re-read from the settings table after

@@ -1,4 +1,5 @@
 /** Small crypto helpers shared by keys, tokens and passwords: CSPRNG strings, digests, constant-time comparison. */
+import { memo } from "./memo";
 
 export const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 /** Crockford base32 (no I, L, O, U): the alphabet of user keys. */
@@ -64,9 +65,12 @@ export function fromBase64(text: string): Uint8Array {
  * a digest is a pure function of its text, so a hot path asks WebCrypto once per key, not once per request. Bounded
  * by count and by the length of the texts it keeps; emptied when full.
  */
-const shortDigests = new Map<string, string>();
 const SHORT_TEXT = 512;
-const SHORT_DIGESTS = 4096;
+const shortDigests = memo<string, string>("short-digests", {
+  key: `text of at most ${SHORT_TEXT} characters (API keys, client secrets, tokens)`,
+  max: 4096,
+  evict: "all",
+});
 
 /** SHA-256 of the UTF-8 text, lowercase hex: how API keys, client secrets and tokens are stored. */
 export async function sha256Hex(text: string): Promise<string> {
@@ -74,8 +78,7 @@ export async function sha256Hex(text: string): Promise<string> {
   if (known !== undefined) return known;
   const digest = toHex(await crypto.subtle.digest("SHA-256", encoder.encode(text)));
   if (text.length <= SHORT_TEXT) {
-    if (shortDigests.size >= SHORT_DIGESTS) shortDigests.clear();
-    shortDigests.set(text, digest);
+    shortDigests.keep(text, digest);
   }
   return digest;
 }

@@ -6,9 +6,14 @@
  */
 import { ConfigError } from "./config";
 import { fromBase64, toBase64 } from "./crypto";
+import { memo } from "./memo";
 
 const encoder = new TextEncoder();
-const derived = new Map<string, Promise<CryptoKey>>();
+const derived = memo<string, Promise<CryptoKey>>("derived-keys", {
+  key: "HKDF info and Application:EncryptionKey",
+  max: 32,
+  evict: "all",
+});
 
 /** Application:EncryptionKey, or a 500 naming it. */
 export function requireEncryptionKey(secret: string | undefined, purpose: string): string {
@@ -40,7 +45,7 @@ export function deriveKey(
           usages,
         ),
       );
-    derived.set(cacheKey, key);
+    derived.keep(cacheKey, key);
   }
   return key;
 }

@@ -9,6 +9,7 @@
 import { type SQL, eq, sql } from "drizzle-orm";
 import { ROLES, type Principal, type Role } from "../http/app-env";
 import { clock } from "../clock";
+import { forgetAll, memo } from "../memo";
 import type { Config } from "../config";
 import type { Db } from "../db/client";
 import { apiKeys, users } from "../db/schema";
@@ -62,11 +63,16 @@ interface KeyEntry {
   lastUsedAt: string | null;
 }
 
-const cache = new Map<string, { entry: KeyEntry; until: number }>();
+const cache = memo<string, { entry: KeyEntry; until: number }>("api-keys", {
+  key: "API key digest",
+  max: 10_000,
+  lifetime: "Application:ApiKeyCacheDuration ms",
+  forgetOn: ["keys"],
+});
 
 /** Forgets cached validations (after a key or user is changed in this isolate). */
 export function invalidateApiKeyCache(): void {
-  cache.clear();
+  forgetAll("keys");
 }
 
 async function lookup(db: Db, digest: string): Promise<KeyEntry | undefined> {
@@ -151,7 +157,7 @@ export async function authenticateApiKey(db: Db, config: Config, key: string): P
       return undefined;
     }
     hit = { entry, until: now + config["Application:ApiKeyCacheDuration"] };
-    if (config["Application:ApiKeyCacheDuration"] > 0) cache.set(digest, hit);
+    if (config["Application:ApiKeyCacheDuration"] > 0) cache.keep(digest, hit);
   }
   const { entry } = hit;
   if (entry.revoked || (entry.expireDate !== null && Date.parse(entry.expireDate) <= now)) return undefined;

@@ -13,9 +13,14 @@ import type { Db } from "../db/client";
 import { type CheckColumn, batchReads, compiled } from "../db/compiled";
 import { revokedTokens, users } from "../db/schema";
 import { randomString } from "../crypto";
+import { memo, weakMemo } from "../memo";
 
 const ISSUER = "licensing-service";
-const keys = new Map<string, Promise<CryptoKey>>();
+const keys = memo<string, Promise<CryptoKey>>("jwt-keys", {
+  key: "Application:JwtSecret",
+  max: 8,
+  evict: "all",
+});
 
 /**
  * The HS256 key, imported once per isolate and secret: handed raw bytes, jose would import them again on every
@@ -30,7 +35,7 @@ function signingKey(config: Config): Promise<CryptoKey> {
       "sign",
       "verify",
     ]);
-    keys.set(secret, key);
+    keys.keep(secret, key);
   }
   return key;
 }
@@ -166,8 +171,11 @@ export async function verifyTokenClaims(config: Config, token: string): Promise<
  * token with every call until it expires, so each isolate verifies it once; the logout check (loggedOutQuery) still
  * runs on every request. Bounded: past MAX_VERIFIED the oldest are verified again when next seen.
  */
-const verified = new WeakMap<CryptoKey, Map<string, { principal: Principal; exp: number }>>();
 const MAX_VERIFIED = 4096;
+const verified = weakMemo<CryptoKey, Map<string, { principal: Principal; exp: number }>>(
+  "verified-tokens",
+  `HMAC key, then bearer token (at most ${MAX_VERIFIED} tokens per key, oldest leaves first; used until its exp)`,
+);
 
 function remember(key: CryptoKey, token: string, entry: { principal: Principal; exp: number }): void {
   let tokens = verified.get(key);

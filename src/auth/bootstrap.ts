@@ -10,10 +10,14 @@ import { nowIso } from "../clock";
 import { type Config, ConfigError } from "../config";
 import { generateApiKey, keyPrefix } from "./api-key-service";
 import { sha256Hex } from "../crypto";
+import { forgettable } from "../memo";
 import { MIN_PASSWORD_LENGTH, hashPassword } from "./passwords";
 
 const BOOTSTRAP_KEY_NAME = "Administrator (bootstrap)";
 let done: string | undefined;
+forgettable("admin-bootstrap", { key: "Application:AdminUsername and AdminApiKey", lifetime: "the isolate's" }, () => {
+  done = undefined;
+});
 
 /** Creates the configured administrator and its key unless that name was bootstrapped before. */
 export async function ensureAdmin(d1: D1Database, config: Config, trigger: { clientIp?: string } = {}): Promise<void> {

@@ -22,6 +22,7 @@ import { clock } from "../clock";
 import type { Config } from "../config";
 import { timingSafeEqualText, toBase64Url } from "../crypto";
 import { invalidateApiKeyCache } from "./api-key-service";
+import { memo } from "../memo";
 
 /** `__Host-`: only ever set by this origin over HTTPS, for path `/`, with no Domain (RFC 6265bis). */
 export const CONSOLE_COOKIE = "__Host-console-key";
@@ -61,9 +62,13 @@ export function pruneConsoleSessionsStatement(d1: D1Database, config: Config, no
  * When each console session was last used, as far as this isolate knows from D1 (key digest to ms). Only ever
  * earlier than or equal to what D1 holds, since last_used_at only grows.
  */
-const lastUseSeen = new Map<string, number>();
-/** The isolate forgets what it saw beyond this many sessions (it then asks D1 again). */
-const MAX_SEEN = 10_000;
+const lastUseSeen = memo<string, number>("console-last-use", {
+  key: "console session key digest",
+  // The isolate forgets what it saw beyond this many sessions (it then asks D1 again).
+  max: 10_000,
+  evict: "all",
+  lifetime: "while kept (a value is a past use; the caller compares it with its step)",
+});
 
 /**
  * Whether a console session (an API key sign-in created: its `last_used_at` is set) is still in use: a request used
@@ -101,8 +106,7 @@ export async function consoleSessionActive(db: Db, config: Config, digest: strin
     lastUseSeen.delete(digest);
     return false;
   }
-  if (lastUseSeen.size >= MAX_SEEN) lastUseSeen.clear();
-  lastUseSeen.set(digest, lastUsed);
+  lastUseSeen.keep(digest, lastUsed);
   return true;
 }
 

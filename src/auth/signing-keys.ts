@@ -17,6 +17,7 @@ import { clock } from "../clock";
 import type { Config } from "../config";
 import type { Db } from "../db/client";
 import { toBase64, toBase64Url } from "../crypto";
+import { forgettable, memo } from "../memo";
 
 export const SIGNATURE_KEY_TYPE = "SignatureKey";
 /** A deleted signing key: it signs no more, and is published until `meta.publishedUntil`. */
@@ -65,9 +66,14 @@ interface KeyRow {
 }
 
 /** Rows already reported as unusable (id and version), so a bad row is logged once per isolate, not per load. */
-const reported = new Set<string>();
+const reported = memo<string, true>("signing-key-reports", { key: "key row id and version", max: 1024 });
 
 let cache: { secret: string; loadedAt: number; keys: Promise<SigningKeys> } | undefined;
+forgettable(
+  "signing-keys",
+  { key: "Application:EncryptionKey", lifetime: `${KEY_CACHE_MS} ms`, forgetOn: ["signing-keys"] },
+  () => forgetSigningKeys(),
+);
 
 /** Forgets the cached keys (tests, rotation). */
 export function forgetSigningKeys(): void {
@@ -134,7 +140,7 @@ async function keyOf(secret: string | undefined, row: KeyRow): Promise<PrivateJw
   } catch (e) {
     const version = `${row.id}@${row.updated_at}`;
     if (!reported.has(version)) {
-      reported.add(version);
+      reported.keep(version, true);
       console.error(
         `signing key resource ${row.id} skipped: it is malformed or does not decrypt with Application:EncryptionKey (${e instanceof Error ? e.message : String(e)})`,
       );
@@ -243,7 +249,7 @@ export function signingKeys(db: Db, config: Config): Promise<SigningKeys> {
 }
 
 /** Each key's encoded protected header (`{"alg":"ES256","kid":…,"typ":"JWT"}`), made once. */
-const headers = new Map<string, string>();
+const headers = memo<string, string>("jws-headers", { key: "signing key id", max: 9, evict: "all" });
 const utf8 = new TextEncoder();
 
 /**
@@ -256,9 +262,10 @@ export async function signJws(db: Db, config: Config, payload: object): Promise<
   const keys = await signingKeys(db, config);
   let header = headers.get(keys.kid);
   if (header === undefined) {
-    header = toBase64Url(utf8.encode(JSON.stringify({ alg: "ES256", kid: keys.kid, typ: "JWT" })));
-    if (headers.size > 8) headers.clear();
-    headers.set(keys.kid, header);
+    header = headers.keep(
+      keys.kid,
+      toBase64Url(utf8.encode(JSON.stringify({ alg: "ES256", kid: keys.kid, typ: "JWT" }))),
+    );
   }
   const input = `${header}.${toBase64Url(utf8.encode(JSON.stringify(payload)))}`;
   const signature = await crypto.subtle.sign({ name: "ECDSA", hash: "SHA-256" }, keys.privateKey, utf8.encode(input));

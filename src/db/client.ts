@@ -1,4 +1,5 @@
 import { drizzle } from "drizzle-orm/d1";
+import { weakMemo } from "../memo";
 /**
  * The drizzle client over D1. Queries name their tables from ./schema; no relational schema is given, because the
  * service does not use drizzle's relational queries (`db.query`) and their builders would be made per client.
@@ -9,7 +10,7 @@ function makeDb(d1: D1Database) {
   return drizzle(d1);
 }
 
-const clients = new WeakMap<D1Database, Db>();
+const clients = weakMemo<D1Database, Db>("db-clients", "D1 binding");
 
 /** One drizzle client per D1 binding per isolate: nothing is built per request. */
 export function getDb(d1: D1Database): Db {

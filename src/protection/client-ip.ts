@@ -12,6 +12,7 @@
  */
 import { type Config, isDevelopment } from "../config";
 import { parseIp } from "./ip";
+import { memo } from "../memo";
 
 export const GATEWAY_CLIENT_HEADER = "x-licensing-gateway-client";
 /** The client of a request that says nothing about its address, outside development. */
@@ -20,14 +21,19 @@ export const UNKNOWN_CLIENT = "unknown";
 export const GATEWAY_SIGNATURE_SECONDS = 300;
 
 const encoder = new TextEncoder();
-const keys = new Map<string, Promise<CryptoKey>>();
+const keys = memo<string, Promise<CryptoKey>>("gateway-keys", {
+  key: "IpFiltering:GatewaySecret",
+  max: 5,
+  evict: "all",
+});
 
 function gatewayKey(secret: string): Promise<CryptoKey> {
   let key = keys.get(secret);
   if (!key) {
-    if (keys.size > 4) keys.clear();
-    key = crypto.subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["verify"]);
-    keys.set(secret, key);
+    key = keys.keep(
+      secret,
+      crypto.subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["verify"]),
+    );
   }
   return key;
 }

@@ -2,6 +2,7 @@
  * IP addresses for the IP lists (SPEC "Limits": Whitelist, Blacklist): IPv4 and IPv6 in any spelling
  * (`::1` = `0:0:0:0:0:0:0:1`, `::ffff:127.0.0.1` = `127.0.0.1`), single addresses or CIDR ranges.
  */
+import { memo, weakMemo } from "../memo";
 
 /** The address as bytes: 4 for IPv4 (and IPv4-mapped IPv6), 16 for IPv6; undefined when not an address. */
 export function parseIp(text: string): Uint8Array | undefined {
@@ -68,17 +69,18 @@ function within(ip: Uint8Array, entry: Entry): boolean {
 }
 
 // Lists change only with the settings: each settings object's list is compiled once (keyed by the array itself).
-const compiled = new WeakMap<readonly string[], Entry[]>();
+const compiled = weakMemo<readonly string[], Entry[]>("ip-lists", "a settings object's address list (the array)");
 // Client addresses recur (an installation polls from the same one): each is parsed once while it is in this bound.
-const parsed = new Map<string, Uint8Array | undefined>();
-const MAX_PARSED = 4096;
+const parsed = memo<string, Uint8Array | undefined>("parsed-ips", {
+  key: "client address text",
+  max: 4096,
+  evict: "all",
+});
 
 function parsedIp(ip: string): Uint8Array | undefined {
   if (parsed.has(ip)) return parsed.get(ip);
   const bytes = parseIp(ip);
-  if (parsed.size >= MAX_PARSED) parsed.clear();
-  parsed.set(ip, bytes);
-  return bytes;
+  return parsed.keep(ip, bytes);
 }
 
 /** Whether the address is in the list (addresses and CIDR ranges; unparsable entries are ignored). */

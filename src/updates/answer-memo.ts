@@ -9,6 +9,8 @@
  * over MAX_ANSWER_BYTES are not kept (feeds and update checks are a few KiB).
  */
 
+import { fresh, memo } from "../memo";
+
 /** How long an isolate reuses an answer before asking the Cache API again. */
 export const ANSWER_MEMO_MS = 5_000;
 const MAX_BYTES = 4 * 1024 * 1024;
@@ -22,8 +24,18 @@ interface Kept {
   expiresAt: number;
 }
 
-const kept = new Map<string, Kept>();
 let keptBytes = 0;
+const kept = memo<string, Kept>("answers", {
+  key: "the route's normalised cache key (product code, release generation, route, query, answer origin)",
+  max: Number.POSITIVE_INFINITY,
+  bound: `${MAX_BYTES / 1024 / 1024} MiB of bodies, oldest leaves first; answers over ${MAX_ANSWER_BYTES / 1024} KiB not kept`,
+  ttlMs: ANSWER_MEMO_MS,
+  lifetime: `${ANSWER_MEMO_MS} ms, never past the answer's max-age (Updates:FeedCacheSeconds)`,
+  forgetOn: ["settings"],
+  cleared: () => {
+    keptBytes = 0;
+  },
+});
 
 function drop(key: string): void {
   const entry = kept.get(key);
@@ -37,7 +49,7 @@ export function recallAnswer(key: string, now: number): Response | undefined {
   const entry = kept.get(key);
   if (!entry) return undefined;
   // A clock that went backwards (tests move it) counts as expired rather than young for longer.
-  if (now >= entry.expiresAt || now < entry.keptAt) {
+  if (!fresh(entry.keptAt, now, entry.expiresAt - entry.keptAt)) {
     drop(key);
     return undefined;
   }
@@ -52,7 +64,7 @@ export async function keepAnswer(key: string, response: Response, now: number, m
   const body = new Uint8Array(await response.arrayBuffer());
   if (body.byteLength > MAX_ANSWER_BYTES || maxAgeMs <= 0) return;
   drop(key);
-  while (kept.size > 0 && keptBytes + body.byteLength > MAX_BYTES) drop(kept.keys().next().value as string);
+  while (kept.size > 0 && keptBytes + body.byteLength > MAX_BYTES) drop(kept.oldest() as string);
   kept.set(key, {
     body,
     status: response.status,
@@ -63,15 +75,9 @@ export async function keepAnswer(key: string, response: Response, now: number, m
   keptBytes += body.byteLength;
 }
 
-/** Forgets every kept answer (tests that change settings the answers depend on; a release change in this isolate). */
+/** Forgets every kept answer and where request URLs point (tests that change settings the answers depend on). */
 export function forgetAnswers(): void {
   kept.clear();
-  keptBytes = 0;
-  forgetFronts();
-}
-
-/** Forgets where request URLs point (a change to a product or its releases in this isolate). */
-export function forgetFronts(): void {
   fronts.clear();
 }
 
@@ -84,8 +90,13 @@ interface Front {
   /** The product memo's trust in the release generation the key carries ends then (product-memo.ts). */
   until: number;
 }
-const fronts = new Map<string, Front>();
 const MAX_FRONTS = 4096;
+const fronts = memo<string, Front>("fronts", {
+  key: "request URL (origin, path, sorted query without noCache)",
+  max: MAX_FRONTS,
+  lifetime: "until the product memo's trust in the release generation ends (PRODUCT_MEMO_MS after its read)",
+  forgetOn: ["releases", "settings"],
+});
 
 /**
  * A request's URL as the front door knows it: origin, path and query, but for electron-updater's `noCache` (a new
@@ -109,9 +120,7 @@ export function pointFront(url: URL, key: string, until: number): void {
   const front = frontKey(url);
   const old = fronts.get(front);
   if (old?.key === key && old.until === until) return;
-  fronts.delete(front);
-  if (fronts.size >= MAX_FRONTS) fronts.delete(fronts.keys().next().value as string);
-  fronts.set(front, { key, until });
+  fronts.keep(front, { key, until });
 }
 
 /**
@@ -123,6 +132,6 @@ export function rememberedAnonymousAnswer(url: URL, now: number): (() => Respons
   const front = fronts.get(frontKey(url));
   if (front === undefined || now >= front.until) return undefined;
   const entry = kept.get(front.key);
-  if (!entry || now >= entry.expiresAt || now < entry.keptAt) return undefined;
+  if (!entry || !fresh(entry.keptAt, now, entry.expiresAt - entry.keptAt)) return undefined;
   return () => new Response(entry.body, { status: entry.status, headers: entry.headers });
 }

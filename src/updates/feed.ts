@@ -6,6 +6,7 @@
  */
 import { stringify } from "yaml";
 import type { ServiceContext } from "../http/context";
+import { memo } from "../memo";
 import { type Caller, licenseOf } from "./caller";
 import { type Platform, type ReleaseWithFiles, coveredByMaintenance, platformVerdict, publishedAt } from "./catalog";
 import { type UpdateCheckInput, downloadFor } from "./update-check";
@@ -53,8 +54,10 @@ const YAML_OPTIONS = {
   lineWidth: 0,
 } as const;
 /** Feeds' YAML by their content with the URLs left out: a release's feed is written once per isolate, not per poll. */
-const yamlMemo = new Map<string, string>();
-const MAX_YAML_MEMO = 256;
+const yamlMemo = memo<string, string>("feed-yaml", {
+  key: "the feed's content as JSON, URLs replaced by marks",
+  max: 256,
+});
 /** What a URL stands in for in the remembered YAML; a URL holds neither `<` nor `>` (they are percent-encoded). */
 const urlMark = (i: number) => `<url ${i}>`;
 /** URL text that YAML writes double-quoted as it is, so it can take a mark's place without being escaped. */
@@ -83,9 +86,7 @@ export async function feedYaml(
   const key = JSON.stringify(info);
   let yaml = yamlMemo.get(key);
   if (yaml === undefined) {
-    yaml = stringify(info, YAML_OPTIONS);
-    if (yamlMemo.size >= MAX_YAML_MEMO) yamlMemo.delete(yamlMemo.keys().next().value as string);
-    yamlMemo.set(key, yaml);
+    yaml = yamlMemo.keep(key, stringify(info, YAML_OPTIONS));
   }
   return yaml.replace(/<url (\d+)>/g, (_, i: string) => urls[Number(i)] ?? "");
 }

@@ -13,8 +13,7 @@ import type { Db } from "../db/client";
 import { type ProductRow, productByCode } from "./catalog";
 import { eq, sql } from "drizzle-orm";
 import { products } from "../db/schema";
-import { forgetReleases } from "./release-memo";
-import { forgetFronts } from "./answer-memo";
+import { forgetAll, fresh, memo } from "../memo";
 
 /** How long an isolate trusts a remembered product: the most another isolate may lag behind a release change. */
 export const PRODUCT_MEMO_MS = 5_000;
@@ -26,7 +25,12 @@ interface Remembered {
   loadedAt: number;
 }
 
-const remembered = new Map<string, Remembered>();
+const remembered = memo<string, Remembered>("products", {
+  key: "product code",
+  max: MAX_PRODUCTS,
+  ttlMs: PRODUCT_MEMO_MS,
+  forgetOn: ["releases"],
+});
 
 /**
  * The product with this code, from the memo when it is younger than PRODUCT_MEMO_MS, else from D1. Concurrent
@@ -35,12 +39,8 @@ const remembered = new Map<string, Remembered>();
 export function productByCodeMemo(db: Db, code: string): Promise<ProductRow | undefined> {
   const now = clock.now().getTime();
   const hit = remembered.get(code);
-  // A clock that went backwards (tests move it) makes the entry stale rather than young for longer.
-  if (hit && now >= hit.loadedAt && now - hit.loadedAt < PRODUCT_MEMO_MS) return hit.product;
-  const entry: Remembered = { product: productByCode(db, code), loadedAt: now };
-  remembered.delete(code);
-  if (remembered.size >= MAX_PRODUCTS) remembered.delete(remembered.keys().next().value as string);
-  remembered.set(code, entry);
+  if (hit && fresh(hit.loadedAt, now, PRODUCT_MEMO_MS)) return hit.product;
+  const entry = remembered.keep(code, { product: productByCode(db, code), loadedAt: now });
   const drop = () => {
     if (remembered.get(code) === entry) remembered.delete(code);
   };
@@ -61,9 +61,7 @@ export function trustedUntil(code: string): number {
 
 /** Forgets every remembered product: after a change to a product or its releases, in the isolate that made it. */
 export function forgetProducts(): void {
-  remembered.clear();
-  forgetReleases();
-  forgetFronts();
+  forgetAll("releases");
 }
 
 /**

@@ -7,6 +7,7 @@
  * reaches these answers within PRODUCT_MEMO_MS, as it reaches the cached anonymous answers (docs/decisions.md).
  */
 import { clock } from "../clock";
+import { fresh, memo } from "../memo";
 import type { Platform, ProductRow, ReleaseWithFiles } from "./catalog";
 
 /** Lists are kept no longer than this even within one generation: a bound, not a freshness rule. */
@@ -19,7 +20,12 @@ interface Remembered {
   keptAt: number;
 }
 
-const remembered = new Map<string, Remembered>();
+const remembered = memo<string, Remembered>("release-lists", {
+  key: "product id / release generation / platform / channel",
+  max: MAX_LISTS,
+  ttlMs: RELEASE_MEMO_MS,
+  forgetOn: ["releases"],
+});
 
 function keyOf(product: Pick<ProductRow, "id" | "releaseGeneration">, platform: Platform, channel: string): string {
   return `${product.id}/${product.releaseGeneration}/${platform}/${channel}`;
@@ -35,8 +41,7 @@ export function recallReleases(
   const hit = remembered.get(key);
   if (!hit) return undefined;
   const now = clock.now().getTime();
-  // A clock that went backwards (tests move it) makes the entry stale rather than young for longer.
-  if (now < hit.keptAt || now - hit.keptAt >= RELEASE_MEMO_MS) {
+  if (!fresh(hit.keptAt, now, RELEASE_MEMO_MS)) {
     remembered.delete(key);
     return undefined;
   }
@@ -51,12 +56,5 @@ export function keepReleases(
   releases: readonly ReleaseWithFiles[],
 ): void {
   const key = keyOf(product, platform, channel);
-  remembered.delete(key);
-  if (remembered.size >= MAX_LISTS) remembered.delete(remembered.keys().next().value as string);
-  remembered.set(key, { releases, keptAt: clock.now().getTime() });
-}
-
-/** Forgets every remembered list (with the product memo, after a change in this isolate). */
-export function forgetReleases(): void {
-  remembered.clear();
+  remembered.keep(key, { releases, keptAt: clock.now().getTime() });
 }
