@@ -80,6 +80,41 @@ describe("Authentication", () => {
       "Invalid username or password.",
     );
   });
+
+  it("refuses a logged-out token before anything else is said of the call, though its check waits for the first D1 read", async () => {
+    const lic = await newLicense("Activation");
+    const reports = createClient(ReportServer, grpcWeb);
+    const { token } = await auth.authenticate({ userKey: lic.userKey });
+    const bearer = { headers: { authorization: `Bearer ${token}` } };
+    // Refusals that come before any D1 read: a field over its limit, a report without a name.
+    const tooLong = { userKey: "K".repeat(257) };
+    // The credential comes first, as REST's guard comes before its body validation.
+    await expectStatus(licenses.validateLicense(tooLong), Code.Unauthenticated, "Invalid username or password.");
+    await expectStatus(
+      licenses.validateLicense(tooLong, bearer),
+      Code.InvalidArgument,
+      "userKey is longer than 256 characters",
+    );
+    await expectStatus(reports.sendReport({ name: "" }, bearer), Code.InvalidArgument, "name is required");
+
+    const logout = await exports.default.fetch(`${BASE}/v1/auth/logout`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: "{}",
+    });
+    expect(logout.status).toBe(200);
+    await expectStatus(
+      licenses.validateLicense(tooLong, bearer),
+      Code.Unauthenticated,
+      "Invalid username or password.",
+    );
+    await expectStatus(reports.sendReport({ name: "" }, bearer), Code.Unauthenticated, "Invalid username or password.");
+    await expectStatus(
+      licenses.validateLicense({ userKey: lic.userKey }, bearer),
+      Code.Unauthenticated,
+      "Invalid username or password.",
+    );
+  });
 });
 
 describe("LicenseServer over gRPC-Web", () => {
