@@ -400,6 +400,25 @@ describe("user-key sign-in", () => {
     // A caller with another credential still learns why.
     expectLicensingError(await op("validate", { userKey: revoked.userKey }), 527, "The license has been revoked");
   });
+
+  it("judges the license by the license policy: an expired one is refused, a tampered one signs in and learns 535", async () => {
+    const expired = await newLicense("File");
+    await admin("PUT", "/v1/licenses", { license: { id: expired.id, expireDate: "2020-01-01T00:00:00Z" } });
+    const refused = await call("POST", "/v1/auth/login", { body: { userKey: expired.userKey } });
+    expect(refused.body).toEqual({ success: false, code: 401, message: "Invalid user key.", reason: "licenseExpired" });
+    // Changed behind the API's back, even to revoked: the policy says tampered first, and a tampered license signs
+    // in (docs/decisions.md), its licensing calls answering why.
+    const tampered = await newLicense("Activation");
+    await env.DB.prepare("UPDATE licenses SET revoked = 1 WHERE id = ?").bind(tampered.id).run();
+    const login = await call("POST", "/v1/auth/login", { body: { userKey: tampered.userKey } });
+    expect(login.status).toBe(200);
+    const token = login.body["token"] as string;
+    expectLicensingError(
+      await op("validate", { userKey: tampered.userKey }, token),
+      535,
+      "The license has been tampered",
+    );
+  });
 });
 
 describe("traces", () => {

@@ -4,7 +4,8 @@
  * `anonymousMethods` for the authentication interceptor.
  */
 import type { ServiceImpl } from "@connectrpc/connect";
-import { signInWithPassword, signInWithUserKey } from "../auth/sign-in";
+import { signInWithPassword } from "../auth/sign-in";
+import { signInWithUserKey } from "../licensing/sign-in";
 import { Authentication } from "../gen/licensing/v1/authentication_pb";
 import { USER_KEY_ATTEMPT, passwordAttempt, protectLogin } from "../protection/limits";
 import { callOf } from "./call";
