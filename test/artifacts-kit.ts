@@ -2,6 +2,7 @@
 import { exports } from "cloudflare:workers";
 import { expect } from "vitest";
 import { ADMIN, BASE, admin } from "./helpers";
+import type { JsonBody } from "./json-body.ts";
 
 export const MiB = 1024 * 1024;
 
@@ -107,9 +108,6 @@ export async function send(method: string, path: string, body?: BodyInit, header
   return {
     status: res.status,
     text,
-    body: (text && (res.headers.get("content-type") ?? "").includes("json") ? JSON.parse(text) : undefined) as Record<
-      string,
-      any
-    >,
+    body: (text && (res.headers.get("content-type") ?? "").includes("json") ? JSON.parse(text) : undefined) as JsonBody,
   };
 }

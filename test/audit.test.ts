@@ -4,7 +4,7 @@
  * `category == "Audit"`), invisible to LicenseManager and Sales, and not deletable by them.
  */
 import { describe, expect, it } from "vitest";
-import { ADMIN, admin, call, keyFor, setSetting } from "./helpers";
+import { ADMIN, call, keyFor, setSetting } from "./helpers";
 import { newLicense } from "./samples/licensing";
 
 const IP = "198.18.7.7";

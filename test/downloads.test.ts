@@ -51,8 +51,17 @@ const hosted = (overrides: Record<string, unknown> = {}) => ({
   },
 });
 
+/** A release_downloads row (migrations/0000_init.sql): the columns the tests read by name, the rest compared whole. */
+interface DownloadRow {
+  file_name: string;
+  url: string | null;
+  /** Set when the artifact is stored in R2 (source_kind "local"); the tests reading it upload first. */
+  storage_key: string;
+  [column: string]: unknown;
+}
+
 async function row(id: number) {
-  return env.DB.prepare("SELECT * FROM release_downloads WHERE id = ?").bind(id).first<Record<string, any>>();
+  return env.DB.prepare("SELECT * FROM release_downloads WHERE id = ?").bind(id).first<DownloadRow>();
 }
 const generation = async (productId: number) =>
   (await env.DB.prepare("SELECT release_generation AS g FROM products WHERE id = ?")

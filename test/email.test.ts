@@ -11,6 +11,7 @@ import { buildMime, encodeSubject, htmlToText } from "../src/mail/mime";
 import { ADMIN, BASE, admin, countRows, setSetting } from "./helpers";
 import { created } from "./samples/kit";
 import { newLicenseRow } from "./samples/operations";
+import type { JsonBody } from "./json-body.ts";
 
 interface OutboxRow {
   id: number;
@@ -29,7 +30,7 @@ async function postWith(
   transport: SendEmail | undefined,
   path: string,
   body: unknown,
-): Promise<{ status: number; body: Record<string, any> }> {
+): Promise<{ status: number; body: JsonBody }> {
   const ctx = createExecutionContext();
   const init = {
     method: "POST",
@@ -40,7 +41,7 @@ async function postWith(
   const request = new Request(`${BASE}${path}`, init) as Request<unknown, IncomingRequestCfProperties>;
   const res = await worker.fetch(request, { ...env, EMAIL: transport }, ctx);
   await waitOnExecutionContext(ctx);
-  return { status: res.status, body: (await res.json()) as Record<string, any> };
+  return { status: res.status, body: (await res.json()) as JsonBody };
 }
 
 /** Decodes a Subject header value of RFC 2047 B-encoded words back to text. */

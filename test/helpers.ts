@@ -1,5 +1,6 @@
 /** Drives the Worker through its public interface (`exports.default.fetch`), as a client would. */
 import { exports } from "cloudflare:workers";
+import type { JsonBody } from "./json-body.ts";
 
 /** The administrator and key that vitest.config.ts configures (Application:AdminUsername/Password/ApiKey). */
 export const ADMIN = { username: "admin", password: "Admin-12345678", key: "api_TestAdminKey00000000000000000000" };
@@ -24,11 +25,7 @@ export interface Answer<T = Record<string, unknown>> {
 }
 
 /** One HTTP call; the JSON body (if any) parsed. */
-export async function call<T = Record<string, any>>(
-  method: string,
-  path: string,
-  options: CallOptions = {},
-): Promise<Answer<T>> {
+export async function call<T = JsonBody>(method: string, path: string, options: CallOptions = {}): Promise<Answer<T>> {
   const headers: Record<string, string> = { ...options.headers };
   if (options.key !== undefined) headers["x-api-key"] = options.key;
   if (options.token !== undefined) headers["authorization"] = `Bearer ${options.token}`;
@@ -50,7 +47,7 @@ export async function call<T = Record<string, any>>(
 }
 
 /** Calls with the administrator's API key. */
-export function admin<T = Record<string, any>>(method: string, path: string, body?: unknown): Promise<Answer<T>> {
+export function admin<T = JsonBody>(method: string, path: string, body?: unknown): Promise<Answer<T>> {
   return call<T>(method, path, { key: ADMIN.key, ...(body !== undefined ? { body } : {}) });
 }
 

@@ -19,6 +19,7 @@ import { createGrpcWebTransport } from "@connectrpc/connect-web";
 import { beforeAll, describe, expect, it } from "vitest";
 import { LicenseServer } from "../src/gen/licensing/v1/license_server_pb";
 import { ADMIN, BASE, admin, call } from "./helpers";
+import type { JsonBody } from "./json-body.ts";
 
 const fetchWorker: typeof fetch = (input, init) =>
   exports.default.fetch(input as RequestInfo, {
@@ -124,7 +125,7 @@ async function applyState(license: License, state: State): Promise<void> {
 // ---------------------------------------------------------------------------------------------------------------
 // The paths
 
-const rest = async (op: string, body: Record<string, unknown>): Promise<Outcome & { body?: Record<string, any> }> => {
+const rest = async (op: string, body: Record<string, unknown>): Promise<Outcome & { body?: JsonBody }> => {
   const res = await call("POST", `/v1/license/${op}`, { body, key: ADMIN.key });
   if (res.status === 200) return { allowed: true, body: res.body };
   return { allowed: false, status: res.status, message: res.body["message"] };
@@ -140,9 +141,7 @@ async function viaGrpc(run: () => Promise<unknown>): Promise<Outcome> {
   }
 }
 
-async function must<T extends { allowed: boolean; body?: Record<string, any> }>(
-  outcome: Promise<T>,
-): Promise<Record<string, any>> {
+async function must<T extends { allowed: boolean; body?: JsonBody }>(outcome: Promise<T>): Promise<JsonBody> {
   const done = await outcome;
   expect(done, "setup while the license is usable").toMatchObject({ allowed: true });
   return done.body ?? {};
@@ -158,9 +157,9 @@ function updateGet(path: string, userKey: string): Promise<Response> {
   });
 }
 
-async function updateCheck(userKey: string): Promise<{ res: Response; body: Record<string, any> }> {
+async function updateCheck(userKey: string): Promise<{ res: Response; body: JsonBody }> {
   const res = await updateGet(`/v1/updates/${product.code}?platform=linux-x64&version=0.9.0`, userKey);
-  return { res, body: (await res.json()) as Record<string, any> };
+  return { res, body: (await res.json()) as JsonBody };
 }
 
 async function refusedUpdate(res: Response): Promise<Outcome> {
@@ -175,8 +174,8 @@ interface Path {
   /** Whether the path names the product it serves (only then can a license be for the wrong product). */
   namesProduct: boolean;
   /** Set-up while the license is usable; the state is applied after it. */
-  setup?: (l: License) => Promise<Record<string, any>>;
-  run: (l: License, setup: Record<string, any>) => Promise<Outcome>;
+  setup?: (l: License) => Promise<JsonBody>;
+  run: (l: License, setup: JsonBody) => Promise<Outcome>;
 }
 
 const PATHS: Path[] = [

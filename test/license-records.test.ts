@@ -8,6 +8,7 @@ import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { GeoLookupError, lookupGeoLocation } from "../src/licensing/geo-lookup";
 import { ADMIN, admin, call, countRows, setSetting } from "./helpers";
+import type { JsonBody } from "./json-body.ts";
 import { newLicense, newReport } from "./samples/licenses";
 
 const DAY = 86_400_000;
@@ -187,7 +188,7 @@ describe("license tokens", () => {
       "GET",
       `/v1/license-tokens?filter=${filter}&sort=machineId&select=machineId,licenseId,token`,
     );
-    expect(all.body["licenseTokens"].map((t: any) => [t.machineId, t.licenseId])).toEqual([
+    expect(all.body["licenseTokens"].map((t: JsonBody) => [t.machineId, t.licenseId])).toEqual([
       ["alpha", a.licenseId],
       ["beta", b.licenseId],
       ["zeta", a.licenseId],
@@ -211,7 +212,7 @@ describe("license tokens", () => {
       "GET",
       `/v1/licenses/${a.licenseId}/tokens?filter=${encodeURIComponent('machineId.StartsWith("z")')}`,
     );
-    expect(nested.body["licenseTokens"].map((t: any) => t.machineId)).toEqual(["zeta"]);
+    expect(nested.body["licenseTokens"].map((t: JsonBody) => t.machineId)).toEqual(["zeta"]);
   });
 
   it("deletes a token of the license named in the path only", async () => {
@@ -245,7 +246,7 @@ describe("license traces", () => {
   it("lists traces with the lic… id and the action, with the list conventions", async () => {
     const res = await admin("GET", `/v1/license-traces?filter=${mine()}&sort=-createdAt`);
     expect(res.status, res.text).toBe(200);
-    expect(res.body["licenseTraces"].map((t: any) => [t.licenseId, t.action])).toEqual([
+    expect(res.body["licenseTraces"].map((t: JsonBody) => [t.licenseId, t.action])).toEqual([
       [second.licenseId, 9],
       [first.licenseId, 2],
       [first.licenseId, 0],
@@ -257,7 +258,7 @@ describe("license traces", () => {
     );
     expect(byAction.body["licenseTraces"]).toEqual([{ action: 2, createdAt: "2030-02-01T00:00:00.000Z" }]);
     const page = await admin("GET", `/v1/license-traces?filter=${mine()}&sort=createdAt&skip=2&take=5`);
-    expect(page.body["licenseTraces"].map((t: any) => t.action)).toEqual([9]);
+    expect(page.body["licenseTraces"].map((t: JsonBody) => t.action)).toEqual([9]);
   });
 
   it("deletes by license (either id form), by age, and answers the count", async () => {

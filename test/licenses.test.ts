@@ -9,6 +9,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { getDb } from "../src/db/client";
 import { createLicense, generateLicenseKeys } from "../src/licensing/license-core";
 import { admin, countRows, setSetting } from "./helpers";
+import type { JsonBody } from "./json-body.ts";
 import { newCustomer, newOrder, newProduct } from "./samples/commerce";
 import { newLicense } from "./samples/licenses";
 
@@ -16,13 +17,12 @@ const DAY = 86_400_000;
 const LICENSE_ID = /^lic[0-9A-F]{8}$/;
 const USER_KEY = /^[0-9A-HJKMNP-TV-Z]{5}(-[0-9A-HJKMNP-TV-Z]{5}){4}$/;
 
-interface LicenseRecord {
+interface LicenseRecord extends JsonBody {
   id: number;
   licenseId: string;
   userKey: string;
   status: string;
   activeClientCount: number;
-  [property: string]: any;
 }
 
 /** The license as the list returns it. */
@@ -153,7 +153,10 @@ describe("create", () => {
 
     const before = await countRows("licenses");
     let attempts = 0;
-    const alwaysTaken = () => (attempts++, { licenseId: taken.licenseId, userKey: `K${attempts}` });
+    const alwaysTaken = () => {
+      attempts++;
+      return { licenseId: taken.licenseId, userKey: `K${attempts}` };
+    };
     const failure = await createLicense(getDb(env.DB), settings, { productId }, new Date(), alwaysTaken).catch(
       (e: Error) => e,
     );
@@ -603,7 +606,7 @@ describe("delete", () => {
 
 describe("OpenAPI", () => {
   it("documents the create answer with the lic… licenseId and the integer id, and both forms of {licenseId}", async () => {
-    const doc = (await admin("GET", "/swagger/v1/swagger.json")).body as any;
+    const doc = (await admin("GET", "/swagger/v1/swagger.json")).body;
     const schema = doc.paths["/v1/licenses"].post.responses["200"].content["application/json"].schema;
     expect(schema.allOf[0].$ref).toBe("#/components/schemas/Envelope");
     const properties = schema.allOf[1].properties;
@@ -612,7 +615,9 @@ describe("OpenAPI", () => {
     const param = doc.paths["/v1/licenses/{licenseId}"].delete.parameters[0];
     expect(param).toMatchObject({ name: "licenseId", in: "path", schema: { type: "string" } });
     expect(doc.paths["/v1/licenses/{licenseId}"].delete.description).toMatch(/tokens and traces/);
-    const ids = Object.values(doc.paths).flatMap((item: any) => Object.values(item).map((op: any) => op.operationId));
+    const ids = Object.values(doc["paths"] as Record<string, Record<string, { operationId: string }>>).flatMap((item) =>
+      Object.values(item).map((op) => op.operationId),
+    );
     expect(new Set(ids).size).toBe(ids.length);
   });
 });

@@ -5,6 +5,7 @@
 import { decode as decodeToon } from "@toon-format/toon";
 import { beforeAll, describe, expect, it } from "vitest";
 import { ADMIN, admin, call, countRows, setSetting } from "./helpers";
+import type { JsonBody } from "./json-body.ts";
 
 async function createResource(resource: Record<string, unknown>): Promise<number> {
   const res = await admin("POST", "/v1/resources", { resource });
@@ -69,8 +70,7 @@ describe("create and read", () => {
 
 describe("list conventions", () => {
   const list = (query: string) => admin("GET", `/v1/resources?${query}`);
-  const names = (res: { body: Record<string, any> }) =>
-    (res.body["resources"] as { name: string }[]).map((r) => r.name);
+  const names = (res: { body: JsonBody }) => (res.body["resources"] as { name: string }[]).map((r) => r.name);
 
   it("filters with the expression language and counts all matches", async () => {
     const res = await list(`filter=${encodeURIComponent('type == "File" && name.StartsWith("A")')}`);

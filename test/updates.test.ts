@@ -3,13 +3,14 @@
  * rules", CONTRACT section 5): the signed update check and each withheldReason, the feeds and their aliases with
  * caching, and downloads: the platform rule, single-use tokens, ranges, multipart/byteranges, 416, HEAD, 302.
  */
-import { env, exports } from "cloudflare:workers";
+import { exports } from "cloudflare:workers";
 import canonicalize from "canonicalize";
 import { importJWK } from "jose";
 import { beforeAll, describe, expect, it } from "vitest";
 import { parse as parseYaml } from "yaml";
 import { ADMIN, BASE, admin, call, movableClock, queuedTraces, setSetting } from "./helpers";
 import { blockmapOf } from "./artifacts-kit";
+import type { JsonBody } from "./json-body.ts";
 
 const clockAhead = (await movableClock()).move;
 
@@ -19,7 +20,7 @@ async function upload(
   productId: number,
   releaseId: number,
   file: { platform: string; kind: string; fileName: string; bytes: Uint8Array; sourceKind?: string },
-): Promise<Record<string, any>> {
+): Promise<JsonBody> {
   const form = new FormData();
   form.set("platform", file.platform);
   form.set("kind", file.kind);
@@ -31,7 +32,7 @@ async function upload(
     headers: { "x-api-key": ADMIN.key },
     body: form,
   });
-  const body = (await res.json()) as Record<string, any>;
+  const body = (await res.json()) as JsonBody;
   if (res.status !== 201) throw new Error(`upload ${file.fileName}: ${res.status} ${JSON.stringify(body)}`);
   return body;
 }
@@ -134,7 +135,7 @@ beforeAll(async () => {
 
 async function check(query: string, headers: Record<string, string> = {}) {
   const res = await get(`/v1/updates/studio?${query}`, headers);
-  return { status: res.status, headers: res.headers, body: (await res.json()) as Record<string, any> };
+  return { status: res.status, headers: res.headers, body: (await res.json()) as JsonBody };
 }
 
 describe("the update check", () => {

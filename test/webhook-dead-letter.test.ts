@@ -17,6 +17,7 @@ import { DELIVERY_JOB, buildPayload, recordDeliveries } from "../src/webhooks/em
 import { admin, call, keyFor, setSetting } from "./helpers";
 import { newCustomer } from "./samples/commerce";
 import { RECEIVER, received, receiverPath, subscribe } from "./webhooks-kit";
+import type { JsonBody } from "./json-body.ts";
 
 const SUBSCRIPTIONS = "/v1/webhooks/subscriptions";
 const config = buildConfig({}, []).config;
@@ -27,14 +28,14 @@ afterEach(async () => {
 });
 
 /** The subscription's delivery history through the API (Administrator). */
-async function history(subscriptionId: number): Promise<Record<string, any>[]> {
+async function history(subscriptionId: number): Promise<JsonBody[]> {
   const res = await admin("GET", `${SUBSCRIPTIONS}/${subscriptionId}/events`);
   expect(res.status, res.text).toBe(200);
   return res.body["events"];
 }
 
 /** Polls the delivery history until `done` holds for its one event (the queues' batch windows are 5 s each). */
-function waitForEvent(subscriptionId: number, done: (event: Record<string, any>) => boolean, timeout = 30_000) {
+function waitForEvent(subscriptionId: number, done: (event: JsonBody) => boolean, timeout = 30_000) {
   return vi.waitFor(
     async () => {
       const [event, ...more] = await history(subscriptionId);
@@ -47,7 +48,7 @@ function waitForEvent(subscriptionId: number, done: (event: Record<string, any>)
 }
 
 /** Service log entries (Administrator) whose message names the event and says what (given up, by default). */
-async function logLines(eventId: string, what = "given up"): Promise<Record<string, any>[]> {
+async function logLines(eventId: string, what = "given up"): Promise<JsonBody[]> {
   const filter = encodeURIComponent(`message.Contains("${eventId}") && message.Contains("${what}")`);
   const res = await admin("GET", `/v1/log?filter=${filter}`);
   expect(res.status, res.text).toBe(200);

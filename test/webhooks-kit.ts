@@ -2,6 +2,7 @@
 import { env } from "cloudflare:workers";
 import { inject, vi } from "vitest";
 import { admin } from "./helpers";
+import type { JsonBody } from "./json-body.ts";
 
 /** Base URL of the receiver test/global-setup.ts started (test/webhook-receiver.ts). */
 export const RECEIVER = inject("webhookReceiverUrl");
@@ -29,7 +30,7 @@ export async function received(path: string): Promise<Delivered[]> {
 /** Creates a subscription through the API (201); returns the answer's subscription, secret included. */
 export async function subscribe(
   values: Record<string, unknown> = {},
-): Promise<Record<string, any> & { id: number; secret: string; url: string }> {
+): Promise<JsonBody & { id: number; secret: string; url: string }> {
   const res = await admin("POST", "/v1/webhooks/subscriptions", {
     subscription: {
       name: "receiver",
@@ -73,7 +74,7 @@ export async function emitted(
   type: string,
   count = 1,
   timeout = 5000,
-): Promise<{ id: string; type: string; createdAt: string; data: any; previous?: any }[]> {
+): Promise<{ id: string; type: string; createdAt: string; data: JsonBody; previous?: JsonBody }[]> {
   return vi.waitFor(
     async () => {
       const rows = (await eventRows(subscriptionId)).filter((r) => r.event_type === type);

@@ -46,8 +46,7 @@ export async function verifyDataSignature(
   if (!jwk) throw new VerificationError("unknownKey", `No published P-256 key has the id ${keyId}`);
   const bytes = base64ToBytes(signature);
   // P1363 ES256 is exactly r||s of 32 bytes each; DER or truncated signatures are refused, not guessed at.
-  if (!bytes || bytes.length !== 64)
-    throw new VerificationError("signature", "The signature is not 64 bytes of base64");
+  if (bytes?.length !== 64) throw new VerificationError("signature", "The signature is not 64 bytes of base64");
   let message: Uint8Array<ArrayBuffer>;
   try {
     // Copied into a fresh buffer: the platforms' TextEncoder typings differ on the buffer type WebCrypto accepts.

@@ -311,7 +311,10 @@ export function Product({ id, roles }: { id: number; roles: string[] }) {
               initial={p}
               submitLabel="Save"
               onSubmit={(values) => call("PUT", "/v1/products", { body: { product: { ...values, id } } })}
-              onDone={() => (setEditing(false), product.reload())}
+              onDone={() => {
+                setEditing(false);
+                return product.reload();
+              }}
               onCancel={() => setEditing(false)}
             />
           ) : null}
@@ -682,7 +685,10 @@ export function License({ id, roles }: { id: string; roles: string[] }) {
   const write = can(roles, staff);
   // Seats and activations change while an application runs: read them again every few seconds.
   useEffect(() => {
-    const timer = setInterval(() => (setTick((t) => t + 1), license.reload()), 3000);
+    const timer = setInterval(() => {
+      setTick((t) => t + 1);
+      license.reload();
+    }, 3000);
     return () => clearInterval(timer);
   }, [id]);
   const l = license.data;
@@ -713,12 +719,10 @@ export function License({ id, roles }: { id: string; roles: string[] }) {
                 <button
                   type="button"
                   onClick={() =>
-                    action.run(
-                      async () => (
-                        await call("PUT", "/v1/licenses", { body: { license: { id: l["id"], revoked: false } } }),
-                        license.reload()
-                      ),
-                    )
+                    action.run(async () => {
+                      await call("PUT", "/v1/licenses", { body: { license: { id: l["id"], revoked: false } } });
+                      return license.reload();
+                    })
                   }
                 >
                   Un-revoke
@@ -729,12 +733,10 @@ export function License({ id, roles }: { id: string; roles: string[] }) {
                   class="danger"
                   onClick={() =>
                     confirm(`Revoke license ${id}?`) &&
-                    action.run(
-                      async () => (
-                        await call("PUT", "/v1/licenses", { body: { license: { id: l["id"], revoked: true } } }),
-                        license.reload()
-                      ),
-                    )
+                    action.run(async () => {
+                      await call("PUT", "/v1/licenses", { body: { license: { id: l["id"], revoked: true } } });
+                      return license.reload();
+                    })
                   }
                 >
                   Revoke
@@ -745,14 +747,12 @@ export function License({ id, roles }: { id: string; roles: string[] }) {
                 onSubmit={(e) => {
                   e.preventDefault();
                   const until = String(new FormData(e.currentTarget).get("support"));
-                  void action.run(
-                    async () => (
-                      await call("PUT", "/v1/licenses", {
-                        body: { license: { id: l["id"], supportExpireDate: new Date(until).toISOString() } },
-                      }),
-                      license.reload()
-                    ),
-                  );
+                  void action.run(async () => {
+                    await call("PUT", "/v1/licenses", {
+                      body: { license: { id: l["id"], supportExpireDate: new Date(until).toISOString() } },
+                    });
+                    return license.reload();
+                  });
                 }}
               >
                 <label for="support">Support until</label>
@@ -805,13 +805,11 @@ export function License({ id, roles }: { id: string; roles: string[] }) {
                     <button
                       type="button"
                       onClick={() =>
-                        action.run(
-                          async () => (
-                            await call("DELETE", `/v1/licenses/${encodeURIComponent(id)}/tokens/${String(row["id"])}`),
-                            refresh(),
-                            license.reload()
-                          ),
-                        )
+                        action.run(async () => {
+                          await call("DELETE", `/v1/licenses/${encodeURIComponent(id)}/tokens/${String(row["id"])}`);
+                          refresh();
+                          return license.reload();
+                        })
                       }
                     >
                       {row["kind"] === "Floating" || row["kind"] === 1 ? "Free seat" : "Free machine"}
@@ -958,14 +956,12 @@ export function Webhook({ id }: { id: number }) {
             <button
               type="button"
               onClick={() =>
-                action.run(
-                  async () => (
-                    await call("PUT", `/v1/webhooks/subscriptions/${id}`, {
-                      body: { subscription: { isActive: !s["isActive"] } },
-                    }),
-                    sub.reload()
-                  ),
-                )
+                action.run(async () => {
+                  await call("PUT", `/v1/webhooks/subscriptions/${id}`, {
+                    body: { subscription: { isActive: !s["isActive"] } },
+                  });
+                  return sub.reload();
+                })
               }
             >
               {s["isActive"] ? "Deactivate" : "Activate"}
@@ -1072,7 +1068,14 @@ export function ApiKeys() {
       <div class="page-head">
         <h2>API keys</h2>
         {!creating ? (
-          <button type="button" class="primary" onClick={() => (setCreating(true), setCreated(undefined))}>
+          <button
+            type="button"
+            class="primary"
+            onClick={() => {
+              setCreating(true);
+              setCreated(undefined);
+            }}
+          >
             New API key
           </button>
         ) : null}
@@ -1156,11 +1159,10 @@ export function ApiKeys() {
               class="danger"
               onClick={() =>
                 confirm(`Revoke the API key ${String(row["name"])}? Whoever uses it is refused from then on.`) &&
-                revoke.run(
-                  async () => (
-                    await call("PUT", "/v1/api-keys", { body: { apiKey: { id: row["id"], revoked: true } } }), refresh()
-                  ),
-                )
+                revoke.run(async () => {
+                  await call("PUT", "/v1/api-keys", { body: { apiKey: { id: row["id"], revoked: true } } });
+                  return refresh();
+                })
               }
             >
               Revoke
@@ -1199,13 +1201,11 @@ export function Settings() {
                     onSubmit={(e) => {
                       e.preventDefault();
                       const value = String(new FormData(e.currentTarget).get("value"));
-                      void action.run(
-                        async () => (
-                          await call("PUT", "/v1/settings", { body: { settings: [{ name: s["name"], value }] } }),
-                          setNotice(`${String(s["name"])} saved`),
-                          settings.reload()
-                        ),
-                      );
+                      void action.run(async () => {
+                        await call("PUT", "/v1/settings", { body: { settings: [{ name: s["name"], value }] } });
+                        setNotice(`${String(s["name"])} saved`);
+                        return settings.reload();
+                      });
                     }}
                   >
                     <label class="sr-only" for={`set-${String(s["name"])}`}>
@@ -1280,7 +1280,10 @@ export function OrderLines({ orderId }: { orderId: number }) {
   const [reload, setReload] = useState(0);
   const action = useAction();
   const path = (productId: unknown) => `/v1/orders/${orderId}/products/${encodeURIComponent(String(productId))}`;
-  const done = () => (setMode(undefined), setReload((n) => n + 1));
+  const done = () => {
+    setMode(undefined);
+    setReload((n) => n + 1);
+  };
   return (
     <>
       <p>
@@ -1341,7 +1344,10 @@ export function OrderLines({ orderId }: { orderId: number }) {
               class="danger"
               onClick={() =>
                 confirm(`Remove product ${String(row["productId"])} from the order?`) &&
-                action.run(async () => (await call("DELETE", path(row["productId"])), refresh()))
+                action.run(async () => {
+                  await call("DELETE", path(row["productId"]));
+                  return refresh();
+                })
               }
             >
               Remove

@@ -207,11 +207,10 @@ export function ResourcePage({
                         class="danger"
                         onClick={() =>
                           confirm(`Delete ${def.singular} ${String(row["id"])}?`) &&
-                          del.run(
-                            async () => (
-                              await call("DELETE", `${def.path}/${encodeURIComponent(String(row["id"]))}`), refresh()
-                            ),
-                          )
+                          del.run(async () => {
+                            await call("DELETE", `${def.path}/${encodeURIComponent(String(row["id"]))}`);
+                            return refresh();
+                          })
                         }
                       >
                         Delete

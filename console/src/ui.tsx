@@ -358,9 +358,17 @@ export function ListView(props: {
     const base = props.query?.["filter"];
     const filter = base && applied ? `(${base}) && (${applied})` : base || applied || undefined;
     call("GET", props.path, { query: { ...props.query, filter, sort: props.defaultSort ?? "-id", skip, take: PAGE } })
-      .then((data) => live && (setState(listOf(data)), setError(undefined)))
+      .then((data) => {
+        if (!live) return;
+        setState(listOf(data));
+        setError(undefined);
+      })
       .catch((e: Error) => live && setError(e.message))
-      .finally(() => live && (setBusy(false), setAnswered(applied)));
+      .finally(() => {
+        if (!live) return;
+        setBusy(false);
+        setAnswered(applied);
+      });
     return () => {
       live = false;
     };

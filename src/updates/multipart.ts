@@ -216,7 +216,11 @@ export class MultipartReader {
       pieces.push(piece);
     }
     const whole = new Uint8Array(size);
-    pieces.reduce((at, piece) => (whole.set(piece, at), at + piece.length), 0);
+    let at = 0;
+    for (const piece of pieces) {
+      whole.set(piece, at);
+      at += piece.length;
+    }
     return decoder.decode(whole);
   }
 

@@ -21,6 +21,7 @@ import { CHROMIUM_ARGS, ensureChromium } from "../../scripts/ensure-chromium.mjs
 // @ts-expect-error: a plain JavaScript module, the generator's own check
 import { checkGenerated } from "../../scripts/openapi-types.mjs";
 import { type WebhookReceiver, startWebhookReceiver } from "../webhook-receiver";
+import type { JsonBody } from "../json-body.ts";
 
 const KEY = "api_ConsoleAdminKey0000000000000000";
 const PASSWORD = "Console-12345";
@@ -40,7 +41,7 @@ async function rest(method: string, path: string, init: { key?: string; token?: 
     headers,
     body: init.body === undefined ? undefined : JSON.stringify(init.body),
   });
-  return { status: res.status, body: (await res.json().catch(() => ({}))) as Record<string, any> };
+  return { status: res.status, body: (await res.json().catch(() => ({}))) as JsonBody };
 }
 
 /** Signs an application in with its license's user key; its bearer token. */
@@ -54,7 +55,7 @@ async function licenseByLicenseId(licenseId: string) {
   const res = await rest("GET", `/v1/licenses?filter=${encodeURIComponent(`licenseId == "${licenseId}"`)}`, {
     key: KEY,
   });
-  return res.body["licenses"][0] as Record<string, any>;
+  return res.body["licenses"][0] as JsonBody;
 }
 
 /**

@@ -15,6 +15,7 @@ import { configureAutoUpdater } from "../../client/src/electron-updater";
 // @ts-expect-error: a plain JavaScript module shared with the benchmark
 import { startLocalWorker } from "../../scripts/local-worker.mjs";
 import { type SeenRequest, nodeUpdater } from "./updater-kit.ts";
+import type { JsonBody } from "../json-body.ts";
 
 const KEY = "api_UpdaterAdminKey00000000000000000";
 const BLOCK = 64 * 1024;
@@ -45,13 +46,13 @@ function updater(version: string, cache: string, channel = "stable"): NsisUpdate
   return u;
 }
 
-async function api(method: string, path: string, body?: unknown): Promise<Record<string, any>> {
+async function api(method: string, path: string, body?: unknown): Promise<JsonBody> {
   const res = await fetch(new URL(path, worker.url), {
     method,
     headers: { "x-api-key": KEY, "content-type": "application/json" },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
-  return (await res.json()) as Record<string, any>;
+  return (await res.json()) as JsonBody;
 }
 
 async function upload(

@@ -22,6 +22,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 // @ts-expect-error: a plain JavaScript module shared with the benchmark
 import { root, startLocalWorker } from "../../scripts/local-worker.mjs";
 import { type SeenRequest, nodeUpdater } from "./updater-kit.ts";
+import type { JsonBody } from "../json-body.ts";
 
 const run = promisify(execFile);
 const KEY = "api_ExampleAdminKey00000000000000000";
@@ -47,13 +48,13 @@ let example: {
   createLicensing(options: Record<string, string>): Licensing;
 };
 
-async function api(method: string, path: string, body?: unknown): Promise<Record<string, any>> {
+async function api(method: string, path: string, body?: unknown): Promise<JsonBody> {
   const res = await fetch(new URL(path, worker.url), {
     method,
     headers: { "x-api-key": KEY, "content-type": "application/json" },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
-  return (await res.json()) as Record<string, any>;
+  return (await res.json()) as JsonBody;
 }
 
 /** tsc of the repository, into `outDir`. */

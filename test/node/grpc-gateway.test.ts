@@ -32,6 +32,7 @@ import {
 } from "../../tools/grpc-gateway/gateway.ts";
 // @ts-expect-error: a plain JavaScript module shared with the benchmark
 import { bundleWorker, root, startLocalWorker } from "../../scripts/local-worker.mjs";
+import type { JsonBody } from "../json-body.ts";
 
 type Server = Awaited<ReturnType<typeof startGateway>>;
 type Worker = { url: URL; dispose(): Promise<void> };
@@ -123,13 +124,13 @@ afterAll(async () => {
   rmSync(temp, { recursive: true, force: true });
 });
 
-async function rest(method: string, path: string, body?: unknown): Promise<Record<string, any>> {
+async function rest(method: string, path: string, body?: unknown): Promise<JsonBody> {
   const res = await fetch(new URL(path, worker.url), {
     method,
     headers: { "x-api-key": KEY, "content-type": "application/json" },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
-  return (await res.json()) as Record<string, any>;
+  return (await res.json()) as JsonBody;
 }
 
 /** One gRPC frame around `message`. */

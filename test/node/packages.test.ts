@@ -12,6 +12,7 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 // @ts-expect-error: a plain JavaScript module shared with the benchmark
 import { root, startLocalWorker } from "../../scripts/local-worker.mjs";
+import type { JsonBody } from "../json-body.ts";
 import { type Certificates, type LocalServer, forward, httpsServer, makeCertificates } from "./tls-kit.ts";
 
 const run = promisify(execFile);
@@ -23,13 +24,13 @@ let app: string;
 let base: string;
 let userKey: string;
 
-async function api(method: string, path: string, body?: unknown): Promise<Record<string, any>> {
+async function api(method: string, path: string, body?: unknown): Promise<JsonBody> {
   const res = await fetch(new URL(path, worker.url), {
     method,
     headers: { "x-api-key": KEY, "content-type": "application/json" },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
-  return (await res.json()) as Record<string, any>;
+  return (await res.json()) as JsonBody;
 }
 
 beforeAll(async () => {

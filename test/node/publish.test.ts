@@ -17,6 +17,7 @@ import { parseUpdateInfo } from "../../tools/publish/dist.ts";
 import { forward, httpServer } from "./tls-kit.ts";
 // @ts-expect-error: a plain JavaScript module shared with the benchmark
 import { root, startLocalWorker } from "../../scripts/local-worker.mjs";
+import type { JsonBody } from "../json-body.ts";
 
 const KEY = "api_PublishAdminKey00000000000000000";
 const MiB = 1024 * 1024;
@@ -59,13 +60,13 @@ function updateInfo(name: string, version: string, files: [string, Buffer][]): v
   writeFileSync(join(dir, name), `${lines.join("\n")}\n`);
 }
 
-async function rest(method: string, path: string, body?: unknown): Promise<Record<string, any>> {
+async function rest(method: string, path: string, body?: unknown): Promise<JsonBody> {
   const res = await fetch(new URL(path, worker.url), {
     method,
     headers: { "x-api-key": KEY, "content-type": "application/json" },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
-  return (await res.json()) as Record<string, any>;
+  return (await res.json()) as JsonBody;
 }
 
 /** Runs the CLI as a user would (`licensing-publish …`), returning its output. */
@@ -152,13 +153,7 @@ describe("licensing-publish", () => {
       "GET",
       `/v1/products/${productId}/releases/${productReleases[0].id}/downloads?sort=id`,
     );
-    const summary = releaseDownloads.map((d: Record<string, any>) => [
-      d.platform,
-      d.kind,
-      d.fileName,
-      d.size,
-      d.sha512,
-    ]);
+    const summary = releaseDownloads.map((d: JsonBody) => [d.platform, d.kind, d.fileName, d.size, d.sha512]);
     expect(summary).toEqual(
       expect.arrayContaining([
         ["win-x64", "installer", "Studio Setup 1.2.3.exe", files["exe"]!.byteLength, sha512(files["exe"]!)],
@@ -301,9 +296,7 @@ describe("licensing-publish reads electron-builder's channel files", () => {
         "GET",
         `/v1/products/${productId}/releases/${productReleases[0].id}/downloads?sort=id`,
       );
-      expect(
-        releaseDownloads.map((d: Record<string, any>) => [d.platform, d.kind, d.fileName, d.sha512]).sort(),
-      ).toEqual(
+      expect(releaseDownloads.map((d: JsonBody) => [d.platform, d.kind, d.fileName, d.sha512]).sort()).toEqual(
         [
           ["darwin-arm64", "blockmap", "Studio-2.1.0-beta.1-arm64-mac.zip.blockmap"],
           ["darwin-arm64", "installer", "Studio-2.1.0-beta.1-arm64.dmg"],

@@ -1,5 +1,6 @@
 /** Shared pieces of the sample requests used by the access-table walk (test/access.test.ts). */
 import { admin } from "../helpers";
+import type { JsonBody } from "../json-body.ts";
 
 /** A request that succeeds for an allowed caller: its path (placeholders filled) and body. */
 export interface Sample {
@@ -13,7 +14,7 @@ export interface Sample {
 export type Samples = Record<string, (key?: string) => Promise<Sample>>;
 
 /** Creates a record with the administrator's key and returns the id property of the answer. */
-export async function created(path: string, body: unknown, idName: string): Promise<any> {
+export async function created(path: string, body: unknown, idName: string): Promise<JsonBody[string]> {
   const res = await admin("POST", path, body);
   if (res.status !== 200 && res.status !== 201) throw new Error(`fixture ${path}: ${res.status} ${res.text}`);
   return res.body[idName];
