@@ -244,6 +244,36 @@ describe("LicenseServer over gRPC-Web", () => {
       properties: [{ name: "os", value: "macOS" }],
     });
   });
+
+  it("answers an unexpected failure Internal, pointing at the service log entry it wrote, as REST does", async () => {
+    const reports = createClient(ReportServer, grpcWeb);
+    const requestId = `ray-grpc-${crypto.randomUUID()}`;
+    // The report's INSERT fails inside D1, as a lost connection would.
+    await env.DB.prepare(
+      "CREATE TRIGGER grpc_fail_report BEFORE INSERT ON reports BEGIN SELECT RAISE(ABORT, 'injected failure'); END",
+    ).run();
+    try {
+      await expectStatus(
+        reports.sendReport(
+          { name: "CrashReport", content: "x" },
+          { headers: { ...withKey.headers, "cf-ray": requestId } },
+        ),
+        Code.Internal,
+        `An unexpected error occurred. See the service log for request ${requestId}`,
+      );
+    } finally {
+      await env.DB.prepare("DROP TRIGGER grpc_fail_report").run();
+    }
+    // The entry is written after the answer.
+    let logs: { message: string; exception?: string }[] = [];
+    for (let i = 0; i < 100 && logs.length === 0; i++) {
+      logs = (await admin("GET", `/v1/log?filter=${encodeURIComponent(`requestId == "${requestId}"`)}`)).body["logs"];
+      if (logs.length === 0) await new Promise((resolve) => setTimeout(resolve, 30));
+    }
+    expect(logs).toHaveLength(1);
+    expect(logs[0]!.message).toMatch(/^Unhandled error: Failed query: insert into "reports"/);
+    expect(logs[0]!.exception).toContain("injected failure");
+  });
 });
 
 describe("the other wire formats", () => {
