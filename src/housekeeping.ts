@@ -1,12 +1,17 @@
 /**
  * The cron trigger's work: remove what has outlived its use so D1 stays small (DESIGN: keep traces, logs and
- * delivery history under retention). Each step is one statement and safe to repeat.
+ * delivery history under retention). Each step is one statement and safe to repeat; the steps go in one D1 batch,
+ * drizzle's queries (d1Statement) beside the statements other modules build.
  */
+import { lt } from "drizzle-orm";
 import { pruneConsoleSessionsStatement } from "./auth/console-session";
 import { loadConfig } from "./config";
+import { getDb } from "./db/client";
+import { d1Statement } from "./db/compiled";
+import { downloadTokens, revokedTokens } from "./db/schema";
 import { pruneLogsStatement } from "./logging";
 import { pruneDeliveriesStatement } from "./webhooks/history";
-import { pruneInlineReportsStatement, pruneStoredReports, pruneTracesStatement } from "./licensing/retention";
+import { pruneInlineReports, pruneStoredReports, pruneTraces } from "./licensing/retention";
 import { pruneOutboxStatement } from "./mail/send";
 import { sealPlainPasswords } from "./management/resource-passwords";
 import { sealPlainHeaders } from "./webhooks/subscriptions";
@@ -14,16 +19,18 @@ import { sealPlainHeaders } from "./webhooks/subscriptions";
 export async function housekeeping(env: Bindings, now: Date): Promise<Record<string, number>> {
   const iso = now.toISOString();
   const { config } = await loadConfig(env, env.DB);
+  const db = getDb(env.DB);
   const steps = {
-    revokedTokens: env.DB.prepare("DELETE FROM revoked_tokens WHERE expires_at < ?").bind(iso),
-    downloadTokens: env.DB.prepare("DELETE FROM download_tokens WHERE expires_at < ?").bind(iso),
+    // Logged-out bearer tokens and download tokens past their expiry.
+    revokedTokens: d1Statement(db, db.delete(revokedTokens).where(lt(revokedTokens.expiresAt, iso))),
+    downloadTokens: d1Statement(db, db.delete(downloadTokens).where(lt(downloadTokens.expiresAt, iso))),
     // Service log entries older than Application:LogRetentionDays.
     logs: pruneLogsStatement(env.DB, config, now),
     // Webhook delivery events older than Webhooks:EventRetentionDays.
     webhookEvents: pruneDeliveriesStatement(env.DB, config, now),
     // License traces, reports kept in their row, and the email outbox, past their retention settings.
-    licenseTraces: pruneTracesStatement(env.DB, config, now),
-    reports: pruneInlineReportsStatement(env.DB, config, now),
+    licenseTraces: d1Statement(db, pruneTraces(db, config, now)),
+    reports: d1Statement(db, pruneInlineReports(db, config, now)),
     emailOutbox: pruneOutboxStatement(env.DB, config, now),
     // Admin console sessions past their expiry or their idle timeout (their API keys can no longer be used).
     consoleSessions: pruneConsoleSessionsStatement(env.DB, config, now),
@@ -31,7 +38,7 @@ export async function housekeeping(env: Bindings, now: Date): Promise<Record<str
   const results = await env.DB.batch(Object.values(steps));
   const counts = Object.fromEntries(Object.keys(steps).map((name, i) => [name, results[i]?.meta.changes ?? 0]));
   // Reports with a body in R2: the bodies first, then the rows (licensing/retention.ts).
-  counts["reportBodies"] = await pruneStoredReports(env, config, now);
+  counts["reportBodies"] = await pruneStoredReports(env, db, config, now);
   // Secrets stored in plain text before they were encrypted at rest: sealed in place, a bounded number per run.
   counts["sealedHeaders"] = await sealPlainHeaders(env.DB, config);
   counts["sealedPasswords"] = await sealPlainPasswords(env.DB, config);

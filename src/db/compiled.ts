@@ -139,6 +139,14 @@ function statementOf(db: Db, item: ReadItem): Statement {
   return { statement: db.$client.prepare(sql).bind(...params), query };
 }
 
+/**
+ * A drizzle query as a D1 statement, for one D1 batch beside statements drizzle did not build (the cron's steps,
+ * housekeeping.ts). The statement answers as D1 does (meta.changes), not as drizzle maps it.
+ */
+export function d1Statement(db: Db, query: BatchItem<"sqlite">): D1PreparedStatement {
+  return statementOf(db, query).statement;
+}
+
 /** Runs `items` in one D1 round trip (one statement alone, else a batch) and answers each item's rows. */
 export async function batchReads<const Q extends readonly [ReadItem, ...ReadItem[]]>(
   db: Db,

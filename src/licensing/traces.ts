@@ -16,13 +16,21 @@ export interface TraceSelection {
   licenseId?: number;
 }
 
+/** The statement deleting the selected traces (all of them when nothing is selected), unexecuted. */
+export function deleteTracesQuery(db: Db, selection: TraceSelection) {
+  return db
+    .delete(licenseTraces)
+    .where(
+      and(
+        selection.before !== undefined ? lt(licenseTraces.createdAt, selection.before) : undefined,
+        selection.licenseId !== undefined ? eq(licenseTraces.licenseId, selection.licenseId) : undefined,
+      ),
+    );
+}
+
 /** Deletes the selected traces (all of them when nothing is selected); returns how many went. */
 export async function deleteTraces(db: Db, selection: TraceSelection): Promise<number> {
-  const where = and(
-    selection.before !== undefined ? lt(licenseTraces.createdAt, selection.before) : undefined,
-    selection.licenseId !== undefined ? eq(licenseTraces.licenseId, selection.licenseId) : undefined,
-  );
-  const result = await db.delete(licenseTraces).where(where).run();
+  const result = await deleteTracesQuery(db, selection).run();
   return result.meta.changes;
 }
 
