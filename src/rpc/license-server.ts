@@ -35,6 +35,23 @@ function licenseMessage(view: LicenseView) {
   };
 }
 
+/** The answer of a call that hands out a license token: an activation or a floating seat. */
+function issued(r: {
+  licenseToken: string;
+  tokenExpireAt?: string | undefined;
+  activeClientCount: number;
+  maxClientCount: number;
+  license: LicenseView;
+}) {
+  return {
+    licenseToken: r.licenseToken,
+    tokenExpireAt: timestamp(r.tokenExpireAt),
+    activeClientCount: r.activeClientCount,
+    maxClientCount: r.maxClientCount,
+    license: licenseMessage(r.license),
+  };
+}
+
 const STATUS: Record<string, LicenseStatus> = {
   Activated: LicenseStatus.ACTIVATED,
   NotActivated: LicenseStatus.NOT_ACTIVATED,
@@ -59,13 +76,7 @@ export const licenseServer: ServiceImpl<typeof LicenseServer> = {
       },
       client,
     );
-    return {
-      licenseToken: r.licenseToken,
-      tokenExpireAt: timestamp(r.tokenExpireAt),
-      activeClientCount: r.activeClientCount,
-      maxClientCount: r.maxClientCount,
-      license: licenseMessage(r.license),
-    };
+    return issued(r);
   },
 
   deactivateLicense(req, context) {
@@ -115,14 +126,7 @@ export const licenseServer: ServiceImpl<typeof LicenseServer> = {
       { userKey: req.userKey, machineId: req.machineId, clientId: req.clientId, clientName: opt(req.clientName) },
       client,
     );
-    return {
-      licenseToken: r.licenseToken,
-      tokenExpireAt: timestamp(r.tokenExpireAt),
-      activeClientCount: r.activeClientCount,
-      maxClientCount: r.maxClientCount,
-      license: licenseMessage(r.license),
-      heartbeatInterval: r.heartbeatInterval,
-    };
+    return { ...issued(r), heartbeatInterval: r.heartbeatInterval };
   },
 
   releaseFloatingLicense(req, context) {

@@ -37,12 +37,10 @@ async function binaryRequest(request: Request): Promise<{ request: Request; text
   } catch {
     throw new MalformedRequest("the gRPC-Web text body is not base64");
   }
-  const joined = new Uint8Array(bytes.reduce((n, b) => n + b.byteLength, 0));
-  let at = 0;
-  for (const b of bytes) {
-    joined.set(b, at);
-    at += b.byteLength;
-  }
+  const joined = join(
+    bytes,
+    bytes.reduce((n, b) => n + b.byteLength, 0),
+  );
   const headers = new Headers(request.headers);
   headers.set("content-type", "application/grpc-web+proto");
   return { request: new Request(request.url, { method: request.method, headers, body: joined }), text: true };
@@ -90,6 +88,11 @@ async function boundedBytes(request: Request, max: number): Promise<Uint8Array> 
       parts.push(chunk);
     }
   }
+  return join(parts, size);
+}
+
+/** `parts` back to back, `size` bytes in all. */
+function join(parts: readonly Uint8Array[], size: number): Uint8Array {
   const bytes = new Uint8Array(size);
   let at = 0;
   for (const part of parts) {
