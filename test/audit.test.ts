@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { ADMIN, call, keyFor, setSetting } from "./helpers";
+import { development, fetchAs } from "./production-kit";
 import { newLicense } from "./samples/licensing";
 
 const IP = "198.18.7.7";
@@ -139,7 +140,14 @@ describe("the audit trail", () => {
   });
 
   it("lists the category of every entry, Service for the service's own", async () => {
-    await call("GET", `/v1/products?filter=${encodeURIComponent("name ==")}`, { key: ADMIN.key });
+    // A real failure of the service's own: login while Application:JwtSecret is missing answers 500 naming it, and
+    // every 5xx is logged (a refused filter no longer is: it is the caller's mistake).
+    const failed = await fetchAs(development({ Application__JwtSecret: undefined }), "/v1/auth/login", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ username: "admin", password: "Admin-12345678" }),
+    });
+    expect(failed.status, failed.text).toBe(500);
     await new Promise((r) => setTimeout(r, 100));
     const res = await call("GET", `/v1/log?filter=${encodeURIComponent('category == "Service"')}&take=5`, {
       key: ADMIN.key,
