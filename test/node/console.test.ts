@@ -651,16 +651,18 @@ describe("the admin console in Chromium", () => {
       (await rest("GET", `/v1/products/${productId}/releases/${releaseId}/downloads`, { key: KEY })).body[
         "releaseDownloads"
       ] as { fileName: string; downloadCount?: number }[];
-    if ((await artifacts()).some((a) => "downloadCount" in a)) {
-      await expect
-        .poll(async () => (await artifacts()).find((a) => a.fileName === "Studio Setup 1.0.0.exe")?.downloadCount, {
-          timeout: 15_000,
-        })
-        .toBe(1);
-      await page.goto(new URL(`/console/#/products/${productId}/releases/${releaseId}`, base).toString());
-      const setup = page.getByRole("region", { name: "Downloads" }).getByRole("row").filter({ hasText: "Setup" });
-      await setup.getByRole("cell", { name: "1", exact: true }).waitFor();
-    }
+    await expect
+      .poll(async () => (await artifacts()).find((a) => a.fileName === "Studio Setup 1.0.0.exe")?.downloadCount, {
+        timeout: 15_000,
+      })
+      .toBe(1);
+    await page.goto(new URL(`/console/#/products/${productId}/releases/${releaseId}`, base).toString());
+    const setup = page.getByRole("region", { name: "Downloads" }).getByRole("row").filter({ hasText: "Setup" });
+    // The table renders once its list has answered: wait for the row before reading the headers (they do not wait).
+    await setup.getByRole("cell", { name: "1", exact: true }).waitFor();
+    expect(await page.getByRole("region", { name: "Downloads" }).getByRole("columnheader").allTextContents()).toContain(
+      "Downloads",
+    );
     await page.getByRole("link", { name: "Service log" }).click();
     await page.getByRole("region", { name: "Log entries" }).waitFor();
     // A filter the API refuses: its message is shown as the API words it.
