@@ -4,7 +4,7 @@
  * drizzle's queries (d1Statement) beside the statements other modules build.
  */
 import { lt } from "drizzle-orm";
-import { pruneConsoleSessionsStatement } from "./auth/console-session";
+import { pruneConsoleSessions } from "./auth/console-session";
 import { loadConfig } from "./config";
 import { getDb } from "./db/client";
 import { d1Statement } from "./db/compiled";
@@ -33,7 +33,7 @@ export async function housekeeping(env: Bindings, now: Date): Promise<Record<str
     reports: d1Statement(db, pruneInlineReports(db, config, now)),
     emailOutbox: pruneOutboxStatement(env.DB, config, now),
     // Admin console sessions past their expiry or their idle timeout (their API keys can no longer be used).
-    consoleSessions: pruneConsoleSessionsStatement(env.DB, config, now),
+    consoleSessions: d1Statement(db, pruneConsoleSessions(db, config, now)),
   };
   const results = await env.DB.batch(Object.values(steps));
   const counts = Object.fromEntries(Object.keys(steps).map((name, i) => [name, results[i]?.meta.changes ?? 0]));

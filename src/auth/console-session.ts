@@ -12,7 +12,7 @@
  *
  * Besides its lifetime, a session ends after Application:ConsoleIdleTimeout without a request (consoleSessionActive).
  */
-import { and, eq, gte, lt } from "drizzle-orm";
+import { and, eq, gte, isNotNull, lt, or } from "drizzle-orm";
 import type { Context } from "hono";
 import { generateCookie, getCookie } from "hono/cookie";
 import type { Db } from "../db/client";
@@ -49,13 +49,17 @@ export async function endConsoleSessions(db: Db, userId: string): Promise<void> 
  * Application:ConsoleIdleTimeout: they can no longer be used, and a key a day of sign-ins would otherwise pile up in
  * the API key list.
  */
-export function pruneConsoleSessionsStatement(d1: D1Database, config: Config, now: Date): D1PreparedStatement {
+export function pruneConsoleSessions(db: Db, config: Config, now: Date) {
   const idleSince = new Date(now.getTime() - config["Application:ConsoleIdleTimeout"]).toISOString();
-  return d1
-    .prepare(
-      "DELETE FROM api_keys WHERE name = ? AND expire_date IS NOT NULL AND (expire_date < ? OR last_used_at < ?)",
-    )
-    .bind(CONSOLE_KEY_NAME, now.toISOString(), idleSince);
+  return db
+    .delete(apiKeys)
+    .where(
+      and(
+        eq(apiKeys.name, CONSOLE_KEY_NAME),
+        isNotNull(apiKeys.expireDate),
+        or(lt(apiKeys.expireDate, now.toISOString()), lt(apiKeys.lastUsedAt, idleSince)),
+      ),
+    );
 }
 
 /**

@@ -15,7 +15,9 @@ import { calculateJwkThumbprint } from "jose";
 import { decryptSecret, encryptSecret } from "../secrets";
 import { clock } from "../clock";
 import type { Config } from "../config";
+import { and, desc, eq, inArray, isNotNull } from "drizzle-orm";
 import type { Db } from "../db/client";
+import { resources } from "../db/schema";
 import { toBase64, toBase64Url } from "../crypto";
 import { forgettable, memo } from "../memo";
 
@@ -59,10 +61,10 @@ export interface SigningKeys {
 
 interface KeyRow {
   id: number;
-  type: string;
+  type: string | null;
   data: string;
   meta: string | null;
-  updated_at: string;
+  updatedAt: string;
 }
 
 /** Rows already reported as unusable (id and version), so a bad row is logged once per isolate, not per load. */
@@ -111,13 +113,18 @@ async function generateKeyRow(db: Db, secret: string | undefined, unusable: read
 }
 
 async function readKeyRows(db: Db): Promise<KeyRow[]> {
-  const { results } = await db.$client
-    .prepare(
-      "SELECT id, type, data, meta, updated_at FROM resources WHERE type IN (?1, ?2) AND data IS NOT NULL ORDER BY id DESC",
-    )
-    .bind(SIGNATURE_KEY_TYPE, RETIRED_SIGNATURE_KEY_TYPE)
-    .all<KeyRow>();
-  return results;
+  const rows = await db
+    .select({
+      id: resources.id,
+      type: resources.type,
+      data: resources.data,
+      meta: resources.meta,
+      updatedAt: resources.updatedAt,
+    })
+    .from(resources)
+    .where(and(inArray(resources.type, [SIGNATURE_KEY_TYPE, RETIRED_SIGNATURE_KEY_TYPE]), isNotNull(resources.data)))
+    .orderBy(desc(resources.id));
+  return rows.flatMap(({ data, ...row }) => (data === null ? [] : [{ ...row, data }]));
 }
 
 type PrivateJwk = JsonWebKey & { kid: string; x: string; y: string; d: string };
@@ -138,7 +145,7 @@ async function keyOf(secret: string | undefined, row: KeyRow): Promise<PrivateJw
     );
     return jwk as PrivateJwk;
   } catch (e) {
-    const version = `${row.id}@${row.updated_at}`;
+    const version = `${row.id}@${row.updatedAt}`;
     if (!reported.has(version)) {
       reported.keep(version, true);
       console.error(
@@ -209,15 +216,14 @@ async function load(db: Db, secret: string | undefined): Promise<SigningKeys> {
 export async function retireSigningKey(db: Db, config: Config, id: number): Promise<void> {
   const now = clock.now();
   const until = new Date(now.getTime() + config["Licensing:LicenseKeyLifetime"]).toISOString();
-  await db.$client
-    .prepare("UPDATE resources SET type = ?1, meta = ?2, updated_at = ?3 WHERE id = ?4 AND type = ?5")
-    .bind(
-      RETIRED_SIGNATURE_KEY_TYPE,
-      JSON.stringify({ retiredAt: now.toISOString(), publishedUntil: until }),
-      now.toISOString(),
-      id,
-      SIGNATURE_KEY_TYPE,
-    )
+  await db
+    .update(resources)
+    .set({
+      type: RETIRED_SIGNATURE_KEY_TYPE,
+      meta: JSON.stringify({ retiredAt: now.toISOString(), publishedUntil: until }),
+      updatedAt: now.toISOString(),
+    })
+    .where(and(eq(resources.id, id), eq(resources.type, SIGNATURE_KEY_TYPE)))
     .run();
   forgetSigningKeys();
 }
@@ -229,7 +235,7 @@ export function retiredKeyHeldUntil(row: { meta?: unknown }): string | undefined
     type: RETIRED_SIGNATURE_KEY_TYPE,
     data: "",
     meta: typeof row.meta === "string" ? row.meta : null,
-    updated_at: "",
+    updatedAt: "",
   });
   return until !== undefined && until > clock.now().getTime() ? new Date(until).toISOString() : undefined;
 }

@@ -80,26 +80,34 @@ export async function requestSeat(
   );
   if (!grant.granted) throw fail(GrpcCode.ResourceExhausted, Messages.exhausted);
   const expireAt = new Date(grant.expiresAt).toISOString();
-  await ctx.db.$client
-    .prepare(
-      `INSERT INTO license_tokens
-         (token_digest, token_prefix, kind, license_id, machine_id, client_id, client_name, address, issue_date, expire_date, last_heartbeat, created_at, updated_at)
-       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?9, ?9, ?9)
-       ON CONFLICT (token_digest) DO UPDATE SET expire_date = excluded.expire_date, last_heartbeat = excluded.last_heartbeat,
-         client_name = coalesce(excluded.client_name, client_name), address = excluded.address, updated_at = excluded.updated_at`,
-    )
-    .bind(
-      digest,
-      tokenPrefix(token),
-      TokenKind.Floating,
-      license.id,
+  const stamp = at.toISOString();
+  await ctx.db
+    .insert(licenseTokens)
+    .values({
+      tokenDigest: digest,
+      tokenPrefix: tokenPrefix(token),
+      kind: TokenKind.Floating,
+      licenseId: license.id,
       machineId,
       clientId,
-      input.clientName ?? null,
-      client.address,
-      at.toISOString(),
-      expireAt,
-    )
+      clientName: input.clientName ?? null,
+      address: client.address,
+      issueDate: stamp,
+      expireDate: expireAt,
+      lastHeartbeat: stamp,
+      createdAt: stamp,
+      updatedAt: stamp,
+    })
+    .onConflictDoUpdate({
+      target: licenseTokens.tokenDigest,
+      set: {
+        expireDate: sql`excluded.expire_date`,
+        lastHeartbeat: sql`excluded.last_heartbeat`,
+        clientName: sql`coalesce(excluded.client_name, ${licenseTokens.clientName})`,
+        address: sql`excluded.address`,
+        updatedAt: sql`excluded.updated_at`,
+      },
+    })
     .run();
   trace(ctx, license, TraceAction.Request, client, { machineId, clientId, clientName: input.clientName ?? null });
   if (!grant.renewed)
