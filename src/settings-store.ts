@@ -3,7 +3,7 @@
  * free of HTTP: every setting of config.ts with its effective value as text and where it came from, secrets
  * without their value; and a change set validated whole before one batch writes it.
  */
-import { eq } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
 import {
   type Config,
   ConfigError,
@@ -20,8 +20,9 @@ import {
 } from "./config";
 import { nowIso } from "./clock";
 import type { Db } from "./db/client";
-import { settings } from "./db/schema";
+import { products, settings } from "./db/schema";
 import { ApiError } from "./errors";
+import { forgetAll } from "./memo";
 
 /** How a setting's text is read. */
 export type SettingType = "boolean" | "integer" | "duration" | "string" | "list" | "json";
@@ -186,7 +187,11 @@ function upsert(db: Db, change: ValidChange & { value: string }, now: string) {
     .onConflictDoUpdate({ target: settings.name, set: { value: change.value, ...described, updatedAt: now } });
 }
 
-/** Writes validated changes in one batch: upserts on the unique name, deletes for null values. */
+/**
+ * Writes validated changes in one batch: upserts on the unique name, deletes for null values. Update answers follow
+ * settings (cache lifetime, public releases, URLs), so the same batch bumps every product's release generation, and
+ * this isolate forgets its settings and release memos (memo.ts): the next answer here follows the new settings.
+ */
 export async function writeSettings(db: Db, changes: readonly ValidChange[]): Promise<void> {
   const now = nowIso();
   const statements = changes.map((change) =>
@@ -194,6 +199,9 @@ export async function writeSettings(db: Db, changes: readonly ValidChange[]): Pr
       ? db.delete(settings).where(eq(settings.name, change.name))
       : upsert(db, { name: change.name, value: change.value }, now),
   );
-  const [first, ...rest] = statements;
-  if (first) await db.batch([first, ...rest]);
+  if (statements.length === 0) return;
+  const bump = db.update(products).set({ releaseGeneration: sql`${products.releaseGeneration} + 1` });
+  await db.batch([bump, ...statements]);
+  forgetAll("settings");
+  forgetAll("releases");
 }

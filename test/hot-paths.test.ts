@@ -14,7 +14,7 @@ import { getDb } from "../src/db/client";
 import { renderError } from "../src/http/respond";
 import { createRouter } from "../src/http/router";
 import { ANSWER_MEMO_MS, forgetAnswers, keepAnswer, recallAnswer } from "../src/updates/answer-memo";
-import { PRODUCT_MEMO_MS, productByCodeMemo, bumpReleaseGeneration } from "../src/updates/product-memo";
+import { PRODUCT_MEMO_MS, productByCodeMemo } from "../src/updates/product-memo";
 import { ADMIN, BASE, admin, call, login, movableClock, setSetting } from "./helpers";
 
 const moveClock = (await movableClock()).move;
@@ -48,8 +48,8 @@ describe("the product memo of the update routes", () => {
     at(PRODUCT_MEMO_MS);
     expect((await productByCodeMemo(db, code))!.releaseGeneration).toBe(generation + 1);
 
-    // This isolate's change applies at once.
-    await bumpReleaseGeneration(db, id);
+    // This isolate's change (a write through the API) applies at once.
+    expect((await admin("PUT", "/v1/products", { product: { id, name: "Changed" } })).status).toBe(200);
     expect((await productByCodeMemo(db, code))!.releaseGeneration).toBe(generation + 2);
   });
 

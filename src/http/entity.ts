@@ -226,6 +226,12 @@ export interface EntityDefinition<F extends Fields, R extends keyof F & string> 
    * `lic…` (CONTRACT section 7). See `resolveId` in http/repository.ts.
    */
   publicId?: keyof F & string;
+  /**
+   * Rows of this entity feed the update answers (products, releases, artifacts): the SQL naming the id of the
+   * product whose release generation a write of the row `id` bumps. The repository bumps it with every insert,
+   * update and delete of such a row (http/repository.ts), so no writer can forget it.
+   */
+  releaseGeneration?: (id: SQL) => SQL;
 }
 
 /** What the shared machinery (CRUD builder, lists, repository) needs of any entity. */
@@ -244,6 +250,8 @@ export interface Entity {
   idColumn: SQLiteColumn;
   /** The column of the public identifier paths accept beside the id (EntityDefinition.publicId). */
   publicIdColumn?: SQLiteColumn;
+  /** The product whose release generation a write of the row bumps (EntityDefinition.releaseGeneration). */
+  releaseGeneration?: (id: SQL) => SQL;
   /** A stored row as the API returns it (write-only fields and the row's hidden ones dropped, enums by setting). */
   toWire(row: Record<string, unknown>, config: Config): Record<string, unknown>;
   /** Validated body values as column values (enum names to numbers, dates normalized); absent keys stay absent. */
@@ -305,6 +313,7 @@ export function defineEntity<const F extends Fields, const R extends keyof F & s
     query: { entity: def.name, fields: queryFields },
     idColumn,
     ...(publicIdColumn ? { publicIdColumn } : {}),
+    ...(def.releaseGeneration ? { releaseGeneration: def.releaseGeneration } : {}),
     toWire(row, config) {
       const out: Record<string, unknown> = {};
       for (const [key, field] of fieldEntries) {

@@ -1,14 +1,21 @@
 /**
  * Record storage for declared entities, free of HTTP: find, insert, update, delete with timestamps, referenced-id
  * checks in one round trip, and SQLite constraint failures turned into the client's 400 instead of a 500.
+ *
+ * Writes of rows that feed the update answers (an entity with `releaseGeneration`: products, releases, artifacts)
+ * bump their product's release generation here, in the same batch as the write where it can be, and make this
+ * isolate forget its release memos (memo.ts, "releases"): the one place the generation changes, so no writer of
+ * those rows can forget it (docs/architecture.md, "Per-isolate memos").
  */
-import { type SQL, and, count, eq } from "drizzle-orm";
+import { type SQL, and, count, eq, sql } from "drizzle-orm";
 import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import { CROCKFORD32, randomString } from "../crypto";
 import { nowIso } from "../clock";
 import type { Entity } from "./entity";
 import { ApiError, notFound400 } from "../errors";
 import type { Db } from "../db/client";
+import { products } from "../db/schema";
+import { forgetAll } from "../memo";
 
 export type Row = Record<string, unknown>;
 export type Id = number | string;
@@ -104,6 +111,23 @@ async function guarded<T>(entity: Entity, run: () => Promise<T>): Promise<T> {
   }
 }
 
+/** The statement bumping the release generation of the product the row `id` feeds; undefined for other entities. */
+function generationBump(db: Db, entity: Entity, id: Id) {
+  const productOf = entity.releaseGeneration;
+  if (!productOf) return undefined;
+  return db
+    .update(products)
+    .set({ releaseGeneration: sql`${products.releaseGeneration} + 1` })
+    .where(eq(products.id, productOf(sql`${id}`)));
+}
+
+/** The id of a stored row (the property of the entity's id column). */
+function idOf(entity: Entity, row: Row): Id {
+  const cols = columnsOf(entity);
+  const name = Object.keys(cols).find((key) => cols[key] === entity.idColumn);
+  return row[name ?? "id"] as Id;
+}
+
 /** Inserts a row, stamping createdAt/updatedAt when the table has them; returns the stored row. */
 export async function insertRow(db: Db, entity: Entity, values: Row): Promise<Row> {
   const now = nowIso();
@@ -113,11 +137,17 @@ export async function insertRow(db: Db, entity: Entity, values: Row): Promise<Ro
     ...(cols["updatedAt"] ? { updatedAt: now } : {}),
     ...columnValues(entity, values),
   };
-  return guarded(entity, async () => {
+  const row = await guarded(entity, async () => {
     const [row] = (await db.insert(entity.table).values(stamped).returning()) as Row[];
     if (!row) throw new Error(`insert into ${entity.name} returned no row`);
     return row;
   });
+  const bump = generationBump(db, entity, idOf(entity, row));
+  if (bump) {
+    await bump;
+    forgetAll("releases");
+  }
+  return row;
 }
 
 /** Updates the given columns of one row (partial update), stamping updatedAt; 400 when the id is unknown. */
@@ -125,11 +155,14 @@ export async function updateRow(db: Db, entity: Entity, id: Id, values: Row, sco
   const cols = columnsOf(entity);
   const stamped = { ...columnValues(entity, values), ...(cols["updatedAt"] ? { updatedAt: nowIso() } : {}) };
   return guarded(entity, async () => {
-    const [row] = (await db
+    const update = db
       .update(entity.table)
       .set(stamped)
       .where(whereId(entity, id, scope))
-      .returning()) as Row[];
+      .returning();
+    const bump = generationBump(db, entity, id);
+    const [row] = (bump ? (await db.batch([update, bump]))[0] : await update) as Row[];
+    if (bump) forgetAll("releases");
     if (!row) throw notFound400(entity.name, id);
     return row;
   });
@@ -138,10 +171,14 @@ export async function updateRow(db: Db, entity: Entity, id: Id, values: Row, sco
 /** Deletes one row; 400 when the id is unknown. */
 export async function deleteRow(db: Db, entity: Entity, id: Id, scope?: SQL): Promise<void> {
   await guarded(entity, async () => {
-    const deleted = await db
+    const remove = db
       .delete(entity.table)
       .where(whereId(entity, id, scope))
       .returning({ id: entity.idColumn });
+    // The bump goes first: the row that names the product is gone after the delete.
+    const bump = generationBump(db, entity, id);
+    const deleted = bump ? (await db.batch([bump, remove]))[1] : await remove;
+    if (bump) forgetAll("releases");
     if (deleted.length === 0) throw notFound400(entity.name, id);
   });
 }

@@ -7,6 +7,8 @@ export const Product = defineEntity({
   singular: "product",
   plural: "products",
   table: products,
+  // Update answers carry product fields: a product's writes bump its own release generation (http/repository.ts).
+  releaseGeneration: (id) => id,
   fields: {
     id: f.id(),
     // Not `.` or `..`: the code is a segment of update and download URLs, which URL parsers would remove.

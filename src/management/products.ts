@@ -10,7 +10,6 @@ import { crud } from "./crud";
 import type { ServiceContext } from "../http/context";
 import { ApiError } from "../errors";
 import type { Router } from "../http/router";
-import { forgetProducts } from "../updates/product-memo";
 import { Product } from "../licensing/products";
 
 export function registerProducts(app: Router): void {
@@ -33,8 +32,8 @@ export function registerProducts(app: Router): void {
           { label: "licenses", table: licenses, column: licenses.productId },
           { label: "order lines", table: orderProducts, column: orderProducts.productId },
         ]),
-      // The update routes remember products by code: a renamed, changed or deleted product applies at once here.
-      written: () => forgetProducts(),
+      // The update routes remember products by code: the repository bumps a written product's release generation
+      // and forgets the isolate's release memos (Product.releaseGeneration), so a change applies at once here.
     },
   });
 }

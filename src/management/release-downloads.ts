@@ -27,7 +27,6 @@ import {
   checkRelabel,
   commitStaged,
   downloadTarget,
-  productOfRelease,
   publishedDownloads,
   refuseTaken,
   stageLocal,
@@ -44,7 +43,6 @@ import {
 import { MultipartReader, formBoundary } from "../updates/multipart";
 import { MAX_PART_NUMBER, abortUpload, completeUpload, createUpload, uploadPart } from "../updates/uploads";
 import { Product } from "../licensing/products";
-import { bumpReleaseGeneration } from "../updates/product-memo";
 
 const PATH = "/v1/products/{productId}/releases/{releaseId}/downloads";
 const TAG = "Release downloads";
@@ -146,10 +144,9 @@ export function registerDownloads(app: Router): void {
         await checkRelabel(ctx, values, existing);
         return checkUpdate(values, existing);
       },
+      // The repository bumps the product's release generation with every write (ReleaseDownload.releaseGeneration).
       written: async (ctx, operation, row) => {
-        if (operation === "delete") return afterArtifactDeleted(ctx, row);
-        const productId = await productOfRelease(ctx.db, row["releaseId"] as number);
-        if (productId !== undefined) await bumpReleaseGeneration(ctx.db, productId);
+        if (operation === "delete") await afterArtifactDeleted(ctx, row);
       },
     },
   });
@@ -288,7 +285,7 @@ async function addUploaded(ctx: ServiceContext, target: DownloadTarget, form: Mu
     await refuseTaken(ctx.db, target.releaseId, parsed.data.platform, parsed.data.kind);
     const stage = parsed.data.sourceKind === "resource" ? stageResource : stageLocal;
     const staged = await stage(ctx, target, parsed.data, form.bytes());
-    return commitStaged(ctx, target, staged, async () => {
+    return commitStaged(staged, async () => {
       const extra = await form.next();
       if (extra)
         throw new ApiError(

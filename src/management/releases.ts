@@ -8,7 +8,6 @@ import type { Router } from "../http/router";
 import { ProductRelease } from "../updates/release";
 import { Product } from "../licensing/products";
 import { LicenseTemplate } from "../licensing/license-templates";
-import { bumpReleaseGeneration } from "../updates/product-memo";
 
 async function checkMaintenanceRule(
   ctx: ServiceContext,
@@ -53,7 +52,7 @@ export function registerReleases(app: Router): void {
           { label: "downloads", table: releaseDownloads, column: releaseDownloads.releaseId },
           { label: "license templates", table: licenseTemplates, column: licenseTemplates.releaseId },
         ]),
-      written: (ctx, _op, row) => bumpReleaseGeneration(ctx.db, row["productId"] as number),
+      // Every write bumps the product's release generation in the repository (ProductRelease.releaseGeneration).
     },
   });
   crud(app, {

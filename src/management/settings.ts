@@ -6,7 +6,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
 import { Roles, access } from "../auth/guard";
-import { invalidateConfig, loadConfig, settingDefinitions } from "../config";
+import { loadConfig, settingDefinitions } from "../config";
 import { serviceContext } from "../http/context";
 import { defineEntity, f } from "../http/entity";
 import { enveloped, errorResponses, int64, json, jsonBody } from "../http/openapi";
@@ -124,8 +124,8 @@ export function registerSettings(app: Router): void {
     async (c) => {
       const ctx = serviceContext(c);
       const changes = validateChanges(c.req.valid("json").settings, ctx.config);
+      // Forgets this isolate's settings and the answers that follow them (settings-store.ts).
       await writeSettings(ctx.db, changes);
-      invalidateConfig();
       const { config, sources } = await loadConfig(c.env, c.env.DB);
       // The rest of this request (its serialization) follows the new settings too.
       c.set("config", config);

@@ -15,9 +15,14 @@ import { artifactChunks, productReleases, products, releaseDownloads } from "../
 import type { ServiceContext } from "../http/context";
 import { ApiError, notFound400 } from "../errors";
 import { ChunkSink, type Digests, R2Sink, digestStream, storeStream } from "./artifact-writer";
-import { PLATFORMS, ReleaseDownload, UPLOAD_SOURCE_KINDS, type UploadFields } from "./release-download";
+import {
+  PENDING_PLATFORM,
+  PLATFORMS,
+  ReleaseDownload,
+  UPLOAD_SOURCE_KINDS,
+  type UploadFields,
+} from "./release-download";
 import { CHUNK_BYTES, type ReleaseDownloadRow, deleteArtifactBytes, readArtifact } from "./storage";
-import { bumpReleaseGeneration } from "./product-memo";
 import { requireBlockmap } from "./blockmap";
 
 /** SPEC: a release that receives downloads has `major.minor.patch`, optionally `-prerelease`. */
@@ -25,10 +30,9 @@ const DOWNLOAD_VERSION = /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z-
 
 /**
  * `resource` uploads write their chunks under a row that exists (the chunks' foreign key) but that no route may
- * see yet: its platform is this prefix + a nonce until the last chunk is stored. Real platforms never contain ':'.
+ * see yet: its platform is PENDING_PLATFORM + a nonce until the last chunk is stored. Real platforms never contain
+ * ':'. A pending row this old belongs to an upload whose Worker died; the next upload removes it.
  */
-const PENDING_PLATFORM = "pending:";
-/** A pending row this old belongs to an upload whose Worker died; the next upload removes it. */
 const STALE_PENDING_MS = 24 * 3600_000;
 
 /** The release a download route names, checked to accept downloads. */
@@ -159,7 +163,6 @@ export async function addHosted(
     sha512: input["sha512"],
     signature: input["signature"] ?? null,
   });
-  await bumpReleaseGeneration(ctx.db, target.productId);
   return row;
 }
 
@@ -267,14 +270,10 @@ export async function checkRelabel(ctx: ServiceContext, values: Row, existing: R
 
 /**
  * Publishes staged bytes (or removes them when publishing fails, e.g. the platform and kind were taken meanwhile, or
- * bytes labelled blockmap are not one: blockmap.ts).
+ * bytes labelled blockmap are not one: blockmap.ts). The row's write bumps the product's release generation
+ * (http/repository.ts).
  */
-export async function commitStaged(
-  ctx: ServiceContext,
-  target: DownloadTarget,
-  staged: StagedArtifact,
-  beforeCommit?: () => Promise<void>,
-): Promise<Row> {
+export async function commitStaged(staged: StagedArtifact, beforeCommit?: () => Promise<void>): Promise<Row> {
   let row: Row;
   try {
     await beforeCommit?.();
@@ -286,7 +285,6 @@ export async function commitStaged(
       .catch((cleanup: unknown) => console.error("discarding an artifact that was not published", cleanup));
     throw e;
   }
-  await bumpReleaseGeneration(ctx.db, target.productId);
   return row;
 }
 
@@ -312,21 +310,9 @@ async function removeStalePending(db: Db): Promise<void> {
   );
 }
 
-/** The product of a release (generation bumps after PUT and DELETE, whose hooks only see the artifact row). */
-export async function productOfRelease(db: Db, releaseId: number): Promise<number | undefined> {
-  const row = await db
-    .select({ productId: productReleases.productId })
-    .from(productReleases)
-    .where(eq(productReleases.id, releaseId))
-    .get();
-  return row?.productId;
-}
-
-/** After an artifact row is deleted: its bytes go, and the product's cached feeds become stale. */
+/** After an artifact row is deleted (the repository bumped the product's release generation): its bytes go. */
 export async function afterArtifactDeleted(ctx: ServiceContext, row: Row): Promise<void> {
   await deleteArtifactBytes(ctx.env, ctx.db, [row as ReleaseDownloadRow]);
-  const productId = await productOfRelease(ctx.db, row["releaseId"] as number);
-  if (productId !== undefined) await bumpReleaseGeneration(ctx.db, productId);
 }
 
 /**

@@ -3,17 +3,16 @@
  * Every feed, update check and download starts from the product: its id scopes the queries, and its release
  * generation keys the cached anonymous answers, so without this memo every cached answer would still cost a D1 read.
  *
- * Freshness: the isolate that changes a product or its releases forgets what it remembered at once (`forgetProducts`,
- * called by `bumpReleaseGeneration` and the product routes), so its next answer uses the new generation. Other
+ * Freshness: the isolate that changes a product or its releases forgets what it remembered at once (the repository
+ * bumps the release generation and forgets the "releases" memos: http/repository.ts), so its next answer uses the
+ * new generation. Other
  * isolates cannot be told; they keep the previous generation (and product fields) for at most PRODUCT_MEMO_MS, and so
  * may answer from the previous generation's cached answer for that long (docs/decisions.md).
  */
 import { clock } from "../clock";
 import type { Db } from "../db/client";
 import { type ProductRow, productByCode } from "./catalog";
-import { eq, sql } from "drizzle-orm";
-import { products } from "../db/schema";
-import { forgetAll, fresh, memo } from "../memo";
+import { fresh, memo } from "../memo";
 
 /** How long an isolate trusts a remembered product: the most another isolate may lag behind a release change. */
 export const PRODUCT_MEMO_MS = 5_000;
@@ -57,22 +56,4 @@ export function productByCodeMemo(db: Db, code: string): Promise<ProductRow | un
 export function trustedUntil(code: string): number {
   const hit = remembered.get(code);
   return hit ? hit.loadedAt + PRODUCT_MEMO_MS : 0;
-}
-
-/** Forgets every remembered product: after a change to a product or its releases, in the isolate that made it. */
-export function forgetProducts(): void {
-  forgetAll("releases");
-}
-
-/**
- * Cached update answers are keyed by this number: any change to releases or downloads makes them stale. This isolate's
- * product memo forgets the old number once the new one is stored, so its next answer uses it (other isolates within
- * PRODUCT_MEMO_MS).
- */
-export async function bumpReleaseGeneration(db: Db, productId: number): Promise<void> {
-  await db
-    .update(products)
-    .set({ releaseGeneration: sql`${products.releaseGeneration} + 1` })
-    .where(eq(products.id, productId));
-  forgetProducts();
 }

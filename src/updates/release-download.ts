@@ -3,7 +3,8 @@
  * platforms, kinds, file names that fit one URL path segment, hosted URLs, and hashes in the forms the feed serves.
  */
 import { z } from "@hono/zod-openapi";
-import { releaseDownloads } from "../db/schema";
+import { sql } from "drizzle-orm";
+import { productReleases, releaseDownloads } from "../db/schema";
 import { DECEPTIVE_CHARACTERS, defineEntity, f } from "../http/entity";
 import { int64 } from "../http/openapi";
 import { PLATFORMS } from "./catalog";
@@ -55,12 +56,19 @@ export const hostedUrlSchema = z
   })
   .openapi({ description: "Absolute https:// address without credentials (sourceKind url only)." });
 
+/** The platform prefix of an artifact row whose upload is still in progress: invisible to lists and feeds. */
+export const PENDING_PLATFORM = "pending:";
+
 /** The artifact record; `storageKey` stays internal (not a field, so never returned or filtered). */
 export const ReleaseDownload = defineEntity({
   name: "ReleaseDownload",
   singular: "releaseDownload",
   plural: "releaseDownloads",
   table: releaseDownloads,
+  // An artifact's writes bump the release generation of its release's product (http/repository.ts); a row of an
+  // upload in progress feeds nothing, so its writes bump nothing (its commit, which names the platform, does).
+  releaseGeneration: (id) =>
+    sql`(SELECT ${productReleases.productId} FROM ${productReleases} WHERE ${productReleases.id} = (SELECT ${releaseDownloads.releaseId} FROM ${releaseDownloads} WHERE ${releaseDownloads.id} = ${id} AND ${releaseDownloads.platform} NOT LIKE ${`${PENDING_PLATFORM}%`}))`,
   fields: {
     id: f.id(),
     releaseId: f.int({ readOnly: true }),

@@ -1,7 +1,7 @@
 /**
  * The releases a product offers to a platform and channel (catalog.ts: offeredReleaseReads), remembered per isolate
  * under the product's release generation. Every change to a product's releases or their artifacts bumps the
- * generation (product-memo.ts: bumpReleaseGeneration), so a remembered list is never served for a generation it
+ * generation (http/repository.ts, with every write of those rows), so a remembered list is never served for a generation it
  * does not belong to: a licensed feed poll or update check then costs one D1 statement, the caller's license, and
  * an anonymous one none. The generation itself comes from the product memo, so another isolate's release change
  * reaches these answers within PRODUCT_MEMO_MS, as it reaches the cached anonymous answers (docs/decisions.md).

@@ -1,4 +1,5 @@
 /** The product release record (SPEC "Product release", CONTRACT section 3), shared by releases, templates and updates. */
+import { sql } from "drizzle-orm";
 import { productReleases } from "../db/schema";
 import { CHANNELS } from "../licensing/vocabulary";
 import { defineEntity, f } from "../http/entity";
@@ -10,6 +11,9 @@ export const ProductRelease = defineEntity({
   singular: "productRelease",
   plural: "productReleases",
   table: productReleases,
+  // A release's writes bump its product's release generation (http/repository.ts).
+  releaseGeneration: (id) =>
+    sql`(SELECT ${productReleases.productId} FROM ${productReleases} WHERE ${productReleases.id} = ${id})`,
   fields: {
     id: f.id(),
     productId: f.int({ readOnly: true }),

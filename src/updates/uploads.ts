@@ -222,7 +222,7 @@ export async function completeUpload(ctx: ServiceContext, target: DownloadTarget
     await discard().catch(() => undefined);
     throw e;
   }
-  const row = await commitStaged(ctx, target, {
+  const row = await commitStaged({
     digests,
     kind: state.kind,
     fileName: state.fileName,
