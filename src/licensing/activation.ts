@@ -1,15 +1,16 @@
 /** Activation mode (CONTRACT section 4): activate and deactivate a machine. Free of HTTP: REST and gRPC call these. */
 import { and, eq } from "drizzle-orm";
 import { sha256Hex } from "../crypto";
+import { d1Statement } from "../db/compiled";
 import { licenseTokens } from "../db/schema";
 import type { ServiceContext } from "../http/context";
 import { GrpcCode } from "../errors";
 import { emitClientEvent } from "./license-events";
-import { clientCount } from "./license-core";
+import { activeClientCountsQuery, clientCount } from "./license-core";
 import { activationStatement } from "./tokens";
 import { Mode, TokenKind, TraceAction } from "./vocabulary";
 import type { ClientInfo } from "../http/context";
-import { type LicenseView, licenseView, trace, ACTIVE_CLIENTS_SQL, activeClients } from "./license-view";
+import { type LicenseView, licenseView, trace, activeClients } from "./license-view";
 import { Messages, fail, openLicense, now, required } from "./license-lookup";
 import { clientToken } from "./client-tokens";
 
@@ -45,7 +46,6 @@ export async function activate(ctx: ServiceContext, input: ActivateInput, client
   const clientId = input.clientId?.trim() ?? "";
   const token = await clientToken(ctx.config, TokenKind.Activation, license.id, machineId, clientId);
   const at = now();
-  const stamp = at.toISOString();
   const insert = await activationStatement(
     ctx.db,
     token,
@@ -60,7 +60,7 @@ export async function activate(ctx: ServiceContext, input: ActivateInput, client
     at,
   );
   // The count of machines after the insert, in the same round trip (a batch runs its statements in order).
-  const counted = ctx.db.$client.prepare(ACTIVE_CLIENTS_SQL).bind(license.id, stamp);
+  const counted = d1Statement(ctx.db, activeClientCountsQuery(ctx.db, [license.id], at));
   const [inserted, counts] = await ctx.db.$client.batch<Record<string, unknown>>([insert, counted]);
   const row = inserted?.results[0] as
     | { created_at: string; updated_at: string; expire_date: string | null }

@@ -3,7 +3,7 @@
  * generated identifiers (`lic…`, user keys), the integrity HMAC over the core fields, template defaults, the
  * computed status (CONTRACT section 4) and the one way a license is stored.
  */
-import { and, count, eq, isNull, sql } from "drizzle-orm";
+import { and, eq, isNull, sql } from "drizzle-orm";
 import { CROCKFORD32, randomString, timingSafeEqualText, toHex } from "../crypto";
 import { deriveKey, requireEncryptionKey } from "../secrets";
 import { memo } from "../memo";
@@ -178,19 +178,15 @@ export async function isLicenseIntact(
 /**
  * Clients using each license now: distinct machines with a live token in Activation mode (what `maxClients`
  * limits there), live tokens (seats) otherwise. One query for any number of licenses: the ids travel as one JSON
- * parameter, so a page of a thousand stays under D1's limit of bound values.
+ * parameter, so a page of a thousand stays under D1's limit of bound values. Unexecuted; its columns are named
+ * (license_id, tokens, machines), so a raw D1 batch (activation.ts) reads its rows by those names too.
  */
-export async function activeClientCounts(
-  db: Db,
-  licenseIds: readonly number[],
-  now: Date,
-): Promise<Map<number, { tokens: number; machines: number }>> {
-  if (licenseIds.length === 0) return new Map();
-  const rows = await db
+export function activeClientCountsQuery(db: Db, licenseIds: readonly number[], now: Date) {
+  return db
     .select({
       licenseId: licenseTokens.licenseId,
-      tokens: count(),
-      machines: sql<number>`count(DISTINCT ${licenseTokens.machineId})`,
+      tokens: sql<number>`count(*)`.as("tokens"),
+      machines: sql<number>`count(DISTINCT ${licenseTokens.machineId})`.as("machines"),
     })
     .from(licenseTokens)
     .where(
@@ -200,6 +196,16 @@ export async function activeClientCounts(
       ),
     )
     .groupBy(licenseTokens.licenseId);
+}
+
+/** activeClientCountsQuery's counts by license. */
+export async function activeClientCounts(
+  db: Db,
+  licenseIds: readonly number[],
+  now: Date,
+): Promise<Map<number, { tokens: number; machines: number }>> {
+  if (licenseIds.length === 0) return new Map();
+  const rows = await activeClientCountsQuery(db, licenseIds, now);
   return new Map(rows.map((r) => [r.licenseId, { tokens: r.tokens, machines: r.machines }]));
 }
 

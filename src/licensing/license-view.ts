@@ -1,6 +1,5 @@
 import type { Config } from "../config";
 import type { Db } from "../db/client";
-import { liveText } from "../db/rules";
 import type { ServiceContext } from "../http/context";
 import { signJws } from "../auth/signing-keys";
 import { type LicenseRow, type ViewedLicense, activeClientCounts, clientCount } from "./license-core";
@@ -115,10 +114,6 @@ export function trace(
       now().toISOString(),
     );
 }
-
-/** activeClientCounts (licenses.ts) of one license as raw SQL, for a D1 batch with raw statements: `?1` id, `?2` now. */
-export const ACTIVE_CLIENTS_SQL = `SELECT count(*) AS tokens, count(DISTINCT machine_id) AS machines FROM license_tokens
-  WHERE license_id = ?1 AND ${liveText("expire_date", "?2")}`;
 
 export async function activeClients(db: Db, license: LicenseRow): Promise<number> {
   const counts = await activeClientCounts(db, [license.id], now());
