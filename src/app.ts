@@ -17,7 +17,7 @@ import { type Config, loadConfig, unsafeSetting } from "./config";
 import { openRequestDb, reportRequestDb, serverTiming, serverTimingOn } from "./http/d1-session";
 import { D1Work } from "./db/work";
 import { rememberedAnonymousAnswer } from "./updates/answer-memo";
-import { namesUserKey } from "./updates/artifact-download";
+import { namesUserKey } from "./updates/caller";
 import { jsonBodyLimit } from "./http/body-limit";
 import { browserCors, corsApplies } from "./http/cors";
 import { ApiError } from "./errors";

@@ -13,6 +13,7 @@ import { describe, expect, it } from "vitest";
 import { Authentication } from "../src/gen/licensing/v1/authentication_pb";
 import { LicenseServer } from "../src/gen/licensing/v1/license_server_pb";
 import { ADMIN, BASE, admin, call, queuedTraces } from "./helpers";
+import { blockmapOf, bytesOf, newRelease, upload } from "./artifacts-kit";
 import { newLicense } from "./samples/licensing";
 
 /** The counts of a Server-Timing header written by http/d1-session.ts. */
@@ -195,6 +196,77 @@ describe("gRPC costs what REST costs", () => {
       await licenses.heartbeat({ licenseToken: seat.licenseToken }, options);
       expect(d1Work(last!), `gRPC heartbeat, ${credential}`).toMatchObject(oneStatement);
     }
+  });
+});
+
+describe("downloads: one round trip to decide, one to record a token's use", () => {
+  it("an anonymous or keyed download reads in one round trip; the download behind a licensed feed poll takes two and writes its token's use", async () => {
+    const app = await newRelease("1.0.0");
+    const published = await admin("PUT", `/v1/products/${app.productId}/releases`, {
+      productRelease: { id: app.releaseId, public: true, releaseDate: "2026-01-01T00:00:00Z" },
+    });
+    expect(published.status, published.text).toBe(200);
+    const installer = bytesOf(4096, 3);
+    expect((await upload(app.path, installer, { fileName: "App Setup.exe" })).status).toBe(201);
+    const blockmap = await upload(app.path, await blockmapOf(installer), {
+      kind: "blockmap",
+      fileName: "App Setup.exe.blockmap",
+    });
+    expect(blockmap.status, blockmap.text).toBe(201);
+    const created = (await admin("POST", "/v1/licenses", { license: { productId: app.productId } })).body;
+    const userKey = (
+      await admin("GET", `/v1/licenses?filter=${encodeURIComponent(`id == ${created["id"]}`)}&select=userKey`)
+    ).body["licenses"][0].userKey;
+    const keyed = { "X-Service-User-Key": userKey };
+    const downloads = `${BASE}/v1/updates/${app.code}/download/win-x64/1.0.0`;
+    // Each measured request follows one that reads the product, which the isolate then keeps (product-memo.ts), as
+    // an auto-updater's download follows its feed poll.
+    const measured = async (url: string, headers: Record<string, string> = {}) => {
+      expect((await exports.default.fetch(`${downloads}/none`)).status).toBe(404);
+      const res = await exports.default.fetch(url, { headers });
+      const body = new Uint8Array(await res.arrayBuffer());
+      return { status: res.status, size: body.byteLength, work: d1Work(res.headers) };
+    };
+    const oneRead = (statements: number) => ({ "rows-written": 0, "round-trips": 1, statements });
+
+    // Anonymous and ungated (the blockmap beside the installer): the artifact is the one statement.
+    const anonymous = await measured(`${downloads}/App%20Setup.exe.blockmap`);
+    expect(anonymous.status).toBe(200);
+    expect(anonymous.work, "anonymous download").toMatchObject(oneRead(1));
+    // With a user key: the artifact and the key's license, in one batch.
+    const withKey = await measured(`${downloads}/App%20Setup.exe.blockmap`, keyed);
+    expect(withKey.status).toBe(200);
+    expect(withKey.work, "download with a user key").toMatchObject(oneRead(2));
+
+    // The licensed feed poll, then its download as electron-updater makes it (the feed's URL, the user key header):
+    // the artifact and the license (named by the key and by the token: one statement) in one batch, then the
+    // token's use in one conditional statement, which writes its row.
+    const feed = await exports.default.fetch(`${BASE}/v1/updates/${app.code}/feed/stable/win-x64/latest.yml`, {
+      headers: keyed,
+    });
+    const yaml = await feed.text();
+    expect(feed.status, yaml).toBe(200);
+    const url = /url: "([^"]+)"/.exec(yaml)![1]!;
+    expect(url).toContain("token=");
+    const licensed = await measured(url, keyed);
+    expect(licensed.size).toBe(installer.byteLength);
+    // One row written: the token's download_tokens row.
+    expect(licensed.work, "licensed download").toMatchObject({ "rows-written": 1, "round-trips": 2, statements: 3 });
+    // The same URL without the key (a browser given the link): the same work; the token is used up, so a second
+    // complete download is refused by the conditional statement, which writes nothing.
+    const again = await measured(url);
+    expect(again.status).toBe(403);
+    expect(again.work, "used token").toMatchObject({ "rows-written": 0, "round-trips": 2, statements: 3 });
+    const other = await exports.default.fetch(`${BASE}/v1/updates/${app.code}/feed/stable/win-x64/latest.yml`, {
+      headers: keyed,
+    });
+    const tokenOnly = await measured(/url: "([^"]+)"/.exec(await other.text())![1]!);
+    expect(tokenOnly.size).toBe(installer.byteLength);
+    expect(tokenOnly.work, "download with a token alone").toMatchObject({
+      "rows-written": 1,
+      "round-trips": 2,
+      statements: 3,
+    });
   });
 });
 

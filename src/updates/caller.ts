@@ -1,20 +1,19 @@
 /**
  * Who asks an update route: nobody (no user key), somebody whose key matches no license of the product, or a
  * license. A revoked, expired or tampered license is refused outright (403 `License revoked or expired`, SPEC
- * rule 5). The download tokens a licensed caller's URLs carry for gated releases are in download-tokens.ts.
+ * rule 5; the download route answers it with the token's message). The download tokens a licensed caller's URLs carry for gated releases are in download-tokens.ts.
  */
-import { and, eq, sql } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
 import { clock } from "../clock";
-import type { Db } from "../db/client";
 import { type Params, compiled } from "../db/compiled";
 import { customers, licenses } from "../db/schema";
 import type { ServiceContext } from "../http/context";
-import { ApiError } from "../errors";
+import type { ApiError } from "../errors";
 import type { LicenseRow } from "../licensing/license-core";
-import { judgeLicense } from "../licensing/policy";
+import { type JudgedLicense, judgeLicense } from "../licensing/policy";
 import { compactUserKey, userKeyIs } from "../licensing/user-key";
 import { countFailedLogin } from "../protection/limits";
-import { REFUSAL_REASONS, updateRefusal } from "./reasons";
+import { REFUSAL_REASONS, type UpdateReason, updateRefusal } from "./reasons";
 
 /** The name fields of a license's customer (the update check's `maintenance.licensee`). */
 export interface CustomerName {
@@ -24,19 +23,30 @@ export interface CustomerName {
 }
 
 /**
- * Who asks. A licensed caller found by resolveCaller also carries its customer's name, read in the same query
- * (null: no customer); undefined where the license came another way (a download token).
+ * Who asks. A licensed caller found by callerLicenseQuery also carries its customer's name, read in the same query
+ * (null: no customer); undefined where it was not read (the download route: download-plan.ts).
  */
-export type Caller =
+export type Caller<L = LicenseRow> =
   | { kind: "anonymous" }
   | { kind: "unknown"; reason: "licenseNotFound" | "wrongProduct" }
-  | { kind: "licensed"; license: LicenseRow; customer?: CustomerName | null };
+  | { kind: "licensed"; license: L; customer?: CustomerName | null };
+
+/** A caller, or a user key whose license is refused (tampered, revoked or expired), with the refusal's reason. */
+export type CallerVerdict<L = LicenseRow> = Caller<L> | { kind: "refused"; reason: UpdateReason };
 
 export const REVOKED_OR_EXPIRED = "License revoked or expired";
 export const BAD_DOWNLOAD_TOKEN = "Download token invalid, expired or already used";
 
 /** 403 `Download token invalid, expired or already used`, reason `downloadTokenInvalid`. */
 export const badDownloadToken = (): ApiError => updateRefusal(BAD_DOWNLOAD_TOKEN, "downloadTokenInvalid");
+
+/** The header a caller names its user key with (or the `userKey` query parameter). */
+export const USER_KEY_HEADER = "X-Service-User-Key";
+
+/** Whether a request names a user key at all (before the app: the front door, app.ts). */
+export function namesUserKey(headers: Headers, url: URL): boolean {
+  return headers.has(USER_KEY_HEADER) || url.searchParams.has("userKey");
+}
 
 /**
  * The user key of a request in its compact form (read as Crockford base32 is typed: licensing/user-key.ts); undefined
@@ -47,10 +57,10 @@ export function callerKey(userKey: string | undefined): string | undefined {
 }
 
 /**
- * resolveCaller's query, unexecuted (a route sends it in one D1 batch with its other reads): the license with this
- * user key, its customer's name, and the product the route serves (`askedProductId`), so the license policy judges
- * the product like every other path (a license of another product is refused as such, after tampered, revoked and
- * expired).
+ * The caller behind a user key, unexecuted (a route sends it in one D1 batch with its other reads): the license with
+ * this user key, its customer's name, and the product the route serves (`askedProductId`), so the license policy
+ * judges the product like every other path (a license of another product is refused as such, after tampered,
+ * revoked and expired).
  */
 const callerLicense = compiled((db, p: Params<{ productId: number; key: string }>) =>
   db
@@ -69,18 +79,6 @@ export function callerLicenseQuery(productId: number, key: string) {
   return callerLicense.with({ productId, key });
 }
 
-/** The caller behind a user key, for one product. */
-export async function resolveCaller(
-  ctx: ServiceContext,
-  productId: number,
-  userKey: string | undefined,
-): Promise<Caller> {
-  const key = callerKey(userKey);
-  if (!key) return { kind: "anonymous" };
-  const [row] = await callerLicense.run(ctx.db, { productId, key });
-  return judgeCaller(ctx, row);
-}
-
 /**
  * The caller a row of callerLicenseQuery makes, as the license policy (licensing/policy.ts) decides: unknown (no
  * license with the key, or one of another product: SPEC's "none matches a license"; its reason goes into the answer's
@@ -91,29 +89,31 @@ export async function judgeCaller(
   ctx: ServiceContext,
   row: { license: LicenseRow; customer: CustomerName | null; askedProductId: number } | undefined,
 ): Promise<Caller> {
+  const verdict = await callerVerdict(ctx, row);
+  if (verdict.kind === "refused") throw updateRefusal(REVOKED_OR_EXPIRED, verdict.reason);
+  return verdict;
+}
+
+/**
+ * judgeCaller's decision as a value: a refused license is `refused` with its reason, for a route that answers it
+ * otherwise (the download route: the token's message). `row.license` holds at least what the policy judges;
+ * `customer` undefined means not read.
+ */
+export async function callerVerdict<L extends JudgedLicense>(
+  ctx: ServiceContext,
+  row: { license: L; customer?: CustomerName | null; askedProductId: number } | undefined,
+): Promise<CallerVerdict<L>> {
   const verdict = await judgeLicense(ctx.config["Application:EncryptionKey"], row?.license, clock.now(), {
     productId: row?.askedProductId,
   });
-  if (verdict.usable) return { kind: "licensed", license: verdict.license, customer: row?.customer ?? null };
+  if (verdict.usable) return { kind: "licensed", license: verdict.license, customer: row?.customer };
   // Guessing user keys on the update routes counts like failed logins (SPEC "Limits" rule 5), refused keys too.
   ctx.waitUntil(countFailedLogin(ctx));
   if (verdict.refusal === "notFound" || verdict.refusal === "wrongProduct")
     return { kind: "unknown", reason: REFUSAL_REASONS[verdict.refusal] };
-  throw updateRefusal(REVOKED_OR_EXPIRED, REFUSAL_REASONS[verdict.refusal]);
+  return { kind: "refused", reason: REFUSAL_REASONS[verdict.refusal] };
 }
 
-export function licenseOf(caller: Caller): LicenseRow | undefined {
+export function licenseOf<L>(caller: Caller<L>): L | undefined {
   return caller.kind === "licensed" ? caller.license : undefined;
-}
-
-/** The license a download token was issued to must still be usable, as the license policy decides (otherwise the token's message). */
-export async function requireTokenLicense(
-  ctx: ServiceContext,
-  licenseId: number | null,
-): Promise<LicenseRow | undefined> {
-  if (licenseId === null) return undefined;
-  const license = await ctx.db.select().from(licenses).where(eq(licenses.id, licenseId)).get();
-  const verdict = await judgeLicense(ctx.config["Application:EncryptionKey"], license, clock.now());
-  if (!verdict.usable) throw badDownloadToken();
-  return verdict.license;
 }

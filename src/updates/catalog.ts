@@ -158,7 +158,11 @@ export type PlatformVerdict =
   | { allowed: false; reason: "platformRequiresEdition"; requiredEdition: string };
 
 /** Rule 3 (and 4): whether the platform's family is open to the caller's license edition. */
-export function platformVerdict(config: Config, platform: Platform, license: LicenseRow | undefined): PlatformVerdict {
+export function platformVerdict(
+  config: Config,
+  platform: Platform,
+  license: Pick<LicenseRow, "licenseType" | "edition"> | undefined,
+): PlatformVerdict {
   const editions = config["Updates:PlatformEditions"][family(platform)];
   if (!config["Updates:EnforcePlatformEditions"] || editions.length === 0) return { allowed: true };
   if (!license) return { allowed: false, reason: "platformRequiresLicense" };

@@ -23,7 +23,7 @@ import { clock } from "../clock";
 import { downloadTokens } from "../db/schema";
 import type { ServiceContext } from "../http/context";
 import { badDownloadToken } from "./caller";
-import type { Span } from "./ranges";
+import type { RangeRequest, Span } from "./ranges";
 
 /** What a valid token says: which license may download which artifact, until when (ms), and its digest. */
 export interface DownloadClaim {
@@ -59,24 +59,25 @@ export async function issueDownloadToken(ctx: ServiceContext, downloadId: number
 }
 
 /**
- * Reads a token presented for an artifact, without touching D1: its signature, its expiry and its artifact. 403 with
- * SPEC's message when it is missing, altered, expired or names another artifact.
+ * What a presented token says, read without touching D1 (before the download's reads, so they can fetch the license
+ * it names): its shape, signature and expiry. Undefined when it is missing, altered or expired; the download route
+ * refuses it with SPEC's message when the artifact is gated, and also when the token names another artifact
+ * (download-plan.ts).
  */
-export async function verifyDownloadToken(
+export async function readDownloadToken(
   ctx: ServiceContext,
   token: string | undefined,
-  downloadId: number,
-): Promise<DownloadClaim> {
+): Promise<DownloadClaim | undefined> {
   const m = token ? TOKEN.exec(token) : null;
-  if (!token || !m) throw badDownloadToken();
+  if (!token || !m) return undefined;
   const payload = token.slice(0, token.lastIndexOf("."));
-  if (!timingSafeEqualText(await macOf(ctx, payload), m[5]!)) throw badDownloadToken();
+  if (!timingSafeEqualText(await macOf(ctx, payload), m[5]!)) return undefined;
   const claim = {
     licenseId: parseInt(m[1]!, 36),
     downloadId: parseInt(m[2]!, 36),
     expiresAt: parseInt(m[3]!, 36) * 1000,
   };
-  if (claim.downloadId !== downloadId || claim.expiresAt <= clock.now().getTime()) throw badDownloadToken();
+  if (claim.expiresAt <= clock.now().getTime()) return undefined;
   return { ...claim, digest: await sha256Hex(token) };
 }
 
@@ -91,16 +92,31 @@ export function coversWholeFile(ranges: readonly Span[], size: number): boolean 
   return next >= size;
 }
 
+/** What serving `range` of an artifact of `size` bytes records on its token; a hosted artifact's redirect is all of it. */
+export function tokenUseOf(range: RangeRequest, size: number, hosted: boolean): TokenUse {
+  if (hosted || range.kind !== "ranges") return { bytes: size, complete: hosted || range.kind === "all", size };
+  return {
+    bytes: range.ranges.reduce((n, r) => n + r.end - r.start + 1, 0),
+    complete: coversWholeFile(range.ranges, size),
+    size,
+  };
+}
+
+/** What one answer serves of a token's artifact. */
+export interface TokenUse {
+  bytes: number;
+  /** A complete download: it uses the token up. */
+  complete: boolean;
+  /** The artifact's size. */
+  size: number;
+}
+
 /**
  * Records that a token serves `bytes` of its artifact (of `size` bytes), `complete` when this is a complete download.
  * One statement: the first use inserts the row; a later one updates it only when it is not a second complete download
  * and stays within twice the size. No row back means refused (403 with SPEC's message).
  */
-export async function recordTokenUse(
-  ctx: ServiceContext,
-  claim: DownloadClaim,
-  use: { bytes: number; complete: boolean; size: number },
-): Promise<void> {
+export async function recordTokenUse(ctx: ServiceContext, claim: DownloadClaim, use: TokenUse): Promise<void> {
   const now = clock.now().toISOString();
   const budget = 2 * use.size;
   if (use.bytes > budget) throw badDownloadToken();

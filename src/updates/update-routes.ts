@@ -18,7 +18,7 @@ import { send } from "../http/respond";
 import { type Router, documented } from "../http/router";
 import { clock } from "../clock";
 import { TraceAction } from "../licensing/vocabulary";
-import { type Caller, callerKey, callerLicenseQuery, judgeCaller } from "./caller";
+import { type Caller, USER_KEY_HEADER, callerKey, callerLicenseQuery, judgeCaller, licenseOf } from "./caller";
 import {
   CHANNELS,
   type DownloadRow,
@@ -31,16 +31,15 @@ import {
   offeredReleaseReads,
   withCurrentGates,
 } from "./catalog";
-import {
-  noneMatchHits,
-  USER_KEY_HEADER,
-  requirePlatform,
-  requireChannel,
-  requireProduct,
-  userKeyOf,
-  traceFor,
-  downloadResponse,
-} from "./artifact-download";
+import { artifactAnswer, artifactEtag, ifRangeHolds, noneMatchHits } from "./artifact-download";
+import { planDownload } from "./download-plan";
+import { recordTokenUse, tokenUseOf } from "./download-tokens";
+import { parseRange } from "./ranges";
+import { productByCodeMemo } from "./product-memo";
+import { clientInfo } from "../http/context";
+import type { LicenseRow } from "../licensing/license-core";
+import { recordTrace } from "../licensing/traces";
+import { nowIso } from "../clock";
 import { emptyFeedYaml, feedRelease, feedYaml } from "./feed";
 import { keepAnswer, pointFront, recallAnswer } from "./answer-memo";
 import { trustedUntil } from "./product-memo";
@@ -51,6 +50,62 @@ import { REASON_HEADER, type UpdateReason, reasonsDescription, withReason } from
 import { MAX_VERSION_LENGTH, isReleaseVersion } from "./versions";
 
 const TRACE_UPDATE_CHECK = TraceAction.UpdateCheck;
+const TRACE_DOWNLOAD = TraceAction.Download;
+
+function requirePlatform(value: string | undefined, fallback?: Platform): Platform {
+  const platform = value ?? fallback;
+  if (!platform || !(PLATFORMS as readonly string[]).includes(platform))
+    throw new ApiError(400, `Unknown platform '${value}': one of ${PLATFORMS.join(", ")}`);
+  return platform as Platform;
+}
+
+function requireChannel(value: string | undefined): string {
+  const channel = value ?? "stable";
+  if (!(CHANNELS as readonly string[]).includes(channel))
+    throw new ApiError(400, `Unknown channel '${value}': stable or insider`);
+  return channel;
+}
+
+function requireVersion(value: string | undefined): string {
+  const version = value ?? "";
+  if (!isReleaseVersion(version)) throw new ApiError(400, `Unknown version '${version}': major.minor.patch`);
+  return version;
+}
+
+async function requireProduct(ctx: ServiceContext, code: string): Promise<ProductRow> {
+  const product = await productByCodeMemo(ctx.db, code);
+  if (!product) throw new ApiError(404, `Unknown product '${code}'`);
+  return product;
+}
+
+function userKeyOf(c: Context<AppEnv>): string | undefined {
+  return c.req.header(USER_KEY_HEADER) ?? c.req.query("userKey") ?? undefined;
+}
+
+/**
+ * Traces an update check or a download for a license that traces; `version` (the client's current version for a
+ * check, the release's for a download) goes into the trace's meta, where the console reads update adoption from.
+ */
+function traceFor(
+  c: Context<AppEnv>,
+  license: Pick<LicenseRow, "id" | "trace"> | undefined,
+  action: number,
+  version?: string,
+): void {
+  if (!license?.trace) return;
+  const client = clientInfo(c);
+  recordTrace(
+    serviceContext(c),
+    {
+      licenseId: license.id,
+      action,
+      address: client.address,
+      geoLocation: client.geoLocation,
+      meta: version === undefined ? null : JSON.stringify({ version }),
+    },
+    nowIso(),
+  );
+}
 
 /** The `X-Service-Reason` header of an answer that may carry these reasons (reasons.ts). */
 function reasonHeader(reasons: readonly UpdateReason[]) {
@@ -268,7 +323,7 @@ async function feedResponse(
       const { caller, releases } = await callerAndReleases(ctx, product, userKey, platform, channel);
       const input = { platform, caller, releases, downloadUrl: downloadUrlBuilder(c, product, platform) };
       const { entry, reason } = feedRelease(ctx, input);
-      traceFor(c, caller, TRACE_UPDATE_CHECK);
+      traceFor(c, licenseOf(caller), TRACE_UPDATE_CHECK);
       const yaml = entry
         ? await feedYaml(ctx, input, entry)
         : ctx.config["Updates:EmptyFeedAsYaml"]
@@ -280,6 +335,51 @@ async function feedResponse(
     },
   );
   return notModifiedFor(c.req.header("if-none-match"), res);
+}
+
+/**
+ * An artifact download (GET or HEAD). What it serves, and to whom, is download-plan.ts's decision (one D1 round
+ * trip); the answer is rendered here: 304 on a matching If-None-Match, the token's use recorded before any byte is
+ * sent (one conditional statement), the download's trace, and the bytes (artifact-download.ts).
+ */
+async function downloadResponse(c: Context<AppEnv>): Promise<Response> {
+  const ctx = serviceContext(c);
+  const platform = requirePlatform(c.req.param("platform"));
+  const version = requireVersion(c.req.param("version"));
+  const channelQuery = c.req.query("channel");
+  const channel = channelQuery !== undefined ? requireChannel(channelQuery) : undefined;
+  const product = await requireProduct(ctx, c.req.param("productCode") ?? "");
+  const plan = await planDownload(ctx, {
+    product,
+    platform,
+    version,
+    fileName: c.req.param("fileName") ?? "",
+    kind: c.req.query("kind"),
+    channel,
+    token: c.req.query("token"),
+    userKey: userKeyOf(c),
+  });
+  const { file } = plan;
+  const head = c.req.method === "HEAD";
+  const etag = artifactEtag(file);
+  // A Range whose If-Range names other bytes is answered with the whole file (RFC 9110 section 13.1.5).
+  const range = ifRangeHolds(c.req.header("if-range"), etag)
+    ? parseRange(c.req.header("range"), file.size)
+    : parseRange(undefined, file.size);
+  // Public and the same for everyone: ungated, and the platform open without a license. Never `immutable`, even
+  // under the artifact's id: any release can be gated later (requiresMaintenance, isApplication, a setting), so a
+  // shared cache keeps an ungated answer no longer than a feed's (Updates:FeedCacheSeconds), then revalidates it
+  // with its ETag.
+  const cacheControl = plan.shared ? `public, max-age=${ctx.config["Updates:FeedCacheSeconds"]}` : "private, no-store";
+  const hosted = Boolean(file.sourceKind === "url" && file.url);
+  if (!hosted && noneMatchHits(c.req.header("if-none-match"), etag))
+    return new Response(null, { status: 304, headers: { ETag: etag, "Cache-Control": cacheControl } });
+
+  // What this answer serves; a token records it in one statement (download-tokens.ts) before any byte is sent.
+  const use = tokenUseOf(range, file.size, hosted);
+  if (plan.claim && !head && range.kind !== "unsatisfiable") await recordTokenUse(ctx, plan.claim, use);
+  if (use.complete && !head) traceFor(c, plan.license, TRACE_DOWNLOAD, plan.version);
+  return artifactAnswer(ctx, file, { head, range, cacheControl });
 }
 
 const feedResponses = {
@@ -344,8 +444,7 @@ export function registerUpdateRoutes(app: Router): void {
       const ctx = serviceContext(c);
       const platform = requirePlatform(c.req.query("platform"));
       const channel = requireChannel(c.req.query("channel"));
-      const version = c.req.query("version") ?? "";
-      if (!isReleaseVersion(version)) throw new ApiError(400, `Unknown version '${version}': major.minor.patch`);
+      const version = requireVersion(c.req.query("version"));
       const product = await requireProduct(ctx, c.req.param("productCode") ?? "");
       const userKey = userKeyOf(c);
       return throughCache(
@@ -364,7 +463,7 @@ export function registerUpdateRoutes(app: Router): void {
             releases,
             downloadUrl: downloadUrlBuilder(c, product, platform),
           });
-          traceFor(c, caller, TRACE_UPDATE_CHECK, version);
+          traceFor(c, licenseOf(caller), TRACE_UPDATE_CHECK, version);
           return withReason(send(c, await signUpdateCheck(ctx, data)), updateCheckReason(caller, data));
         },
       );
