@@ -136,31 +136,91 @@ const gates: MiddlewareHandler<AppEnv> = async (c, next) => {
   await next();
 };
 
+/** What the front door knows of a request when it asks a gate: an anonymous GET whose answer the isolate keeps. */
+export interface DoorRequest {
+  url: URL;
+  headers: Headers;
+  config: Config;
+  now: number;
+  /** The client's address (protection/client-ip.ts), worked out once when a gate first asks. */
+  clientIp(): Promise<string>;
+}
+
+/**
+ * A pre-route gate: the middleware the app runs before every route, and its answer to the front door: whether it
+ * leaves this request alone (refuses, counts, logs and changes nothing the front door does not add itself: the 304
+ * and Server-Timing). False sends the request through the app, where the middleware acts.
+ */
+export interface PreRouteGate {
+  name: string;
+  middleware: MiddlewareHandler<AppEnv>;
+  quietFor(door: DoorRequest): boolean | Promise<boolean>;
+}
+
+/**
+ * The one list of pre-route gates, in the order the app runs them. The app's middleware chain is this list
+ * (createApp), and the front door asks every gate of it (frontDoor): a gate added here applies to kept answers too,
+ * and cannot be added without saying what the front door makes of it.
+ */
+export const PRE_ROUTE: readonly PreRouteGate[] = [
+  // A kept answer carries the Cache-Control its route set.
+  { name: "noStoreByDefault", middleware: noStoreByDefault, quietFor: () => true },
+  // Entries come from routes and failures; a kept answer adds none.
+  { name: "requestLog", middleware: requestLog, quietFor: () => true },
+  // An unsafe configuration stops every request (the app's 500); Server-Timing is added by the front door.
+  { name: "context", middleware: context, quietFor: (door) => !unsafeSetting(door.config) },
+  { name: "browserCors", middleware: browserCors, quietFor: (door) => !corsApplies(door.url.pathname, door.config) },
+  {
+    name: "ipProtection",
+    middleware: ipProtection,
+    quietFor: async (door) => ipVerdict(await door.clientIp(), door.url.pathname, door.config) === "free",
+  },
+  {
+    name: "health",
+    middleware: health,
+    quietFor: ({ url, config }) =>
+      !(config["Application:EnableHealthCheck"] && url.pathname === config["Application:HealthCheckEndPoint"]),
+  },
+  // The front door answers no gRPC path: the gateway's signature never matters here.
+  { name: "gates", middleware: gates, quietFor: (door) => !closedArea(door.url.pathname, door.config) },
+  // A GET has no body.
+  { name: "jsonBodyLimit", middleware: jsonBodyLimit, quietFor: () => true },
+];
+
 /**
  * The front door of the hottest route, an auto-updater's anonymous poll of a feed or update check: answered from the
- * isolate's memo of anonymous answers (updates/answer-memo.ts) before the app is entered, when everything the app
- * would do before the route comes to nothing for it. The settings allow it (safe, the API and the answer cache on,
- * no CORS asked for), the client's IP is free of the request limit (not blacklisted, not counted) and the request
- * is not the health check's. Anything else, and every miss, goes through the app. The answer is the app's own (its
- * status, body and headers as the route made them), with what the middlewares would add: a 304 for a matching
- * If-None-Match, and Server-Timing (no D1 work) when it is on.
+ * isolate's memo of anonymous answers (updates/answer-memo.ts) before the app is entered, when every pre-route gate
+ * of the app (PRE_ROUTE, the same list the app runs) leaves it alone. Anything else, and every miss, goes through the
+ * app. The answer is the app's own (its status, body and headers as the route made them), with what the middlewares
+ * would add: a 304 for a matching If-None-Match, and Server-Timing (no D1 work) when it is on.
  */
-export async function frontDoor(request: Request, env: Bindings): Promise<Response | undefined> {
+export async function frontDoor(
+  request: Request,
+  env: Bindings,
+  preRoute: readonly PreRouteGate[] = PRE_ROUTE,
+): Promise<Response | undefined> {
   if (request.method !== "GET") return undefined;
   const url = new URL(request.url);
   const now = clock.now().getTime();
   const kept = namesUserKey(request.headers, url) ? undefined : rememberedAnonymousAnswer(url, now);
   if (!kept) return undefined;
   const { config } = await loadConfig(env, env.DB);
-  if (
-    unsafeSetting(config) ||
-    closedArea(url.pathname, config) ||
-    corsApplies(url.pathname, config) ||
-    (config["Application:EnableHealthCheck"] && url.pathname === config["Application:HealthCheckEndPoint"])
-  )
-    return undefined;
-  const ip = await clientAddress(request.headers, config, now);
-  if (ipVerdict(ip, url.pathname, config) !== "free") return undefined;
+  let ip: Promise<string> | undefined;
+  const door: DoorRequest = {
+    url,
+    headers: request.headers,
+    config,
+    now,
+    clientIp: () => {
+      ip ??= clientAddress(request.headers, config, now);
+      return ip;
+    },
+  };
+  for (const gate of preRoute) {
+    const quiet = gate.quietFor(door);
+    // Most gates answer at once: no await (a microtask each) on the hot path for them.
+    if (quiet === false || (quiet !== true && !(await quiet))) return undefined;
+  }
   const res = notModifiedFor(request.headers.get("if-none-match") ?? undefined, kept());
   if (serverTimingOn(config)) res.headers.append("Server-Timing", serverTiming(new D1Work()));
   return res;
@@ -237,10 +297,10 @@ export function openApiDocument(app: Router, config: Config): unknown {
   return documents.document;
 }
 
-/** Builds the app with every module's routes. */
-export function createApp(): Router {
+/** Builds the app with every module's routes, behind the pre-route gates (PRE_ROUTE unless a test adds one). */
+export function createApp(preRoute: readonly PreRouteGate[] = PRE_ROUTE): Router {
   const app = createRouter();
-  app.use("*", noStoreByDefault, requestLog, context, browserCors, ipProtection, health, gates, jsonBodyLimit);
+  app.use("*", ...preRoute.map((gate) => gate.middleware));
 
   registerAuth(app);
   registerConsoleAuth(app);
