@@ -17,7 +17,7 @@
  * beside it, statements built from lists of computed columns (licensing/traces.ts), and the settings read of
  * config.ts (the kernel, which knows no schema).
  */
-import { type SQL, sql } from "drizzle-orm";
+import { type SQL, type SQLWrapper, sql } from "drizzle-orm";
 import { licenseTokens } from "./schema";
 
 /** A tagged template: drizzle's `sql` or `String.raw`. */
@@ -32,9 +32,12 @@ function live<V, R>(tag: Tag<V, R>, expiry: V, at: V): R {
   return tag`(${expiry} IS NULL OR ${expiry} > ${at})`;
 }
 
-/** "A token is live" over license_tokens.expire_date, as a drizzle fragment; `at` an ISO time or a placeholder. */
-export function tokenIsLive(at: unknown): SQL {
-  return live<unknown, SQL>(sql, licenseTokens.expireDate, at);
+/**
+ * "A token is live" as a drizzle fragment: over license_tokens.expire_date, or the same column of an alias of the
+ * table (`expiry`); `at` an ISO time or a placeholder.
+ */
+export function tokenIsLive(at: unknown, expiry: SQLWrapper = licenseTokens.expireDate): SQL {
+  return live<unknown, SQL>(sql, expiry, at);
 }
 
 /** "A token is live" as SQL text over a column (`t.expire_date`, `expires_at`) and a placeholder (`?`, `?8`). */

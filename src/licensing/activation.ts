@@ -1,13 +1,12 @@
 /** Activation mode (CONTRACT section 4): activate and deactivate a machine. Free of HTTP: REST and gRPC call these. */
 import { and, eq } from "drizzle-orm";
 import { sha256Hex } from "../crypto";
-import { d1Statement } from "../db/compiled";
 import { licenseTokens } from "../db/schema";
 import type { ServiceContext } from "../http/context";
 import { GrpcCode } from "../errors";
 import { emitClientEvent } from "./license-events";
 import { activeClientCountsQuery, clientCount } from "./license-core";
-import { activationStatement } from "./tokens";
+import { activationInsert } from "./tokens";
 import { Mode, TokenKind, TraceAction } from "./vocabulary";
 import type { ClientInfo } from "../http/context";
 import { type LicenseView, licenseView, trace, activeClients } from "./license-view";
@@ -46,9 +45,10 @@ export async function activate(ctx: ServiceContext, input: ActivateInput, client
   const clientId = input.clientId?.trim() ?? "";
   const token = await clientToken(ctx.config, TokenKind.Activation, license.id, machineId, clientId);
   const at = now();
-  const insert = await activationStatement(
+  const insert = activationInsert(
     ctx.db,
     token,
+    await sha256Hex(token),
     {
       licenseId: license.id,
       machineId,
@@ -60,13 +60,10 @@ export async function activate(ctx: ServiceContext, input: ActivateInput, client
     at,
   );
   // The count of machines after the insert, in the same round trip (a batch runs its statements in order).
-  const counted = d1Statement(ctx.db, activeClientCountsQuery(ctx.db, [license.id], at));
-  const [inserted, counts] = await ctx.db.$client.batch<Record<string, unknown>>([insert, counted]);
-  const row = inserted?.results[0] as
-    | { created_at: string; updated_at: string; expire_date: string | null }
-    | undefined;
+  const [inserted, counts] = await ctx.db.batch([insert, activeClientCountsQuery(ctx.db, [license.id], at)]);
+  const row = inserted[0];
   if (!row) throw fail(GrpcCode.AlreadyExists, Messages.alreadyActivated);
-  const newMachine = row.created_at === row.updated_at;
+  const newMachine = row.createdAt === row.updatedAt;
   trace(ctx, license, TraceAction.Activate, client, { machineId, clientId, clientName: input.clientName ?? null });
   if (newMachine)
     void emitClientEvent(ctx, "license.activated", license, {
@@ -74,20 +71,17 @@ export async function activate(ctx: ServiceContext, input: ActivateInput, client
       clientId,
       clientName: input.clientName ?? null,
     });
-  const active = clientCount(
-    license.licensingMode,
-    counts?.results[0] as { tokens: number; machines: number } | undefined,
-  );
+  const active = clientCount(license.licensingMode, counts[0]);
   const view = await licenseView(ctx, license, {
     status: "Activated",
     machineId,
     ...(clientId ? { clientId } : {}),
     nonce: input.nonce,
-    ...(row.expire_date ? { until: Date.parse(row.expire_date) } : {}),
+    ...(row.expireDate ? { until: Date.parse(row.expireDate) } : {}),
   });
   return {
     licenseToken: token,
-    ...(row.expire_date ? { tokenExpireAt: row.expire_date } : {}),
+    ...(row.expireDate ? { tokenExpireAt: row.expireDate } : {}),
     activeClientCount: active,
     maxClientCount: license.maxClients,
     license: view,

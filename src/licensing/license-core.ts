@@ -178,8 +178,8 @@ export async function isLicenseIntact(
 /**
  * Clients using each license now: distinct machines with a live token in Activation mode (what `maxClients`
  * limits there), live tokens (seats) otherwise. One query for any number of licenses: the ids travel as one JSON
- * parameter, so a page of a thousand stays under D1's limit of bound values. Unexecuted; its columns are named
- * (license_id, tokens, machines), so a raw D1 batch (activation.ts) reads its rows by those names too.
+ * parameter, so a page of a thousand stays under D1's limit of bound values. Unexecuted, so activate batches it
+ * after its insert (activation.ts).
  */
 export function activeClientCountsQuery(db: Db, licenseIds: readonly number[], now: Date) {
   return db

@@ -3,11 +3,12 @@
  * the CSPRNG. Only their SHA-256 digest and a short prefix for lists are stored; the token itself is handed out once.
  * Free of HTTP: the Management API issues activation tokens by hand here, the licensing runtime will too.
  */
-import { eq } from "drizzle-orm";
+import { and, eq, exists, or, sql } from "drizzle-orm";
+import { alias } from "drizzle-orm/sqlite-core";
 import { BASE62, randomString, sha256Hex } from "../crypto";
 import type { Db } from "../db/client";
-import { liveText } from "../db/rules";
-import { licenseTokens } from "../db/schema";
+import { tokenIsLive } from "../db/rules";
+import { licenseTokens, licenses } from "../db/schema";
 import { TOKEN_KINDS, TOKEN_PREFIXES, TokenKind } from "./vocabulary";
 import { defineEntity, f } from "../http/entity";
 import { licenseReference } from "./license-records";
@@ -44,58 +45,79 @@ export interface ActivationRequest {
  * hold a live token; a machine that already holds one may get another. The limit check and the insert are ONE
  * statement (INSERT … SELECT … WHERE count < max_clients), read against the license row itself, so concurrent
  * requests can never exceed the limit (DESIGN "Reliability": D1 has no interactive transactions). A repeat of the
- * same token (a derived token, client-tokens.ts) refreshes its row instead. Its RETURNING row is empty when the limit is
- * reached (or the license no longer exists). Unexecuted, so a caller can batch it.
+ * same token (a derived token, client-tokens.ts) refreshes its row instead. It returns the stored row, none when the
+ * limit is reached (or the license no longer exists). Unexecuted, so a caller can batch it; `digest` is the token's
+ * SHA-256 (sha256Hex).
  */
-export async function activationStatement(
-  db: Db,
-  token: string,
-  request: ActivationRequest,
-  now: Date,
-): Promise<D1PreparedStatement> {
+export function activationInsert(db: Db, token: string, digest: string, request: ActivationRequest, now: Date) {
   const stamp = now.toISOString();
-  const fromLicense = request.expireDate === "license";
-  return db.$client
-    .prepare(
-      `INSERT INTO license_tokens
-         (token_digest, token_prefix, kind, license_id, machine_id, client_id, client_name, address, issue_date, expire_date, created_at, updated_at)
-       SELECT ?1, ?2, ?3, l.id, ?4, ?5, ?6, ?7, ?8, CASE WHEN ?10 = 1 THEN l.expire_date ELSE ?11 END, ?8, ?8
-       FROM licenses AS l
-       WHERE l.id = ?9
-         AND (l.max_clients = 0
-           OR EXISTS (SELECT 1 FROM license_tokens AS t WHERE t.license_id = l.id AND t.machine_id = ?4 AND ${liveText("t.expire_date", "?8")})
-           OR (SELECT count(DISTINCT t.machine_id) FROM license_tokens AS t
-               WHERE t.license_id = l.id AND ${liveText("t.expire_date", "?8")}) < l.max_clients)
-       ON CONFLICT (token_digest) DO UPDATE SET
-         client_name = coalesce(excluded.client_name, client_name), address = excluded.address,
-         expire_date = excluded.expire_date, updated_at = excluded.updated_at
-       RETURNING id, created_at, updated_at, expire_date`,
+  const held = alias(licenseTokens, "t");
+  const heldLive = and(eq(held.licenseId, licenses.id), tokenIsLive(stamp, held.expireDate));
+  const value = <T>(v: T, name: string) => sql<T>`${v}`.as(name);
+  const expireDate =
+    request.expireDate === "license"
+      ? sql<string | null>`${licenses.expireDate}`.as("expire_date")
+      : value(request.expireDate ?? null, "expire_date");
+  return db
+    .insert(licenseTokens)
+    .select(
+      db
+        .select({
+          id: sql<number>`NULL`.as("id"),
+          tokenDigest: value(digest, "token_digest"),
+          tokenPrefix: value(tokenPrefix(token), "token_prefix"),
+          kind: value<number>(TokenKind.Activation, "kind"),
+          licenseId: licenses.id,
+          machineId: value(request.machineId, "machine_id"),
+          clientId: value(request.clientId ?? null, "client_id"),
+          clientName: value(request.clientName ?? null, "client_name"),
+          address: value(request.address ?? null, "address"),
+          issueDate: value(stamp, "issue_date"),
+          expireDate,
+          lastHeartbeat: sql<string | null>`NULL`.as("last_heartbeat"),
+          createdAt: value(stamp, "created_at"),
+          updatedAt: value(stamp, "updated_at"),
+        })
+        .from(licenses)
+        .where(
+          and(
+            eq(licenses.id, request.licenseId),
+            or(
+              eq(licenses.maxClients, 0),
+              exists(
+                db
+                  .select({ one: sql`1` })
+                  .from(held)
+                  .where(and(heldLive, eq(held.machineId, request.machineId))),
+              ),
+              sql`(${db
+                .select({ machines: sql`count(DISTINCT ${held.machineId})` })
+                .from(held)
+                .where(heldLive)}) < ${licenses.maxClients}`,
+            ),
+          ),
+        ),
     )
-    .bind(
-      await sha256Hex(token),
-      tokenPrefix(token),
-      TokenKind.Activation,
-      request.machineId,
-      request.clientId ?? null,
-      request.clientName ?? null,
-      request.address ?? null,
-      stamp,
-      request.licenseId,
-      fromLicense ? 1 : 0,
-      fromLicense ? null : (request.expireDate ?? null),
-    );
+    .onConflictDoUpdate({
+      target: licenseTokens.tokenDigest,
+      set: {
+        clientName: sql`coalesce(excluded.client_name, ${licenseTokens.clientName})`,
+        address: sql`excluded.address`,
+        expireDate: sql`excluded.expire_date`,
+        updatedAt: sql`excluded.updated_at`,
+      },
+    })
+    .returning();
 }
 
-/** Issues a new random activation token by hand through activationStatement; undefined when the limit is reached. */
+/** Issues a new random activation token by hand through activationInsert; undefined when the limit is reached. */
 export async function issueActivationToken(
   db: Db,
   request: ActivationRequest,
   now: Date,
 ): Promise<{ row: LicenseTokenRow; token: string } | undefined> {
   const token = generateToken(TokenKind.Activation);
-  const inserted = await (await activationStatement(db, token, request, now)).first<{ id: number }>();
-  if (!inserted) return undefined;
-  const row = await db.select().from(licenseTokens).where(eq(licenseTokens.id, inserted.id)).get();
+  const row = await activationInsert(db, token, await sha256Hex(token), request, now).get();
   return row ? { row, token } : undefined;
 }
 
