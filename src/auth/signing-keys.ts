@@ -15,8 +15,9 @@ import { calculateJwkThumbprint } from "jose";
 import { decryptSecret, encryptSecret } from "../secrets";
 import { clock } from "../clock";
 import type { Config } from "../config";
-import { and, desc, eq, inArray, isNotNull } from "drizzle-orm";
+import { and, desc, eq, inArray, isNotNull, notExists, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
+import { insertedRow } from "../db/insert-select";
 import { resources } from "../db/schema";
 import { toBase64, toBase64Url } from "../crypto";
 import { forgettable, memo } from "../memo";
@@ -95,19 +96,31 @@ async function generateKeyRow(db: Db, secret: string | undefined, unusable: read
   const jwk = (await crypto.subtle.exportKey("jwk", pair.privateKey)) as JsonWebKey;
   const kid = await calculateJwkThumbprint({ kty: "EC", crv: "P-256", x: jwk.x!, y: jwk.y! });
   const now = clock.now().toISOString();
-  await db.$client
-    .prepare(
-      `INSERT INTO resources (name, type, code, description, data, data_format, created_at, updated_at)
-       SELECT ?1, ?2, ?3, 'ES256 key that signs license keys and update checks (private JWK, AES-GCM encrypted)', ?4, 'jwk+aes-gcm', ?5, ?5
-       WHERE NOT EXISTS (SELECT 1 FROM resources WHERE type = ?2 AND data IS NOT NULL AND id NOT IN (SELECT value FROM json_each(?6)))`,
-    )
-    .bind(
-      `Signing key ${kid}`,
-      SIGNATURE_KEY_TYPE,
-      kid,
-      await encryptSecret(secret, JSON.stringify({ ...jwk, kid })),
-      now,
-      JSON.stringify(unusable),
+  const description = "ES256 key that signs license keys and update checks (private JWK, AES-GCM encrypted)";
+  const data = await encryptSecret(secret, JSON.stringify({ ...jwk, kid }));
+  const usableKey = and(
+    eq(resources.type, SIGNATURE_KEY_TYPE),
+    isNotNull(resources.data),
+    sql`${resources.id} NOT IN (SELECT value FROM json_each(${JSON.stringify(unusable)}))`,
+  );
+  await db
+    .insert(resources)
+    .select(
+      db
+        .select(
+          insertedRow(resources, {
+            name: `Signing key ${kid}`,
+            type: SIGNATURE_KEY_TYPE,
+            code: kid,
+            description,
+            data,
+            dataFormat: "jwk+aes-gcm",
+            createdAt: now,
+            updatedAt: now,
+          }),
+        )
+        .from(sql`(SELECT 1)`)
+        .where(notExists(db.select({ one: sql`1` }).from(resources).where(usableKey))),
     )
     .run();
 }

@@ -3,9 +3,10 @@
  * domain's part of its alarm: the license policy decides whether the license may still be used (when it may not,
  * every seat is reclaimed), and a reclaimed seat's token row goes and it records a TokenExpired trace.
  */
-import { and, eq, sql } from "drizzle-orm";
+import { and, eq } from "drizzle-orm";
 import { loadConfig } from "../config";
 import { getDb } from "../db/client";
+import { insertedRow } from "../db/insert-select";
 import { licenseTokens, licenseTraces, licenses } from "../db/schema";
 import { type ReclaimedSeat, SeatStore } from "../durable/license-seats";
 import { judgeLicense } from "./policy";
@@ -29,18 +30,15 @@ export class LicenseSeats extends SeatStore {
       db.delete(licenseTokens).where(eq(licenseTokens.tokenDigest, seat.tokenDigest)),
       db.insert(licenseTraces).select(
         db
-          .select({
-            id: sql<number>`NULL`.as("id"),
-            licenseId: licenses.id,
-            action: sql<number>`${TraceAction.TokenExpired}`.as("action"),
-            clientIp: sql<string | null>`NULL`.as("client_ip"),
-            clientId: sql<string>`${seat.clientId}`.as("client_id"),
-            clientName: sql<string | null>`NULL`.as("client_name"),
-            machineId: sql<string>`${seat.machineId}`.as("machine_id"),
-            geoLocation: sql<string | null>`NULL`.as("geo_location"),
-            meta: sql<string | null>`NULL`.as("meta"),
-            createdAt: sql<string>`${stamp}`.as("created_at"),
-          })
+          .select(
+            insertedRow(licenseTraces, {
+              licenseId: licenses.id,
+              action: TraceAction.TokenExpired,
+              clientId: seat.clientId,
+              machineId: seat.machineId,
+              createdAt: stamp,
+            }),
+          )
           .from(licenses)
           .where(and(eq(licenses.id, licenseId), eq(licenses.trace, true))),
       ),

@@ -7,6 +7,7 @@ import { and, eq, exists, or, sql } from "drizzle-orm";
 import { alias } from "drizzle-orm/sqlite-core";
 import { BASE62, randomString, sha256Hex } from "../crypto";
 import type { Db } from "../db/client";
+import { insertedRow } from "../db/insert-select";
 import { tokenIsLive } from "../db/rules";
 import { licenseTokens, licenses } from "../db/schema";
 import { TOKEN_KINDS, TOKEN_PREFIXES, TokenKind } from "./vocabulary";
@@ -53,31 +54,26 @@ export function activationInsert(db: Db, token: string, digest: string, request:
   const stamp = now.toISOString();
   const held = alias(licenseTokens, "t");
   const heldLive = and(eq(held.licenseId, licenses.id), tokenIsLive(stamp, held.expireDate));
-  const value = <T>(v: T, name: string) => sql<T>`${v}`.as(name);
-  const expireDate =
-    request.expireDate === "license"
-      ? sql<string | null>`${licenses.expireDate}`.as("expire_date")
-      : value(request.expireDate ?? null, "expire_date");
   return db
     .insert(licenseTokens)
     .select(
       db
-        .select({
-          id: sql<number>`NULL`.as("id"),
-          tokenDigest: value(digest, "token_digest"),
-          tokenPrefix: value(tokenPrefix(token), "token_prefix"),
-          kind: value<number>(TokenKind.Activation, "kind"),
-          licenseId: licenses.id,
-          machineId: value(request.machineId, "machine_id"),
-          clientId: value(request.clientId ?? null, "client_id"),
-          clientName: value(request.clientName ?? null, "client_name"),
-          address: value(request.address ?? null, "address"),
-          issueDate: value(stamp, "issue_date"),
-          expireDate,
-          lastHeartbeat: sql<string | null>`NULL`.as("last_heartbeat"),
-          createdAt: value(stamp, "created_at"),
-          updatedAt: value(stamp, "updated_at"),
-        })
+        .select(
+          insertedRow(licenseTokens, {
+            tokenDigest: digest,
+            tokenPrefix: tokenPrefix(token),
+            kind: TokenKind.Activation,
+            licenseId: licenses.id,
+            machineId: request.machineId,
+            clientId: request.clientId ?? null,
+            clientName: request.clientName ?? null,
+            address: request.address ?? null,
+            issueDate: stamp,
+            expireDate: request.expireDate === "license" ? licenses.expireDate : (request.expireDate ?? null),
+            createdAt: stamp,
+            updatedAt: stamp,
+          }),
+        )
         .from(licenses)
         .where(
           and(
