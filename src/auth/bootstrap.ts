@@ -6,10 +6,14 @@
  * only by the isolate that created it. A database whose administrator exists from before the tombstones adopts it.
  * Safe when several isolates run it at once: one batch, in which the isolate whose claim landed creates the rest.
  */
+import { and, eq, exists, sql } from "drizzle-orm";
 import { nowIso } from "../clock";
 import { type Config, ConfigError } from "../config";
 import { generateApiKey, keyPrefix } from "./api-key-service";
 import { sha256Hex } from "../crypto";
+import { getDb } from "../db/client";
+import { insertedRow } from "../db/insert-select";
+import { adminBootstraps, apiKeys, logs, users } from "../db/schema";
 import { forgettable } from "../memo";
 import { MIN_PASSWORD_LENGTH, hashPassword } from "./passwords";
 
@@ -29,21 +33,24 @@ export async function ensureAdmin(d1: D1Database, config: Config, trigger: { cli
 
   const now = nowIso();
   const normalized = username.toLowerCase();
-  const [tombstone, existing] = await d1.batch<{ found: number }>([
-    d1.prepare("SELECT 1 AS found FROM admin_bootstraps WHERE normalized_user_name = ?").bind(normalized),
-    d1.prepare("SELECT 1 AS found FROM users WHERE normalized_user_name = ?").bind(normalized),
+  const db = getDb(d1);
+  const [tombstone, existing] = await db.batch([
+    db
+      .select({ found: sql<number>`1` })
+      .from(adminBootstraps)
+      .where(eq(adminBootstraps.normalizedUserName, normalized)),
+    db.select({ found: sql<number>`1` }).from(users).where(eq(users.normalizedUserName, normalized)),
   ]);
-  if (tombstone!.results.length > 0) {
+  if (tombstone.length > 0) {
     done = signature;
     return;
   }
-  if (existing!.results.length > 0) {
+  if (existing.length > 0) {
     // Created before tombstones existed: adopt it, create nothing.
-    await d1
-      .prepare(
-        "INSERT INTO admin_bootstraps (normalized_user_name, claim, created_at) VALUES (?, 'adopted', ?) ON CONFLICT DO NOTHING",
-      )
-      .bind(normalized, now)
+    await db
+      .insert(adminBootstraps)
+      .values({ normalizedUserName: normalized, claim: "adopted", createdAt: now })
+      .onConflictDoNothing()
       .run();
     done = signature;
     return;
@@ -59,50 +66,82 @@ export async function ensureAdmin(d1: D1Database, config: Config, trigger: { cli
   const claim = crypto.randomUUID();
   const userId = crypto.randomUUID();
   const key = fixedKey ?? generateApiKey();
-  const results = await d1.batch([
-    d1
-      .prepare(
-        "INSERT INTO admin_bootstraps (normalized_user_name, claim, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+  // Each insert after the claim happens only when the one before it did: the isolate whose claim landed creates all.
+  const claimed = exists(
+    db
+      .select({ one: sql`1` })
+      .from(adminBootstraps)
+      .where(and(eq(adminBootstraps.normalizedUserName, normalized), eq(adminBootstraps.claim, claim))),
+  );
+  const created = exists(db.select({ one: sql`1` }).from(users).where(eq(users.id, userId)));
+  const [, , createdKeys] = await db.batch([
+    db.insert(adminBootstraps).values({ normalizedUserName: normalized, claim, createdAt: now }).onConflictDoNothing(),
+    db
+      .insert(users)
+      .select(
+        db
+          .select(
+            insertedRow(users, {
+              id: userId,
+              userName: username,
+              normalizedUserName: normalized,
+              roles: ["Administrator"],
+              passwordHash: await hashPassword(password),
+              createdAt: now,
+              updatedAt: now,
+            }),
+          )
+          .from(sql`(SELECT 1)`)
+          .where(claimed),
       )
-      .bind(normalized, claim, now),
-    d1
-      .prepare(
-        `INSERT INTO users (id, user_name, normalized_user_name, roles, password_hash, created_at, updated_at)
-         SELECT ?, ?, ?, '["Administrator"]', ?, ?, ?
-         WHERE EXISTS (SELECT 1 FROM admin_bootstraps WHERE normalized_user_name = ? AND claim = ?)
-         ON CONFLICT (normalized_user_name) DO NOTHING`,
+      .onConflictDoNothing({ target: users.normalizedUserName }),
+    db
+      .insert(apiKeys)
+      .select(
+        db
+          .select(
+            insertedRow(apiKeys, {
+              name: BOOTSTRAP_KEY_NAME,
+              keyDigest: await sha256Hex(key),
+              keyPrefix: keyPrefix(key),
+              ownerId: userId,
+              description: "Created at startup from Application:AdminUsername",
+              createdDate: now,
+              revoked: false,
+              permissions: 15,
+              updatedAt: now,
+            }),
+          )
+          .from(sql`(SELECT 1)`)
+          .where(created),
       )
-      .bind(userId, username, normalized, await hashPassword(password), now, now, normalized, claim),
-    d1
-      .prepare(
-        `INSERT INTO api_keys (name, key_digest, key_prefix, owner_id, description, created_date, revoked, permissions, updated_at)
-         SELECT ?1, ?2, ?3, ?4, 'Created at startup from Application:AdminUsername', ?5, 0, 15, ?5
-         WHERE EXISTS (SELECT 1 FROM users WHERE id = ?4)
-         ON CONFLICT (key_digest) DO NOTHING`,
-      )
-      .bind(BOOTSTRAP_KEY_NAME, await sha256Hex(key), keyPrefix(key), userId, now),
+      .onConflictDoNothing({ target: apiKeys.keyDigest })
+      .returning({ id: apiKeys.id }),
     // The audit trail's first entry (logging.ts ServiceLog.audit writes the same shape).
-    d1
-      .prepare(
-        `INSERT INTO logs (timestamp, level, category, message, properties)
-         SELECT ?, 2, 'Audit', ?, ? WHERE EXISTS (SELECT 1 FROM users WHERE id = ?)`,
-      )
-      .bind(
-        now,
-        `Administrator ${username} and its API key created at startup`,
-        JSON.stringify({
-          event: "Bootstrap",
-          user: null,
-          userId: null,
-          clientIp: trigger.clientIp ?? null,
-          targetUserId: userId,
-          targetUserName: username,
-          fixedKey: fixedKey !== undefined,
-        }),
-        userId,
-      ),
+    db.insert(logs).select(
+      db
+        .select(
+          insertedRow(logs, {
+            timestamp: now,
+            level: 2,
+            category: "Audit",
+            message: `Administrator ${username} and its API key created at startup`,
+            properties: JSON.stringify({
+              event: "Bootstrap",
+              user: null,
+              userId: null,
+              clientIp: trigger.clientIp ?? null,
+              targetUserId: userId,
+              targetUserName: username,
+              fixedKey: fixedKey !== undefined,
+            }),
+          }),
+        )
+        .from(sql`(SELECT 1)`)
+        .where(created),
+    ),
   ]);
-  if ((results[2]?.meta.changes ?? 0) > 0 && !fixedKey) {
+  if (createdKeys.length > 0 && !fixedKey) {
     // Shown once, in the Worker's log (`wrangler tail` / the dev console): the operator's first key.
     console.log(`Administrator API key for ${username}: ${key} (store it now; it is not shown again)`);
   }
