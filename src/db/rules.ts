@@ -8,14 +8,16 @@
  * placeholder written out. Both come from the one template, so the rule cannot drift between them, and a compiled
  * hot-path query that states it sends the same text as before it was written here (bench/floor-statements.mjs).
  *
- * How D1 is queried (docs/architecture.md): the hot paths (validate, heartbeat, feed, update check, download) run
- * compiled drizzle queries (db/compiled.ts: described once, no SQL built per request); every other query uses
- * drizzle's builder (management, licensing operations off the hot path, the cron); raw SQL only where drizzle cannot
- * say it as one statement or has no place: the seat Durable Object's own SQLite storage (a private table, run
- * synchronously so a seat decision has no await in it), the activation limit's single INSERT … SELECT … WHERE count
- * (licensing/tokens.ts: the check and the write must be one statement, D1 has no transactions) and the count batched
- * beside it, statements built from lists of computed columns (licensing/traces.ts), and the settings read of
- * config.ts (the kernel, which knows no schema).
+ * How D1 is queried (docs/architecture.md), one way per need:
+ * - the hot paths (validate, heartbeat, feed, update check, download): compiled drizzle queries (db/compiled.ts:
+ *   described once per isolate, no SQL built per request);
+ * - everything else (management, the licensing operations off the hot path, sign-in, the bootstrap, the cron):
+ *   drizzle's query builder; a conditional write that must check and write in one statement (D1 has no
+ *   transactions) is drizzle's insert().select() with db/insert-select.ts insertedRow; the cron sends drizzle's
+ *   queries in its one batch beside other modules' statements (db/compiled.ts d1Statement);
+ * - raw SQL only where drizzle has no place or cannot say it: the Durable Objects' own SQLite storage (private
+ *   tables, run synchronously so a decision has no await in it; their rules come from here as text), and the trace
+ *   writer's multi-row INSERT from a VALUES list that skips rows of deleted licenses (licensing/traces.ts).
  */
 import { type SQL, type SQLWrapper, sql } from "drizzle-orm";
 import { licenseTokens } from "./schema";
