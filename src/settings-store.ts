@@ -12,7 +12,6 @@ import {
   type SettingDefinition,
   type SettingName,
   type SettingSource,
-  duration,
   isSettingName,
   parseSetting,
   settingDefinitions,
