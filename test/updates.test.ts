@@ -10,6 +10,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { parse as parseYaml } from "yaml";
 import { ADMIN, BASE, admin, call, movableClock, queuedTraces, setSetting } from "./helpers";
 import { blockmapOf } from "./artifacts-kit";
+import { UpdateCheckData } from "../src/updates/update-check";
 import type { JsonBody } from "./json-body.ts";
 
 const clockAhead = (await movableClock()).move;
@@ -133,9 +134,16 @@ beforeAll(async () => {
   });
 });
 
+/**
+ * An update check. Every answer's `data` is exactly what the OpenAPI document's UpdateCheckData schema (the one
+ * schema its type comes from) describes: parsing keeps every property (no undocumented one is stripped) and refuses
+ * none.
+ */
 async function check(query: string, headers: Record<string, string> = {}) {
   const res = await get(`/v1/updates/studio?${query}`, headers);
-  return { status: res.status, headers: res.headers, body: (await res.json()) as JsonBody };
+  const body = (await res.json()) as JsonBody;
+  if (res.status === 200) expect(UpdateCheckData.parse(body.data)).toEqual(body.data);
+  return { status: res.status, headers: res.headers, body };
 }
 
 describe("the update check", () => {

@@ -4,16 +4,19 @@
  * `data` is signed with ES256 over its RFC 8785 canonical JSON; `signature` is standard base64 of the 64-byte P1363
  * signature and `keyId` names the key in GET /v1/extensions/keys.
  */
+import { z } from "@hono/zod-openapi";
 import canonicalize from "canonicalize";
 import { eq } from "drizzle-orm";
 import { clock } from "../clock";
 import { customers } from "../db/schema";
 import type { ServiceContext } from "../http/context";
+import { int32, int64 } from "../http/openapi";
 import type { LicenseRow } from "../licensing/license-core";
 import { type Caller, type CustomerName, licenseOf } from "./caller";
 import { issueDownloadToken } from "./download-tokens";
 import {
   type DownloadRow,
+  PLATFORMS,
   type Platform,
   type ProductRow,
   type ReleaseWithFiles,
@@ -26,47 +29,75 @@ import {
 import { signBytes } from "../auth/signing-keys";
 import { compareVersions } from "./versions";
 import type { UpdateReason } from "./reasons";
+import { CHANNELS } from "../licensing/vocabulary";
 
 export const UPDATE_CHECK_FORMAT = 2;
 const DAY_MS = 86_400_000;
 
-export interface DownloadInfo {
-  fileName: string;
-  kind: string;
-  size: number;
-  sha256: string;
-  sha512: string;
-  url: string;
-}
+/** SPEC's `withheldReason` values: why the newest release is not offered to the caller. */
+export const WITHHELD_REASONS = [
+  "licenseRequired",
+  "maintenanceExpired",
+  "platformRequiresLicense",
+  "platformRequiresEdition",
+] as const satisfies readonly UpdateReason[];
 
-export interface MaintenanceInfo {
-  until: string;
-  expired: boolean;
-  expiresInDays: number;
-  noticeDays: number;
-  renewalUrl?: string;
-  supportEmail?: string;
-  licenseId: string;
-  licensee?: string;
-}
+/** Where to download a release's main file (CONTRACT section 5). */
+export const DownloadInfo = z
+  .object({
+    fileName: z.string(),
+    kind: z.string().openapi({ description: "The artifact's kind (installer, archive, …)." }),
+    size: int64().openapi({ description: "Bytes." }),
+    sha256: z.string().openapi({ description: "Hex SHA-256 of the file." }),
+    sha512: z.string().openapi({ description: "Base64 SHA-512 of the file (electron-updater's hash)." }),
+    url: z.string().openapi({
+      description: "Absolute download URL; a release that needs maintenance carries a one-time token in it.",
+    }),
+  })
+  .openapi("UpdateDownload");
+export type DownloadInfo = z.infer<typeof DownloadInfo>;
 
-export interface UpdateCheckData {
-  format: number;
-  product: { code: string; name: string };
-  channel: string;
-  platform: Platform;
-  current: string;
-  latest: string;
-  release?: { version: string; publishedAt: string; name?: string };
-  updateAvailable: boolean;
-  installable: boolean;
-  withheldReason?: "licenseRequired" | "maintenanceExpired" | "platformRequiresLicense" | "platformRequiresEdition";
-  purchaseUrl?: string;
-  download?: DownloadInfo;
-  latestInstallable?: string;
-  requiredEdition?: string;
-  maintenance?: MaintenanceInfo;
-}
+/** The caller's maintenance, for a user key naming a license (SPEC "Update check"). */
+export const MaintenanceInfo = z
+  .object({
+    until: z.string().openapi({ description: "When maintenance ends (ISO 8601)." }),
+    expired: z.boolean(),
+    expiresInDays: int32().openapi({ description: "Days until it ends; negative once it has ended." }),
+    noticeDays: int32(0).openapi({ description: "How many days before the end the product asks to remind." }),
+    renewalUrl: z.string().optional(),
+    supportEmail: z.string().optional(),
+    licenseId: z.string(),
+    licensee: z.string().optional(),
+  })
+  .openapi("UpdateMaintenance");
+export type MaintenanceInfo = z.infer<typeof MaintenanceInfo>;
+
+/** The signed `data` of the update check (format 2; SPEC "Update check", CONTRACT section 5). */
+export const UpdateCheckData = z
+  .object({
+    format: int32(1).openapi({ description: `The answer's format: ${UPDATE_CHECK_FORMAT}.` }),
+    product: z.object({ code: z.string(), name: z.string() }),
+    channel: z.string().openapi({ description: CHANNELS.join(" or ") }),
+    platform: z.enum(PLATFORMS),
+    current: z.string().openapi({ description: "The caller's version, as sent." }),
+    latest: z.string().openapi({ description: "The newest release's version (the caller's when none)." }),
+    release: z
+      .object({ version: z.string(), publishedAt: z.string(), name: z.string().optional() })
+      .optional()
+      .openapi({ description: "The newest release; absent when nothing is published." }),
+    updateAvailable: z.boolean(),
+    installable: z.boolean(),
+    withheldReason: z.enum(WITHHELD_REASONS).optional(),
+    purchaseUrl: z.string().optional(),
+    download: DownloadInfo.optional(),
+    latestInstallable: z.string().optional().openapi({
+      description: "The newest release the license can still install, when maintenance ended before the latest.",
+    }),
+    requiredEdition: z.string().optional().openapi({ description: "An edition entitled to the platform." }),
+    maintenance: MaintenanceInfo.optional(),
+  })
+  .openapi("UpdateCheckData");
+export type UpdateCheckData = z.infer<typeof UpdateCheckData>;
 
 export interface UpdateCheckInput {
   product: ProductRow;

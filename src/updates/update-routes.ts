@@ -45,7 +45,7 @@ import { keepAnswer, pointFront, recallAnswer } from "./answer-memo";
 import { trustedUntil } from "./product-memo";
 import { keepReleases, recallReleases } from "./release-memo";
 import { batchReads } from "../db/compiled";
-import { checkForUpdate, signUpdateCheck, updateCheckReason } from "./update-check";
+import { UpdateCheckData, checkForUpdate, signUpdateCheck, updateCheckReason } from "./update-check";
 import { REASON_HEADER, type UpdateReason, reasonsDescription, withReason } from "./reasons";
 import { MAX_VERSION_LENGTH, isReleaseVersion } from "./versions";
 
@@ -422,9 +422,7 @@ export function registerUpdateRoutes(app: Router): void {
             z
               .object({
                 success: z.boolean(),
-                data: z
-                  .record(z.string(), z.unknown())
-                  .openapi({ description: "The update check data (format 2); see SPEC." }),
+                data: UpdateCheckData,
                 signature: z.string().openapi({
                   description:
                     "Base64 of the 64-byte ES256 (P1363) signature over the RFC 8785 canonical JSON of data.",
