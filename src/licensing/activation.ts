@@ -12,16 +12,7 @@ import type { ClientInfo } from "../http/context";
 import { type LicenseView, licenseView, trace, activeClients } from "./license-view";
 import { Messages, fail, openLicense, now, required } from "./license-lookup";
 import { clientToken } from "./client-tokens";
-
-export interface ActivateInput {
-  userKey?: string;
-  machineId?: string;
-  clientId?: string;
-  clientName?: string;
-  productCode?: string;
-  version?: string;
-  nonce?: string;
-}
+import type { ActivateInput, DeactivateInput } from "./inputs";
 
 export interface ActivateResult {
   licenseToken: string;
@@ -87,13 +78,6 @@ export async function activate(ctx: ServiceContext, input: ActivateInput, client
     license: view,
     newMachine,
   };
-}
-
-export interface DeactivateInput {
-  userKey?: string;
-  machineId?: string;
-  clientId?: string;
-  licenseToken?: string;
 }
 
 export interface CountResult {

@@ -29,17 +29,11 @@ import {
 import { clientToken } from "./client-tokens";
 import { sameUserKey } from "./user-key";
 import type { ActivateResult, CountResult } from "./activation";
+import type { HeartbeatInput, ReleaseInput, RequestInput } from "./inputs";
 
 /** A seat lives twice the heartbeat interval plus 30 s after its last heartbeat (CONTRACT section 4). */
 export function leaseMs(config: Config): number {
   return 2 * config["Licensing:HeartbeatInterval"] + 30_000;
-}
-
-export interface RequestInput {
-  userKey?: string;
-  machineId?: string;
-  clientId?: string;
-  clientName?: string;
 }
 
 export interface RequestResult extends Omit<ActivateResult, "newMachine"> {
@@ -217,7 +211,7 @@ export interface HeartbeatResult {
  * Keeps a seat alive. The hot path: one D1 read (token and license) and one Durable Object call; the token row's
  * expiry in D1 is written behind, only when it would lapse within half a lease.
  */
-export async function heartbeat(ctx: ServiceContext, input: { licenseToken?: string }): Promise<HeartbeatResult> {
+export async function heartbeat(ctx: ServiceContext, input: HeartbeatInput): Promise<HeartbeatResult> {
   const { digest, token, license } = await findSeatToken(ctx, input.licenseToken, seatToBeat);
   const at = now();
   await requireUsable(ctx.config, license, at);
@@ -244,11 +238,7 @@ export async function heartbeat(ctx: ServiceContext, input: { licenseToken?: str
 }
 
 /** Frees a floating seat; 525 for a token that holds none. */
-export async function releaseSeat(
-  ctx: ServiceContext,
-  input: { licenseToken?: string; userKey?: string },
-  client: ClientInfo,
-): Promise<CountResult> {
+export async function releaseSeat(ctx: ServiceContext, input: ReleaseInput, client: ClientInfo): Promise<CountResult> {
   const found = await findSeatToken(ctx, input.licenseToken, seatTokenByDigest);
   const { digest, token } = found;
   const license = { ...found.license, productCode: found.productCode };

@@ -12,12 +12,22 @@ import { ApiError } from "../errors";
 import { Envelope, enveloped, errorResponses, int32, json, jsonBody } from "../http/openapi";
 import { ok } from "../http/respond";
 import type { Router } from "../http/router";
-import { MAX_REPORT_BYTES, storeReport } from "./report-store";
+import { storeReport } from "./report-store";
+import {
+  ActivateRequest,
+  DeactivateRequest,
+  FloatingRequest,
+  HeartbeatRequest,
+  MAX_REPORT_BYTES,
+  ReleaseRequest,
+  SendReportRequest,
+  ValidateRequest,
+} from "./inputs";
 import { activate, deactivate } from "./activation";
 import { validate } from "./validation";
+import { LICENSE_STATUSES } from "./vocabulary";
 import { heartbeat, releaseSeat, requestSeat } from "./floating";
 
-const text = (max = 256) => z.string().max(max).optional();
 const licensingErrors = {
   ...errorResponses,
   523: {
@@ -103,17 +113,7 @@ export function registerLicensingRoutes(app: Router): void {
       "/v1/license/activate",
       "activateLicense",
       "Activate a machine (idempotent per machine and client)",
-      z
-        .object({
-          userKey: text(),
-          machineId: text(),
-          clientId: text(),
-          clientName: text(),
-          productCode: text(),
-          version: text(64),
-          nonce: text(),
-        })
-        .openapi("ActivateRequest"),
+      ActivateRequest,
       { licenseToken: z.string(), tokenExpireAt: z.string().optional(), ...counts, license: LicenseView },
     ),
     async (c) => {
@@ -122,15 +122,10 @@ export function registerLicensingRoutes(app: Router): void {
     },
   );
   app.openapi(
-    route(
-      "/v1/license/deactivate",
-      "deactivateLicense",
-      "Free a machine's activation",
-      z
-        .object({ userKey: text(), machineId: text(), clientId: text(), licenseToken: text() })
-        .openapi("DeactivateRequest"),
-      { licenseId: z.string(), ...counts },
-    ),
+    route("/v1/license/deactivate", "deactivateLicense", "Free a machine's activation", DeactivateRequest, {
+      licenseId: z.string(),
+      ...counts,
+    }),
     async (c) => ok(c, await deactivate(serviceContext(c), c.req.valid("json"), clientInfo(c))),
   );
   app.openapi(
@@ -138,20 +133,10 @@ export function registerLicensingRoutes(app: Router): void {
       "/v1/license/validate",
       "validateLicense",
       "Validate a license (for a machine, client or token when given)",
-      z
-        .object({
-          userKey: text(),
-          machineId: text(),
-          clientId: text(),
-          licenseToken: text(),
-          productCode: text(),
-          version: text(64),
-          nonce: text(),
-        })
-        .openapi("ValidateRequest"),
+      ValidateRequest,
       {
         licenseId: z.string(),
-        status: z.enum(["Activated", "NotActivated", "Expired", "Revoked", "Tampered"]),
+        status: z.enum(LICENSE_STATUSES),
         license: LicenseView,
         licenseToken: z.string().optional(),
         tokenExpireAt: z.string().optional(),
@@ -166,7 +151,7 @@ export function registerLicensingRoutes(app: Router): void {
       "/v1/license/request",
       "requestFloatingLicense",
       "Take a floating seat (or the seat this machine and client already hold)",
-      z.object({ userKey: text(), machineId: text(), clientId: text(), clientName: text() }).openapi("FloatingRequest"),
+      FloatingRequest,
       {
         licenseToken: z.string(),
         tokenExpireAt: z.string(),
@@ -181,34 +166,21 @@ export function registerLicensingRoutes(app: Router): void {
     },
   );
   app.openapi(
-    route(
-      "/v1/license/heartbeat",
-      "heartbeat",
-      "Keep a floating seat alive",
-      z.object({ licenseToken: text() }).openapi("HeartbeatRequest"),
-      {
-        tokenExpireAt: z.string(),
-        heartbeatInterval: int32(0),
-        ...counts,
-      },
-    ),
+    route("/v1/license/heartbeat", "heartbeat", "Keep a floating seat alive", HeartbeatRequest, {
+      tokenExpireAt: z.string(),
+      heartbeatInterval: int32(0),
+      ...counts,
+    }),
     async (c) => ok(c, await heartbeat(serviceContext(c), c.req.valid("json"))),
   );
   app.openapi(
-    route(
-      "/v1/license/release",
-      "releaseFloatingLicense",
-      "Free a floating seat",
-      z.object({ licenseToken: text(), userKey: text() }).openapi("ReleaseRequest"),
-      {
-        licenseId: z.string(),
-        ...counts,
-      },
-    ),
+    route("/v1/license/release", "releaseFloatingLicense", "Free a floating seat", ReleaseRequest, {
+      licenseId: z.string(),
+      ...counts,
+    }),
     async (c) => ok(c, await releaseSeat(serviceContext(c), c.req.valid("json"), clientInfo(c))),
   );
 
-  const Property = z.object({ name: z.string().max(256), value: z.string().max(4096).nullable() });
   const reportRoute = createRoute({
     method: "post",
     path: "/v1/report",
@@ -226,28 +198,7 @@ export function registerLicensingRoutes(app: Router): void {
       ...access.either().middleware,
     ],
     request: {
-      body: jsonBody(
-        z
-          .object({
-            name: z.string().min(1).max(256),
-            uid: text(),
-            version: text(64),
-            date: z
-              .string()
-              .max(64)
-              .refine((s) => !Number.isNaN(Date.parse(s)), { message: "Not a valid ISO 8601 date" })
-              .optional(),
-            userKey: text(),
-            machineId: text(),
-            clientId: text(),
-            clientName: text(),
-            contentType: text(),
-            // The body limit (4 MiB) bounds it; a string never has more UTF-16 units than its UTF-8 bytes.
-            content: z.string().max(MAX_REPORT_BYTES),
-            properties: z.array(Property).max(1000).optional(),
-          })
-          .openapi("SendReportRequest"),
-      ),
+      body: jsonBody(SendReportRequest),
     },
     responses: {
       200: json(enveloped({ reportId: int32(1) }), "The report was stored"),

@@ -23,23 +23,10 @@ import type { Db } from "../db/client";
 import type { Row } from "../http/repository";
 import { type Field, defineEntity, f } from "../http/entity";
 import { licenseReference, showPublicLicenseIds } from "./license-records";
+import { MAX_REPORT_BYTES, type ReportInput } from "./inputs";
 
-export const MAX_REPORT_BYTES = 4 * 1024 * 1024;
+export { MAX_REPORT_BYTES };
 export const MAX_INLINE_CONTENT_BYTES = 256 * 1024;
-
-export interface ReportInput {
-  name: string;
-  uid?: string | undefined;
-  version?: string | undefined;
-  date?: string | undefined;
-  userKey?: string | undefined;
-  machineId?: string | undefined;
-  clientId?: string | undefined;
-  clientName?: string | undefined;
-  contentType?: string | undefined;
-  content: string;
-  properties?: { name: string; value: string | null }[] | undefined;
-}
 
 /**
  * Stores a report (and emits report.received); returns its id. A license's own bearer token (user-key sign-in)

@@ -23,16 +23,7 @@ import {
 import { clientToken } from "./client-tokens";
 import { userKeyIs } from "./user-key";
 import { seats } from "./license-limit";
-
-export interface ValidateInput {
-  userKey?: string;
-  machineId?: string;
-  clientId?: string;
-  licenseToken?: string;
-  productCode?: string;
-  version?: string;
-  nonce?: string;
-}
+import type { ValidateInput } from "./inputs";
 
 export interface ValidateResult {
   licenseId: string;

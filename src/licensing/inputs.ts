@@ -1,0 +1,78 @@
+/**
+ * What the licensing operations take (CONTRACT section 4), declared once: each schema validates the REST route's
+ * body and names it in the OpenAPI document (licensing-routes.ts), and the service's input type is inferred from it
+ * (activation.ts, validation.ts, floating.ts, report-store.ts), so the gRPC services (src/rpc) type-check against
+ * the same shape. A field added here is in the document, the route and the service at once.
+ */
+import { z } from "@hono/zod-openapi";
+
+/** The body limit of POST /v1/report (and gRPC SendReport). */
+export const MAX_REPORT_BYTES = 4 * 1024 * 1024;
+
+const text = (max = 256) => z.string().max(max).optional();
+
+export const ActivateRequest = z
+  .object({
+    userKey: text(),
+    machineId: text(),
+    clientId: text(),
+    clientName: text(),
+    productCode: text(),
+    version: text(64),
+    nonce: text(),
+  })
+  .openapi("ActivateRequest");
+export type ActivateInput = z.infer<typeof ActivateRequest>;
+
+export const DeactivateRequest = z
+  .object({ userKey: text(), machineId: text(), clientId: text(), licenseToken: text() })
+  .openapi("DeactivateRequest");
+export type DeactivateInput = z.infer<typeof DeactivateRequest>;
+
+export const ValidateRequest = z
+  .object({
+    userKey: text(),
+    machineId: text(),
+    clientId: text(),
+    licenseToken: text(),
+    productCode: text(),
+    version: text(64),
+    nonce: text(),
+  })
+  .openapi("ValidateRequest");
+export type ValidateInput = z.infer<typeof ValidateRequest>;
+
+export const FloatingRequest = z
+  .object({ userKey: text(), machineId: text(), clientId: text(), clientName: text() })
+  .openapi("FloatingRequest");
+export type RequestInput = z.infer<typeof FloatingRequest>;
+
+export const HeartbeatRequest = z.object({ licenseToken: text() }).openapi("HeartbeatRequest");
+export type HeartbeatInput = z.infer<typeof HeartbeatRequest>;
+
+export const ReleaseRequest = z.object({ licenseToken: text(), userKey: text() }).openapi("ReleaseRequest");
+export type ReleaseInput = z.infer<typeof ReleaseRequest>;
+
+const Property = z.object({ name: z.string().max(256), value: z.string().max(4096).nullable() });
+
+export const SendReportRequest = z
+  .object({
+    name: z.string().min(1).max(256),
+    uid: text(),
+    version: text(64),
+    date: z
+      .string()
+      .max(64)
+      .refine((s) => !Number.isNaN(Date.parse(s)), { message: "Not a valid ISO 8601 date" })
+      .optional(),
+    userKey: text(),
+    machineId: text(),
+    clientId: text(),
+    clientName: text(),
+    contentType: text(),
+    // The body limit (4 MiB) bounds it; a string never has more UTF-16 units than its UTF-8 bytes.
+    content: z.string().max(MAX_REPORT_BYTES),
+    properties: z.array(Property).max(1000).optional(),
+  })
+  .openapi("SendReportRequest");
+export type ReportInput = z.infer<typeof SendReportRequest>;
