@@ -10,13 +10,13 @@ import { ipProtection, ipVerdict } from "./protection/limits";
 import { clientAddress, signedByGateway } from "./protection/client-ip";
 import { clock } from "./clock";
 import { API_KEY_SCHEME, BEARER_SCHEME } from "./auth/guard";
-import { settleFirst } from "./http/context";
+import { serviceContext, settleFirst } from "./http/context";
 import { registerAuth } from "./auth/auth-routes";
 import { registerConsoleAuth } from "./auth/console-routes";
 import { type Config, loadConfig, unsafeSetting } from "./config";
 import { openRequestDb, reportRequestDb, serverTiming, serverTimingOn } from "./http/d1-session";
 import { D1Work } from "./db/work";
-import { rememberedAnonymousAnswer } from "./updates/answer-memo";
+import { keepAnswer, pointFront, rememberedAnonymousAnswer } from "./updates/answer-memo";
 import { namesUserKey } from "./updates/caller";
 import { jsonBodyLimit } from "./http/body-limit";
 import { browserCors, corsApplies } from "./http/cors";
@@ -134,6 +134,22 @@ const gates: MiddlewareHandler<AppEnv> = async (c, next) => {
   const closed = closedArea(c.req.path, config, viaGateway);
   if (closed) throw closed;
   await next();
+};
+
+/**
+ * The answer memo's filling: after the route answered, an answer the route declared keepable (`keep`, set by the
+ * update routes' throughCache) is kept in the isolate (updates/answer-memo.ts), and the request's URL pointed at it
+ * for the front door. The app runs it after every pre-route gate (createApp), next to the routes, so what it keeps is
+ * the route's own answer before any gate adds to it, and the front door asks every gate of PRE_ROUTE before it answers
+ * from what this layer kept. Routes never fill the memo themselves.
+ */
+const answerMemo: MiddlewareHandler<AppEnv> = async (c, next) => {
+  await next();
+  const keep = c.get("keep");
+  if (!keep) return;
+  const now = clock.now().getTime();
+  pointFront(new URL(c.req.url), keep.key, keep.until);
+  if (keep.answer) serviceContext(c).waitUntil(keepAnswer(keep.key, keep.answer.clone(), now, keep.maxAgeMs));
 };
 
 /** What the front door knows of a request when it asks a gate: an anonymous GET whose answer the isolate keeps. */
@@ -297,10 +313,13 @@ export function openApiDocument(app: Router, config: Config): unknown {
   return documents.document;
 }
 
-/** Builds the app with every module's routes, behind the pre-route gates (PRE_ROUTE unless a test adds one). */
+/**
+ * Builds the app with every module's routes, behind the pre-route gates (PRE_ROUTE unless a test adds one) and,
+ * innermost, the answer-memo layer that keeps what routes declare keepable.
+ */
 export function createApp(preRoute: readonly PreRouteGate[] = PRE_ROUTE): Router {
   const app = createRouter();
-  app.use("*", ...preRoute.map((gate) => gate.middleware));
+  app.use("*", ...preRoute.map((gate) => gate.middleware), answerMemo);
 
   registerAuth(app);
   registerConsoleAuth(app);

@@ -27,6 +27,21 @@ export interface Principal {
   licenseId?: string;
 }
 
+/**
+ * A route's declaration that its anonymous answer may be kept (updates/answer-memo.ts): the route sets it, the
+ * answer-memo layer (app.ts PRE_ROUTE) keeps it after the route answered, so no route fills the memo itself.
+ */
+export interface AnswerKeeping {
+  /** The answer's normalised key (it carries the product's release generation and the origin of its URLs). */
+  key: string;
+  /** Until when the request's URL may point at the key (the product memo's trust in the generation). */
+  until: number;
+  /** The answer to keep (before any 304 for If-None-Match), absent when it came from the memo already. */
+  answer?: Response;
+  /** Its cache lifetime (Updates:FeedCacheSeconds). */
+  maxAgeMs: number;
+}
+
 /** Hono's environment for every route: bindings and the per-request values the app middleware sets. */
 export interface AppEnv {
   Bindings: Bindings;
@@ -42,5 +57,7 @@ export interface AppEnv {
     firstBatch: FirstBatch;
     /** Set when the request's API key was refused: it counts like a failed login (protection/limits.ts). */
     refusedApiKey: boolean;
+    /** How the route's answer may be kept in the isolate's answer memo; kept by app.ts's answer-memo layer. */
+    keep: AnswerKeeping | undefined;
   };
 }

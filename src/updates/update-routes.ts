@@ -41,7 +41,7 @@ import type { LicenseRow } from "../licensing/license-core";
 import { recordTrace } from "../licensing/traces";
 import { nowIso } from "../clock";
 import { emptyFeedYaml, feedRelease, feedYaml } from "./feed";
-import { keepAnswer, pointFront, recallAnswer } from "./answer-memo";
+import { recallAnswer } from "./answer-memo";
 import { trustedUntil } from "./product-memo";
 import { keepReleases, recallReleases } from "./release-memo";
 import { batchReads } from "../db/compiled";
@@ -232,17 +232,20 @@ async function throughCache(
   }
   // The answer's URLs start with urlOrigin, so the key does too (a Host of the caller's choosing in Development).
   const url = `https://update-cache.invalid/${[urlOrigin(c), ...key].map(encodeURIComponent).join("/")}`;
-  const now = clock.now().getTime();
-  // The front door (app.ts) answers this request's URL from the memo from now on, while the answer is kept.
-  pointFront(new URL(c.req.url), url, trustedUntil(product.code));
-  const recalled = recallAnswer(url, now);
-  if (recalled) return recalled;
+  // The answer-memo layer (app.ts) keeps the answer, and points the front door from this URL to it, after this
+  // route answered: the route only says how it may be kept.
+  const keeping = { key: url, until: trustedUntil(product.code), maxAgeMs: seconds * 1000 };
+  const recalled = recallAnswer(url, clock.now().getTime());
+  if (recalled) {
+    c.set("keep", keeping);
+    return recalled;
+  }
   const ctx = serviceContext(c);
   const cache = (caches as unknown as { default: Cache }).default;
   const request = new Request(url);
   const hit = await cache.match(request);
   if (hit) {
-    ctx.waitUntil(keepAnswer(url, hit.clone(), now, seconds * 1000));
+    c.set("keep", { ...keeping, answer: hit });
     return hit;
   }
   const res = await produce();
@@ -253,8 +256,8 @@ async function throughCache(
   // A 204 is not stored: the Cache API cannot hand back a null-body status it stored with headers.
   if (res.status === 200) {
     ctx.waitUntil(cache.put(request, res.clone()));
-    ctx.waitUntil(keepAnswer(url, res.clone(), now, seconds * 1000));
-  }
+    c.set("keep", { ...keeping, answer: res });
+  } else c.set("keep", keeping);
   return res;
 }
 
