@@ -13,6 +13,7 @@ import { forgetAll, memo } from "../memo";
 import type { Config } from "../config";
 import type { Db } from "../db/client";
 import { apiKeys, users } from "../db/schema";
+import { keyIsLive } from "../db/rules";
 import { randomString, sha256Hex } from "../crypto";
 import { type BoundQuery, type CheckColumn, compiled } from "../db/compiled";
 import { defineEntity, f } from "../http/entity";
@@ -160,7 +161,7 @@ export async function authenticateApiKey(db: Db, config: Config, key: string): P
     if (config["Application:ApiKeyCacheDuration"] > 0) cache.keep(digest, hit);
   }
   const { entry } = hit;
-  if (entry.revoked || (entry.expireDate !== null && Date.parse(entry.expireDate) <= now)) return undefined;
+  if (entry.revoked || !keyIsLive(entry, now)) return undefined;
   return {
     principal: {
       kind: "key",

@@ -5,6 +5,7 @@ import { clock } from "../clock";
 import type { Db } from "../db/client";
 import { requireById, updateRow } from "../http/repository";
 import { apiKeys, userSettings } from "../db/schema";
+import { keyIsLive } from "../db/rules";
 import { type ServiceContext, serviceContext } from "../http/context";
 import { USER_KEY_ATTEMPT, passwordAttempt, protectLogin } from "../protection/limits";
 import { ApiError } from "../errors";
@@ -61,7 +62,7 @@ async function profile(db: Db, config: Config, userId: string): Promise<Record<s
       .where(and(eq(apiKeys.ownerId, userId), eq(apiKeys.revoked, false))),
   ]);
   const now = clock.now().getTime();
-  const active = keyRows.filter((k) => k.expireDate === null || Date.parse(k.expireDate) > now);
+  const active = keyRows.filter((k) => keyIsLive(k, now));
   const keys = active.map((k) => ApiKey.toWire(k, config) as Record<string, unknown>);
   maskKeys(keys, active);
   return {

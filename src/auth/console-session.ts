@@ -12,11 +12,12 @@
  *
  * Besides its lifetime, a session ends after Application:ConsoleIdleTimeout without a request (consoleSessionActive).
  */
-import { and, eq, gte, isNotNull, lt, or } from "drizzle-orm";
+import { and, eq, gte, isNotNull, lt, not, or } from "drizzle-orm";
 import type { Context } from "hono";
 import { generateCookie, getCookie } from "hono/cookie";
 import type { Db } from "../db/client";
 import { apiKeys } from "../db/schema";
+import { keyIsLiveSql } from "../db/rules";
 import type { AppEnv } from "../http/app-env";
 import { clock } from "../clock";
 import type { Config } from "../config";
@@ -57,7 +58,7 @@ export function pruneConsoleSessions(db: Db, config: Config, now: Date) {
       and(
         eq(apiKeys.name, CONSOLE_KEY_NAME),
         isNotNull(apiKeys.expireDate),
-        or(lt(apiKeys.expireDate, now.toISOString()), lt(apiKeys.lastUsedAt, idleSince)),
+        or(not(keyIsLiveSql(now.toISOString())), lt(apiKeys.lastUsedAt, idleSince)),
       ),
     );
 }

@@ -20,7 +20,7 @@
  *   writer's multi-row INSERT from a VALUES list that skips rows of deleted licenses (licensing/traces.ts).
  */
 import { type SQL, type SQLWrapper, sql } from "drizzle-orm";
-import { licenseTokens } from "./schema";
+import { apiKeys, licenseTokens } from "./schema";
 
 /** A tagged template: drizzle's `sql` or `String.raw`. */
 type Tag<V, R> = (strings: TemplateStringsArray, ...values: V[]) => R;
@@ -50,4 +50,20 @@ export function liveText(expiry: string, at: string): string {
 /** "A seat is lapsed" as SQL text: not live (the seat object's alarm reclaims these). */
 export function lapsedText(expiry: string, at: string): string {
   return `NOT ${liveText(expiry, at)}`;
+}
+
+/**
+ * THE rule "an API key has not expired" (SPEC "Authentication" rule 7): it has no expiry date, or the date is still
+ * ahead of the moment `at` (at its expiry date it is expired). Revocation is a rule of its own. The key check
+ * (auth/api-key-service.ts) and the signed-in user's profile (auth/auth-routes.ts) ask it of a row (keyIsLive); the
+ * cron's removal of ended console sessions (auth/console-session.ts) states it in SQL (keyIsLiveSql): the same
+ * template as a token's, over api_keys.expire_date (ISO text, so text order is time order).
+ */
+export function keyIsLiveSql(at: string): SQL {
+  return live<unknown, SQL>(sql, apiKeys.expireDate, at);
+}
+
+/** "An API key has not expired" for a key's row read from D1 (`at` in epoch milliseconds). */
+export function keyIsLive(key: { expireDate: string | null }, at: number): boolean {
+  return key.expireDate === null || Date.parse(key.expireDate) > at;
 }
