@@ -169,7 +169,12 @@ describe("a license's bearer token reports for its own license only", () => {
       body: { name: "CrashReport", userKey: other.userKey, content: "x" },
     });
     expect(foreign.status).toBe(527);
-    expect(foreign.body).toEqual({ success: false, code: 527, message: "The license is not valid for this product" });
+    expect(foreign.body).toEqual({
+      success: false,
+      code: 527,
+      message: "The license is not valid for this product",
+      reason: "wrongProduct",
+    });
     const unknown = await call("POST", "/v1/report", {
       token,
       body: { name: "CrashReport", userKey: "NOT-A-KEY", content: "x" },
