@@ -1,7 +1,7 @@
 /**
  * The cron trigger's work: remove what has outlived its use so D1 stays small (DESIGN: keep traces, logs and
- * delivery history under retention). Each step is one statement and safe to repeat; the steps go in one D1 batch,
- * drizzle's queries (d1Statement) beside the statements other modules build.
+ * delivery history under retention). Each step is one statement and safe to repeat; the steps, drizzle queries each
+ * module builds, go in one D1 batch as D1 statements (d1Statement), so each answers how many rows it removed.
  */
 import { lt } from "drizzle-orm";
 import { pruneConsoleSessions } from "./auth/console-session";
@@ -9,10 +9,10 @@ import { loadConfig } from "./config";
 import { getDb } from "./db/client";
 import { d1Statement } from "./db/compiled";
 import { downloadTokens, revokedTokens } from "./db/schema";
-import { pruneLogsStatement } from "./logging";
-import { pruneDeliveriesStatement } from "./webhooks/history";
+import { pruneLogs } from "./logging";
+import { pruneDeliveries } from "./webhooks/history";
 import { pruneInlineReports, pruneStoredReports, pruneTraces } from "./licensing/retention";
-import { pruneOutboxStatement } from "./mail/send";
+import { pruneOutbox } from "./mail/send";
 import { sealPlainPasswords } from "./management/resource-passwords";
 import { sealPlainHeaders } from "./webhooks/subscriptions";
 
@@ -25,13 +25,13 @@ export async function housekeeping(env: Bindings, now: Date): Promise<Record<str
     revokedTokens: d1Statement(db, db.delete(revokedTokens).where(lt(revokedTokens.expiresAt, iso))),
     downloadTokens: d1Statement(db, db.delete(downloadTokens).where(lt(downloadTokens.expiresAt, iso))),
     // Service log entries older than Application:LogRetentionDays.
-    logs: pruneLogsStatement(env.DB, config, now),
+    logs: d1Statement(db, pruneLogs(db, config, now)),
     // Webhook delivery events older than Webhooks:EventRetentionDays.
-    webhookEvents: pruneDeliveriesStatement(env.DB, config, now),
+    webhookEvents: d1Statement(db, pruneDeliveries(db, config, now)),
     // License traces, reports kept in their row, and the email outbox, past their retention settings.
     licenseTraces: d1Statement(db, pruneTraces(db, config, now)),
     reports: d1Statement(db, pruneInlineReports(db, config, now)),
-    emailOutbox: pruneOutboxStatement(env.DB, config, now),
+    emailOutbox: d1Statement(db, pruneOutbox(db, config, now)),
     // Admin console sessions past their expiry or their idle timeout (their API keys can no longer be used).
     consoleSessions: d1Statement(db, pruneConsoleSessions(db, config, now)),
   };
@@ -40,7 +40,7 @@ export async function housekeeping(env: Bindings, now: Date): Promise<Record<str
   // Reports with a body in R2: the bodies first, then the rows (licensing/retention.ts).
   counts["reportBodies"] = await pruneStoredReports(env, db, config, now);
   // Secrets stored in plain text before they were encrypted at rest: sealed in place, a bounded number per run.
-  counts["sealedHeaders"] = await sealPlainHeaders(env.DB, config);
-  counts["sealedPasswords"] = await sealPlainPasswords(env.DB, config);
+  counts["sealedHeaders"] = await sealPlainHeaders(db, config);
+  counts["sealedPasswords"] = await sealPlainPasswords(db, config);
   return counts;
 }

@@ -187,7 +187,7 @@ export function logRetentionCutoff(config: Config, now: Date = clock.now()): Dat
   return new Date(now.getTime() - config["Application:LogRetentionDays"] * 86_400_000);
 }
 
-/** The cron trigger's pruning statement, for its batch (housekeeping.ts works on the raw D1 binding). */
-export function pruneLogsStatement(d1: D1Database, config: Config, now: Date): D1PreparedStatement {
-  return d1.prepare("DELETE FROM logs WHERE timestamp < ?").bind(logRetentionCutoff(config, now).toISOString());
+/** The cron trigger's pruning statement, for its batch (housekeeping.ts). */
+export function pruneLogs(db: Db, config: Config, now: Date) {
+  return db.delete(logs).where(lt(logs.timestamp, logRetentionCutoff(config, now).toISOString()));
 }

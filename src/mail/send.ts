@@ -4,6 +4,7 @@
  * outbox is also the record of what the service sent (`sent` with its time).
  */
 import { EmailMessage } from "cloudflare:email";
+import { lt } from "drizzle-orm";
 import { clock } from "../clock";
 import { type Config, ConfigError } from "../config";
 import type { Db } from "../db/client";
@@ -64,8 +65,7 @@ export async function sendMail(deps: MailDeps, mail: OutgoingMail): Promise<Mail
 }
 
 /** The cron trigger's statement removing outbox messages older than Email:OutboxRetentionDays (housekeeping.ts). */
-export function pruneOutboxStatement(d1: D1Database, config: Config, now: Date): D1PreparedStatement {
-  return d1
-    .prepare("DELETE FROM email_outbox WHERE created_at < ?")
-    .bind(new Date(now.getTime() - config["Email:OutboxRetentionDays"] * 86_400_000).toISOString());
+export function pruneOutbox(db: Db, config: Config, now: Date) {
+  const cutoff = new Date(now.getTime() - config["Email:OutboxRetentionDays"] * 86_400_000).toISOString();
+  return db.delete(emailOutbox).where(lt(emailOutbox.createdAt, cutoff));
 }

@@ -10,6 +10,9 @@
  * artifact per queue batch. Queue delivery is at least once: a batch retried after its write succeeded would count
  * twice, which the queue makes rare; a failure to queue loses those counts and never fails a download.
  */
+import { eq, sql } from "drizzle-orm";
+import { getDb } from "../db/client";
+import { releaseDownloads } from "../db/schema";
 import type { Job, JobOf } from "../jobs";
 
 /** The queue job carrying gathered download counts (jobs.ts). */
@@ -83,9 +86,13 @@ export async function writeDownloadCounts(messages: Message<Job>[], env: Binding
     }
     for (const [id, n] of counts) totals.set(id, (totals.get(id) ?? 0) + n);
   }
-  const statements = [...totals].map(([id, n]) =>
-    env.DB.prepare("UPDATE release_downloads SET download_count = download_count + ? WHERE id = ?").bind(n, id),
+  const db = getDb(env.DB);
+  const [first, ...rest] = [...totals].map(([id, n]) =>
+    db
+      .update(releaseDownloads)
+      .set({ downloadCount: sql`${releaseDownloads.downloadCount} + ${n}` })
+      .where(eq(releaseDownloads.id, id)),
   );
-  if (statements.length > 0) await env.DB.batch(statements);
+  if (first) await db.batch([first, ...rest]);
   for (const message of messages) message.ack();
 }

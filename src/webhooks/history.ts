@@ -3,12 +3,15 @@
  * the cron trigger deletes delivery events created more than `Webhooks:EventRetentionDays` ago. A delivery is
  * settled within a day of its event (the retry schedule spans about 23 hours), so only settled history is pruned.
  */
+import { lt } from "drizzle-orm";
 import type { Config } from "../config";
+import type { Db } from "../db/client";
+import { webhookEvents } from "../db/schema";
 
 const DAY_MS = 86_400_000;
 
 /** The DELETE of delivery events older than the retention (one statement, for the housekeeping batch). */
-export function pruneDeliveriesStatement(d1: D1Database, config: Config, now: Date): D1PreparedStatement {
+export function pruneDeliveries(db: Db, config: Config, now: Date) {
   const cutoff = new Date(now.getTime() - config["Webhooks:EventRetentionDays"] * DAY_MS).toISOString();
-  return d1.prepare("DELETE FROM webhook_events WHERE created_at < ?").bind(cutoff);
+  return db.delete(webhookEvents).where(lt(webhookEvents.createdAt, cutoff));
 }

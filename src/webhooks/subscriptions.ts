@@ -8,7 +8,7 @@
  * Unknown ids answer 404 (SPEC: webhook routes).
  */
 import { z } from "@hono/zod-openapi";
-import { eq } from "drizzle-orm";
+import { and, eq, isNotNull, sql } from "drizzle-orm";
 import { decryptSecret, encryptSecret } from "../secrets";
 import { nowIso } from "../clock";
 import type { Config } from "../config";
@@ -253,15 +253,16 @@ const SEAL_PER_RUN = 100;
  * Encrypts the extra header values stored in plain text before they were encrypted (the cron trigger, so old rows
  * do not wait for their next update); returns how many subscriptions it sealed. Without an EncryptionKey, none.
  */
-export async function sealPlainHeaders(d1: D1Database, config: Config): Promise<number> {
+export async function sealPlainHeaders(db: Db, config: Config): Promise<number> {
   if (!config["Application:EncryptionKey"]) return 0;
-  const { results } = await d1
-    .prepare(
-      "SELECT id, headers FROM webhook_subscriptions WHERE headers IS NOT NULL AND EXISTS (SELECT 1 FROM json_each(headers) WHERE value NOT LIKE 'v1:%') LIMIT ?",
-    )
-    .bind(SEAL_PER_RUN)
-    .all<{ id: number; headers: string }>();
-  const updates: D1PreparedStatement[] = [];
+  const column = webhookSubscriptions.headers;
+  // The stored JSON text as it is (not parsed by the column), so the update below can compare it.
+  const results = await db
+    .select({ id: webhookSubscriptions.id, headers: sql<string>`${column}`.mapWith(String) })
+    .from(webhookSubscriptions)
+    .where(and(isNotNull(column), sql`EXISTS (SELECT 1 FROM json_each(${column}) WHERE value NOT LIKE 'v1:%')`))
+    .limit(SEAL_PER_RUN);
+  const updates = [];
   for (const row of results) {
     const stored = JSON.parse(row.headers) as Record<string, string>;
     const sealed: Record<string, string> = {};
@@ -269,13 +270,14 @@ export async function sealPlainHeaders(d1: D1Database, config: Config): Promise<
       sealed[name] = ENCRYPTED.test(value) ? value : await encryptSecret(config["Application:EncryptionKey"], value);
     // Only if unchanged since read: an update through the API meanwhile wrote sealed values already.
     updates.push(
-      d1
-        .prepare("UPDATE webhook_subscriptions SET headers = ? WHERE id = ? AND headers = ?")
-        .bind(JSON.stringify(sealed), row.id, row.headers),
+      db
+        .update(webhookSubscriptions)
+        .set({ headers: sealed })
+        .where(and(eq(webhookSubscriptions.id, row.id), sql`${column} = ${row.headers}`)),
     );
   }
   const [first, ...rest] = updates;
   if (!first) return 0;
-  const done = await d1.batch([first, ...rest]);
+  const done = await db.batch([first, ...rest]);
   return done.reduce((n, r) => n + (r.meta.changes ?? 0), 0);
 }
