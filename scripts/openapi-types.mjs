@@ -20,7 +20,8 @@ import { root, startLocalWorker } from "./local-worker.mjs";
  * `paths` is absent). The client keeps only the operations it calls, so the package ships no management API.
  */
 export const TARGETS = {
-  console: { out: "console/src/api/schema.d.ts" },
+  // A .ts module, not a .d.ts: the enumerations' value arrays (`--enum-values`) are code the console imports.
+  console: { out: "console/src/api/schema.ts" },
   client: {
     // A .ts module, not a .d.ts: tsc copies no .d.ts into dist/, and the client's emitted types import this one.
     out: "client/src/gen/openapi.ts",
@@ -116,7 +117,21 @@ async function generate(targets) {
     const out = join(root, TARGETS[target].out);
     const run = spawnSync(
       "npx",
-      ["-y", "-p", "openapi-typescript@7.13.0", "-p", "typescript@5.9.3", "openapi-typescript", input, "-o", out],
+      // --enum-values: every enumeration's values as an exported array in the document's order, so the named
+      // enumerations (`LicenseType` numbers, `LicenseTypeName` names, index order; src/http/entity.ts namedEnum) and
+      // the roles (`RoleName`) are taken from the generated module, never copied.
+      [
+        "-y",
+        "-p",
+        "openapi-typescript@7.13.0",
+        "-p",
+        "typescript@5.9.3",
+        "openapi-typescript",
+        input,
+        "--enum-values",
+        "-o",
+        out,
+      ],
       { stdio: "inherit", cwd: tmpdir() },
     );
     if (run.status !== 0) process.exit(run.status ?? 1);

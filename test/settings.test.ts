@@ -150,7 +150,7 @@ describe("enumerations on the wire", () => {
     singular: "thing",
     plural: "things",
     table,
-    fields: { id: f.id(), kind: f.enumOf(["Standard", "Demo", "Trial"]), name: f.string() },
+    fields: { id: f.id(), kind: f.enumOf("ThingKind", ["Standard", "Demo", "Trial"]), name: f.string() },
   });
 
   it("writes numbers by default and names with Application:SerializeJSonEnumAsString", () => {

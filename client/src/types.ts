@@ -3,15 +3,18 @@
  * both transports return exactly these shapes: dates are `Date` objects, enumerations their names, and a value the
  * service did not send is `undefined` (never `null`, never a protobuf default such as `""`). Where a type mirrors the
  * REST wire it derives from the service's OpenAPI document (`wire-types.ts`), restating only what the client changes
- * (dates, enumeration names, members it requires); the signed update-check data and the license key's payload are
- * not typed by the document (a signed JSON object, a JWS payload) and are stated here.
+ * (dates, enumeration names, members it requires). The enumerations are the document's named ones (`LicenseTypeName`
+ * …), the update check's parts its `UpdateCheckData`; only the license key's payload (a JWS payload) is stated here.
  */
 import type { Answer, Body, PathParams, Query, Schemas, Without } from "./wire-types.js";
 
-/** `File`, `Activation` or `Floating` (CONTRACT section 3, License; REST may send the number, the client the name). */
-export type LicensingMode = "File" | "Activation" | "Floating";
-/** `Standard`, `Demo` or `Trial` (CONTRACT section 3, License; REST may send the number, the client the name). */
-export type LicenseType = "Standard" | "Demo" | "Trial";
+/**
+ * `File`, `Activation` or `Floating` (CONTRACT section 3, License; REST may send the number, the client the name): the
+ * document's named enumeration LicensingMode, whose names are LicensingModeName.
+ */
+export type LicensingMode = Schemas["LicensingModeName"];
+/** `Standard`, `Demo` or `Trial` (as LicensingMode): the document's LicenseTypeName. */
+export type LicenseType = Schemas["LicenseTypeName"];
 /** A license's computed status (CONTRACT section 4), as validate answers it. */
 export type LicenseStatus = Answer<"validateLicense">["status"];
 
@@ -139,34 +142,16 @@ export interface UpdateCheckRequest extends PathParams<"checkForUpdate">, Withou
 }
 
 /** Why an update is not offered for installation (SPEC "withheldReason"). */
-export type WithheldReason =
-  | "licenseRequired"
-  | "maintenanceExpired"
-  | "platformRequiresLicense"
-  | "platformRequiresEdition";
+export type WithheldReason = NonNullable<Schemas["UpdateCheckData"]["withheldReason"]>;
 
-/** The artifact to install, present when the latest release is installable and newer than the caller's version. */
-export interface UpdateDownload {
-  fileName: string;
-  kind: string;
-  size: number;
-  sha256: string;
-  sha512: string;
-  /** Absolute URL on the service's download route; carries `?token=` for a gated release. */
-  url: string;
-}
+/**
+ * The artifact to install, present when the latest release is installable and newer than the caller's version. `url`
+ * is absolute, on the service's download route; it carries `?token=` for a gated release.
+ */
+export type UpdateDownload = Schemas["UpdateDownload"];
 
-/** The caller's maintenance, for a valid user key; each member present when the service knows it. */
-export interface UpdateMaintenance {
-  until?: string;
-  expired?: boolean;
-  expiresInDays?: number;
-  noticeDays?: number;
-  renewalUrl?: string;
-  supportEmail?: string;
-  licenseId?: string;
-  licensee?: string;
-}
+/** The caller's maintenance, for a valid user key; read leniently: each member present when the service sent it. */
+export type UpdateMaintenance = Partial<Schemas["UpdateMaintenance"]>;
 
 /**
  * The signed update-check data (SPEC "Update check data", CONTRACT sections 5 and 7), exactly as signed: dates stay

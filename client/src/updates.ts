@@ -3,15 +3,12 @@
  * read only after its signature verified over the raw JSON, so these readers check shape, not authenticity.
  */
 import { ProtocolError } from "./errors.js";
+import { updateCheckDataWithheldReasonValues } from "./gen/openapi.js";
 import type { JwkSet, PublicJwk, UpdateCheckData, UpdateDownload, UpdateMaintenance, WithheldReason } from "./types.js";
 import { type JsonObject, num, object, optBool, optNum, optStr, str } from "./wire.js";
 
-const WITHHELD_REASONS: readonly WithheldReason[] = [
-  "licenseRequired",
-  "maintenanceExpired",
-  "platformRequiresLicense",
-  "platformRequiresEdition",
-];
+/** SPEC's withheldReason values, as the document's UpdateCheckData lists them (generated). */
+const WITHHELD_REASONS: readonly WithheldReason[] = updateCheckDataWithheldReasonValues;
 
 function bool(o: JsonObject, key: string, what: string): boolean {
   const v = optBool(o, key, what);

@@ -3,6 +3,7 @@
  * the contract becomes a {@link ProtocolError} naming the field instead of a `TypeError` deep in the application.
  */
 import { ProtocolError } from "./errors.js";
+import { licenseStatusNameValues, licenseTypeNameValues, licensingModeNameValues } from "./gen/openapi.js";
 import type { LicenseStatus, LicenseType, LicensingMode } from "./types.js";
 
 /** A JSON object from a body. */
@@ -63,9 +64,10 @@ export function strings(o: JsonObject, key: string, what: string): string[] {
   return v as string[];
 }
 
-const LICENSING_MODES: readonly LicensingMode[] = ["File", "Activation", "Floating"];
-const LICENSE_TYPES: readonly LicenseType[] = ["Standard", "Demo", "Trial"];
-const LICENSE_STATUSES: readonly LicenseStatus[] = ["Activated", "NotActivated", "Expired", "Revoked", "Tampered"];
+// The enumerations' names in the order of their numbers, as the service's OpenAPI document lists them (generated).
+const LICENSING_MODES: readonly LicensingMode[] = licensingModeNameValues;
+const LICENSE_TYPES: readonly LicenseType[] = licenseTypeNameValues;
+const LICENSE_STATUSES: readonly LicenseStatus[] = licenseStatusNameValues;
 
 /**
  * An enumeration by name or by number: REST writes enumerations as numbers unless `Application:SerializeJSonEnumAsString`

@@ -20,13 +20,15 @@ import {
 import { ResourcePage, resources } from "./resources";
 import "./style.css";
 import { ErrorBox } from "./ui";
+import type { Role } from "./words";
 
-const ALL = ["Administrator", "LicenseManager", "Sales"];
-const MANAGERS = ["Administrator", "LicenseManager"];
-const ADMIN = ["Administrator"];
+// Roles are the document's RoleName values: a role renamed or removed in the service fails `tsc -p console` here.
+const ALL: Role[] = ["Administrator", "LicenseManager", "Sales"];
+const MANAGERS: Role[] = ["Administrator", "LicenseManager"];
+const ADMIN: Role[] = ["Administrator"];
 
 /** Navigation: each entry names the roles the API lets use it, so nobody sees a page that would only answer 403. */
-const NAV: { href: string; label: string; roles: string[] }[] = [
+const NAV: { href: string; label: string; roles: Role[] }[] = [
   { href: "#/", label: "Overview", roles: ALL },
   { href: "#/products", label: "Products & releases", roles: ALL },
   { href: "#/customers", label: "Customers", roles: ALL },

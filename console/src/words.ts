@@ -3,51 +3,38 @@
  * sizes in KiB/MiB, dates in the viewer's locale, and API-key permission bits by name. One dictionary each.
  */
 import {
-  LICENSE_STATUSES,
-  LICENSE_TYPES,
-  LICENSING_MODES,
-  TOKEN_KINDS,
-  TRACE_ACTIONS,
-} from "../../src/licensing/vocabulary";
-import type { components } from "./api/client";
-
-type Schemas = components["schemas"];
-/** The names an enumeration property of the OpenAPI document allows (numbers left aside). */
-type Names<T> = Extract<NonNullable<T>, string>;
+  licenseTypeNameValues,
+  licensingModeNameValues,
+  logLevelNameValues,
+  orderStatusNameValues,
+  paymentStatusNameValues,
+  tokenKindNameValues,
+  traceActionNameValues,
+} from "./api/schema";
+import type { components } from "./api/schema";
 
 /**
- * A list of an enumeration's names, index = the stored number. Checked against the service's OpenAPI document (the
- * generated types): a name the document lacks, or a name of the document missing here, fails `tsc -p console`.
- */
-function namesOf<T extends string>() {
-  return <const L extends readonly T[]>(list: L & ([T] extends [L[number]] ? unknown : never)): L => list;
-}
-
-/**
- * Enumerations by property name: the licensing ones are the service's own vocabulary (src/licensing/vocabulary.ts,
- * the one place their numbers are kept); the others follow the document's "0 = …, 1 = …" order. Each list is
- * checked against the document's names.
+ * Enumerations by property name: the OpenAPI document's named enumerations (src/http/entity.ts namedEnum), each
+ * `<Name>Name` component's names in the order of the stored numbers, as openapi-typescript generates them
+ * (`npm run console:schema`). Nothing is copied here: a new or renamed value reaches the console with the schema.
  */
 export const ENUMS: Readonly<Record<string, readonly string[]>> = {
-  licenseType: namesOf<Names<Schemas["License"]["licenseType"]>>()(LICENSE_TYPES),
-  licensingMode: namesOf<Names<Schemas["License"]["licensingMode"]>>()(LICENSING_MODES),
-  kind: namesOf<Names<Schemas["LicenseToken"]["kind"]>>()(TOKEN_KINDS),
-  action: namesOf<Names<Schemas["LicenseTrace"]["action"]>>()(TRACE_ACTIONS),
-  level: namesOf<Names<Schemas["LogEntry"]["level"]>>()([
-    "Verbose",
-    "Debug",
-    "Information",
-    "Warning",
-    "Error",
-    "Fatal",
-  ]),
-  status: namesOf<Names<Schemas["Order"]["status"]>>()(["Pending", "Processing", "Completed", "Cancelled"]),
-  paymentStatus: namesOf<Names<Schemas["Order"]["paymentStatus"]>>()(["Unpaid", "Paid", "Refunded"]),
+  licenseType: licenseTypeNameValues,
+  licensingMode: licensingModeNameValues,
+  kind: tokenKindNameValues,
+  action: traceActionNameValues,
+  level: logLevelNameValues,
+  status: orderStatusNameValues,
+  paymentStatus: paymentStatusNameValues,
 };
 
-export const ORDER_STATUSES = ENUMS["status"]!;
-export const PAYMENT_STATUSES = ENUMS["paymentStatus"]!;
-export { LICENSE_STATUSES, LICENSE_TYPES, LICENSING_MODES };
+export const LICENSE_TYPES = licenseTypeNameValues;
+export const LICENSING_MODES = licensingModeNameValues;
+export const ORDER_STATUSES = orderStatusNameValues;
+export const PAYMENT_STATUSES = paymentStatusNameValues;
+
+/** A role's name: the document's RoleName. */
+export type Role = components["schemas"]["RoleName"];
 
 /** A property's value for display: an enumeration's number as its name. */
 export function named(key: string, value: unknown): unknown {

@@ -6,7 +6,7 @@ import { clock, nowIso } from "../clock";
 import { apiKeys, users } from "../db/schema";
 import { serviceContext } from "../http/context";
 import { ApiError, unauthorized } from "../errors";
-import { Envelope, anonymousErrorResponses, enveloped, json } from "../http/openapi";
+import { Envelope, RoleName, anonymousErrorResponses, enveloped, json } from "../http/openapi";
 import { ok } from "../http/respond";
 import type { Router } from "../http/router";
 import { passwordAttempt, protectLogin } from "../protection/limits";
@@ -29,7 +29,7 @@ const ConsoleLoginRequest = z
 
 const ConsoleSession = enveloped({
   user: z.string(),
-  roles: z.array(z.string()),
+  roles: z.array(RoleName),
   csrfToken: z
     .string()
     .openapi({ description: `Send it in the ${CSRF_HEADER} header with every request the cookie authenticates.` }),

@@ -76,6 +76,39 @@ const isoDate = z
   .max(64)
   .refine((s) => !Number.isNaN(Date.parse(s)), { message: "Not a valid ISO 8601 date" });
 
+/** The named enumerations declared so far, by component name (one declaration per name, see namedEnum). */
+const namedEnums = new Map<string, { names: readonly string[]; schemas: unknown }>();
+
+/**
+ * An enumeration stored as its index, named in the OpenAPI document: component `id` holds its numbers (an int32
+ * `enum`, with `x-enum-varnames` naming each number, index order) and `<id>Name` its names in the same order, so
+ * generators (openapi-typescript's `--enum-values`, the console and @licensing/client) take numbers and names from
+ * the document instead of copying them. The same id always means the same names (a second, different declaration
+ * throws at start-up).
+ */
+export function namedEnum<const N extends readonly [string, ...string[]]>(
+  id: string,
+  names: N,
+): { code: ReturnType<typeof int32>; name: z.ZodEnum<{ [K in N[number]]: K }> } {
+  type Schemas = ReturnType<typeof namedEnum<N>>;
+  const known = namedEnums.get(id);
+  if (known) {
+    if (known.names.join("\n") !== names.join("\n"))
+      throw new Error(`Enumeration ${id} is declared twice with different names`);
+    return known.schemas as Schemas;
+  }
+  const numbers = names.map((_, i) => i);
+  const code = int32(0, names.length - 1).openapi(id, {
+    enum: numbers,
+    "x-enum-varnames": [...names],
+    description: names.map((n, i) => `${i} = ${n}`).join(", "),
+  });
+  const name = z.enum(names).openapi(`${id}Name`, { description: `The names of ${id}, in the order of its numbers.` });
+  const schemas: Schemas = { code, name };
+  namedEnums.set(id, { names, schemas });
+  return schemas;
+}
+
 /** Field builders: one per kind of stored value. */
 export const f = {
   id: (o: Options = {}) => ({
@@ -141,13 +174,17 @@ export const f = {
     isDate: true,
     ...flags(o),
   }),
-  /** An enumeration stored as its index; accepted as number or name, written as number (or name, by setting). */
-  enumOf: <const N extends readonly [string, ...string[]]>(names: N, o: Options = {}) => {
-    const description = `${o.description ? o.description + " " : ""}${names.map((n, i) => `${i} = ${n}`).join(", ")}`;
+  /**
+   * An enumeration stored as its index; accepted as number or name, written as number (or name, by setting). Its
+   * numbers and names are the document's named enumeration `id` (see namedEnum).
+   */
+  enumOf: <const N extends readonly [string, ...string[]]>(id: string, names: N, o: Options = {}) => {
+    const { code, name } = namedEnum(id, names);
+    const wire = o.description ? z.union([code, name]).openapi({ description: o.description }) : z.union([code, name]);
     return {
       filter: { enum: names } as FieldType,
-      output: z.union([int32(0, names.length - 1), z.enum(names)]).openapi({ description }),
-      input: z.union([int32(0, names.length - 1), z.enum(names)]).openapi({ description }),
+      output: wire,
+      input: wire,
       enumNames: names,
       ...flags(o),
     };

@@ -1,5 +1,6 @@
 /** Shared OpenAPI pieces: the envelope, error responses and JSON bodies, so every route documents them alike. */
 import { z } from "@hono/zod-openapi";
+import { ROLES } from "./app-env";
 
 export const INT32_MIN = -2147483648;
 export const INT32_MAX = 2147483647;
@@ -29,6 +30,9 @@ export function int32PathParam(name: string, min = 1, max = INT32_MAX) {
     .max(max)
     .openapi({ param: { name, in: "path" }, type: "integer", format: "int32", minimum: min, maximum: max });
 }
+
+/** A role's name (SPEC access table), named in the document so the console takes the roles from it. */
+export const RoleName = z.enum(ROLES).openapi("RoleName");
 
 export const Envelope = z
   .object({

@@ -37,9 +37,9 @@ export const License = defineEntity({
       min: 1,
       description: "On create, the template fills every property the body omits; its product must be the license's.",
     }),
-    licenseType: f.enumOf(LicenseType),
+    licenseType: f.enumOf("LicenseType", LicenseType),
     edition: f.string({ max: 64, description: "Standard, Professional, Ultimate …" }),
-    licensingMode: f.enumOf(LicensingMode),
+    licensingMode: f.enumOf("LicensingMode", LicensingMode),
     maxClients: f.int({
       min: 0,
       description: "Activations (Activation mode, distinct machines) or concurrent seats (Floating); 0 = unlimited.",

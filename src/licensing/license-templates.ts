@@ -19,9 +19,9 @@ export const LicenseTemplate = defineEntity({
     code: f.string({ max: 64 }),
     productId: f.int({ min: 1 }),
     releaseId: f.int({ min: 1 }),
-    licenseType: f.enumOf(LicenseType),
+    licenseType: f.enumOf("LicenseType", LicenseType),
     edition: f.string({ max: 64 }),
-    licensingMode: f.enumOf(LicensingMode),
+    licensingMode: f.enumOf("LicensingMode", LicensingMode),
     maxClients: f.int({
       min: 0,
       description: "Activations (Activation mode) or concurrent seats (Floating); 0 = unlimited.",

@@ -25,7 +25,8 @@ import {
 } from "./inputs";
 import { activate, deactivate } from "./activation";
 import { validate } from "./validation";
-import { LICENSE_STATUSES } from "./vocabulary";
+import { LICENSE_STATUSES, LICENSE_TYPES, LICENSING_MODES } from "./vocabulary";
+import { namedEnum } from "../http/entity";
 import { heartbeat, releaseSeat, requestSeat } from "./floating";
 
 const licensingErrors = {
@@ -60,13 +61,15 @@ const licensingErrors = {
   },
 } as const;
 
+// The document's named enumerations, as the licenses' management records state them (src/http/entity.ts namedEnum).
+const mode = namedEnum("LicensingMode", LICENSING_MODES);
+const type = namedEnum("LicenseType", LICENSE_TYPES);
+
 const LicenseView = z
   .object({
     licenseId: z.string(),
-    licensingMode: z
-      .union([int32(0, 2), z.string()])
-      .openapi({ description: "0 = File, 1 = Activation, 2 = Floating" }),
-    licenseType: z.union([int32(0, 2), z.string()]).openapi({ description: "0 = Standard, 1 = Demo, 2 = Trial" }),
+    licensingMode: z.union([mode.code, mode.name]),
+    licenseType: z.union([type.code, type.name]),
     edition: z.string().optional(),
     issueDate: z.string(),
     expireAt: z.string().optional(),
@@ -136,7 +139,7 @@ export function registerLicensingRoutes(app: Router): void {
       ValidateRequest,
       {
         licenseId: z.string(),
-        status: z.enum(LICENSE_STATUSES),
+        status: z.enum(LICENSE_STATUSES).openapi("LicenseStatusName"),
         license: LicenseView,
         licenseToken: z.string().optional(),
         tokenExpireAt: z.string().optional(),

@@ -140,7 +140,7 @@ export const LicenseToken = defineEntity({
       readOnly: true,
       description: "Masked (actk_AbCd…): the full token is returned only by the POST that issues it.",
     }),
-    kind: f.enumOf(TOKEN_KINDS, { readOnly: true }),
+    kind: f.enumOf("TokenKind", TOKEN_KINDS, { readOnly: true }),
     licenseId: licenseReference(licenseTokens.licenseId),
     machineId: f.string({ max: 256 }),
     clientId: f.string({ max: 256 }),

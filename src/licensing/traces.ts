@@ -168,7 +168,7 @@ export const LicenseTrace = defineEntity({
   fields: {
     id: f.id(),
     licenseId: licenseReference(licenseTraces.licenseId),
-    action: f.enumOf(TRACE_ACTIONS, ro),
+    action: f.enumOf("TraceAction", TRACE_ACTIONS, ro),
     clientIp: f.string(ro),
     clientId: f.string(ro),
     clientName: f.string(ro),

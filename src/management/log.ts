@@ -32,7 +32,7 @@ export const LogEntry = defineEntity({
   fields: {
     id: f.id(),
     timestamp: f.date({ readOnly: true }),
-    level: f.enumOf(LOG_LEVELS, { readOnly: true }),
+    level: f.enumOf("LogLevel", LOG_LEVELS, { readOnly: true }),
     category: f.oneOf(LOG_CATEGORIES, {
       readOnly: true,
       description:

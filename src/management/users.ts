@@ -15,7 +15,7 @@ import { apiKeys, userSettings, users } from "../db/schema";
 import { type ServiceContext, serviceContext } from "../http/context";
 import { crud, idParamSchema } from "./crud";
 import { ApiError, notFound400 } from "../errors";
-import { enveloped, errorResponses, int64, json, jsonBody } from "../http/openapi";
+import { RoleName, enveloped, errorResponses, int64, json, jsonBody } from "../http/openapi";
 import { listBody, listQuery } from "../http/list";
 import { defineEntity, f } from "../http/entity";
 import { integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
@@ -92,7 +92,7 @@ async function removeUser(db: Db, id: string): Promise<void> {
   if (deleted.length === 0) throw notFound400(User.name, id);
 }
 
-const RolesBody = z.object({ roles: z.array(z.enum(ROLES)).min(1).max(ROLES.length) }).openapi("RoleNames");
+const RolesBody = z.object({ roles: z.array(RoleName).min(1).max(ROLES.length) }).openapi("RoleNames");
 
 /** The columns of the roles as a list reads them: fixed by the service (no D1 table; list.ts reads the rows). */
 const roleRows = sqliteTable("role_rows", {
@@ -107,7 +107,8 @@ export const RoleEntity = defineEntity({
   singular: "role",
   plural: "roles",
   table: roleRows,
-  fields: { id: f.id(), name: f.oneOf(ROLES), description: f.string() },
+  // The name is the document's RoleName (one enumeration of the roles, not a copy per property).
+  fields: { id: f.id(), name: { ...f.oneOf(ROLES), output: RoleName, input: RoleName }, description: f.string() },
 });
 
 export function registerUsers(app: Router): void {
@@ -152,7 +153,7 @@ export function registerUsers(app: Router): void {
   });
 
   const userParams = z.object({ userId: idParamSchema(User, "userId") });
-  const rolesAnswer = json(enveloped({ roles: z.array(z.enum(ROLES)) }), "The user's roles");
+  const rolesAnswer = json(enveloped({ roles: z.array(RoleName) }), "The user's roles");
 
   app.openapi(
     createRoute({

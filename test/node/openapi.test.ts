@@ -13,10 +13,27 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { root, startLocalWorker } from "../../scripts/local-worker.mjs";
 // @ts-expect-error: a plain JavaScript module, the generator's own check
 import { checkGenerated } from "../../scripts/openapi-types.mjs";
+import * as clientGenerated from "../../client/src/gen/openapi";
+import * as consoleGenerated from "../../console/src/api/schema";
+import { ENUMS } from "../../console/src/words";
+import { ROLES } from "../../src/http/app-env";
+import { OrderStatus, PaymentStatus } from "../../src/licensing/orders";
+import {
+  LICENSE_STATUSES,
+  LICENSE_TYPES,
+  LICENSING_MODES,
+  TOKEN_KINDS,
+  TRACE_ACTIONS,
+} from "../../src/licensing/vocabulary";
+import { LOG_LEVELS } from "../../src/logging";
+import { WITHHELD_REASONS } from "../../src/updates/update-check";
 
 type Schema = {
   $ref?: string;
   type?: string;
+  enum?: unknown[];
+  "x-enum-varnames"?: string[];
+  description?: string;
   properties?: Record<string, Schema>;
   additionalProperties?: unknown;
   items?: Schema;
@@ -113,5 +130,56 @@ describe("the client's wire types", () => {
   it("were generated from the OpenAPI document the Worker serves now (else run `npm run client:schema`)", () => {
     const { file, committed, served } = checkGenerated("client", document);
     expect(committed, `${file} is out of date: run \`npm run client:schema\` and commit it`).toBe(served);
+  });
+});
+
+/**
+ * The service's enumerations (stored as numbers, the index of each name), by the document's component name, with the
+ * console property that shows them. Taken from the service's own vocabulary, so a value added or renamed there must
+ * reach the document and both generated modules, or this fails.
+ */
+const NAMED_ENUMS: Record<string, { names: readonly string[]; property?: string }> = {
+  LicenseType: { names: LICENSE_TYPES, property: "licenseType" },
+  LicensingMode: { names: LICENSING_MODES, property: "licensingMode" },
+  TokenKind: { names: TOKEN_KINDS, property: "kind" },
+  TraceAction: { names: TRACE_ACTIONS, property: "action" },
+  LogLevel: { names: LOG_LEVELS, property: "level" },
+  OrderStatus: { names: OrderStatus, property: "status" },
+  PaymentStatus: { names: PaymentStatus, property: "paymentStatus" },
+};
+
+/** openapi-typescript's `--enum-values` name of a component's value array: `LicenseTypeName` -> `licenseTypeNameValues`. */
+const valuesOf = (module: Record<string, unknown>, component: string): unknown =>
+  module[`${component.charAt(0).toLowerCase()}${component.slice(1)}Values`];
+
+describe("named enumerations", () => {
+  it("are components of the document: the numbers (x-enum-varnames naming each) and the names, in the service's order", () => {
+    const schemas = document.components.schemas;
+    for (const [id, { names }] of Object.entries(NAMED_ENUMS)) {
+      expect(schemas[id]?.enum, id).toEqual(names.map((_, i) => i));
+      expect(schemas[id]?.["x-enum-varnames"], id).toEqual([...names]);
+      expect(schemas[`${id}Name`]?.enum, `${id}Name`).toEqual([...names]);
+    }
+    expect(schemas["RoleName"]?.enum).toEqual([...ROLES]);
+    expect(schemas["LicenseStatusName"]?.enum).toEqual([...LICENSE_STATUSES]);
+    // No enumeration is left as numbers explained only in words ("0 = …, 1 = …") outside its named component.
+    const others = Object.fromEntries(Object.entries(schemas).filter(([name]) => !(name in NAMED_ENUMS)));
+    expect(JSON.stringify({ paths: document.paths, others })).not.toMatch(/"0 = [A-Z]\w*, 1 = /);
+  });
+
+  it("reach the console and the client through the generated modules, equal to the service's vocabulary", () => {
+    const inConsole = consoleGenerated as unknown as Record<string, unknown>;
+    const client = clientGenerated as unknown as Record<string, unknown>;
+    for (const [id, { names, property }] of Object.entries(NAMED_ENUMS)) {
+      expect(valuesOf(inConsole, id), id).toEqual(names.map((_, i) => i));
+      expect(valuesOf(inConsole, `${id}Name`), `${id}Name`).toEqual([...names]);
+      if (property) expect(ENUMS[property], property).toEqual([...names]);
+    }
+    expect(valuesOf(inConsole, "RoleName")).toEqual([...ROLES]);
+    // The client's licensing operations carry these (wire.ts and updates.ts read them from the generated module).
+    for (const id of ["LicenseType", "LicensingMode"])
+      expect(valuesOf(client, `${id}Name`), id).toEqual([...NAMED_ENUMS[id]!.names]);
+    expect(valuesOf(client, "LicenseStatusName")).toEqual([...LICENSE_STATUSES]);
+    expect(valuesOf(client, "UpdateCheckDataWithheldReason")).toEqual([...WITHHELD_REASONS]);
   });
 });

@@ -1,5 +1,5 @@
 /**
- * The console's one client of the REST API: openapi-fetch typed by schema.d.ts, which openapi-typescript generates
+ * The console's one client of the REST API: openapi-fetch typed by schema.ts, which openapi-typescript generates
  * from the service's OpenAPI document (`npm run console:schema`). The session's API key travels in the HttpOnly
  * cookie set by sign-in; this module adds the CSRF token sign-in returned to every request.
  */
