@@ -650,11 +650,19 @@ forgettable(
   () => invalidateConfig(),
 );
 
+/** Reads every row of the settings table (settings-store.ts, in drizzle: the kernel knows no table). */
+export type SettingsReader = (db: D1Database) => Promise<readonly SettingRow[]>;
+
 /**
- * The effective configuration for a request. Cached per isolate and re-read from the settings table after
- * `Application:SettingsCacheSeconds`; `invalidateConfig()` makes a write visible at once in the writing isolate.
+ * The effective configuration for a request, from the settings table as `read` reads it (settings-store.ts
+ * loadConfig is what callers use). Cached per isolate and re-read after `Application:SettingsCacheSeconds`;
+ * `invalidateConfig()` makes a write visible at once in the writing isolate.
  */
-export async function loadConfig(vars: Record<string, unknown>, db: D1Database): Promise<Cached> {
+export async function loadConfigFrom(
+  vars: Record<string, unknown>,
+  db: D1Database,
+  read: SettingsReader,
+): Promise<Cached> {
   const now = clock.now().getTime();
   if (
     cached &&
@@ -663,7 +671,7 @@ export async function loadConfig(vars: Record<string, unknown>, db: D1Database):
   )
     return cached;
   if (loading) return loading;
-  const load = readConfig(vars, db, now);
+  const load = readConfig(vars, db, read, now);
   loading = load;
   try {
     const fresh = await load;
@@ -675,9 +683,13 @@ export async function loadConfig(vars: Record<string, unknown>, db: D1Database):
   }
 }
 
-async function readConfig(vars: Record<string, unknown>, db: D1Database, now: number): Promise<Cached> {
-  const { results } = await db.prepare("SELECT name, value FROM settings").all<SettingRow>();
-  return { ...buildConfig(vars, results), loadedAt: now };
+async function readConfig(
+  vars: Record<string, unknown>,
+  db: D1Database,
+  read: SettingsReader,
+  now: number,
+): Promise<Cached> {
+  return { ...buildConfig(vars, await read(db)), loadedAt: now };
 }
 
 /** Drops the cached configuration (after `PUT /v1/settings`). */

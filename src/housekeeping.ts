@@ -5,7 +5,7 @@
  */
 import { lt } from "drizzle-orm";
 import { pruneConsoleSessions } from "./auth/console-session";
-import { loadConfig } from "./config";
+import { loadConfig } from "./settings-store";
 import { getDb } from "./db/client";
 import { d1Statement } from "./db/compiled";
 import { downloadTokens, revokedTokens } from "./db/schema";

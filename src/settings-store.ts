@@ -11,17 +11,32 @@ import {
   ENVIRONMENT_ONLY,
   type SettingDefinition,
   type SettingName,
+  type SettingRow,
   type SettingSource,
   isSettingName,
+  loadConfigFrom,
   parseSetting,
   settingDefinitions,
   unsafeSetting,
 } from "./config";
 import { nowIso } from "./clock";
-import type { Db } from "./db/client";
+import { type Db, getDb } from "./db/client";
 import { products, settings } from "./db/schema";
 import { ApiError } from "./errors";
 import { forgetAll } from "./memo";
+
+/** Every row of the settings table, as the configuration is built from them (config.ts buildConfig). */
+function readSettings(d1: D1Database): Promise<readonly SettingRow[]> {
+  return getDb(d1).select({ name: settings.name, value: settings.value }).from(settings);
+}
+
+/**
+ * The effective configuration for a request (config.ts loadConfigFrom: cached per isolate, re-read after
+ * Application:SettingsCacheSeconds), its stored settings read with drizzle.
+ */
+export function loadConfig(vars: Record<string, unknown>, d1: D1Database) {
+  return loadConfigFrom(vars, d1, readSettings);
+}
 
 /** How a setting's text is read. */
 export type SettingType = "boolean" | "integer" | "duration" | "string" | "list" | "json";

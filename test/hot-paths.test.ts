@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { parse as parseYaml } from "yaml";
 import { access } from "../src/auth/guard";
 import { clock } from "../src/clock";
-import { loadConfig } from "../src/config";
+import { loadConfig } from "../src/settings-store";
 import { getDb } from "../src/db/client";
 import { renderError } from "../src/http/respond";
 import { createRouter } from "../src/http/router";

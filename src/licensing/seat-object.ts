@@ -4,7 +4,7 @@
  * every seat is reclaimed), and a reclaimed seat's token row goes and it records a TokenExpired trace.
  */
 import { and, eq } from "drizzle-orm";
-import { loadConfig } from "../config";
+import { loadConfig } from "../settings-store";
 import { getDb } from "../db/client";
 import { insertedRow } from "../db/insert-select";
 import { licenseTokens, licenseTraces, licenses } from "../db/schema";

@@ -6,14 +6,14 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
 import { Roles, access } from "../auth/guard";
-import { loadConfig, settingDefinitions } from "../config";
+import { settingDefinitions } from "../config";
 import { serviceContext } from "../http/context";
 import { defineEntity, f } from "../http/entity";
 import { enveloped, errorResponses, int64, json, jsonBody } from "../http/openapi";
 import { listBody, listQuery } from "../http/list";
 import { ok } from "../http/respond";
 import type { Router } from "../http/router";
-import { describeSetting, describeSettings, validateChanges, writeSettings } from "../settings-store";
+import { describeSetting, describeSettings, loadConfig, validateChanges, writeSettings } from "../settings-store";
 
 /**
  * The columns of the settings as a list reads them: computed from the configuration on each request (no D1 table has

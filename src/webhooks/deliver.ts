@@ -18,7 +18,8 @@
 import { and, eq } from "drizzle-orm";
 import { decryptSecret } from "../secrets";
 import { clock, nowIso } from "../clock";
-import { type Config, loadConfig } from "../config";
+import type { Config } from "../config";
+import { loadConfig } from "../settings-store";
 import { type Db, getDb } from "../db/client";
 import { webhookEvents, webhookSubscriptions } from "../db/schema";
 import type { Job } from "../jobs";

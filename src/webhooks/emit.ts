@@ -8,7 +8,8 @@
 import { sql } from "drizzle-orm";
 import { BASE62, randomString } from "../crypto";
 import { nowIso } from "../clock";
-import { type Config, loadConfig } from "../config";
+import type { Config } from "../config";
+import { loadConfig } from "../settings-store";
 import { type Db, getDb } from "../db/client";
 import { webhookEvents, webhookSubscriptions } from "../db/schema";
 import { omitNulls } from "../http/respond";
