@@ -11,13 +11,14 @@
  * How D1 is queried (docs/architecture.md), one way per need:
  * - the hot paths (validate, heartbeat, feed, update check, download): compiled drizzle queries (db/compiled.ts:
  *   described once per isolate, no SQL built per request);
- * - everything else (management, the licensing operations off the hot path, sign-in, the bootstrap, the cron):
- *   drizzle's query builder; a conditional write that must check and write in one statement (D1 has no
- *   transactions) is drizzle's insert().select() with db/insert-select.ts insertedRow; the cron sends drizzle's
- *   queries in its one batch beside other modules' statements (db/compiled.ts d1Statement);
+ * - everything else (management, the licensing operations off the hot path, sign-in, the bootstrap, the settings
+ *   read, the cron and the queue consumers): drizzle's query builder; a conditional write that must check and write
+ *   in one statement (D1 has no transactions) is drizzle's insert().select() with db/insert-select.ts insertedRow;
+ *   the cron sends every module's drizzle query in its one batch (db/compiled.ts d1Statement);
  * - raw SQL only where drizzle has no place or cannot say it: the Durable Objects' own SQLite storage (private
- *   tables, run synchronously so a decision has no await in it; their rules come from here as text), and the trace
- *   writer's multi-row INSERT from a VALUES list that skips rows of deleted licenses (licensing/traces.ts).
+ *   tables, run synchronously so a decision has no await in it; their rules come from here as text), the trace
+ *   writer's multi-row INSERT from a VALUES list that skips rows of deleted licenses (licensing/traces.ts), and the
+ *   health check's `SELECT 1` (app.ts: it asks only whether D1 answers, of no table, so there is no query to build).
  */
 import { type SQL, type SQLWrapper, sql } from "drizzle-orm";
 import { apiKeys, licenseTokens } from "./schema";
