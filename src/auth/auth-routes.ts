@@ -9,7 +9,16 @@ import { keyIsLive } from "../db/rules";
 import { type ServiceContext, serviceContext } from "../http/context";
 import { USER_KEY_ATTEMPT, passwordAttempt, protectLogin } from "../protection/limits";
 import { ApiError } from "../errors";
-import { Envelope, anonymousErrorResponses, enveloped, errorResponses, int32, json, jsonBody } from "../http/openapi";
+import {
+  Envelope,
+  RoleName,
+  anonymousErrorResponses,
+  enveloped,
+  errorResponses,
+  int32,
+  json,
+  jsonBody,
+} from "../http/openapi";
 import { ok } from "../http/respond";
 import type { Router } from "../http/router";
 import { auditUserWrite, endsTokens } from "../management/users";
@@ -221,7 +230,7 @@ export function registerAuth(app: Router): void {
         200: json(
           enveloped({
             user: z.string().optional(),
-            roles: z.array(z.string()),
+            roles: z.array(RoleName),
             permissions: int32(0, 15)
               .optional()
               .openapi({ description: "API key permission bits; absent for bearer tokens." }),
