@@ -256,6 +256,10 @@ describe("the signed-in user", () => {
     const active = await admin("POST", "/v1/api-keys", { apiKey: { name: "active", ownerId: userId } });
     const revoked = await admin("POST", "/v1/api-keys", { apiKey: { name: "revoked", ownerId: userId } });
     await admin("PUT", "/v1/api-keys", { apiKey: { id: revoked.body["apiKeyId"], revoked: true } });
+    // Past its expiry date: not active (the one expiry rule, db/rules.ts keyIsLive).
+    await admin("POST", "/v1/api-keys", {
+      apiKey: { name: "expired", ownerId: userId, expireDate: "2020-01-01T00:00:00Z" },
+    });
 
     const res = await call("GET", "/v1/auth/user", { token: await login("profiled", "Old#password1") });
     expect(res.status).toBe(200);
