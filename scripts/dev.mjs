@@ -18,6 +18,7 @@ import { createServer } from "node:net";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { localCertificate } from "./lib/dev-cert.mjs";
+import { ensurePackage } from "../bench/apt.mjs";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 process.chdir(root);
@@ -80,6 +81,9 @@ if (migrate.status !== 0) process.exit(migrate.status ?? 1);
 // 5. The certificate.
 let certificate;
 if (protocol === "https") {
+  // A fresh Debian machine may lack the openssl command: as root it is installed with apt-get, as CI needs.
+  const openssl = ensurePackage("openssl");
+  if (openssl.skipped) console.error(openssl.skipped);
   try {
     certificate = localCertificate(join(root, ".wrangler/dev-cert"), host);
   } catch (e) {
