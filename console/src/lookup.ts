@@ -4,7 +4,7 @@
  * (`filter=id == 1 || id == 2 …`, `select` of the name's properties), and kept until the console writes anything.
  */
 import { useEffect, useState } from "preact/hooks";
-import { call, onWrite } from "./api/client";
+import { ApiFailure, call, onWrite } from "./api/client";
 
 type Row = Record<string, unknown>;
 
@@ -50,6 +50,7 @@ async function read(table: Table, ids: string[]): Promise<void> {
   const def: TableDef = TABLES[table];
   const names = known.get(table) ?? new Map<string, string | null>();
   known.set(table, names);
+  let transient = false;
   for (let i = 0; i < ids.length; i += CHUNK) {
     const chunk = ids.slice(i, i + CHUNK);
     const filter = chunk.map((id) => `${def.key} == ${def.quote ? JSON.stringify(id) : Number(id)}`).join(" || ");
@@ -58,13 +59,20 @@ async function read(table: Table, ids: string[]): Promise<void> {
       const rows = (Object.values(data).find(Array.isArray) ?? []) as Row[];
       for (const id of chunk) names.set(id, null);
       for (const row of rows) names.set(String(row[def.key]), def.name(row));
-    } catch {
-      // The user's roles may not read that table: the id alone is shown.
-      for (const id of chunk) names.set(id, null);
+    } catch (e) {
+      // The user's roles may not read that table: the id alone is shown. Any other failure (a busy service, a lost
+      // connection) is not remembered: the ids are asked again a moment later.
+      if (e instanceof ApiFailure && (e.status === 401 || e.status === 403))
+        for (const id of chunk) names.set(id, null);
+      else transient = true;
     }
   }
-  for (const id of ids) asked.delete(`${table}:${id}`);
-  for (const listener of listeners) listener();
+  const settle = () => {
+    for (const id of ids) asked.delete(`${table}:${id}`);
+    for (const listener of listeners) listener();
+  };
+  if (transient) setTimeout(settle, 1000);
+  else settle();
 }
 
 function ask(table: Table, id: string): void {

@@ -83,12 +83,20 @@ export function errorText(error: unknown, response?: Response): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-/** A thrown API error, carrying the API's words. */
-export class ApiFailure extends Error {}
+/** A thrown API error, carrying the API's words and the answer's status. */
+export class ApiFailure extends Error {
+  constructor(
+    message: string,
+    readonly status: number,
+  ) {
+    super(message);
+  }
+}
 
 /** Unwraps an openapi-fetch result: the data, or an ApiFailure with the API's message. */
 export function must<T>(result: { data?: T; error?: unknown; response: Response }): T {
-  if (result.error !== undefined || !result.response.ok) throw new ApiFailure(errorText(result.error, result.response));
+  if (result.error !== undefined || !result.response.ok)
+    throw new ApiFailure(errorText(result.error, result.response), result.response.status);
   return result.data as T;
 }
 
