@@ -124,7 +124,7 @@ describe("every licensing and sign-in refusal carries a documented reason", () =
       (await rest("/v1/license/request", { userKey: floating.userKey, machineId: "m1", clientId: "c1" })).status,
     ).toBe(200);
     const appToken = (await signIn({ userKey: file.userKey })).body["token"] as string;
-    expect(appToken).toBeTruthy();
+    expect(appToken).toMatch(/^[\w-]+\.[\w-]+\.[\w-]+$/);
     const unknownKey = "ZZZZZ-ZZZZZ-ZZZZZ-ZZZZZ-ZZZZZ";
 
     const cases: [string, () => Promise<{ status: number; reason: string | null }>, number, string][] = [
