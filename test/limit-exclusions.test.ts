@@ -47,7 +47,9 @@ describe("the per-IP request limit", () => {
         );
         await grpc.heartbeat({ licenseToken: held.licenseToken }, metadata);
         await grpc.releaseFloatingLicense({ licenseToken: held.licenseToken }, metadata);
-        expect((await auth.authenticate({ userKey: lic.userKey }, { headers: fromIp(ip) })).token).toMatch(/^[\w-]+\.[\w-]+\.[\w-]+$/);
+        expect((await auth.authenticate({ userKey: lic.userKey }, { headers: fromIp(ip) })).token).toMatch(
+          /^[\w-]+\.[\w-]+\.[\w-]+$/,
+        );
       }
       // None of them was counted: this IP still has its whole allowance on a counted route, then is refused.
       for (let i = 0; i < LIMIT; i++)
