@@ -358,7 +358,7 @@ export function Product({ id, roles }: { id: number; roles: string[] }) {
 }
 
 const PLATFORMS = ["win-x64", "win-arm64", "darwin-arm64", "darwin-x64", "linux-x64", "linux-arm64"];
-const KINDS = ["installer", "zip", "delta", "blockmap"];
+const KINDS = ["installer", "zip", "delta", "blockmap", "package", "archive"];
 
 export function Release({ productId, releaseId, roles }: { productId: number; releaseId: number; roles: string[] }) {
   const base = `/v1/products/${productId}/releases`;

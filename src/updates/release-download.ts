@@ -10,8 +10,12 @@ import { int64 } from "../http/openapi";
 import { PLATFORMS } from "./catalog";
 
 export { PLATFORMS };
-/** What an artifact is to an auto-updater: the installer, the zip (macOS updates), a delta, or a blockmap. */
-export const KINDS = ["installer", "zip", "delta", "blockmap"] as const;
+/**
+ * What an artifact is to an auto-updater: the installer, the zip (macOS updates), a delta, a blockmap (SPEC's four),
+ * a package (a full .nupkg of Squirrel.Windows or Velopack) or an archive (Tauri's updater bundle, .tar.gz or .zip).
+ * Deltas of Squirrel.Windows and Velopack use `delta` with a .nupkg file name.
+ */
+export const KINDS = ["installer", "zip", "delta", "blockmap", "package", "archive"] as const;
 /** Where an artifact's bytes are: hosted elsewhere (url), in R2 (local) or in D1 chunks (resource). */
 export const SOURCE_KINDS = ["url", "local", "resource"] as const;
 /** The kinds that store their bytes with the service. */

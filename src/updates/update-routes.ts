@@ -41,6 +41,7 @@ import type { LicenseRow } from "../licensing/license-core";
 import { recordTrace } from "../licensing/traces";
 import { nowIso } from "../clock";
 import { emptyFeedYaml, feedRelease, feedYaml } from "./feed";
+import { KINDS } from "./release-download";
 import { recallAnswer } from "./answer-memo";
 import { trustedUntil } from "./product-memo";
 import { keepReleases, recallReleases } from "./release-memo";
@@ -568,7 +569,7 @@ export function registerUpdateRoutes(app: Router): void {
             description:
               "The artifact's id, as the URLs of feeds and update checks carry it (a replaced artifact gets a new URL).",
           }),
-          kind: z.enum(["installer", "zip", "delta", "blockmap"]).optional(),
+          kind: z.enum(KINDS).optional(),
           userKey: userKeyQuery,
           channel: channelParam.optional(),
         }),
