@@ -499,6 +499,30 @@ export const licenseTraces = sqliteTable(
   (t) => [index("license_traces_license").on(t.licenseId), index("license_traces_created").on(t.createdAt)],
 );
 
+/**
+ * Release adoption (CONTRACT section 8; updates/adoption.ts): one row per install, release, day, stage and platform
+ * it was seen at, written by the queue consumer with INSERT OR IGNORE, so a count is of distinct installs and a
+ * redelivered message adds nothing. `stage` 0 offered, 1 downloaded, 2 running; `platform` '' when not known (a
+ * validation names none); `install` `i:<install id>` or `l:<license id>:<machine id>`.
+ */
+export const releaseAdoption = sqliteTable(
+  "release_adoption",
+  {
+    releaseId: integer("release_id")
+      .notNull()
+      .references(() => productReleases.id, { onDelete: "cascade" }),
+    /** The UTC day, `YYYY-MM-DD`. */
+    day: text("day").notNull(),
+    stage: integer("stage").notNull(),
+    platform: text("platform").notNull(),
+    install: text("install").notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.releaseId, t.day, t.stage, t.platform, t.install] }),
+    index("release_adoption_day").on(t.day),
+  ],
+);
+
 export const assemblies = sqliteTable(
   "assemblies",
   {
