@@ -646,3 +646,26 @@ export const emailOutbox = sqliteTable("email_outbox", {
   createdAt: createdAt(),
   sentAt: text("sent_at"),
 });
+
+/**
+ * `Idempotency-Key` of management POSTs (http/idempotency.ts): one row per credential scope and key. While the first
+ * request runs, only the claim exists (no status); then its answer is kept until `expires_at` (24 hours after the
+ * claim), so a repeat with the same body answers it again. Housekeeping removes expired rows.
+ */
+export const idempotencyKeys = sqliteTable(
+  "idempotency_keys",
+  {
+    /** Whose key: `key:<API key id>` or `user:<user id>` (http/idempotency.ts scopeOf). */
+    scope: text("scope").notNull(),
+    key: text("key").notNull(),
+    /** SHA-256 (hex) of the method, path, query and body of the request that claimed the key; null while it runs. */
+    fingerprint: text("fingerprint"),
+    /** The first answer: status, media type and body; status null while the first request runs. */
+    status: integer("status"),
+    contentType: text("content_type"),
+    body: text("body"),
+    createdAt: createdAt(),
+    expiresAt: text("expires_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.scope, t.key] }), index("idempotency_keys_expires").on(t.expiresAt)],
+);
