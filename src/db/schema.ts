@@ -238,6 +238,8 @@ export const products = sqliteTable(
     meta: text("meta"),
     /** Bumped by every change to the product's releases or downloads: part of the feed cache key (CONTRACT 5). */
     releaseGeneration: integer("release_generation").notNull().default(0),
+    /** Release control (CONTRACT section 8): callers below this version get `required: true` in the update check. */
+    minimumVersion: text("minimum_version"),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
@@ -261,6 +263,17 @@ export const productReleases = sqliteTable(
     public: bool("public").notNull().default(false),
     requiresMaintenance: bool("requires_maintenance").notNull().default(true),
     stagingPercentage: integer("staging_percentage"),
+    /** Release control (CONTRACT section 8, updates/admission.ts): scheduled rollout steps `[{ percentage, at }]`. */
+    rolloutSchedule: json<{ percentage: number; at: string }[]>("rollout_schedule"),
+    halted: bool("halted").notNull().default(false),
+    haltedAt: text("halted_at"),
+    /** `manual` (POST .../halt) or `reports` (haltOnReports); null while not halted. */
+    haltReason: text("halt_reason"),
+    rollback: bool("rollback").notNull().default(false),
+    critical: bool("critical").notNull().default(false),
+    /** A filter-language expression over the license's fields (http/filter.ts): who the release is for. */
+    audience: text("audience"),
+    haltOnReports: json<{ count: number; minutes: number }>("halt_on_reports"),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
@@ -668,4 +681,107 @@ export const idempotencyKeys = sqliteTable(
     expiresAt: text("expires_at").notNull(),
   },
   (t) => [primaryKey({ columns: [t.scope, t.key] }), index("idempotency_keys_expires").on(t.expiresAt)],
+);
+
+// ---------------------------------------------------------------------------------------------------------------
+// Commerce (CONTRACT section 10): payment providers' webhooks become customers, orders and licenses
+
+/**
+ * A provider's product, price or variant (`externalId`) -> the license template it sells (`/v1/commerce/mappings`).
+ * `quantityMode` `licenses`: N licenses for quantity N; `seats`: one license with maxClients = N x the template's.
+ */
+export const commerceMappings = sqliteTable(
+  "commerce_mappings",
+  {
+    id: id(),
+    /** `stripe`, `paddle` or `lemonsqueezy`. */
+    provider: text("provider").notNull(),
+    /** The provider's price / product (Stripe, Paddle) or variant / product (Lemon Squeezy) id. */
+    externalId: text("external_id").notNull(),
+    templateId: integer("template_id")
+      .notNull()
+      .references(() => licenseTemplates.id),
+    quantityMode: text("quantity_mode").notNull().default("licenses"),
+    description: text("description"),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [uniqueIndex("commerce_mappings_external").on(t.provider, t.externalId)],
+);
+
+/**
+ * One purchase at a provider (a subscription, or a one-time order/invoice/transaction), with the state its events
+ * left: what the next event needs to know, whichever order they arrive in (a refund before its payment is
+ * remembered here, `refunded`, before any order exists). `orderId` is set once the purchase made its order.
+ */
+export const commercePurchases = sqliteTable(
+  "commerce_purchases",
+  {
+    id: id(),
+    provider: text("provider").notNull(),
+    /** The provider's id of the purchase: the subscription id when there is one, else the order/invoice/transaction. */
+    purchaseRef: text("purchase_ref").notNull(),
+    /** The provider's customer id, when the provider names one. */
+    customerRef: text("customer_ref"),
+    orderId: integer("order_id").references(() => orders.id, { onDelete: "set null" }),
+    /** `active`, `pastDue`, `canceling` (expires at periodEnd), `canceled`, `refunded`, `disputed`. */
+    state: text("state").notNull().default("active"),
+    /** End of the paid period, the latest any event named (ISO). */
+    periodEnd: text("period_end"),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [
+    uniqueIndex("commerce_purchases_ref").on(t.provider, t.purchaseRef),
+    index("commerce_purchases_order").on(t.orderId),
+  ],
+);
+
+/**
+ * Every other id a provider uses for a purchase (invoice, payment intent, charge, transaction, order), so an event
+ * that names only one of them finds it: (provider, ref) is unique.
+ */
+export const commerceRefs = sqliteTable(
+  "commerce_refs",
+  {
+    provider: text("provider").notNull(),
+    ref: text("ref").notNull(),
+    purchaseId: integer("purchase_id")
+      .notNull()
+      .references(() => commercePurchases.id, { onDelete: "cascade" }),
+  },
+  (t) => [primaryKey({ columns: [t.provider, t.ref] })],
+);
+
+/**
+ * The provider events received, one row per (provider, provider event id): the atomic claim that makes each event
+ * count once (INSERT … ON CONFLICT DO NOTHING), and the event history of a purchase and its order.
+ */
+export const commerceEvents = sqliteTable(
+  "commerce_events",
+  {
+    id: id(),
+    provider: text("provider").notNull(),
+    /** The provider's event id (Stripe `evt_…`, Paddle `evt_…`; Lemon Squeezy: event name, resource id and body digest). */
+    eventId: text("event_id").notNull(),
+    /** The provider's event type (`invoice.paid`, `transaction.completed`, `order_created` …). */
+    type: text("type").notNull(),
+    /** What it did: purchase, renewal, refund, dispute, cancel, cancelAtPeriodEnd, pastDue, ignored. */
+    action: text("action").notNull(),
+    /** `processing` while it runs, then `applied`, `remembered` (before its purchase), `ignored`, `unmapped`, `failed`. */
+    status: text("status").notNull(),
+    purchaseId: integer("purchase_id").references(() => commercePurchases.id, { onDelete: "set null" }),
+    orderId: integer("order_id").references(() => orders.id, { onDelete: "set null" }),
+    /** The provider's id of the purchase the event is about. */
+    purchaseRef: text("purchase_ref"),
+    /** What happened, in words (licenses made, dates set, the unmapped ids). */
+    detail: text("detail"),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [
+    uniqueIndex("commerce_events_event").on(t.provider, t.eventId),
+    index("commerce_events_order").on(t.orderId),
+    index("commerce_events_purchase").on(t.purchaseId),
+  ],
 );
