@@ -300,6 +300,8 @@ export const releaseDownloads = sqliteTable(
     size: integer("size").notNull(),
     sha256: text("sha256").notNull(),
     sha512: text("sha512").notNull(),
+    /** SHA-1, lowercase hex (Squirrel.Windows' RELEASES and Velopack's feed name packages by it); null on rows older than it. */
+    sha1: text("sha1"),
     signature: text("signature"),
     /** Completed downloads of the artifact the Worker served (updates/download-counts.ts), added by the queue. */
     downloadCount: integer("download_count").notNull().default(0),

@@ -1,0 +1,1 @@
+ALTER TABLE `release_downloads` ADD `sha1` text;
