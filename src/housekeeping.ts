@@ -9,6 +9,7 @@ import { loadConfig } from "./settings-store";
 import { getDb } from "./db/client";
 import { d1Statement } from "./db/compiled";
 import { downloadTokens, revokedTokens } from "./db/schema";
+import { pruneIdempotencyKeys } from "./http/idempotency";
 import { pruneLogs } from "./logging";
 import { pruneDeliveries } from "./webhooks/history";
 import { pruneInlineReports, pruneStoredReports, pruneTraces } from "./licensing/retention";
@@ -34,6 +35,8 @@ export async function housekeeping(env: Bindings, now: Date): Promise<Record<str
     emailOutbox: d1Statement(db, pruneOutbox(db, config, now)),
     // Admin console sessions past their expiry or their idle timeout (their API keys can no longer be used).
     consoleSessions: d1Statement(db, pruneConsoleSessions(db, config, now)),
+    // Idempotency-Key claims and kept answers past their 24 hours.
+    idempotencyKeys: d1Statement(db, pruneIdempotencyKeys(db, now)),
   };
   const results = await env.DB.batch(Object.values(steps));
   const counts = Object.fromEntries(Object.keys(steps).map((name, i) => [name, results[i]?.meta.changes ?? 0]));

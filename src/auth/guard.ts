@@ -4,6 +4,7 @@
  *   ...access.bearer()                bearer token only
  *   ...access.either(roles?)          API key or bearer token
  *   ...access.anonymous()             no credential
+ * Routes that check roles (the management routes) also take an `Idempotency-Key` on POST (http/idempotency.ts).
  * Each returns the route's `middleware` and its OpenAPI `security`, so the document always says what is enforced.
  */
 import type { Context, MiddlewareHandler } from "hono";
@@ -11,6 +12,7 @@ import type { AppEnv, Principal, Role } from "../http/app-env";
 import { firstBatchOf } from "../http/context";
 import { batchReads } from "../db/compiled";
 import type { PendingCheck } from "../http/first-batch";
+import { idempotentPost } from "../http/idempotency";
 import { forbidden, unauthorized } from "../errors";
 import { type KeyRecheck, authenticateApiKey, permissionFor } from "./api-key-service";
 import { loggedOutColumn, loggedOutQuery, verifyToken, verifyTokenClaims } from "./bearer";
@@ -147,13 +149,14 @@ const requirement = (...schemes: string[]): Security => schemes.map((s) => ({ [s
 /** Route declarations of who may call. Spread into `createRoute({...})`. */
 export const access = {
   key: (roles: readonly Role[]) => ({
-    middleware: [guard("key", roles)],
+    middleware: [guard("key", roles), idempotentPost],
     security: requirement(API_KEY_SCHEME),
     ...rolesNote(roles),
   }),
   bearer: () => ({ middleware: [guard("bearer")], security: requirement(BEARER_SCHEME) }),
   either: (roles?: readonly Role[], options?: AuthenticateOptions) => ({
-    middleware: [guard("either", roles, options)],
+    // Role-checked routes are the management routes: their POSTs take an Idempotency-Key (http/idempotency.ts).
+    middleware: roles ? [guard("either", roles, options), idempotentPost] : [guard("either", roles, options)],
     security: requirement(API_KEY_SCHEME, BEARER_SCHEME),
     ...rolesNote(roles),
   }),
