@@ -1,6 +1,21 @@
 /** Customers and their contacts as records (SPEC "Customer"). */
 import { contacts, customers } from "../db/schema";
+import { ApiError } from "../errors";
 import { defineEntity, f } from "../http/entity";
+import { type Row, generateCode } from "../http/repository";
+
+/** CONTRACT section 3: one of company, lastName or email identifies a customer. */
+export function requireIdentity(row: Row): void {
+  if (!["company", "lastName", "email"].some((k) => typeof row[k] === "string" && (row[k] as string).trim() !== "")) {
+    throw new ApiError(400, "A customer needs one of company, lastName or email");
+  }
+}
+
+/** The values of a new customer (POST /v1/customers, a purchase's buyer): identified, its code generated unless given. */
+export function newCustomerValues(values: Row): Row {
+  requireIdentity(values);
+  return { ...values, code: values["code"] ?? generateCode("C") };
+}
 
 export const Customer = defineEntity({
   name: "Customer",

@@ -4,21 +4,14 @@
  * Deleting a customer deletes its contacts and is refused while orders or licenses point at it.
  */
 import { Roles } from "../auth/guard";
-import { type Row, generateCode, refuseIfReferenced } from "../http/repository";
+import { refuseIfReferenced } from "../http/repository";
 import { contacts, licenses, orders } from "../db/schema";
 import { crud } from "./crud";
 import { ApiError } from "../errors";
 import type { Router } from "../http/router";
-import { Customer, Contact } from "../licensing/customers";
+import { Customer, Contact, newCustomerValues, requireIdentity } from "../licensing/customers";
 
 const all = { list: Roles.management, create: Roles.management, update: Roles.management, delete: Roles.management };
-
-/** CONTRACT section 3: one of company, lastName or email identifies a customer. */
-function requireIdentity(row: Row): void {
-  if (!["company", "lastName", "email"].some((k) => typeof row[k] === "string" && (row[k] as string).trim() !== "")) {
-    throw new ApiError(400, "A customer needs one of company, lastName or email");
-  }
-}
 
 export function registerCustomers(app: Router): void {
   crud(app, {
@@ -27,10 +20,7 @@ export function registerCustomers(app: Router): void {
     tag: "Customers",
     roles: all,
     hooks: {
-      create: (_ctx, values) => {
-        requireIdentity(values);
-        return { ...values, code: values["code"] ?? generateCode("C") };
-      },
+      create: (_ctx, values) => newCustomerValues(values),
       update: (_ctx, values, existing) => {
         requireIdentity({ ...existing, ...values });
         if (values["code"] === null) throw new ApiError(400, "A customer's code cannot be cleared");

@@ -7,54 +7,18 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { and, eq, sql } from "drizzle-orm";
 import { Roles, access } from "../auth/guard";
 import type { Db } from "../db/client";
-import {
-  type Row,
-  deleteRow,
-  generateCode,
-  insertRow,
-  refuseIfReferenced,
-  requireById,
-  updateRow,
-} from "../http/repository";
+import { deleteRow, refuseIfReferenced, requireById, updateRow } from "../http/repository";
 import { licenses, orderProducts, orders } from "../db/schema";
-import { type ServiceContext, serviceContext } from "../http/context";
+import { serviceContext } from "../http/context";
 import { crud, intIdParam } from "./crud";
 import { ApiError } from "../errors";
 import { enveloped, errorResponses, int32, json, jsonBody } from "../http/openapi";
 import { ok } from "../http/respond";
 import type { Router } from "../http/router";
-import { changedFields, emit } from "../webhooks/emit";
-import type { EventType } from "../webhooks/events";
+import { addOrderLine, emitOrderChange, emitOrderLinesChanged, newOrderValues } from "../licensing/order-writes";
 import { Customer } from "../licensing/customers";
 import { Order, OrderProduct } from "../licensing/orders";
 import { Product } from "../licensing/products";
-
-const ORDER_EVENTS: Record<"create" | "update" | "delete", EventType> = {
-  create: "order.created",
-  update: "order.updated",
-  delete: "order.deleted",
-};
-
-/** Order changes as events (the record as the API returns it; updates with the changed fields' former values). */
-function emitOrderChange(
-  ctx: ServiceContext,
-  operation: "create" | "update" | "delete",
-  row: Row,
-  previous?: Row,
-): void {
-  const data = Order.toWire(row, ctx.config);
-  const changed =
-    operation === "update" && previous ? changedFields(Order.toWire(previous, ctx.config), data) : undefined;
-  if (changed && Object.keys(changed).length === 0) return;
-  emit(ctx, ORDER_EVENTS[operation], () => ({ data, ...(changed ? { previous: changed } : {}) }));
-}
-
-/** A change of an order's lines is an order.updated of the order (read after the change, for a subscriber only). */
-function emitOrderLinesChanged(ctx: ServiceContext, orderId: number): void {
-  emit(ctx, "order.updated", async () => ({
-    data: Order.toWire(await requireById(ctx.db, Order, orderId), ctx.config),
-  }));
-}
 
 export function registerOrders(app: Router): void {
   const all = Roles.management;
@@ -66,7 +30,7 @@ export function registerOrders(app: Router): void {
     roles,
     references: { customerId: Customer, resellerId: Customer },
     hooks: {
-      create: (_ctx, values) => ({ ...values, orderNumber: values["orderNumber"] ?? generateCode("O") }),
+      create: (_ctx, values) => newOrderValues(values),
       update: (_ctx, values) => {
         if (values["orderNumber"] === null) throw new ApiError(400, "An order's number cannot be cleared");
         return values;
@@ -150,9 +114,7 @@ function registerOrderLines(app: Router): void {
       const { orderId, productId } = c.req.valid("param");
       await requireById(ctx.db, Order, orderId);
       await requireById(ctx.db, Product, productId);
-      const values = OrderProduct.toRow(c.req.valid("json").orderProduct);
-      const row = await insertRow(ctx.db, OrderProduct, { quantity: 1, ...values, orderId, productId });
-      emitOrderLinesChanged(ctx, orderId);
+      const row = await addOrderLine(ctx, orderId, productId, OrderProduct.toRow(c.req.valid("json").orderProduct));
       return ok(c, { orderProductId: row["id"] as number });
     },
   );
