@@ -30,9 +30,10 @@ export function bundleModules(scriptPath) {
 
 /**
  * Bundles the Worker as `wrangler deploy` would, into `outdir` (inside the project: workerd refuses paths outside
- * it); a directory of its own by default, so parallel runs do not overwrite each other's bundle.
+ * it); a directory of its own by default, so parallel runs do not overwrite each other's bundle. `entry` bundles
+ * another entry module instead of wrangler.toml's `main` (a test's wrapper around it, e.g. test/node/clock-worker.ts).
  */
-export function bundleWorker(outdir = join(root, "bench/.out", randomUUID())) {
+export function bundleWorker(outdir = join(root, "bench/.out", randomUUID()), entry) {
   // wrangler.toml's [assets] directory (the admin console) must exist for wrangler to bundle: build it once.
   if (!existsSync(join(root, "console/dist/console/index.html"))) {
     execFileSync("npm", ["run", "console:build"], { cwd: root, stdio: ["ignore", "ignore", "inherit"] });
@@ -40,7 +41,14 @@ export function bundleWorker(outdir = join(root, "bench/.out", randomUUID())) {
   rmSync(outdir, { recursive: true, force: true });
   execFileSync(
     process.execPath,
-    [join(root, "node_modules/wrangler/bin/wrangler.js"), "deploy", "--dry-run", "--outdir", outdir],
+    [
+      join(root, "node_modules/wrangler/bin/wrangler.js"),
+      "deploy",
+      ...(entry ? [entry] : []),
+      "--dry-run",
+      "--outdir",
+      outdir,
+    ],
     {
       cwd: root,
       stdio: ["ignore", "ignore", "inherit"],
@@ -52,13 +60,14 @@ export function bundleWorker(outdir = join(root, "bench/.out", randomUUID())) {
 }
 
 /**
- * Starts the bundled Worker with local D1/R2/Durable Objects/Queues in a fresh state directory.
+ * Starts the bundled Worker with local D1/R2/Durable Objects/Queues in a fresh state directory (`entry`: bundle that
+ * module instead of wrangler.toml's `main`, as bundleWorker).
  * `bindings` add to (and override) wrangler.toml's vars; `log` is a Miniflare Log for the runtime's own messages
  * (none by default); `inspectorPort` opens workerd's V8 inspector there; `https` ({ key, cert }, PEM) serves HTTPS with
  * that certificate instead of plain HTTP. Returns its URL, the Miniflare instance and `dispose`.
  */
-export async function startLocalWorker({ script, bindings = {}, log, inspectorPort, https } = {}) {
-  const scriptPath = script ?? bundleWorker();
+export async function startLocalWorker({ script, entry, bindings = {}, log, inspectorPort, https } = {}) {
+  const scriptPath = script ?? bundleWorker(undefined, entry);
   const ownBundle = script === undefined ? dirname(scriptPath) : undefined;
   const state = mkdtempSync(join(tmpdir(), "licensing-state-"));
   const workerOptions = configuredWorkerOptions();

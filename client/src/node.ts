@@ -2,6 +2,7 @@
  * `@licensing/client/node`: helpers that need Node (Electron's main process, Node services), kept out of the main
  * entry so browser and renderer bundles never see them.
  */
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import * as tls from "node:tls";
 import * as imported from "node-machine-id";
 import { Agent } from "undici";
@@ -51,4 +52,46 @@ export function trustingFetch(options: TrustOptions): FetchFunction & { close():
   const trusting = (input: Parameters<FetchFunction>[0], init?: Parameters<FetchFunction>[1]) =>
     globalThis.fetch(input, { ...init, dispatcher } as RequestInit);
   return Object.assign(trusting, { close: () => dispatcher.close() });
+}
+
+/** The file {@link installId} keeps the id in, inside the directory it is given. */
+export const INSTALL_ID_FILE = "licensing-install-id";
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+/**
+ * This installation's id for release rollouts (`X-Service-Install-Id`): a random UUID generated on first use and kept
+ * in `directory`/licensing-install-id (pass Electron's `app.getPath("userData")`), so the service admits the same
+ * install to the same rollouts on every poll and after restarts. It is random, not derived from the machine: it
+ * identifies nothing outside this service, and a new one comes with a fresh user-data directory (a reinstall that
+ * wipes it), as electron-updater's own staging id does. A file that does not hold a UUID is replaced.
+ */
+export async function installId(directory: string): Promise<string> {
+  // A forward slash joins paths on Windows too.
+  const file = `${directory.replace(/[\\/]+$/, "")}/${INSTALL_ID_FILE}`;
+  const kept = await readId(file);
+  if (kept) return kept;
+  await mkdir(directory, { recursive: true });
+  const id = crypto.randomUUID();
+  try {
+    // Exclusive create: of two processes starting at once, one id wins and both return it.
+    await writeFile(file, `${id}\n`, { flag: "wx" });
+    return id;
+  } catch (error) {
+    if ((error as { code?: string }).code !== "EEXIST") throw error;
+  }
+  const other = await readId(file);
+  if (other) return other;
+  await writeFile(file, `${id}\n`); // the file held something else: replace it
+  return id;
+}
+
+async function readId(file: string): Promise<string | undefined> {
+  try {
+    const text = (await readFile(file, "utf8")).trim();
+    return UUID.test(text) ? text : undefined;
+  } catch (error) {
+    if ((error as { code?: string }).code === "ENOENT") return undefined;
+    throw error;
+  }
 }

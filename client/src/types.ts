@@ -139,6 +139,11 @@ export type Platform = Query<"checkForUpdate">["platform"];
 export interface UpdateCheckRequest extends PathParams<"checkForUpdate">, Without<Query<"checkForUpdate">, "userKey"> {
   /** Sent as `X-Service-User-Key`; defaults to the client's user key. Without one only ungated releases are offered. */
   userKey?: string;
+  /**
+   * This installation's random id, sent as `X-Service-Install-Id`; defaults to the client's `installId`. The service
+   * admits installs to a release's rollout by it (CONTRACT section 8), so the feed and this check agree for it.
+   */
+  installId?: string;
 }
 
 /** Why an update is not offered for installation (SPEC "withheldReason"). */
@@ -173,6 +178,29 @@ export interface UpdateCheckData {
   latestInstallable?: string;
   requiredEdition?: string;
   maintenance?: UpdateMaintenance;
+  /**
+   * The offered release's rollout for this caller (CONTRACT section 8): its effective percentage now, and whether the
+   * caller (its install id, else its license) is admitted. Absent from a service without release control.
+   */
+  rollout?: UpdateRollout;
+  /**
+   * The caller must update: its `version` is below the product's minimum version, or a newer critical release is
+   * admissible to it. `false` when the service did not say.
+   */
+  required: boolean;
+  /**
+   * The caller runs a halted release that is rolled back: `download` is the previous release, older than `version`;
+   * install it as a downgrade (electron-updater's `allowDowngrade`). `false` when the service did not say.
+   */
+  rollback: boolean;
+}
+
+/** A release's rollout as the update check reports it for the caller. */
+export interface UpdateRollout {
+  /** The effective percentage now (the last passed `rolloutSchedule` step, else `stagingPercentage`). */
+  percentage: number;
+  /** Whether the caller's cohort is below `percentage`. */
+  admitted: boolean;
 }
 
 /**

@@ -4,7 +4,15 @@
  */
 import { ProtocolError } from "./errors.js";
 import { updateCheckDataWithheldReasonValues } from "./gen/openapi.js";
-import type { JwkSet, PublicJwk, UpdateCheckData, UpdateDownload, UpdateMaintenance, WithheldReason } from "./types.js";
+import type {
+  JwkSet,
+  PublicJwk,
+  UpdateCheckData,
+  UpdateDownload,
+  UpdateMaintenance,
+  UpdateRollout,
+  WithheldReason,
+} from "./types.js";
 import { type JsonObject, num, object, optBool, optNum, optStr, str } from "./wire.js";
 
 /** SPEC's withheldReason values, as the document's UpdateCheckData lists them (generated). */
@@ -47,6 +55,10 @@ function maintenance(o: JsonObject): UpdateMaintenance {
   };
 }
 
+function rollout(o: JsonObject): UpdateRollout {
+  return { percentage: num(o, "percentage", "data.rollout"), admitted: bool(o, "admitted", "data.rollout") };
+}
+
 /** The typed update-check data (SPEC "Update check data"); members the service omitted stay `undefined`. */
 export function updateCheckDataFromJson(value: unknown): UpdateCheckData {
   const o = object(value, "data");
@@ -58,6 +70,7 @@ export function updateCheckDataFromJson(value: unknown): UpdateCheckData {
   }
   const downloadObject = optObject(o, "download", "data");
   const maintenanceObject = optObject(o, "maintenance", "data");
+  const rolloutObject = optObject(o, "rollout", "data");
   return {
     format: num(o, "format", "data"),
     product: { code: str(product, "code", "data.product"), name: str(product, "name", "data.product") },
@@ -78,6 +91,10 @@ export function updateCheckDataFromJson(value: unknown): UpdateCheckData {
     latestInstallable: optStr(o, "latestInstallable", "data"),
     requiredEdition: optStr(o, "requiredEdition", "data"),
     maintenance: maintenanceObject && maintenance(maintenanceObject),
+    rollout: rolloutObject && rollout(rolloutObject),
+    // A service without release control sends neither: nothing is required, nothing rolled back.
+    required: optBool(o, "required", "data") ?? false,
+    rollback: optBool(o, "rollback", "data") ?? false,
   };
 }
 

@@ -5,7 +5,7 @@
  * and electron-updater helpers, and the licensing-publish command from node_modules/.bin.
  */
 import { execFile } from "node:child_process";
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -81,9 +81,10 @@ describe("@licensing/client installed from its tarball", () => {
       `
 import { LicensingClient, LicensingError } from "@licensing/client";
 import { grpcWeb } from "@licensing/client/grpc-web";
-import { machineId } from "@licensing/client/node";
+import { installId, machineId } from "@licensing/client/node";
 import { configureAutoUpdater } from "@licensing/client/electron-updater";
 const [baseUrl, userKey] = process.argv.slice(2);
+const install = await installId("user-data");
 const id = await machineId({ salt: "studio" });
 const rest = new LicensingClient({ baseUrl, userKey });
 const activated = await rest.activate({ machineId: id, clientName: "Vendor app" });
@@ -92,8 +93,8 @@ const validated = await grpc.validate({ machineId: id });
 let reason;
 try { await rest.validate({ machineId: "never-activated" }); } catch (e) { reason = e instanceof LicensingError ? e.reason : String(e); }
 const updater = { requestHeaders: null, setFeedURL(o) { this.feed = o; } };
-configureAutoUpdater(updater, { baseUrl, productCode: "studio", userKey, platform: "darwin-arm64" });
-console.log(JSON.stringify({ idLength: id.length, activated: activated.activeClientCount, transport: grpc.transport, status: validated.status, reason, feed: updater.feed, headers: updater.requestHeaders }));
+configureAutoUpdater(updater, { baseUrl, productCode: "studio", userKey, platform: "darwin-arm64", installId: install, currentVersion: "1.0.0" });
+console.log(JSON.stringify({ idLength: id.length, activated: activated.activeClientCount, transport: grpc.transport, status: validated.status, reason, feed: updater.feed, headers: updater.requestHeaders, kept: install === await installId("user-data"), allowDowngrade: updater.allowDowngrade }));
 `,
     );
     const { stdout } = await run(process.execPath, ["example.mjs", base, userKey], { cwd: app });
@@ -104,7 +105,13 @@ console.log(JSON.stringify({ idLength: id.length, activated: activated.activeCli
       status: "Activated",
       reason: "notActivated",
       feed: { provider: "generic", url: `${base}/v1/updates/studio/feed/stable/darwin-arm64/` },
-      headers: { "X-Service-User-Key": userKey },
+      headers: {
+        "X-Service-User-Key": userKey,
+        "X-Service-Install-Id": readFileSync(join(app, "user-data/licensing-install-id"), "utf8").trim(),
+        "X-Service-Current-Version": "1.0.0",
+      },
+      kept: true,
+      allowDowngrade: false,
     });
   });
 
