@@ -26,6 +26,7 @@ import { requestLog } from "./http/request-log";
 import { errorResponse, renderError } from "./http/respond";
 import { type Router, createRouter } from "./http/router";
 import { registerApiKeys } from "./management/api-keys";
+import { registerAdoption } from "./management/adoption";
 import { registerAssemblies } from "./management/assemblies";
 import { registerConsole } from "./management/console";
 import { registerCustomers } from "./management/customers";
@@ -336,6 +337,7 @@ export function createApp(preRoute: readonly PreRouteGate[] = PRE_ROUTE): Router
   registerProducts(app);
   registerOrders(app);
   registerReleases(app);
+  registerAdoption(app);
   registerDownloads(app);
   registerLicenseTemplates(app);
   registerLicenses(app);

@@ -4,6 +4,7 @@ import { type JobHandlerEntry, type JobHandlers, consumeBatch } from "./jobs";
 import { consumeExpiredSeats } from "./licensing/license-events";
 import { writeTraces } from "./licensing/traces";
 import { writeDownloadCounts } from "./updates/download-counts";
+import { writeAdoption } from "./updates/adoption";
 import { DEAD_LETTER_QUEUE, consumeDeadLetter } from "./webhooks/dead-letter";
 import { consumeDelivery } from "./webhooks/deliver";
 import { housekeeping } from "./housekeeping";
@@ -16,6 +17,7 @@ const jobs: JobHandlers = {
   "license.seats.expired": consumeExpiredSeats,
   "license.traces": { batch: writeTraces },
   "release.downloads.counted": { batch: writeDownloadCounts },
+  "release.adoption": { batch: writeAdoption },
 };
 
 /**

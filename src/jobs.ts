@@ -15,6 +15,8 @@ export interface Jobs {
   "license.traces": { traces: unknown[] };
   /** Completed downloads per artifact, `[artifact id, count]`, added up in one D1 batch (updates/download-counts.ts). */
   "release.downloads.counted": { counts: [number, number][] };
+  /** Release adoption sightings, `[productId, version, stage, day, platform, install]`, written in one D1 batch (updates/adoption.ts). */
+  "release.adoption": { sightings: [number, string, number, string, string, string][] };
 }
 
 export type JobKind = keyof Jobs;

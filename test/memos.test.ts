@@ -9,6 +9,7 @@ import { forgetAll, memo, memos } from "../src/memo";
 /** The memos of docs/architecture.md, "Per-isolate memos". */
 const DOCUMENTED = [
   "admin-bootstrap",
+  "adoption-seen",
   "answers",
   "api-keys",
   "console-last-use",

@@ -20,6 +20,11 @@ const REVIEWED: { file: string; name: string; reason: string }[] = [
   { file: "src/rpc/router.ts", name: "handlers", reason: "the gRPC handlers, built once from the services" },
   { file: "src/updates/download-counts.ts", name: "gathering", reason: "a batch of counts in flight, not a cache" },
   { file: "src/licensing/traces.ts", name: "gathering", reason: "a batch of traces in flight, not a cache" },
+  {
+    file: "src/updates/adoption.ts",
+    name: "gathering",
+    reason: "a batch of adoption sightings in flight, not a cache",
+  },
   { file: "src/updates/answer-memo.ts", name: "keptBytes", reason: "the answers memo's byte count (its cleared hook)" },
   { file: "src/config.ts", name: "cached", reason: "declared with forgettable('settings')" },
   { file: "src/config.ts", name: "loading", reason: "the settings read in flight; forgettable('settings')" },
