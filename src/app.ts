@@ -20,6 +20,7 @@ import { D1Work } from "./db/work";
 import { keepAnswer, pointFront, rememberedAnonymousAnswer } from "./updates/answer-memo";
 import { namesUserKey } from "./updates/caller";
 import { jsonBodyLimit } from "./http/body-limit";
+import { IDEMPOTENCY_PARAMETER } from "./http/idempotency";
 import { browserCors, corsApplies } from "./http/cors";
 import { ApiError } from "./errors";
 import { requestLog } from "./http/request-log";
@@ -253,6 +254,7 @@ interface Operation {
   tags?: string[];
   security?: Record<string, string[]>[];
   "x-roles"?: string[];
+  parameters?: unknown[];
 }
 
 /** Who may call an operation, in words, from its declared security and roles. */
@@ -273,8 +275,10 @@ function accessNote(op: Operation): string {
 function complete(document: { paths?: Record<string, Record<string, Operation>>; tags?: { name: string }[] }): void {
   const tags = new Set<string>();
   for (const item of Object.values(document.paths ?? {})) {
-    for (const op of Object.values(item)) {
+    for (const [method, op] of Object.entries(item)) {
       op.description = [op.description ?? op.summary, accessNote(op)].filter(Boolean).join("\n\n");
+      // The guard takes an Idempotency-Key on the POSTs of role-checked routes (auth/guard.ts, http/idempotency.ts).
+      if (method === "post" && op["x-roles"]) op.parameters = [...(op.parameters ?? []), IDEMPOTENCY_PARAMETER];
       for (const tag of op.tags ?? []) tags.add(tag);
     }
   }

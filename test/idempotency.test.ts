@@ -154,6 +154,20 @@ describe("Idempotency-Key on management POSTs", () => {
     expect(await customersNamed("Racing")).toBe(1);
   });
 
+  it("is declared in the OpenAPI document on the management POSTs only", async () => {
+    const doc = (await call("GET", "/swagger/v1/swagger.json")).body as {
+      paths: Record<string, Record<string, { parameters?: { name: string; in: string }[] }>>;
+    };
+    const declares = (path: string, method: string) =>
+      (doc.paths[path]?.[method]?.parameters ?? []).some((p) => p.name === "Idempotency-Key" && p.in === "header");
+    expect(declares("/v1/customers", "post")).toBe(true);
+    expect(declares("/v1/orders/{orderId}/products/{productId}", "post")).toBe(true);
+    expect(declares("/v1/customers", "put")).toBe(false);
+    expect(declares("/v1/auth/login", "post")).toBe(false);
+    expect(doc.paths["/v1/license/validate"]?.["post"]).toBeDefined();
+    expect(declares("/v1/license/validate", "post")).toBe(false);
+  });
+
   it("keeps nothing of a refused request: the corrected request may use the key", async () => {
     const key = crypto.randomUUID();
     const refused = await postCustomer(key, { city: "Nowhere" });

@@ -37,6 +37,16 @@ export const IDEMPOTENCY_CLAIM_MS = 10 * 60 * 1000;
 const MAX_KEPT_ANSWER_CHARS = 512 * 1024;
 const KEY_SHAPE = /^[\x21-\x7e]{1,255}$/;
 
+/** The header as the OpenAPI document declares it on every POST the layer serves (app.ts complete). */
+export const IDEMPOTENCY_PARAMETER = {
+  name: IDEMPOTENCY_HEADER,
+  in: "header",
+  required: false,
+  schema: { type: "string", minLength: 1, maxLength: 255 },
+  description:
+    "A key of your choosing (e.g. a UUID) that makes a repeat of this POST safe for 24 hours: the same key with the same request answers the first answer again (with `Idempotent-Replayed: true`) and changes nothing; with another request 422; while the first request still runs 409. Keys are per API key or user; a refused request keeps nothing.",
+};
+
 /** Whose keys these are: an API key's own, or a bearer token's user (or license). */
 export function scopeOf(principal: Principal): string {
   if (principal.kind === "key") return `key:${principal.keyId ?? principal.keyName ?? "?"}`;
