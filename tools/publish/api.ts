@@ -98,6 +98,8 @@ export interface RemoteDownload {
   size: number;
   sha256: string;
   sha512: string;
+  /** The vendor's signature, as uploaded. */
+  signature?: string | null;
 }
 
 /** What the service answers when an artifact is added. */
@@ -106,6 +108,8 @@ export interface Added {
   size: number;
   sha256: string;
   sha512: string;
+  /** SHA1 hex, where the service keeps it (Squirrel and Velopack packages). */
+  sha1?: string;
 }
 
 /** Attempts per call, and the first wait between them (doubled each time, with jitter; Retry-After wins). */

@@ -13,7 +13,12 @@ import { join } from "node:path";
 
 export const PLATFORMS = ["win-x64", "win-arm64", "darwin-arm64", "darwin-x64", "linux-x64", "linux-arm64"] as const;
 export type Platform = (typeof PLATFORMS)[number];
-export type Kind = "installer" | "zip" | "blockmap";
+/**
+ * The service's artifact kinds (src/updates/release-download.ts KINDS): electron-builder's installer, zip and
+ * blockmap; `delta` (a Squirrel.Windows or Velopack delta .nupkg), `package` (their full .nupkg) and `archive`
+ * (Tauri's updater bundle, a Sparkle .tar.* archive).
+ */
+export type Kind = "installer" | "zip" | "blockmap" | "delta" | "package" | "archive";
 type Family = "win" | "darwin" | "linux";
 
 /** One file to publish. */
@@ -23,6 +28,10 @@ export interface Artifact {
   platform: Platform;
   kind: Kind;
   size: number;
+  /** The vendor's signature, passed to the service untouched (Tauri's .sig text, Sparkle's EdDSA base64). */
+  signature?: string;
+  /** The SHA1 the tool declared (Squirrel RELEASES, Velopack), uppercase hex as written: the service checks it. */
+  sha1?: string;
 }
 
 /** The service's release channels. */
@@ -50,16 +59,23 @@ export function serviceChannel(updateChannel: string): Channel | undefined {
   return Object.hasOwn(UPDATE_CHANNELS, updateChannel) ? UPDATE_CHANNELS[updateChannel] : undefined;
 }
 
-/** One file an update-info file lists, with the sha512 (base64) it gives, to cross-check the folder's bytes. */
+/**
+ * One file a tool's metadata lists, with the hash it gives (electron-builder: sha512 base64; Squirrel: SHA1 hex;
+ * Velopack: SHA1 and SHA256 hex), to cross-check the folder's bytes before anything is sent.
+ */
 export interface Listing {
   fileName: string;
-  sha512: string;
-  /** The update-info file that lists it. */
+  algorithm: "sha1" | "sha256" | "sha512";
+  /** As the tool wrote it: base64 for sha512, hex (either case) for sha1 and sha256. */
+  digest: string;
+  /** The metadata file that lists it. */
   listedBy: string;
 }
 
 /** What a folder holds: the version and notes of its update info, the artifacts, and what was left out and why. */
 export interface Dist {
+  /** The channel the tool's own metadata suggests (a Sparkle item's sparkle:channel), when not electron-builder's. */
+  suggestedChannel?: { channel: Channel; from: string };
   version?: string;
   releaseName?: string;
   releaseNotes?: string;
@@ -92,7 +108,7 @@ const FAMILY_OF_EXTENSION: Record<string, Family> = {
   ".deb": "linux",
   ".rpm": "linux",
 };
-type Arch = "x64" | "arm64" | "ia32" | "armv7l" | "universal";
+export type Arch = "x64" | "arm64" | "ia32" | "armv7l" | "universal";
 /**
  * Which platforms an update-info file serves, by the suffix after its channel (CONTRACT section 5): none for
  * Windows (both architectures in one file), `-mac`, `-linux` (x64) and `-linux-<arch>` for another Linux arch
@@ -165,7 +181,7 @@ function extensionOf(fileName: string): string {
 }
 
 /** arm64 or x64 from the file name (electron-builder appends `-arm64`; x64 is its unmarked default). */
-function archOf(fileName: string): Arch {
+export function archOf(fileName: string): Arch {
   if (/(^|[-_. ])(arm64|aarch64)([-_. ]|$)/i.test(fileName)) return "arm64";
   if (/(^|[-_. ])(armv7l|armhf|arm)([-_. ]|$)/i.test(fileName)) return "armv7l";
   if (/(^|[-_. ])(ia32|x86|i386|i686)([-_. ]|$)/i.test(fileName)) return "ia32";
@@ -242,7 +258,7 @@ async function readUpdateInfos(
       // The most stable channel's file classifies (its copies for less stable channels say the same).
       const before = listedIn.get(fileName);
       if (!before || rank(named.channel) < rank(updateInfoName(before)!.channel)) listedIn.set(fileName, name);
-      if (file["sha512"]) listed.push({ fileName, sha512: file["sha512"], listedBy: name });
+      if (file["sha512"]) listed.push({ fileName, algorithm: "sha512", digest: file["sha512"], listedBy: name });
     }
   }
   return { infos, listedIn, listed };

@@ -125,7 +125,7 @@ export default class LicensingPublisher {
         log: (line) => console.log(`  • licensing: ${line.trim()}`),
       }).catch((e: unknown) => {
         if (e instanceof Error && /holds no installer, zip or blockmap/.test(e.message))
-          return { releaseId: 0, created: false, uploaded: [], replaced: [], unchanged: [] };
+          return { releaseId: 0, created: false, uploaded: [], replaced: [], unchanged: [], resigned: [] };
         throw e;
       });
     };

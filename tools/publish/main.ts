@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /**
- * `licensing-publish --url BASE --product CODE --dir dist/ [--version 1.2.3] [--channel stable|insider] …`
- * (npm run publish-release -- …): publishes an electron-builder output folder as a release (tools/publish/publish.ts).
+ * `licensing-publish --url BASE --product CODE --dir dist/ [--dir …] [--format F] [--version 1.2.3] …`
+ * (npm run publish-release -- …): publishes build output folders (electron-builder, Squirrel.Windows, Tauri, Sparkle,
+ * Velopack; tools/publish/formats.ts) as a release (tools/publish/publish.ts).
  * The API key comes from LICENSING_API_KEY, the service's address from --url or LICENSING_URL (required: the tool
  * never guesses where to upload). The key is sent over https://, or plain http:// to this machine only (--insecure
  * allows another host), and never to another origin on a redirect; --ca FILE trusts a private or self-signed
@@ -12,13 +13,23 @@ import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { serviceUrl } from "./api.ts";
 import { PLATFORMS, type Platform } from "./dist.ts";
+import { FORMATS, type Format } from "./formats.ts";
 import { DEFAULT_PART_SIZE, DEFAULT_SINGLE_LIMIT, type PublishOptions, plan, publish } from "./publish.ts";
 
 const USAGE = `Usage: licensing-publish --url BASE --product CODE --dir DIST [options]
 
-Publishes an electron-builder output folder (latest*.yml or beta*.yml…, and the installers, zips and blockmaps
-beside them, each checked against the sha512 its update info gives) as a release of an application product,
-creating the release when it is missing; safe to run again.
+Publishes build output folders as a release of an application product, creating the release when it is missing;
+safe to run again. Each folder is read as its tool writes it (--format, or recognised from its files):
+  electron-builder   dist/: latest*.yml or beta*.yml…, the installers, zips and blockmaps they list (sha512 checked)
+  squirrel-mac       dist/ of electron-builder's mac zip target: the macOS zips (Electron's autoUpdater on macOS)
+  squirrel-windows   dist/squirrel-windows[-arm64]/ (or Squirrel's Releases): RELEASES, the newest -full.nupkg and
+                     -delta.nupkg (SHA1 and size checked, SHA1 sent), the Setup .exe
+  tauri              src-tauri/target/[<triple>/]release/bundle/: updater archives and installers with the .sig
+                     beside them (sent as the signature), latest.json if there; refused without signatures
+  sparkle            generate_appcast's folder (archives + appcast.xml with sparkle:edSignature), or a folder with
+                     the archive and --sparkle-signature; refused without the EdDSA signature
+  velopack           vpk pack's Releases/: releases.<channel>.json, the newest -full.nupkg and -delta.nupkg (SHA1,
+                     SHA256 and size checked, SHA1 sent), Setup.exe/.pkg, Portable.zip, AppImage
 
 Options:
   --url BASE              the licensing service (or LICENSING_URL); required. https://, or http:// to this
@@ -27,13 +38,18 @@ Options:
                           the private authority that issued it (NODE_EXTRA_CA_CERTS works too)
   --insecure              allow http:// to another host: the API key crosses the network unencrypted
   --product CODE          the product's code; required
-  --dir DIST              the electron-builder output folder; required
-  --version 1.2.3         the release's version (default: the version of the folder's update info)
+  --dir DIR               an output folder; required, and repeatable (one release from several tools' folders)
+  --format F              the tool that wrote the folders: ${FORMATS.join(", ")}
+                          (default: recognised per folder; electron-builder when nothing else matches)
+  --sparkle-signature S   Sparkle's sign_update output for the archive in --dir: the line
+                          sparkle:edSignature="…" length="…", the bare signature, or a file holding it
+  --version 1.2.3         the release's version (default: the one the folder's metadata or file names give)
   --channel stable|insider  the channel of a new release (default: the update-info files' channel, latest*.yml
                           -> stable, beta*.yml and alpha*.yml -> insider; stable when there are none)
   --platform P            put every artifact on one platform: ${PLATFORMS.join(", ")}
   --public                make the release public once everything is uploaded
-  --dry-run               print what would be uploaded, without contacting the service
+  --dry-run               print, per folder and format, what would be uploaded (file, platform, kind, size,
+                          signature yes/no, declared SHA1), without contacting the service
   --json                  print the result as JSON on stdout (progress goes to stderr)
   --single-limit BYTES    largest file sent in one request (default ${DEFAULT_SINGLE_LIMIT})
   --part-size BYTES       part size of resumable uploads, at least 5 MiB (default ${DEFAULT_PART_SIZE})
@@ -55,7 +71,9 @@ function parse() {
       product: { type: "string" },
       version: { type: "string" },
       channel: { type: "string" },
-      dir: { type: "string" },
+      dir: { type: "string", multiple: true },
+      format: { type: "string" },
+      "sparkle-signature": { type: "string" },
       url: { type: "string" },
       ca: { type: "string" },
       insecure: { type: "boolean", default: false },
@@ -100,7 +118,9 @@ if (values.ca !== undefined) {
     usageError(`--ca ${values.ca} holds no PEM certificate (-----BEGIN CERTIFICATE-----)`);
 }
 if (!values.product) usageError("--product is required");
-if (!values.dir) usageError("--dir is required");
+if (!values.dir || values.dir.length === 0) usageError("--dir is required");
+if (values.format !== undefined && !(FORMATS as readonly string[]).includes(values.format))
+  usageError(`--format is one of ${FORMATS.join(", ")}`);
 if (values.channel !== undefined && values.channel !== "stable" && values.channel !== "insider")
   usageError("--channel is stable or insider");
 if (values.platform !== undefined && !(PLATFORMS as readonly string[]).includes(values.platform))
@@ -119,7 +139,9 @@ const options: PublishOptions = {
   product: values.product,
   ...(values.version ? { version: values.version } : {}),
   ...(values.channel ? { channel: values.channel as "stable" | "insider" } : {}),
-  dir: values.dir,
+  dir: values.dir.length === 1 ? values.dir[0]! : values.dir,
+  ...(values.format ? { format: values.format as Format } : {}),
+  ...(values["sparkle-signature"] !== undefined ? { sparkleSignature: values["sparkle-signature"] } : {}),
   url,
   apiKey: apiKey ?? "",
   insecure: values.insecure,

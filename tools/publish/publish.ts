@@ -1,15 +1,18 @@
 /**
- * Publishes an electron-builder output folder as a release of a product: finds the product by code, creates the
- * release when it is missing, and uploads each artifact (one multipart POST up to `singleLimit` bytes, the
- * resumable upload beyond). Safe to run again: an artifact whose size and sha512 already match is skipped (renamed
- * when only its file name changed), a different one is deleted and uploaded again.
+ * Publishes build output folders as a release of a product: electron-builder's, Squirrel.Windows', Tauri's, Sparkle's
+ * and Velopack's (formats.ts; each read as its tool writes it). Finds the product by code, creates the release when
+ * it is missing, and uploads each artifact (one multipart POST up to `singleLimit` bytes, the resumable upload
+ * beyond) with the vendor's signature and the SHA1 the tool declared. Safe to run again: an artifact whose size and
+ * sha512 already match is skipped (renamed when only its file name changed, its signature updated when only that
+ * changed), a different one is deleted and uploaded again.
  */
 import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
 import { join } from "node:path";
 import { SingleBar } from "cli-progress";
 import { type Added, ManagementApi, type RemoteDownload } from "./api.ts";
-import { type Artifact, type Channel, type Dist, type Platform, readDist, serviceChannel } from "./dist.ts";
+import { type Artifact, type Channel, type Dist, type Platform, serviceChannel } from "./dist.ts";
+import { detectFormat, type Format, readFormat } from "./formats.ts";
 
 export interface PublishOptions {
   /** The product's code. */
@@ -23,7 +26,12 @@ export interface PublishOptions {
   channel?: Channel;
   /** What to tell the reader who must name the channel (default: `pass --channel stable or --channel insider`). */
   channelHint?: string;
-  dir: string;
+  /** The output folder, or several (a release may take a Tauri bundle and a Velopack folder at once). */
+  dir: string | string[];
+  /** The tool that wrote the folders; default recognised per folder (formats.ts detectFormat). */
+  format?: Format;
+  /** Sparkle's sign_update output (the line, a bare signature, or a file holding it), for a folder with no appcast. */
+  sparkleSignature?: string;
   url: string;
   apiKey: string;
   /** Put every artifact on this platform. */
@@ -51,7 +59,18 @@ export interface PublishPlan {
   product: string;
   version: string;
   channel: string;
-  artifacts: { fileName: string; platform: string; kind: string; size: number; sha512: string }[];
+  artifacts: {
+    format: Format;
+    fileName: string;
+    platform: string;
+    kind: string;
+    size: number;
+    sha512: string;
+    /** Whether the vendor's signature goes with it. */
+    signature: boolean;
+    /** The SHA1 the tool declared, sent for the service to check. */
+    sha1?: string;
+  }[];
   skipped: { fileName: string; reason: string }[];
 }
 
@@ -61,24 +80,40 @@ export interface PublishResult {
   uploaded: string[];
   replaced: string[];
   unchanged: string[];
+  /** Artifacts whose bytes were there already and whose signature was updated. */
+  resigned: string[];
 }
 
 const MiB = 1024 * 1024;
 export const DEFAULT_SINGLE_LIMIT = 90 * 1000 * 1000;
 export const DEFAULT_PART_SIZE = 64 * MiB;
 
-/** size and sha512 (base64) of a file, read as a stream. */
-export async function fileDigest(path: string): Promise<{ size: number; sha512: string }> {
-  const hash = createHash("sha512");
-  let size = 0;
-  for await (const chunk of createReadStream(path)) {
-    hash.update(chunk as Buffer);
-    size += (chunk as Buffer).byteLength;
-  }
-  return { size, sha512: hash.digest("base64") };
+/** A file's size and hashes in the forms the tools write them: sha512 base64, sha256 and SHA1 hex. */
+export interface Digest {
+  size: number;
+  sha512: string;
+  sha256: string;
+  sha1: string;
 }
 
-const megabytes = (n: number) => `${(n / MiB).toFixed(1)} MiB`;
+/** size and hashes of a file, read once as a stream. */
+export async function fileDigest(path: string): Promise<Digest> {
+  const hashes = [createHash("sha512"), createHash("sha256"), createHash("sha1")] as const;
+  let size = 0;
+  for await (const chunk of createReadStream(path)) {
+    for (const h of hashes) h.update(chunk as Buffer);
+    size += (chunk as Buffer).byteLength;
+  }
+  return {
+    size,
+    sha512: hashes[0].digest("base64"),
+    sha256: hashes[1].digest("hex"),
+    sha1: hashes[2].digest("hex").toUpperCase(),
+  };
+}
+
+/** A size for people: bytes below 100 KiB, MiB above. */
+const megabytes = (n: number) => (n < 100 * 1024 ? `${n} bytes` : `${(n / MiB).toFixed(1)} MiB`);
 
 async function productId(api: ManagementApi, code: string): Promise<number> {
   const filter = encodeURIComponent(`code == ${JSON.stringify(code)}`);
@@ -123,6 +158,14 @@ async function ensureRelease(
   return { id: productReleaseId, created: true };
 }
 
+/** The vendor's signature and the tool's declared SHA1, sent untouched with the artifact when there are any. */
+function vendorFields(artifact: Artifact): Record<string, string> {
+  return {
+    ...(artifact.signature !== undefined ? { signature: artifact.signature } : {}),
+    ...(artifact.sha1 !== undefined ? { sha1: artifact.sha1 } : {}),
+  };
+}
+
 /** Uploads one artifact, in one request or resumably by parts; `sent(bytes)` reports progress. */
 async function upload(
   api: ManagementApi,
@@ -139,13 +182,19 @@ async function upload(
       kind: artifact.kind,
       fileName: artifact.fileName,
       sourceKind: "local",
+      ...vendorFields(artifact),
     });
     sent(artifact.size);
     return added;
   }
   const partSize = options.partSize ?? DEFAULT_PART_SIZE;
   const { uploadId } = await api.call<{ uploadId: string }>("POST", `${path}/uploads`, {
-    upload: { platform: artifact.platform, kind: artifact.kind, fileName: artifact.fileName },
+    upload: {
+      platform: artifact.platform,
+      kind: artifact.kind,
+      fileName: artifact.fileName,
+      ...vendorFields(artifact),
+    },
   });
   const parts = Math.ceil(artifact.size / partSize);
   try {
@@ -202,58 +251,129 @@ function channelOf(options: PublishOptions, dist: Dist, log: (s: string) => void
   return mapped;
 }
 
-/**
- * The folder, the version and the channel to publish, checked against each other: every file an update-info file
- * lists must be in the folder with the sha512 it gives.
- */
-async function readFolder(options: PublishOptions, log: (s: string) => void) {
-  const dist = await readDist(options.dir, options.platform);
-  const version = options.version ?? dist.version;
-  if (!version) throw new Error(`No version: pass --version (${options.dir} has no update-info file naming one)`);
-  if (options.version && dist.version && dist.version !== options.version) {
-    throw new Error(`--version ${options.version} does not match the folder's update info (version ${dist.version})`);
-  }
-  if (dist.artifacts.length === 0) throw new Error(`${options.dir} holds no installer, zip or blockmap to publish`);
-  const channel = channelOf(options, dist, log);
-  const digests = new Map<string, string>();
-  for (const { fileName, sha512, listedBy } of dist.listed) {
-    if (!digests.has(fileName)) {
-      const digest = await fileDigest(join(options.dir, fileName)).catch((e: NodeJS.ErrnoException) => {
-        if (e.code === "ENOENT")
-          throw new Error(
-            `${listedBy} lists ${fileName}, which is not in ${options.dir}; publish the whole build output`,
-          );
-        throw e;
-      });
-      digests.set(fileName, digest.sha512);
-    }
-    if (digests.get(fileName) !== sha512)
-      throw new Error(
-        `${fileName}: its sha512 differs from the one ${listedBy} gives; the file changed after the build: rebuild the folder`,
-      );
-  }
-  return { dist, version, channel };
+/** An artifact to publish, with the format whose folder it comes from. */
+type Planned = Artifact & { format: Format; dir: string };
+
+/** The folders given (--dir, repeatable), each with its format and what its reader found. */
+interface Part {
+  dir: string;
+  format: Format;
+  dist: Dist;
 }
 
-/** A dry run: what `publish` would upload, read from the folder alone (the service is not contacted). */
+/**
+ * The folders, the version and the channel to publish, checked against each other: each folder is read by its
+ * tool's reader (--format, or recognised from the files only that tool writes), every file a tool's metadata lists
+ * must be there with the hash it gives, and all folders name one version. A platform and kind found in two folders
+ * is published from the first.
+ */
+async function readFolder(options: PublishOptions, log: (s: string) => void) {
+  const dirs = Array.isArray(options.dir) ? options.dir : [options.dir];
+  const parts: Part[] = [];
+  for (const dir of dirs) {
+    const format = options.format ?? (await detectFormat(dir));
+    const dist = await readFormat(dir, format, {
+      ...(options.platform ? { platform: options.platform } : {}),
+      ...(options.version ? { version: options.version } : {}),
+      ...(options.sparkleSignature !== undefined ? { sparkleSignature: options.sparkleSignature } : {}),
+    });
+    if (options.version && dist.version && dist.version !== options.version) {
+      const source = format === "electron-builder" ? "the folder's update info" : `${dir} (${format})`;
+      throw new Error(`--version ${options.version} does not match ${source} (version ${dist.version})`);
+    }
+    parts.push({ dir, format, dist });
+  }
+  const named = parts.filter((p) => p.dist.version);
+  if (new Set(named.map((p) => p.dist.version)).size > 1)
+    throw new Error(
+      `the folders name different versions (${named.map((p) => `${p.dir}: ${p.dist.version}`).join(", ")}); publish one version`,
+    );
+  const version = options.version ?? named[0]?.dist.version;
+  if (!version) throw new Error(`No version: pass --version (${dirs.join(", ")} names none)`);
+  const artifacts: Planned[] = [];
+  const skipped: Dist["skipped"] = [];
+  for (const part of parts) {
+    skipped.push(...part.dist.skipped);
+    for (const a of part.dist.artifacts) {
+      const taken = artifacts.find((b) => b.platform === a.platform && b.kind === a.kind);
+      if (taken)
+        skipped.push({
+          fileName: a.fileName,
+          reason: `one ${a.kind} per platform: ${taken.fileName} (${taken.format}) is the ${a.platform} ${a.kind}`,
+        });
+      else artifacts.push({ ...a, format: part.format, dir: part.dir });
+    }
+  }
+  if (artifacts.length === 0) throw new Error(`${dirs.join(", ")} holds no installer, zip or blockmap to publish`);
+  const builder = parts.find((p) => p.format === "electron-builder" || p.format === "squirrel-mac");
+  const suggested = parts.find((p) => p.dist.suggestedChannel)?.dist.suggestedChannel;
+  let channel: Channel;
+  if (builder) channel = channelOf(options, builder.dist, log);
+  else if (options.channel) channel = options.channel;
+  else if (suggested) {
+    channel = suggested.channel;
+    log(`  note: ${suggested.from}: publishing on ${channel} (--channel chooses another)`);
+  } else channel = "stable";
+  const digests = new Map<string, Digest>();
+  for (const part of parts)
+    for (const { fileName, algorithm, digest, listedBy } of part.dist.listed) {
+      const path = join(part.dir, fileName);
+      if (!digests.has(path)) {
+        const found = await fileDigest(path).catch((e: NodeJS.ErrnoException) => {
+          if (e.code === "ENOENT")
+            throw new Error(
+              `${listedBy} lists ${fileName}, which is not in ${part.dir}; publish the whole build output`,
+            );
+          throw e;
+        });
+        digests.set(path, found);
+      }
+      const actual = digests.get(path)![algorithm];
+      if (algorithm === "sha512" ? actual !== digest : actual.toLowerCase() !== digest.toLowerCase())
+        throw new Error(
+          `${fileName}: its ${algorithm} differs from the one ${listedBy} gives; the file changed after the build: rebuild the folder`,
+        );
+    }
+  const first = <K extends "releaseName" | "releaseNotes" | "releaseDate">(key: K) =>
+    parts.find((p) => p.dist[key])?.dist[key];
+  const notes = {
+    ...(first("releaseName") ? { releaseName: first("releaseName") } : {}),
+    ...(first("releaseNotes") ? { releaseNotes: first("releaseNotes") } : {}),
+    ...(first("releaseDate") ? { releaseDate: first("releaseDate") } : {}),
+  };
+  return { parts, artifacts, skipped, notes, version, channel };
+}
+
+/** A dry run: what `publish` would upload, read from the folders alone (the service is not contacted). */
 export async function plan(options: PublishOptions): Promise<PublishPlan> {
   const log = options.log ?? ((line: string) => console.log(line));
-  const { dist, version, channel } = await readFolder(options, log);
+  const { parts, artifacts: planned, skipped, version, channel } = await readFolder(options, log);
   log(`dry run: ${options.product} ${version} (${channel}) to ${options.url}`);
-  for (const s of dist.skipped) log(`  skip ${s.fileName}: ${s.reason}`);
   const artifacts: PublishPlan["artifacts"] = [];
-  for (const a of dist.artifacts) {
-    artifacts.push({
-      fileName: a.fileName,
-      platform: a.platform,
-      kind: a.kind,
-      size: a.size,
-      sha512: (await fileDigest(a.path)).sha512,
-    });
-    log(
-      `  would upload ${a.platform} ${a.kind} ${a.fileName} (${megabytes(a.size)})${a.size > (options.singleLimit ?? DEFAULT_SINGLE_LIMIT) ? " resumably" : ""}`,
-    );
+  const limit = options.singleLimit ?? DEFAULT_SINGLE_LIMIT;
+  for (const part of parts) {
+    const mine = planned.filter((a) => a.dir === part.dir);
+    log(`${part.format} (${part.dir}): ${mine.length} artifact${mine.length === 1 ? "" : "s"}`);
+    for (const s of part.dist.skipped) log(`  skip ${s.fileName}: ${s.reason}`);
+    for (const a of mine) {
+      const digest = await fileDigest(a.path);
+      artifacts.push({
+        format: a.format,
+        fileName: a.fileName,
+        platform: a.platform,
+        kind: a.kind,
+        size: a.size,
+        sha512: digest.sha512,
+        signature: a.signature !== undefined,
+        ...(a.sha1 ? { sha1: a.sha1 } : {}),
+      });
+      log(
+        `  would upload ${a.platform} ${a.kind} ${a.fileName} (${megabytes(a.size)})${a.size > limit ? " resumably" : ""}; signature: ${a.signature !== undefined ? "yes" : "no"}${a.sha1 ? `; sha1 ${a.sha1}` : ""}`,
+      );
+    }
   }
+  for (const s of skipped.filter((s) => !parts.some((p) => p.dist.skipped.includes(s))))
+    log(`  skip ${s.fileName}: ${s.reason}`);
   log(
     `dry run: ${artifacts.length} artifacts, ${megabytes(artifacts.reduce((n, a) => n + a.size, 0))}; nothing was sent`,
   );
@@ -263,7 +383,7 @@ export async function plan(options: PublishOptions): Promise<PublishPlan> {
     version,
     channel,
     artifacts,
-    skipped: dist.skipped,
+    skipped,
   };
 }
 
@@ -311,12 +431,12 @@ async function publishWith(
   options: PublishOptions,
   log: (line: string) => void,
 ): Promise<PublishResult> {
-  const { dist, version, channel } = await readFolder(options, log);
+  const { artifacts, skipped, notes, version, channel } = await readFolder(options, log);
 
   const product = await productId(api, options.product);
-  const release = await ensureRelease(api, product, { ...options, version, channel }, dist, log);
+  const release = await ensureRelease(api, product, { ...options, version, channel }, notes, log);
   log(`${options.product} ${version}: release ${release.id} ${release.created ? "created" : "exists"} (${channel})`);
-  for (const s of dist.skipped) log(`  skip ${s.fileName}: ${s.reason}`);
+  for (const s of skipped) log(`  skip ${s.fileName}: ${s.reason}`);
 
   const path = `/v1/products/${product}/releases/${release.id}/downloads`;
   const { releaseDownloads } = await api.call<{ releaseDownloads: RemoteDownload[] }>("GET", `${path}?take=1000`);
@@ -326,8 +446,9 @@ async function publishWith(
     uploaded: [],
     replaced: [],
     unchanged: [],
+    resigned: [],
   };
-  const toSend = dist.artifacts.filter((a) => {
+  const toSend = artifacts.filter((a) => {
     const remote = releaseDownloads.find((d) => d.platform === a.platform && d.kind === a.kind);
     return !(remote && remote.size === a.size);
   });
@@ -336,15 +457,23 @@ async function publishWith(
     toSend.reduce((n, a) => n + a.size, 0),
   );
   try {
-    for (const artifact of dist.artifacts) {
-      const label = `${artifact.platform} ${artifact.kind} ${artifact.fileName} (${megabytes(artifact.size)})`;
+    for (const artifact of artifacts) {
+      const label = `${artifact.format}: ${artifact.platform} ${artifact.kind} ${artifact.fileName} (${megabytes(artifact.size)})`;
       const local = await fileDigest(artifact.path);
       const remote = releaseDownloads.find((d) => d.platform === artifact.platform && d.kind === artifact.kind);
       if (remote && remote.size === local.size && remote.sha512 === local.sha512) {
-        if (remote.fileName !== artifact.fileName)
-          await api.call("PUT", path, { releaseDownload: { id: remote.id, fileName: artifact.fileName } });
-        log(`  = ${label}: already uploaded`);
-        result.unchanged.push(artifact.fileName);
+        // Same bytes: a new name or a new signature (minisign's carries the signing time) is updated in place.
+        const resign = artifact.signature !== undefined && artifact.signature !== remote.signature;
+        if (remote.fileName !== artifact.fileName || resign)
+          await api.call("PUT", path, {
+            releaseDownload: {
+              id: remote.id,
+              fileName: artifact.fileName,
+              ...(resign ? { signature: artifact.signature } : {}),
+            },
+          });
+        log(`  = ${label}: already uploaded${resign ? "; signature updated" : ""}`);
+        (resign ? result.resigned : result.unchanged).push(artifact.fileName);
         continue;
       }
       if (remote) {
@@ -352,7 +481,11 @@ async function publishWith(
         await api.call("DELETE", `${path}/${remote.id}`);
       } else log(`  + ${label}: uploading`);
       const added = await upload(api, path, artifact, options, log, bar.sent);
-      if (added.size !== local.size || added.sha512 !== local.sha512) {
+      if (
+        added.size !== local.size ||
+        added.sha512 !== local.sha512 ||
+        (added.sha1 && added.sha1.toUpperCase() !== local.sha1)
+      ) {
         throw new Error(
           `${artifact.fileName}: the service stored ${added.size} bytes with another sha512; upload it again`,
         );
@@ -368,7 +501,7 @@ async function publishWith(
     log(`release ${version} is public`);
   }
   log(
-    `done: ${result.uploaded.length} uploaded, ${result.replaced.length} replaced, ${result.unchanged.length} unchanged`,
+    `done: ${result.uploaded.length} uploaded, ${result.replaced.length} replaced, ${result.unchanged.length} unchanged${result.resigned.length > 0 ? `, ${result.resigned.length} re-signed` : ""}`,
   );
   return result;
 }
