@@ -365,6 +365,11 @@ export const settingDefinitions = {
     "Days webhook delivery history (delivery events) is kept; the cron trigger prunes older ones.",
   ),
   "Updates:FeedCacheSeconds": def(int(0, 86_400), 60, "max-age of cached anonymous feed and update-check answers."),
+  "Updates:AdoptionRetentionDays": def(
+    int(1, 36_500),
+    400,
+    "Days of release adoption (GET .../adoption) kept; the cron trigger prunes older days.",
+  ),
   "Updates:PlatformEditions": def(
     platformEditions,
     { windows: [], mac: ["Ultimate"], linux: ["Ultimate"] },

@@ -14,6 +14,7 @@ import { pruneLogs } from "./logging";
 import { pruneDeliveries } from "./webhooks/history";
 import { pruneInlineReports, pruneStoredReports, pruneTraces } from "./licensing/retention";
 import { pruneOutbox } from "./mail/send";
+import { pruneAdoption } from "./updates/adoption";
 import { sealPlainPasswords } from "./management/resource-passwords";
 import { sealPlainHeaders } from "./webhooks/subscriptions";
 
@@ -31,6 +32,8 @@ export async function housekeeping(env: Bindings, now: Date): Promise<Record<str
     webhookEvents: d1Statement(db, pruneDeliveries(db, config, now)),
     // License traces, reports kept in their row, and the email outbox, past their retention settings.
     licenseTraces: d1Statement(db, pruneTraces(db, config, now)),
+    // Release adoption days older than Updates:AdoptionRetentionDays.
+    releaseAdoption: d1Statement(db, pruneAdoption(db, config, now)),
     reports: d1Statement(db, pruneInlineReports(db, config, now)),
     emailOutbox: d1Statement(db, pruneOutbox(db, config, now)),
     // Admin console sessions past their expiry or their idle timeout (their API keys can no longer be used).

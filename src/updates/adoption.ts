@@ -13,8 +13,9 @@
  * An install is its install id (`X-Service-Install-Id`) when it sends one, else its license and machine; an anonymous
  * caller without an install id cannot be told apart from others and is not counted.
  */
-import { and, count, countDistinct, eq, gte, lte } from "drizzle-orm";
+import { and, count, countDistinct, eq, gte, lt, lte } from "drizzle-orm";
 import { clock } from "../clock";
+import type { Config } from "../config";
 import type { Db } from "../db/client";
 import { releaseAdoption } from "../db/schema";
 import type { Job, JobOf } from "../jobs";
@@ -234,4 +235,10 @@ export async function readAdoption(db: Db, releaseId: number, from: string, to: 
     last[stage] = row.n;
   }
   return { from, to, totals, days };
+}
+
+/** The statement removing adoption days older than Updates:AdoptionRetentionDays (housekeeping.ts), unexecuted. */
+export function pruneAdoption(db: Db, config: Config, now: Date) {
+  const cutoff = new Date(now.getTime() - config["Updates:AdoptionRetentionDays"] * 86_400_000);
+  return db.delete(releaseAdoption).where(lt(releaseAdoption.day, cutoff.toISOString().slice(0, 10)));
 }
