@@ -179,8 +179,10 @@ export interface UpdateCheckData {
   requiredEdition?: string;
   maintenance?: UpdateMaintenance;
   /**
-   * The offered release's rollout for this caller (CONTRACT section 8): its effective percentage now, and whether the
-   * caller (its install id, else its license) is admitted. Absent from a service without release control.
+   * The newest release's rollout for this caller (CONTRACT section 8): its effective percentage now, and whether the
+   * caller (its install id, else its license) is admitted to it; when it is not, `release` is the newest release it
+   * is admitted to and `latest` still names the newest. Absent when nothing is published, and from a service without
+   * release control.
    */
   rollout?: UpdateRollout;
   /**
@@ -195,11 +197,14 @@ export interface UpdateCheckData {
   rollback: boolean;
 }
 
-/** A release's rollout as the update check reports it for the caller. */
+/** The newest release's rollout as the update check reports it for the caller. */
 export interface UpdateRollout {
   /** The effective percentage now (the last passed `rolloutSchedule` step, else `stagingPercentage`). */
   percentage: number;
-  /** Whether the caller's cohort is below `percentage`. */
+  /**
+   * Whether the caller's cohort is below `percentage`; `true` when the service does not decide (anonymous, no install
+   * id: apply `percentage` yourself, as electron-updater does with the feed's `stagingPercentage`).
+   */
   admitted: boolean;
 }
 

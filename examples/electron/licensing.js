@@ -10,8 +10,8 @@ const {
   NetworkError,
   verifyLicenseOffline,
 } = require("@licensing/client");
-const { machineId } = require("@licensing/client/node");
-const { configureAutoUpdater } = require("@licensing/client/electron-updater");
+const { installId, machineId } = require("@licensing/client/node");
+const { configureAutoUpdater, signedUpdateCheck } = require("@licensing/client/electron-updater");
 
 /** Where the service is and which product this app is. LICENSING_URL overrides the address while developing. */
 const SERVICE = {
@@ -105,21 +105,41 @@ function createLicensing(options) {
     },
 
     /**
-     * Points electron-updater's autoUpdater at the service: this build's channel and platform, and the license's
-     * user key (releases under maintenance reach licensed installations only). Call again after activation.
-     * Returns the feed directory.
+     * Points electron-updater's autoUpdater at the service: this build's channel and platform, the license's user
+     * key (releases under maintenance reach licensed installations only), this install's id (kept in the data
+     * folder: the service's rollouts admit by it) and the running version. Call again after activation. Returns the
+     * feed directory.
      */
     async configureUpdates(autoUpdater, extra = {}) {
-      const saved = await load();
-      return configureAutoUpdater(autoUpdater, {
-        baseUrl,
-        productCode,
-        channel: channelOf(options.appVersion),
-        ...(saved ? { userKey: saved.userKey } : {}),
-        ...extra,
-      });
+      return configureAutoUpdater(autoUpdater, await updateOptions(extra));
+    },
+
+    /**
+     * Configures the autoUpdater, then asks the signed update check what this install should do: `required` (below
+     * the product's minimum version, or a critical release: install now) and `rollback` (the release it runs was
+     * halted and rolled back; allowDowngrade is now on so electron-updater installs the previous one).
+     */
+    async decideUpdates(autoUpdater, extra = {}) {
+      const settings = await updateOptions(extra);
+      configureAutoUpdater(autoUpdater, settings);
+      const client = new LicensingClient({ baseUrl, ...(settings.userKey ? { userKey: settings.userKey } : {}) });
+      const { required, rollback } = await signedUpdateCheck(autoUpdater, client, settings);
+      return { required, rollback };
     },
   };
+
+  async function updateOptions(extra) {
+    const saved = await load();
+    return {
+      baseUrl,
+      productCode,
+      channel: channelOf(options.appVersion),
+      installId: await installId(options.dataDir),
+      currentVersion: options.appVersion,
+      ...(saved ? { userKey: saved.userKey } : {}),
+      ...extra,
+    };
+  }
 }
 
 module.exports = { SERVICE, channelOf, createLicensing };

@@ -10,9 +10,20 @@ let licensing;
 let window;
 
 async function checkForUpdates() {
-  // The feed directory of this build's channel and platform, with the user key as a header.
-  await licensing.configureUpdates(autoUpdater, { runningUnderARM64Translation: app.runningUnderARM64Translation });
-  autoUpdater.checkForUpdatesAndNotify();
+  // The feed directory of this build's channel and platform, with the user key, this install's id and version as
+  // headers; then the signed update check: a rollback allows the downgrade, a required update installs at once.
+  const { required, rollback } = await licensing
+    .decideUpdates(autoUpdater, { runningUnderARM64Translation: app.runningUnderARM64Translation })
+    .catch((e) => {
+      console.warn("signed update check failed:", e.message); // downgrades stay off; the feed still updates forward
+      return { required: false, rollback: false };
+    });
+  if (!required && !rollback) return autoUpdater.checkForUpdatesAndNotify();
+  const check = await autoUpdater.checkForUpdates(); // autoDownload: it downloads at once
+  if (check?.isUpdateAvailable) {
+    await check.downloadPromise;
+    autoUpdater.quitAndInstall();
+  }
 }
 
 function open(page) {

@@ -42,6 +42,7 @@ interface Licensing {
   licensed(): Promise<boolean>;
   refresh(): Promise<"valid" | "offline" | "dropped">;
   configureUpdates(updater: unknown, extra?: Record<string, unknown>): Promise<string>;
+  decideUpdates(updater: unknown, extra?: Record<string, unknown>): Promise<{ required: boolean; rollback: boolean }>;
 }
 let example: {
   channelOf(version: string): string;
@@ -284,7 +285,18 @@ describe("examples/electron", () => {
     });
     const feed = await licensing.configureUpdates(updater, { platform: "win-x64" });
     expect(feed).toBe(`${base}/v1/updates/studio/feed/insider/win-x64/`);
-    expect(updater.requestHeaders).toEqual({ "X-Service-User-Key": userKey });
+    // The install's id, kept in the data folder, and the running version travel with the user key.
+    expect(updater.requestHeaders).toEqual({
+      "X-Service-User-Key": userKey,
+      "X-Service-Install-Id": readFileSync(join(app, "userData", "licensing-install-id"), "utf8").trim(),
+      "X-Service-Current-Version": "2.1.0-beta.0",
+    });
+    // The signed check: an ordinary update, neither required nor a rollback, so no downgrade is allowed.
+    expect(await licensing.decideUpdates(updater, { platform: "win-x64" })).toEqual({
+      required: false,
+      rollback: false,
+    });
+    expect(updater.allowDowngrade).toBe(false);
     const check = await updater.checkForUpdates();
     expect(check?.isUpdateAvailable).toBe(true);
     expect(check?.updateInfo.version).toBe(VERSION);
