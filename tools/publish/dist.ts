@@ -32,6 +32,8 @@ export interface Artifact {
   signature?: string;
   /** The SHA1 the tool declared (Squirrel RELEASES, Velopack), uppercase hex as written: the service checks it. */
   sha1?: string;
+  /** The SHA256 the tool declared (Velopack), hex as written: the service checks it. */
+  sha256?: string;
 }
 
 /** The service's release channels. */

@@ -158,11 +158,12 @@ async function ensureRelease(
   return { id: productReleaseId, created: true };
 }
 
-/** The vendor's signature and the tool's declared SHA1, sent untouched with the artifact when there are any. */
+/** The vendor's signature and the hashes the tool declared (SHA1, SHA256), sent untouched with the artifact when there are any. */
 function vendorFields(artifact: Artifact): Record<string, string> {
   return {
     ...(artifact.signature !== undefined ? { signature: artifact.signature } : {}),
     ...(artifact.sha1 !== undefined ? { sha1: artifact.sha1 } : {}),
+    ...(artifact.sha256 !== undefined ? { sha256: artifact.sha256 } : {}),
   };
 }
 

@@ -142,6 +142,7 @@ export async function readVelopack(dir: string, options: ReadOptions): Promise<D
         kind,
         size,
         ...(asset.SHA1 ? { sha1: asset.SHA1.toUpperCase() } : {}),
+        ...(asset.SHA256 ? { sha256: asset.SHA256 } : {}),
       });
     }
     for (const [file, kind] of [
