@@ -400,7 +400,9 @@ describe("licensing-publish with each tool's folder, against the Worker", () => 
     const sparkle = await cli("--dir", SPARKLE.appcast);
     expect(sparkle.code, sparkle.stderr).toBe(0);
     const signature = edSignature(text(join(SPARKLE.appcast, "appcast.xml")), "Studio-1.6.0.zip");
-    expect((await published("1.6.0")).downloads.map((d) => [d.platform, d.kind, d.fileName, d.signature ?? null])).toEqual([
+    expect(
+      (await published("1.6.0")).downloads.map((d) => [d.platform, d.kind, d.fileName, d.signature ?? null]),
+    ).toEqual([
       ["darwin-arm64", "zip", "Studio-1.6.0.zip", signature],
       ["darwin-x64", "zip", "Studio-1.6.0.zip", signature],
     ]);
