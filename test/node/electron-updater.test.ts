@@ -195,7 +195,7 @@ describe("electron-updater against the service", () => {
     // 204, which electron-updater reports as an error (docs/electron.md: Updates:EmptyFeedAsYaml avoids it).
     const anonymous = updater("1.0.0", mkdtempSync(join(tmpdir(), "updater-anon-")));
     configureAutoUpdater(anonymous, { baseUrl: base, productCode: "studio", platform: "win-x64" });
-    expect(anonymous.requestHeaders).toEqual({});
+    expect(anonymous.requestHeaders).toEqual({ "X-Service-Current-Version": "1.0.0" });
     await expect(anonymous.checkForUpdates()).rejects.toThrow(/Cannot parse update info from latest.yml/);
   });
 });
