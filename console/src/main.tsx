@@ -18,6 +18,7 @@ import {
   Webhooks,
 } from "./pages";
 import { ResourcePage, resources } from "./resources";
+import { CommerceMappings, MAPPING_ROLES } from "./commerce";
 import "./style.css";
 import { ErrorBox } from "./ui";
 import type { Role } from "./words";
@@ -36,6 +37,7 @@ const NAV: { href: string; label: string; roles: Role[] }[] = [
   { href: "#/orders", label: "Orders", roles: ALL },
   { href: "#/templates", label: "License templates", roles: ALL },
   { href: "#/licenses", label: "Licenses", roles: ALL },
+  { href: "#/commerce-mappings", label: "Commerce mappings", roles: MAPPING_ROLES as Role[] },
   { href: "#/webhooks", label: "Webhooks", roles: MANAGERS },
   { href: "#/users", label: "Users", roles: ADMIN },
   { href: "#/api-keys", label: "API keys", roles: ADMIN },
@@ -124,6 +126,8 @@ function Page({ hash, roles }: { hash: string; roles: string[] }) {
       );
     case "order-lines":
       return <OrderLines orderId={Number(parts[1])} />;
+    case "commerce-mappings":
+      return <CommerceMappings roles={roles} />;
     case "api-keys":
       return <ApiKeys />;
     case "settings":

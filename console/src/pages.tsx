@@ -19,6 +19,7 @@ import {
 } from "./ui";
 import { uploadArtifact } from "./upload";
 import { FeedPreview } from "./feed-preview";
+import { OrderCommerce } from "./commerce";
 import { PERMISSIONS, formatDate, formatDay, formatSize, labelOf, permissionMask, permissionNames } from "./words";
 
 type Row = Record<string, unknown>;
@@ -713,6 +714,7 @@ export function License({ id, roles }: { id: string; roles: string[] }) {
               </>
             ))}
           </dl>
+          <OrderCommerce orderId={l["orderId"]} />
           {write ? (
             <div class="actions">
               {l["revoked"] ? (
@@ -1355,6 +1357,7 @@ export function OrderLines({ orderId }: { orderId: number }) {
           </>
         )}
       />
+      <OrderCommerce orderId={orderId} />
     </>
   );
 }
