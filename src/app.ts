@@ -46,6 +46,7 @@ import { registerResources } from "./management/resources";
 import { registerDownloads } from "./management/release-downloads";
 import { registerSigningKeys } from "./auth/signing-key-routes";
 import { notModifiedFor, registerUpdateRoutes } from "./updates/update-routes";
+import { registerPackageRoutes } from "./updates/package-routes";
 import { registerLicensingRoutes } from "./licensing/licensing-routes";
 import { registerRpc } from "./rpc/mount";
 import { registerSettings } from "./management/settings";
@@ -333,6 +334,7 @@ export function createApp(preRoute: readonly PreRouteGate[] = PRE_ROUTE): Router
   registerResources(app);
   registerSigningKeys(app);
   registerUpdateRoutes(app);
+  registerPackageRoutes(app);
   registerLicensingRoutes(app);
   registerRpc(app);
   registerUsers(app);

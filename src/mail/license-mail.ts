@@ -32,7 +32,7 @@ export async function findLicense(db: Db, licenseId: string | number): Promise<L
 }
 
 const HTML_ESCAPES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
-const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (ch) => HTML_ESCAPES[ch] ?? ch);
+export const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (ch) => HTML_ESCAPES[ch] ?? ch);
 
 /** Replaces each `{Placeholder}` with its value (HTML-escaped in HTML); unknown braces stay as written. */
 export function renderTemplate(template: string, values: Readonly<Record<Placeholder, string>>, html: boolean): string {

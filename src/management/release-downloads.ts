@@ -48,7 +48,7 @@ const PATH = "/v1/products/{productId}/releases/{releaseId}/downloads";
 const TAG = "Release downloads";
 /** Plain form fields are short; a signature is the longest. */
 const MAX_FIELD_BYTES = 20_000;
-const FORM_FIELDS = new Set(["platform", "kind", "fileName", "sourceKind", "signature"]);
+const FORM_FIELDS = new Set(["platform", "kind", "fileName", "sourceKind", "signature", "sha1", "sha256", "sha512"]);
 
 const releaseParams = z.object({ productId: intIdParam("productId"), releaseId: intIdParam("releaseId") });
 const uploadParams = releaseParams.extend({
@@ -111,6 +111,21 @@ const multipartSchema = {
         "local (default): R2 under Extensions:DownloadRoot; resource: the database, up to Extensions:MaxResourceArtifactBytes.",
     },
     signature: { type: "string" as const, maxLength: 16_384 },
+    sha1: {
+      type: "string" as const,
+      pattern: "^[0-9a-fA-F]{40}$",
+      description:
+        "Optional: the file's SHA-1 (hex) as the publisher computed it; the upload is refused when it differs.",
+    },
+    sha256: {
+      type: "string" as const,
+      pattern: "^[0-9a-fA-F]{64}$",
+      description: "Optional: the file's SHA-256 (hex); the upload is refused when it differs.",
+    },
+    sha512: {
+      type: "string" as const,
+      description: "Optional: the file's SHA-512 (standard base64); the upload is refused when it differs.",
+    },
   },
 };
 
@@ -160,7 +175,7 @@ export function registerDownloads(app: Router): void {
       summary: "Add an artifact: a hosted URL (JSON) or an uploaded file (multipart/form-data)",
       description:
         'JSON `{releaseDownload: {platform, kind, fileName, sourceKind: "url", url, size, sha256, sha512}}` adds a hosted artifact. ' +
-        "multipart/form-data uploads the file (part `file`, after the fields platform, kind, fileName, sourceKind, signature); the service computes size and hashes while it streams. " +
+        "multipart/form-data uploads the file (part `file`, after the fields platform, kind, fileName, sourceKind, signature and optionally the publisher's sha1, sha256, sha512); the service computes size and hashes (sha256, sha512, sha1) while it streams and refuses the file (400, nothing stored) when a declared hash differs. " +
         "Only releases of application products with a major.minor.patch version take downloads; one artifact per platform and kind.",
       ...access.key(roles),
       request: {

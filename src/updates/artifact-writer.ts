@@ -1,5 +1,5 @@
 /**
- * Storing artifact bytes while they stream in: each piece is counted, fed to a SHA-256 and a SHA-512
+ * Storing artifact bytes while they stream in: each piece is counted, fed to a SHA-256, a SHA-512 and a SHA-1
  * `crypto.DigestStream` and cut into fixed-size blocks for storage (R2 multipart parts, or 1 MiB D1 chunks), so
  * size and hashes are known when the last byte is stored and nothing larger than one block is ever held (DESIGN,
  * "Platform limits": 128 MB per isolate). Every sink can discard what it stored, so a failed upload leaves nothing.
@@ -10,11 +10,15 @@ import type { Db } from "../db/client";
 import { artifactChunks } from "../db/schema";
 import { ApiError } from "../errors";
 
-/** Size and digests of stored bytes, as an artifact row holds them: SHA-256 lowercase hex, SHA-512 base64. */
+/**
+ * Size and digests of stored bytes, as an artifact row holds them: SHA-256 lowercase hex, SHA-512 base64, SHA-1
+ * lowercase hex (Squirrel.Windows and Velopack name packages by it).
+ */
 export interface Digests {
   size: number;
   sha256: string;
   sha512: string;
+  sha1: string;
 }
 
 /** Part size of R2 multipart uploads made from one request: above R2's 5 MiB minimum, few parts per 100 MB. */
@@ -23,13 +27,14 @@ export const R2_PART_BYTES = 8 * 1024 * 1024;
 export const R2_MIN_PART_BYTES = 5 * 1024 * 1024;
 
 /**
- * Size, SHA-256 and SHA-512 of bytes as they pass. Writing each piece to both digest streams directly (rather than
+ * Size, SHA-256, SHA-512 and SHA-1 of bytes as they pass. Writing each piece to both digest streams directly (rather than
  * `tee()`-ing the source) keeps one pace for storage and hashing, so neither branch queues bytes for the other.
  */
 export class Hasher {
   private readonly sha256 = new crypto.DigestStream("SHA-256");
   private readonly sha512 = new crypto.DigestStream("SHA-512");
-  private readonly writers = [this.sha256.getWriter(), this.sha512.getWriter()] as const;
+  private readonly sha1 = new crypto.DigestStream("SHA-1");
+  private readonly writers = [this.sha256.getWriter(), this.sha512.getWriter(), this.sha1.getWriter()] as const;
   size = 0;
 
   async update(bytes: Uint8Array): Promise<void> {
@@ -39,8 +44,8 @@ export class Hasher {
 
   async digest(): Promise<Digests> {
     await Promise.all(this.writers.map((w) => w.close()));
-    const [sha256, sha512] = await Promise.all([this.sha256.digest, this.sha512.digest]);
-    return { size: this.size, sha256: toHex(sha256), sha512: toBase64(sha512) };
+    const [sha256, sha512, sha1] = await Promise.all([this.sha256.digest, this.sha512.digest, this.sha1.digest]);
+    return { size: this.size, sha256: toHex(sha256), sha512: toBase64(sha512), sha1: toHex(sha1) };
   }
 }
 

@@ -138,6 +138,8 @@ export function artifactKey(root: string, target: DownloadTarget, fileName: stri
  */
 export interface StagedArtifact {
   digests: Digests;
+  /** The hashes the publisher declared with the file, if any: the upload is refused when one differs. */
+  declared?: DeclaredHashes;
   kind: string;
   fileName: string;
   read(): Promise<ReadableStream<Uint8Array> | undefined>;
@@ -161,6 +163,7 @@ export async function addHosted(
     size: input["size"],
     sha256: input["sha256"],
     sha512: input["sha512"],
+    sha1: input["sha1"] ?? null,
     signature: input["signature"] ?? null,
   });
   return row;
@@ -182,6 +185,7 @@ export async function stageLocal(
   const discard = () => bucket.delete(key);
   return {
     digests,
+    declared: declaredHashes(fields),
     kind: fields.kind,
     fileName: fields.fileName,
     read: async () => (await bucket.get(key))?.body,
@@ -207,7 +211,7 @@ export async function stageResource(
 ): Promise<StagedArtifact> {
   await removeStalePending(ctx.db);
   const pending = await insertRow(ctx.db, ReleaseDownload, {
-    ...artifactValues(target, fields, { size: 0, sha256: "", sha512: "" }),
+    ...artifactValues(target, fields, { size: 0, sha256: "", sha512: "", sha1: "" }),
     platform: PENDING_PLATFORM + randomString(16),
     sourceKind: "resource",
   });
@@ -230,6 +234,7 @@ export async function stageResource(
   }
   return {
     digests,
+    declared: declaredHashes(fields),
     kind: fields.kind,
     fileName: fields.fileName,
     read: () => readArtifact(ctx.env, ctx.db, { ...(pending as ReleaseDownloadRow), size: digests.size }),
@@ -240,6 +245,7 @@ export async function stageResource(
         size: digests.size,
         sha256: digests.sha256,
         sha512: digests.sha512,
+        sha1: digests.sha1,
       }),
   };
 }
@@ -254,7 +260,36 @@ function artifactValues(target: DownloadTarget, fields: UploadFields, digests: D
     size: digests.size,
     sha256: digests.sha256,
     sha512: digests.sha512,
+    sha1: digests.sha1,
   };
+}
+
+/** The hashes a publisher may declare with an uploaded file (the forms of the record: hex, hex, base64). */
+export type DeclaredHashes = Partial<Pick<Digests, "sha1" | "sha256" | "sha512">>;
+
+/** The declared hashes among an upload's fields. */
+export function declaredHashes(fields: DeclaredHashes): DeclaredHashes {
+  const declared: DeclaredHashes = {};
+  for (const name of ["sha1", "sha256", "sha512"] as const) if (fields[name]) declared[name] = fields[name];
+  return declared;
+}
+
+/**
+ * 400 when a hash the publisher declared differs from the one of the bytes the service stored: a file damaged on the
+ * way, or not the one the publisher meant, is never published under its name. Hex is compared in lowercase.
+ */
+export function refuseDeclaredMismatch(digests: Digests, declared: DeclaredHashes | undefined): void {
+  for (const name of ["sha1", "sha256", "sha512"] as const) {
+    const expected = declared?.[name];
+    if (expected === undefined) continue;
+    const actual = digests[name];
+    const same = name === "sha512" ? expected === actual : expected.toLowerCase() === actual;
+    if (!same)
+      throw new ApiError(
+        400,
+        `The file's ${name} is ${actual}, not the declared ${expected}: the upload is refused (nothing was stored)`,
+      );
+  }
 }
 
 /**
@@ -277,6 +312,7 @@ export async function commitStaged(staged: StagedArtifact, beforeCommit?: () => 
   let row: Row;
   try {
     await beforeCommit?.();
+    refuseDeclaredMismatch(staged.digests, staged.declared);
     if (staged.kind === "blockmap") await requireBlockmap(staged.read, staged.digests.size, staged.fileName);
     row = await staged.commit();
   } catch (e) {
@@ -344,7 +380,12 @@ async function matchesStoredBytes(env: Bindings, db: Db, row: ReleaseDownloadRow
     const stream = await readArtifact(env, db, row);
     if (!stream) return false;
     const actual = await digestStream(stream);
-    return actual.size === row.size && actual.sha256 === row.sha256 && actual.sha512 === row.sha512;
+    return (
+      actual.size === row.size &&
+      actual.sha256 === row.sha256 &&
+      actual.sha512 === row.sha512 &&
+      (row.sha1 === null || actual.sha1 === row.sha1)
+    );
   } catch (e) {
     // A short or missing chunk in the middle fails the stream: that too is drift, not a failure of the check.
     console.warn(`verify: artifact ${row.id} could not be read`, e);

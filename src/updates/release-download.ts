@@ -31,6 +31,27 @@ const FILE_NAME_MESSAGE =
 /** The hash forms the feed serves: SHA-256 lowercase hex, SHA-512 standard base64 (64 bytes = 88 characters). */
 export const SHA256_HEX = /^[0-9a-f]{64}$/;
 export const SHA512_BASE64 = /^[A-Za-z0-9+/]{86}==$/;
+/** SHA-1 as Squirrel.Windows' RELEASES and Velopack's feed carry it: 40 hex characters (stored lowercase). */
+export const SHA1_HEX = /^[0-9a-fA-F]{40}$/;
+
+/** Declared hashes of an uploaded file (optional): the upload is refused when one differs from the stored bytes'. */
+const declaredHashFields = {
+  sha1: z
+    .string()
+    .regex(SHA1_HEX, "40 hex characters")
+    .optional()
+    .openapi({ description: "The file's SHA-1 as the publisher computed it (hex); refused when it differs." }),
+  sha256: z
+    .string()
+    .regex(/^[0-9a-fA-F]{64}$/, "64 hex characters")
+    .optional()
+    .openapi({ description: "The file's SHA-256 as the publisher computed it (hex); refused when it differs." }),
+  sha512: z
+    .string()
+    .regex(SHA512_BASE64, "88 characters of standard base64")
+    .optional()
+    .openapi({ description: "The file's SHA-512 (base64) as the publisher computed it; refused when it differs." }),
+};
 
 /** Why `url` cannot be a hosted artifact's address, or undefined when it can. */
 export function hostedUrlProblem(url: string): string | undefined {
@@ -92,6 +113,11 @@ export const ReleaseDownload = defineEntity({
     },
     sha256: f.string({ readOnly: true, description: "Lowercase hex." }),
     sha512: f.string({ readOnly: true, description: "Base64." }),
+    sha1: f.string({
+      readOnly: true,
+      description:
+        "Lowercase hex (Squirrel.Windows and Velopack packages); null on artifacts added before it was kept.",
+    }),
     signature: f.string({ max: 16_384, description: "The file's signature, as the publisher made it." }),
     downloadCount: {
       filter: "integer" as const,
@@ -130,6 +156,15 @@ export const HostedDownloadInput = z
       .length(88)
       .regex(SHA512_BASE64, "88 characters of standard base64")
       .openapi({ description: "Standard base64 (88 characters)." }),
+    sha1: z
+      .string()
+      .length(40)
+      .regex(/^[0-9a-f]{40}$/, "40 lowercase hex characters")
+      .optional()
+      .openapi({
+        description:
+          "Lowercase hex; Squirrel.Windows' RELEASES and Velopack's feed list a hosted package only when it has one.",
+      }),
     signature: z.string().max(16_384).nullable().optional(),
   })
   .openapi("ReleaseDownloadHosted");
@@ -141,6 +176,7 @@ export const UploadFields = z.object({
   fileName: fileNameSchema,
   sourceKind: z.enum(UPLOAD_SOURCE_KINDS).default("local"),
   signature: z.string().max(16_384).optional(),
+  ...declaredHashFields,
 });
 export type UploadFields = z.infer<typeof UploadFields>;
 

@@ -53,7 +53,7 @@ import { MAX_VERSION_LENGTH, isReleaseVersion } from "./versions";
 const TRACE_UPDATE_CHECK = TraceAction.UpdateCheck;
 const TRACE_DOWNLOAD = TraceAction.Download;
 
-function requirePlatform(value: string | undefined, fallback?: Platform): Platform {
+export function requirePlatform(value: string | undefined, fallback?: Platform): Platform {
   const platform = value ?? fallback;
   if (!platform || !(PLATFORMS as readonly string[]).includes(platform))
     throw new ApiError(400, `Unknown platform '${value}': one of ${PLATFORMS.join(", ")}`);

@@ -1,0 +1,302 @@
+/**
+ * The package feeds' routes (CONTRACT section 9): Squirrel.Windows' folder `/v1/updates/{productCode}/squirrel-win/
+ * {platform}/` (its `RELEASES` and the packages it names) and Velopack's folder `/v1/updates/{productCode}/velopack/
+ * {platform}/` (`releases.{channel}.json` and the packages it names). The caller, the releases and THE selection are
+ * the update routes' own (update-routes.ts callerAndReleases, feed.ts feedRelease): rollouts, halts, audiences,
+ * maintenance and the platform rule apply as on every feed; package-feeds.ts writes the answers.
+ *
+ * A package requested by name from the folder (Velopack always does; Squirrel when RELEASES names it bare) is
+ * answered with a redirect to the download route, with a download token exactly as the feeds make them when the
+ * caller (user key or feed token) may install that release; the download route then applies its own rules.
+ */
+import { createRoute, z } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import { sha256Hex } from "../crypto";
+import { ApiError } from "../errors";
+import { access } from "../auth/guard";
+import type { AppEnv } from "../http/app-env";
+import { type ServiceContext, serviceContext } from "../http/context";
+import { type Router, documented } from "../http/router";
+import { TraceAction } from "../licensing/vocabulary";
+import { INSTALL_ID_HEADER, installIdOf, licenseOf } from "./caller";
+import { CHANNELS, type Platform, type ProductRow, type ReleaseWithFiles, coveredByMaintenance } from "./catalog";
+import { type Selection, feedRelease } from "./feed";
+import { PACKAGE, type PackagePlan, packagePlan, squirrelReleases, velopackFeed } from "./package-feeds";
+import { type UpdateReason, withReason } from "./reasons";
+import { downloadFor } from "./update-check";
+import {
+  NOTHING_OFFERED,
+  askingFor,
+  credentialFrom,
+  downloadUrlBuilder,
+  notModifiedFor,
+  problems,
+  productCodeParam,
+  reasonHeader,
+  requireChannel,
+  requirePlatform,
+  requireProduct,
+  requireVersion,
+  throughCache,
+  traceFor,
+  userKeyQuery,
+} from "./update-routes";
+
+/** Velopack's default channel when a package was packed without `--channel`: the operating system's name. */
+const VELOPACK_OS_CHANNELS: Record<string, string> = { win: "win", darwin: "osx", linux: "linux" };
+
+/** The channel a Velopack feed file names: `releases.<channel>.json`, stable or insider (or the OS's default name). */
+function velopackChannel(file: string, platform: Platform): string | undefined {
+  const m = /^releases\.([A-Za-z0-9_-]{1,32})\.json$/.exec(file);
+  if (!m) return undefined;
+  const name = m[1]!;
+  if ((CHANNELS as readonly string[]).includes(name)) return name;
+  if (name === VELOPACK_OS_CHANNELS[platform.split("-")[0]!]) return "stable";
+  throw new ApiError(
+    404,
+    `No channel '${name}': releases.stable.json, releases.insider.json or releases.${VELOPACK_OS_CHANNELS[platform.split("-")[0]!]}.json (stable)`,
+  );
+}
+
+/**
+ * Who asks and what it runs, as every update answer reads it (update-routes.ts askingFor), and THE selection; the
+ * updater's `localVersion` is the version it runs, and Velopack's `stagingId` (its per-install staging id) is the
+ * cohort id when no X-Service-Install-Id header names one.
+ */
+async function selectFor(
+  c: Context<AppEnv>,
+  ctx: ServiceContext,
+  product: ProductRow,
+  platform: Platform,
+  channel: string,
+  current: string | undefined,
+) {
+  const asking = await askingFor(c, product, platform, channel, {
+    offerable: PACKAGE,
+    ...(current ? { version: current } : {}),
+  });
+  const installId = asking.installId ?? installIdOf(c.req.query("stagingId"));
+  const selection = await feedRelease(ctx, { ...asking, installId, platform });
+  return { ...asking, selection };
+}
+
+/** The version an updater says it runs (`localVersion`), checked; undefined when it sends none (a fresh install). */
+function localVersionOf(c: Context<AppEnv>): string | undefined {
+  const value = c.req.query("localVersion");
+  return value === undefined || value === "" ? undefined : requireVersion(value);
+}
+
+/** Whether an answer is the same for every caller asking this URL: no credential, no install id. */
+function anonymousRequest(c: Context<AppEnv>): boolean {
+  return !credentialFrom(c) && c.req.header(INSTALL_ID_HEADER) === undefined && c.req.query("stagingId") === undefined;
+}
+
+async function tagged(body: string, contentType: string): Promise<Response> {
+  const etag = `"${(await sha256Hex(body)).slice(0, 32)}"`;
+  return new Response(body, { status: 200, headers: { "Content-Type": contentType, ETag: etag } });
+}
+
+/**
+ * Why a package feed offers nothing newer: the selection's reason, else "nothing newer" when it has no target (or,
+ * for Velopack, "not offered" when a rollout it cannot apply withholds the target).
+ */
+function planReason(selection: Selection, plan: PackagePlan, appliesStaging: boolean): UpdateReason | undefined {
+  if (selection.reason) return selection.reason;
+  if (!plan.target) return "nothingNewer";
+  return plan.staged !== undefined && !appliesStaging ? "notOffered" : undefined;
+}
+
+/**
+ * A package of the folder, by file name: a redirect to the download route, tokenised when the caller may install its
+ * release (its license is covered by maintenance, the selection admits the release: rollout, halt, audience and
+ * platform as on every feed); bare otherwise (an ungated package downloads as it is; a gated one is refused there).
+ */
+async function packageRedirect(c: Context<AppEnv>, platform: Platform, fileName: string): Promise<Response> {
+  const ctx = serviceContext(c);
+  if (!fileName.toLowerCase().endsWith(".nupkg")) throw new ApiError(404, `No file '${fileName}' in this folder`);
+  const product = await requireProduct(ctx, c.req.param("productCode") ?? "");
+  const channel = requireChannel(c.req.query("channel"));
+  const { caller, releases, selection } = await selectFor(c, ctx, product, platform, channel, undefined);
+  let found: { entry: ReleaseWithFiles; file: ReleaseWithFiles["files"][number] } | undefined;
+  for (const entry of releases) {
+    const file = entry.files.find((f) => (f.kind === "package" || f.kind === "delta") && f.fileName === fileName);
+    if (file) found = { entry, file };
+  }
+  if (!found) throw new ApiError(404, `No package '${fileName}' for ${platform}`);
+  const license = licenseOf(caller);
+  const mayInstall =
+    license !== undefined &&
+    selection.reason === undefined &&
+    selection.admitted.includes(found.entry) &&
+    coveredByMaintenance(license, found.entry.release);
+  const url = downloadUrlBuilder(c, product, platform);
+  const target = mayInstall
+    ? (await downloadFor(ctx, { caller, downloadUrl: url }, found.entry, found.file)).url
+    : url(found.entry, found.file);
+  return new Response(null, {
+    status: 302,
+    headers: { Location: target, "Cache-Control": mayInstall ? "private, no-store" : "no-cache" },
+  });
+}
+
+async function squirrelResponse(c: Context<AppEnv>): Promise<Response> {
+  const ctx = serviceContext(c);
+  const platform = requirePlatform(c.req.param("platform"));
+  if (!platform.startsWith("win-"))
+    throw new ApiError(404, `Squirrel.Windows serves Windows platforms (win-x64, win-arm64), not ${platform}`);
+  const file = c.req.param("file") ?? "";
+  if (file !== "RELEASES") return packageRedirect(c, platform, file);
+  const channel = requireChannel(c.req.query("channel"));
+  const current = localVersionOf(c);
+  const product = await requireProduct(ctx, c.req.param("productCode") ?? "");
+  const res = await throughCache(
+    c,
+    product,
+    [product.code, String(product.releaseGeneration), "squirrel-win", channel, platform, current ?? ""],
+    anonymousRequest(c),
+    async () => {
+      const { caller, releases, selection } = await selectFor(c, ctx, product, platform, channel, current);
+      const plan = packagePlan(releases, selection, current);
+      traceFor(c, licenseOf(caller), TraceAction.UpdateCheck, current);
+      const body = await squirrelReleases(ctx, { caller, downloadUrl: downloadUrlBuilder(c, product, platform) }, plan);
+      return withReason(await tagged(body, "text/plain; charset=utf-8"), planReason(selection, plan, true));
+    },
+  );
+  return notModifiedFor(c.req.header("if-none-match"), res);
+}
+
+async function velopackResponse(c: Context<AppEnv>): Promise<Response> {
+  const ctx = serviceContext(c);
+  const platform = requirePlatform(c.req.param("platform"));
+  const file = c.req.param("file") ?? "";
+  const channel = velopackChannel(file, platform);
+  if (channel === undefined) return packageRedirect(c, platform, file);
+  const current = localVersionOf(c);
+  const product = await requireProduct(ctx, c.req.param("productCode") ?? "");
+  const res = await throughCache(
+    c,
+    product,
+    [product.code, String(product.releaseGeneration), "velopack", channel, platform, current ?? ""],
+    anonymousRequest(c),
+    async () => {
+      const { caller, releases, selection } = await selectFor(c, ctx, product, platform, channel, current);
+      const plan = packagePlan(releases, selection, current);
+      traceFor(c, licenseOf(caller), TraceAction.UpdateCheck, current);
+      const body = JSON.stringify(velopackFeed(plan, product.code));
+      return withReason(await tagged(body, "application/json; charset=utf-8"), planReason(selection, plan, false));
+    },
+  );
+  return notModifiedFor(c.req.header("if-none-match"), res);
+}
+
+const OFFERED_OR_NOT: readonly UpdateReason[] = [...NOTHING_OFFERED, "nothingNewer"];
+
+export function registerPackageRoutes(app: Router): void {
+  const localVersion = z
+    .string()
+    .max(64)
+    .optional()
+    .openapi({ description: "The version the updater runs (both updaters send it); it picks the delta chain." });
+  documented(
+    app,
+    createRoute({
+      method: "get",
+      path: "/v1/updates/{productCode}/squirrel-win/{platform}/{file}",
+      tags: ["Updates"],
+      operationId: "getSquirrelWindowsFile",
+      summary: "Squirrel.Windows: RELEASES (SHA1 URL size per package) or a package it names (redirect)",
+      description:
+        "The feed folder of Electron's built-in autoUpdater on Windows (Squirrel.Windows). `RELEASES` lists the full package of the release the caller is offered and, for a caller on an older release, the delta packages from its version (when the chain is whole); each URL is absolute, on the download route, with a download token for a licensed caller of a gated release. A `.nupkg` name redirects to the download route.",
+      ...access.anonymous(),
+      request: {
+        params: z.object({
+          productCode: productCodeParam,
+          platform: z.enum(["win-x64", "win-arm64"]).openapi({ param: { name: "platform", in: "path" } }),
+          file: z
+            .string()
+            .max(255)
+            .openapi({
+              param: { name: "file", in: "path" },
+              description: "RELEASES, or the file name of a package it lists",
+            }),
+        }),
+        query: z.object({
+          localVersion,
+          id: z.string().max(255).optional().openapi({ description: "Squirrel's package id (sent, not needed)." }),
+          arch: z.string().max(16).optional().openapi({ description: "Squirrel's architecture (sent, not needed)." }),
+          channel: z
+            .enum(CHANNELS)
+            .optional()
+            .openapi({ description: "stable (default) or insider: part of the feed URL." }),
+          userKey: userKeyQuery,
+          feed: z.string().max(256).optional().openapi({ description: "The license's feed token." }),
+        }),
+      },
+      responses: {
+        200: {
+          description:
+            "RELEASES: one `SHA1 URL size` line per package. When nothing is offered, the caller's own full package (Squirrel then finds no update), or an empty body. " +
+            "X-Service-Reason says why nothing newer is offered.",
+          headers: reasonHeader(OFFERED_OR_NOT),
+          content: { "text/plain": { schema: z.string() } },
+        },
+        302: { description: "A package: its download URL (tokenised when the caller may install it)" },
+        ...problems,
+      },
+    }),
+    squirrelResponse,
+  );
+  documented(
+    app,
+    createRoute({
+      method: "get",
+      path: "/v1/updates/{productCode}/velopack/{platform}/{file}",
+      tags: ["Updates"],
+      operationId: "getVelopackFile",
+      summary: "Velopack: releases.{channel}.json (full and delta assets) or a package it names (redirect)",
+      description:
+        "The feed folder of Velopack's HttpSource/SimpleWebSource. `releases.stable.json` or `releases.insider.json` (`releases.win.json`, `releases.osx.json`, `releases.linux.json`, Velopack's default channel names, are stable) lists the full package of the release the caller is offered and, for a caller on an older release, the deltas from its version (when the chain is whole); `Assets` is empty when there is no update. A `.nupkg` name redirects to the download route, tokenised when the caller (user key header or feed token) may install it.",
+      ...access.anonymous(),
+      request: {
+        params: z.object({
+          productCode: productCodeParam,
+          platform: z
+            .enum(["win-x64", "win-arm64", "darwin-arm64", "darwin-x64", "linux-x64", "linux-arm64"])
+            .openapi({ param: { name: "platform", in: "path" } }),
+          file: z
+            .string()
+            .max(255)
+            .openapi({
+              param: { name: "file", in: "path" },
+              description: "releases.{channel}.json, or the file name of a package it lists",
+            }),
+        }),
+        query: z.object({
+          localVersion,
+          id: z.string().max(255).optional().openapi({ description: "Velopack's package id (sent, not needed)." }),
+          stagingId: z
+            .string()
+            .max(128)
+            .optional()
+            .openapi({
+              description: `Velopack's per-install staging id: the rollout cohort id when no ${INSTALL_ID_HEADER} header is sent.`,
+            }),
+          userKey: userKeyQuery,
+          feed: z.string().max(256).optional().openapi({ description: "The license's feed token." }),
+        }),
+      },
+      responses: {
+        200: {
+          description:
+            'Velopack\'s feed: `{"Assets":[{PackageId, Version, Type: "Full"|"Delta", FileName, SHA1, SHA256, Size, NotesMarkdown, NotesHtml}]}`. ' +
+            "X-Service-Reason says why nothing newer is offered.",
+          headers: reasonHeader(OFFERED_OR_NOT),
+          content: { "application/json": { schema: z.object({ Assets: z.array(z.record(z.string(), z.unknown())) }) } },
+        },
+        302: { description: "A package: its download URL (tokenised when the caller may install it)" },
+        ...problems,
+      },
+    }),
+    velopackResponse,
+  );
+}
