@@ -46,6 +46,7 @@ import { registerResources } from "./management/resources";
 import { registerDownloads } from "./management/release-downloads";
 import { registerSigningKeys } from "./auth/signing-key-routes";
 import { notModifiedFor, registerUpdateRoutes } from "./updates/update-routes";
+import { registerFormatRoutes } from "./updates/format-routes";
 import { registerPackageRoutes } from "./updates/package-routes";
 import { registerLicensingRoutes } from "./licensing/licensing-routes";
 import { registerRpc } from "./rpc/mount";
@@ -334,6 +335,7 @@ export function createApp(preRoute: readonly PreRouteGate[] = PRE_ROUTE): Router
   registerResources(app);
   registerSigningKeys(app);
   registerUpdateRoutes(app);
+  registerFormatRoutes(app);
   registerPackageRoutes(app);
   registerLicensingRoutes(app);
   registerRpc(app);

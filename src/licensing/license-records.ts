@@ -12,6 +12,7 @@ import { licenses } from "../db/schema";
 import { type Field, defineEntity, f } from "../http/entity";
 import { LICENSE_STATUSES, type LicenseRow, publicLicenseIds } from "./license-core";
 import { describeLicenses } from "./policy";
+import { feedTokenOf } from "./feed-token";
 import { LicenseType, LicensingMode } from "./license-templates";
 
 export const License = defineEntity({
@@ -64,6 +65,13 @@ export const License = defineEntity({
       readOnly: true,
       description: "Computed: machines (Activation) or seats (Floating) holding a live token.",
     }),
+    feedToken: f.string({
+      readOnly: true,
+      description:
+        "Computed: the license's feed token, for update feeds whose URL is all an updater sends (`?feed=`). Derived " +
+        "from the license and its user key: deleting the license or changing its key revokes it, and a revoked or " +
+        "expired license is refused with it as with its key.",
+    }),
     createdAt: f.date({ readOnly: true }),
     updatedAt: f.date({ readOnly: true }),
   },
@@ -78,7 +86,9 @@ export async function showStatus(items: Row[], rows: Row[], context: { db: Db; c
     rows as LicenseRow[],
     clock.now(),
   );
-  items.forEach((item, i) => Object.assign(item, facts[i]));
+  const secret = context.config["Application:EncryptionKey"];
+  const tokens = await Promise.all((rows as LicenseRow[]).map((row) => feedTokenOf(secret, row)));
+  items.forEach((item, i) => Object.assign(item, facts[i], { feedToken: tokens[i] }));
 }
 
 /** Licenses as the API returns them (wire form with status and activeClientCount): one token query for all. */

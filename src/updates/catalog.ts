@@ -84,17 +84,33 @@ export async function offeredReleases(
   return groupOfferedReleases(releases, files);
 }
 
-/** offeredReleases from the rows of offeredReleaseReads: releases without an artifact for the platform are left out. */
+/**
+ * Which artifacts a feed format serves (a release none of whose artifacts it serves is not offered in that format).
+ * `name` keys the remembered lists (release-memo.ts).
+ */
+export interface Offerable {
+  name: string;
+  serves(file: DownloadRow): boolean;
+}
+/** electron-builder's feeds and the update check: an installer or a zip (SPEC rule 6). */
+export const INSTALLER_OR_ZIP: Offerable = {
+  name: "installer-zip",
+  serves: (f) => f.kind === "installer" || f.kind === "zip",
+};
+
+/**
+ * offeredReleases from the rows of offeredReleaseReads: releases without an artifact for the platform that the
+ * format serves (default: an installer or a zip) are left out.
+ */
 export function groupOfferedReleases(
   releases: readonly ReleaseRow[],
   files: readonly DownloadRow[],
+  offerable: Offerable = INSTALLER_OR_ZIP,
 ): ReleaseWithFiles[] {
   const byRelease = new Map<number, ReleaseWithFiles>(releases.map((release) => [release.id, { release, files: [] }]));
   for (const file of files) byRelease.get(file.releaseId)?.files.push(file);
   return [...byRelease.values()]
-    .filter(
-      (r) => isReleaseVersion(r.release.version) && r.files.some((f) => f.kind === "installer" || f.kind === "zip"),
-    )
+    .filter((r) => isReleaseVersion(r.release.version) && r.files.some(offerable.serves))
     .sort((a, b) => compareVersions(b.release.version, a.release.version));
 }
 

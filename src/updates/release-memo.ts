@@ -8,7 +8,7 @@
  */
 import { clock } from "../clock";
 import { fresh, memo } from "../memo";
-import type { Platform, ProductRow, ReleaseWithFiles } from "./catalog";
+import { INSTALLER_OR_ZIP, type Platform, type ProductRow, type ReleaseWithFiles } from "./catalog";
 
 /** Lists are kept no longer than this even within one generation: a bound, not a freshness rule. */
 const RELEASE_MEMO_MS = 60_000;
@@ -21,14 +21,19 @@ interface Remembered {
 }
 
 const remembered = memo<string, Remembered>("release-lists", {
-  key: "product id / release generation / platform / channel",
+  key: "product id / release generation / platform / channel / feed format",
   max: MAX_LISTS,
   ttlMs: RELEASE_MEMO_MS,
   forgetOn: ["releases"],
 });
 
-function keyOf(product: Pick<ProductRow, "id" | "releaseGeneration">, platform: Platform, channel: string): string {
-  return `${product.id}/${product.releaseGeneration}/${platform}/${channel}`;
+function keyOf(
+  product: Pick<ProductRow, "id" | "releaseGeneration">,
+  platform: Platform,
+  channel: string,
+  format: string,
+): string {
+  return `${product.id}/${product.releaseGeneration}/${platform}/${channel}/${format}`;
 }
 
 /** The remembered releases, or undefined when they must be read. */
@@ -36,8 +41,9 @@ export function recallReleases(
   product: Pick<ProductRow, "id" | "releaseGeneration">,
   platform: Platform,
   channel: string,
+  format = INSTALLER_OR_ZIP.name,
 ): readonly ReleaseWithFiles[] | undefined {
-  const key = keyOf(product, platform, channel);
+  const key = keyOf(product, platform, channel, format);
   const hit = remembered.get(key);
   if (!hit) return undefined;
   const now = clock.now().getTime();
@@ -54,7 +60,8 @@ export function keepReleases(
   platform: Platform,
   channel: string,
   releases: readonly ReleaseWithFiles[],
+  format = INSTALLER_OR_ZIP.name,
 ): void {
-  const key = keyOf(product, platform, channel);
+  const key = keyOf(product, platform, channel, format);
   remembered.keep(key, { releases, keptAt: clock.now().getTime() });
 }

@@ -1,0 +1,74 @@
+/**
+ * What an update feed's request names its caller with (CONTRACT section 9): the user key (the X-Service-User-Key
+ * header, or the `userKey` query parameter), or a license's feed token (`?feed=<token>`: licensing/feed-token.ts),
+ * for updaters whose feed URL is all the vendor configures. Either is read in one D1 statement (the license with its
+ * customer's name, as caller.ts reads it for a key) and judged by the same license policy (caller.ts judgeCaller): a
+ * revoked or expired license is refused with 403 whichever names it; a token that is not the license's current one
+ * (its key changed, the license deleted, a made-up token) names no license, as an unknown key does.
+ */
+import { eq, sql } from "drizzle-orm";
+import { type Params, compiled } from "../db/compiled";
+import { customers, licenses } from "../db/schema";
+import type { ServiceContext } from "../http/context";
+import { feedTokenHolds, feedTokenLicenseId } from "../licensing/feed-token";
+import { type Caller, USER_KEY_HEADER, callerKey, callerLicenseQuery, judgeCaller } from "./caller";
+
+/** The query parameter of a feed token. */
+export const FEED_TOKEN_QUERY = "feed";
+
+/** Who a request says it is: a user key (compact form), a feed token, or nobody. */
+export type Credential = { key: string } | { feedToken: string } | undefined;
+
+/**
+ * The credential of a request: the user key (header first, then the `userKey` query parameter), else a feed token.
+ * A blank or unreadable value is still a credential (it names nobody, and the answer says so), never anonymous.
+ */
+export function credentialOf(
+  header: (name: string) => string | undefined,
+  query: (name: string) => string | undefined,
+): Credential {
+  const key = callerKey(header(USER_KEY_HEADER) ?? query("userKey"));
+  if (key) return { key };
+  const feedToken = query(FEED_TOKEN_QUERY);
+  if (feedToken !== undefined) return { feedToken };
+  return undefined;
+}
+
+/** The license a feed token names by its id, with its customer's name: the same row as callerLicenseQuery's. */
+const callerLicenseById = compiled((db, p: Params<{ productId: number; id: number }>) =>
+  db
+    .select({
+      license: licenses,
+      customer: { company: customers.company, firstName: customers.firstName, lastName: customers.lastName },
+      askedProductId: sql<number>`${p.productId}`.mapWith(Number).as("asked_product_id"),
+    })
+    .from(licenses)
+    .leftJoin(customers, eq(customers.id, licenses.customerId))
+    .where(eq(licenses.id, p.id))
+    .limit(1),
+);
+
+type CallerRow = Parameters<typeof judgeCaller>[1];
+
+/**
+ * The read of a credential's license, unexecuted (a route sends it in one batch with its other reads), or undefined
+ * when there is nothing to read (anonymous, or a token of no readable shape).
+ */
+export function credentialQuery(productId: number, credential: Credential) {
+  if (!credential) return undefined;
+  if ("key" in credential) return callerLicenseQuery(productId, credential.key);
+  const id = feedTokenLicenseId(credential.feedToken);
+  return id === undefined ? undefined : callerLicenseById.with({ productId, id });
+}
+
+/** The caller a credential makes from the row its query read (caller.ts judgeCaller: 403 for a refused license). */
+export async function judgeCredential(ctx: ServiceContext, credential: Credential, row: CallerRow): Promise<Caller> {
+  if (!credential) return { kind: "anonymous" };
+  if ("feedToken" in credential) {
+    const holds =
+      row !== undefined &&
+      (await feedTokenHolds(ctx.config["Application:EncryptionKey"], credential.feedToken, row.license));
+    return judgeCaller(ctx, holds ? row : undefined);
+  }
+  return judgeCaller(ctx, row);
+}
