@@ -361,6 +361,14 @@ describe("licensing-publish with each tool's folder, against the Worker", () => 
     expect(t.downloads).toHaveLength(5);
     const again = await cli("--dir", TAURI.windows, "--dir", TAURI.macos, "--dir", TAURI.linux);
     expect(again.stdout).toContain("done: 0 uploaded, 0 replaced, 5 unchanged");
+    // Signed again (minisign's trusted comment carries the time): same bytes, the new signature replaces the old.
+    const resigned = copy(TAURI.macos);
+    const sig = Buffer.from(text(join(resigned, "macos/Studio.app.tar.gz.sig")), "base64").toString("utf8");
+    const newer = Buffer.from(sig.replace(/timestamp:\d+/, "timestamp:1763999999")).toString("base64");
+    writeFileSync(join(resigned, "macos/Studio.app.tar.gz.sig"), newer);
+    const third = await cli("--dir", resigned);
+    expect(third.stdout).toContain("done: 0 uploaded, 0 replaced, 1 unchanged, 1 re-signed");
+    expect((await published("1.4.0")).downloads.find((d) => d.fileName === "Studio.app.tar.gz")!.signature).toBe(newer);
 
     // Squirrel.Windows: the packages with RELEASES' SHA1 (the service computed the same).
     const squirrel = await cli("--dir", SQUIRREL);

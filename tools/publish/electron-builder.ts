@@ -116,6 +116,8 @@ export default class LicensingPublisher {
         version: this.#config.version,
         channel: this.#config.serviceChannel,
         dir: this.#staging,
+        // The staging folder holds whatever electron-builder uploads, read as its own output (update-info files).
+        format: "electron-builder",
         url: this.#config.url,
         apiKey: this.#apiKey,
         makePublic: this.#config.public === true,
