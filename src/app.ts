@@ -18,7 +18,7 @@ import { loadConfig } from "./settings-store";
 import { openRequestDb, reportRequestDb, serverTiming, serverTimingOn } from "./http/d1-session";
 import { D1Work } from "./db/work";
 import { keepAnswer, pointFront, rememberedAnonymousAnswer } from "./updates/answer-memo";
-import { namesUserKey } from "./updates/caller";
+import { saysWhoAsks } from "./updates/caller";
 import { jsonBodyLimit } from "./http/body-limit";
 import { IDEMPOTENCY_PARAMETER } from "./http/idempotency";
 import { browserCors, corsApplies } from "./http/cors";
@@ -224,7 +224,7 @@ export async function frontDoor(
   if (request.method !== "GET") return undefined;
   const url = new URL(request.url);
   const now = clock.now().getTime();
-  const kept = namesUserKey(request.headers, url) ? undefined : rememberedAnonymousAnswer(url, now);
+  const kept = saysWhoAsks(request.headers, url) ? undefined : rememberedAnonymousAnswer(url, now);
   if (!kept) return undefined;
   const { config } = await loadConfig(env, env.DB);
   let ip: Promise<string> | undefined;

@@ -29,6 +29,11 @@ export const Product = defineEntity({
     price: f.number({ min: 0 }),
     currency: f.string({ max: 8 }),
     meta: f.string(),
+    minimumVersion: f.string({
+      max: 64,
+      pattern: /^\d+\.\d+\.\d+$/,
+      description: "major.minor.patch: callers below it get `required: true` in the update check (CONTRACT section 8).",
+    }),
     createdAt: f.date({ readOnly: true }),
     updatedAt: f.date({ readOnly: true }),
   },

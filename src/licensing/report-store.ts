@@ -10,6 +10,7 @@ import { licenses, reports } from "../db/schema";
 import type { ServiceContext } from "../http/context";
 import { ApiError, GrpcCode } from "../errors";
 import { emit } from "../webhooks/emit";
+import { haltOnReports } from "../updates/release-control";
 import { TraceAction } from "./vocabulary";
 import { licenseBudget, spendLicenseBudget } from "./license-limit";
 import { spendCredentialBudget } from "../protection/limits";
@@ -87,6 +88,8 @@ export async function storeReport(ctx: ServiceContext, input: ReportInput, clien
     .returning();
   if (!row) throw new Error("report insert returned no row");
   emit(ctx, "report.received", async () => ({ data: await reportRecord(ctx.db, ctx.config, row) }));
+  // A release of the license's product with this version may halt itself on its reports (haltOnReports).
+  if (license && row.version) await haltOnReports(ctx, license.id, row.version);
   if (license?.trace) {
     recordTrace(
       ctx,

@@ -8,7 +8,7 @@ import { clock } from "../clock";
 import { type Params, compiled } from "../db/compiled";
 import { customers, licenses } from "../db/schema";
 import type { ServiceContext } from "../http/context";
-import type { ApiError } from "../errors";
+import { ApiError } from "../errors";
 import type { LicenseRow } from "../licensing/license-core";
 import { type JudgedLicense, judgeLicense } from "../licensing/policy";
 import { compactUserKey, userKeyIs } from "../licensing/user-key";
@@ -43,9 +43,33 @@ export const badDownloadToken = (): ApiError => updateRefusal(BAD_DOWNLOAD_TOKEN
 /** The header a caller names its user key with (or the `userKey` query parameter). */
 export const USER_KEY_HEADER = "X-Service-User-Key";
 
-/** Whether a request names a user key at all (before the app: the front door, app.ts). */
+/** The header an install names its own random id with: its rollout cohort (CONTRACT section 8). */
+export const INSTALL_ID_HEADER = "X-Service-Install-Id";
+/** The header a feed request names the version it runs with (rollback, CONTRACT section 8). */
+export const CURRENT_VERSION_HEADER = "X-Service-Current-Version";
+
+/** Whether a request names a user key (or a feed token, credential.ts) at all (before the app: the front door, app.ts). */
 export function namesUserKey(headers: Headers, url: URL): boolean {
-  return headers.has(USER_KEY_HEADER) || url.searchParams.has("userKey");
+  return headers.has(USER_KEY_HEADER) || url.searchParams.has("userKey") || url.searchParams.has("feed");
+}
+
+/**
+ * Whether an update request says who asks (a user key, an install id, its running version): its answer may be its
+ * own, so the front door's and the edge cache's shared anonymous answers are not for it.
+ */
+export function saysWhoAsks(headers: Headers, url: URL): boolean {
+  return namesUserKey(headers, url) || headers.has(INSTALL_ID_HEADER) || headers.has(CURRENT_VERSION_HEADER);
+}
+
+/** An install id as sent: 1 to 128 visible ASCII characters (a UUID, typically). */
+const INSTALL_ID = /^[\x21-\x7e]{1,128}$/;
+
+/** The install id of a request's header, or undefined; 400 naming the header when it is malformed. */
+export function installIdOf(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  if (!INSTALL_ID.test(value))
+    throw new ApiError(400, `${INSTALL_ID_HEADER}: 1 to 128 visible ASCII characters (the install's random id)`);
+  return value;
 }
 
 /**

@@ -22,6 +22,8 @@ import { badDownloadToken, callerKey, callerVerdict, licenseOf } from "./caller"
 import { type DownloadRow, type Platform, type ProductRow, platformVerdict, requiresMaintenance } from "./catalog";
 import { type DownloadClaim, readDownloadToken } from "./download-tokens";
 import { updateRefusal } from "./reasons";
+import { type RolloutOf, admits } from "./admission";
+import { type WithAudience, matchedAudiences } from "./audience";
 
 /** What a download request names (its path and query, validated by the route). */
 export interface DownloadRequest {
@@ -34,6 +36,8 @@ export interface DownloadRequest {
   channel: string | undefined;
   token: string | undefined;
   userKey: string | undefined;
+  /** X-Service-Install-Id: the caller's rollout cohort (release control, CONTRACT section 8). */
+  installId?: string | undefined;
 }
 
 /** What the route serves. */
@@ -60,6 +64,14 @@ const artifactRows = compiled(
         file: releaseDownloads,
         requiresMaintenance: productReleases.requiresMaintenance,
         blockmap: servedAsBlockmap,
+        // Release control (admission.ts, audience.ts): the rollout, the halt and the audience of the release.
+        // (The release's id is the file's releaseId: a batch keys its rows by column name, where `id` is the file's.)
+        release: {
+          stagingPercentage: productReleases.stagingPercentage,
+          rolloutSchedule: productReleases.rolloutSchedule,
+          halted: productReleases.halted,
+          audience: productReleases.audience,
+        },
       })
       .from(releaseDownloads)
       .innerJoin(productReleases, eq(productReleases.id, releaseDownloads.releaseId))
@@ -107,6 +119,25 @@ function refuseByPlatform(ctx: ServiceContext, platform: Platform, license: Down
   }
 }
 
+/**
+ * 403 `notOffered` when release control keeps the release from the caller, by the rules feedRelease (feed.ts) applies
+ * to every answer: halted; an audience the license does not match (anonymous callers never match one: one statement
+ * when the release has one); a rollout whose cohort (install id, else license) is outside the percentage.
+ */
+async function refuseUnoffered(
+  ctx: ServiceContext,
+  release: WithAudience & RolloutOf & { halted: boolean },
+  license: DownloadLicense | undefined,
+  installId: string | undefined,
+): Promise<void> {
+  const refuse = () => updateRefusal("This release is not offered to this caller", "notOffered");
+  if (release.halted) throw refuse();
+  if (release.audience) {
+    if (!license || !(await matchedAudiences(ctx.db, license.id, [release])).has(release.id)) throw refuse();
+  }
+  if (!(await admits(release, installId ?? license?.licenseId, clock.now().getTime()))) throw refuse();
+}
+
 /** The download a request names, and whether (and for which license) it may be served; throws the refusals. */
 export async function planDownload(ctx: ServiceContext, request: DownloadRequest): Promise<DownloadPlan> {
   const { product, platform, token } = request;
@@ -132,7 +163,7 @@ export async function planDownload(ctx: ServiceContext, request: DownloadRequest
   const matching = rows.length > 1 && kind ? rows.filter((r) => r.file.kind === kind) : rows;
   if (matching.length === 0) throw new ApiError(404, "Unknown artifact");
   if (matching.length > 1) throw new ApiError(400, "Several artifacts have this file name: say which with `kind`");
-  const { file, blockmap, requiresMaintenance: releaseGated } = matching[0]!;
+  const { file, blockmap, requiresMaintenance: releaseGated, release } = matching[0]!;
 
   // A user key whose license is revoked, expired or tampered gets the token's message here (SPEC rule 5).
   const keyed = named.find((r) => r.byKey);
@@ -162,6 +193,9 @@ export async function planDownload(ctx: ServiceContext, request: DownloadRequest
     license = verdict.license;
     if (!early) refuseByPlatform(ctx, platform, license);
   }
+  // Release control: what the caller would not be offered (halted, outside its audience or its rollout) is not
+  // served either. Blockmaps describe, they do not install (and a differential download reads the running one's).
+  if (!blockmap) await refuseUnoffered(ctx, { ...release, id: file.releaseId }, license, request.installId);
   return {
     file,
     version: request.version,

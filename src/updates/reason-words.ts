@@ -14,6 +14,8 @@ export const UPDATE_REASONS = {
   platformRequiresEdition: "the license's edition is not entitled to the platform",
   noRelease: "nothing is published for this channel and platform",
   nothingNewer: "the caller already has the newest release",
+  notOffered:
+    "release control keeps the release from this caller: outside its rollout or audience, or halted (CONTRACT section 8)",
   downloadTokenInvalid: "the download token is invalid, expired, already used or not this license's",
 } as const;
 export type UpdateReason = keyof typeof UPDATE_REASONS;

@@ -10,12 +10,10 @@ import { eq } from "drizzle-orm";
 import { clock } from "../clock";
 import { customers } from "../db/schema";
 import type { ServiceContext } from "../http/context";
-import { int32, int64 } from "../http/openapi";
+import { int32 } from "../http/openapi";
 import type { LicenseRow } from "../licensing/license-core";
 import { type Caller, type CustomerName, licenseOf } from "./caller";
-import { issueDownloadToken } from "./download-tokens";
 import {
-  type DownloadRow,
   PLATFORMS,
   type Platform,
   type ProductRow,
@@ -30,6 +28,10 @@ import { signBytes } from "../auth/signing-keys";
 import { compareVersions } from "./versions";
 import type { UpdateReason } from "./reasons";
 import { CHANNELS } from "../licensing/vocabulary";
+import { type Asking, feedRelease } from "./feed";
+import { DownloadInfo, type DownloadUrl, downloadFor } from "./download-info";
+
+export { DownloadInfo, downloadFor };
 
 export const UPDATE_CHECK_FORMAT = 2;
 const DAY_MS = 86_400_000;
@@ -41,21 +43,6 @@ export const WITHHELD_REASONS = [
   "platformRequiresLicense",
   "platformRequiresEdition",
 ] as const satisfies readonly UpdateReason[];
-
-/** Where to download a release's main file (CONTRACT section 5). */
-export const DownloadInfo = z
-  .object({
-    fileName: z.string(),
-    kind: z.string().openapi({ description: "The artifact's kind (installer, archive, …)." }),
-    size: int64().openapi({ description: "Bytes." }),
-    sha256: z.string().openapi({ description: "Hex SHA-256 of the file." }),
-    sha512: z.string().openapi({ description: "Base64 SHA-512 of the file (electron-updater's hash)." }),
-    url: z.string().openapi({
-      description: "Absolute download URL; a release that needs maintenance carries a one-time token in it.",
-    }),
-  })
-  .openapi("UpdateDownload");
-export type DownloadInfo = z.infer<typeof DownloadInfo>;
 
 /** The caller's maintenance, for a user key naming a license (SPEC "Update check"). */
 export const MaintenanceInfo = z
@@ -80,11 +67,18 @@ export const UpdateCheckData = z
     channel: z.string().openapi({ description: CHANNELS.join(" or ") }),
     platform: z.enum(PLATFORMS),
     current: z.string().openapi({ description: "The caller's version, as sent." }),
-    latest: z.string().openapi({ description: "The newest release's version (the caller's when none)." }),
+    latest: z.string().openapi({
+      description:
+        "The newest release's version (the caller's when none), also when the caller is offered an older one " +
+        "(outside the newest's rollout).",
+    }),
     release: z
       .object({ version: z.string(), publishedAt: z.string(), name: z.string().optional() })
       .optional()
-      .openapi({ description: "The newest release; absent when nothing is published." }),
+      .openapi({
+        description:
+          "The release offered to the caller: the newest it is admitted to (CONTRACT section 8); absent when none is.",
+      }),
     updateAvailable: z.boolean(),
     installable: z.boolean(),
     withheldReason: z.enum(WITHHELD_REASONS).optional(),
@@ -95,11 +89,30 @@ export const UpdateCheckData = z
     }),
     requiredEdition: z.string().optional().openapi({ description: "An edition entitled to the platform." }),
     maintenance: MaintenanceInfo.optional(),
+    rollout: z
+      .object({
+        percentage: int32(0, 100).openapi({ description: "The newest release's effective rollout percentage." }),
+        admitted: z.boolean().openapi({
+          description:
+            "Whether the caller is admitted to the newest release (by install id, else license); true when the " +
+            "server does not decide (anonymous with no install id: apply `percentage` yourself).",
+        }),
+      })
+      .optional()
+      .openapi({ description: "The newest release's rollout (CONTRACT section 8); absent when nothing is published." }),
+    required: z.boolean().openapi({
+      description:
+        "The caller must update: its version is below the product's minimumVersion, or a newer critical release is offered.",
+    }),
+    rollback: z.boolean().openapi({
+      description:
+        "The caller runs a halted release that rolls back: `download` is the previous release (allow the downgrade).",
+    }),
   })
   .openapi("UpdateCheckData");
 export type UpdateCheckData = z.infer<typeof UpdateCheckData>;
 
-export interface UpdateCheckInput {
+export interface UpdateCheckInput extends Asking {
   product: ProductRow;
   platform: Platform;
   version: string;
@@ -107,27 +120,7 @@ export interface UpdateCheckInput {
   caller: Caller;
   releases: ReleaseWithFiles[];
   /** Absolute URL of the download route for an artifact (CONTRACT section 5: URLs are absolute). */
-  downloadUrl: (release: ReleaseWithFiles, file: DownloadRow, token?: string) => string;
-}
-
-/** The download of a release's main file; a gated release's URL carries a fresh token for a licensed caller. */
-export async function downloadFor(
-  ctx: ServiceContext,
-  input: Pick<UpdateCheckInput, "caller" | "downloadUrl">,
-  entry: ReleaseWithFiles,
-  file: DownloadRow,
-): Promise<DownloadInfo> {
-  const license = licenseOf(input.caller);
-  const token =
-    entry.release.requiresMaintenance && license ? await issueDownloadToken(ctx, file.id, license.id) : undefined;
-  return {
-    fileName: file.fileName,
-    kind: file.kind,
-    size: file.size,
-    sha256: file.sha256,
-    sha512: file.sha512,
-    url: input.downloadUrl(entry, file, token),
-  };
+  downloadUrl: DownloadUrl;
 }
 
 /** `customer` is the license's customer as the caller's query read it; undefined when not read (then it is read here). */
@@ -157,20 +150,33 @@ async function maintenanceOf(
   };
 }
 
-/** The update check's data for a caller (SPEC withheldReason rules). */
+/**
+ * The update check's data for a caller (SPEC withheldReason rules), over the release feedRelease selects (the one
+ * selection of every update answer, feed.ts): the check and the feeds never disagree. `release` is the offered
+ * release (the newest the caller is admitted to), `latest` the newest it may see.
+ */
 export async function checkForUpdate(ctx: ServiceContext, input: UpdateCheckInput): Promise<UpdateCheckData> {
-  const { product, platform, version, channel, caller, releases } = input;
+  const { product, platform, version, channel, caller } = input;
   const license = licenseOf(caller);
-  const latest = releases[0];
+  const selection = await feedRelease(ctx, {
+    ...input,
+    currentVersion: version,
+    minimumVersion: input.minimumVersion ?? product.minimumVersion,
+  });
+  const releases = selection.admitted;
+  const candidate = releases[0];
   const data: UpdateCheckData = {
     format: UPDATE_CHECK_FORMAT,
     product: { code: product.code, name: product.name },
     channel,
     platform,
     current: version,
-    latest: latest?.release.version ?? version,
-    updateAvailable: latest !== undefined && compareVersions(latest.release.version, version) > 0,
+    latest: selection.newest?.release.version ?? version,
+    updateAvailable: candidate !== undefined && compareVersions(candidate.release.version, version) > 0,
     installable: false,
+    ...(selection.rollout ? { rollout: selection.rollout } : {}),
+    required: selection.required,
+    rollback: false,
   };
   if (license)
     data.maintenance = await maintenanceOf(
@@ -179,11 +185,11 @@ export async function checkForUpdate(ctx: ServiceContext, input: UpdateCheckInpu
       license,
       caller.kind === "licensed" ? caller.customer : undefined,
     );
-  if (!latest) return data;
+  if (!candidate) return data;
   data.release = {
-    version: latest.release.version,
-    publishedAt: publishedAt(latest.release),
-    ...(latest.release.name ? { name: latest.release.name } : {}),
+    version: candidate.release.version,
+    publishedAt: publishedAt(candidate.release),
+    ...(candidate.release.name ? { name: candidate.release.name } : {}),
   };
 
   const platformRule = platformVerdict(ctx.config, platform, license);
@@ -193,7 +199,7 @@ export async function checkForUpdate(ctx: ServiceContext, input: UpdateCheckInpu
     if (product.purchaseUrl) data.purchaseUrl = product.purchaseUrl;
     return data;
   }
-  if (!coveredByMaintenance(license, latest.release)) {
+  if (!coveredByMaintenance(license, candidate.release)) {
     if (!license) {
       data.withheldReason = "licenseRequired";
       if (product.purchaseUrl) data.purchaseUrl = product.purchaseUrl;
@@ -207,8 +213,9 @@ export async function checkForUpdate(ctx: ServiceContext, input: UpdateCheckInpu
     return data;
   }
   data.installable = true;
-  const file = mainFile(latest.files);
-  if (data.updateAvailable && file) data.download = await downloadFor(ctx, input, latest, file);
+  data.rollback = selection.rollback && selection.entry === candidate;
+  const file = mainFile(candidate.files);
+  if ((data.updateAvailable || data.rollback) && file) data.download = await downloadFor(ctx, input, candidate, file);
   return data;
 }
 

@@ -27,6 +27,16 @@ export const EVENT_TYPES = [
   { name: "order.deleted", description: "An order was deleted; data is the order as it was." },
   { name: "report.received", description: "An application sent a report (POST /v1/report or gRPC SendReport)." },
   { name: "report.deleted", description: "A received report was deleted; data is the report as it was." },
+  { name: "release.published", description: "A product release became public (created public, or made public)." },
+  {
+    name: "release.rollout.changed",
+    description: "A release's stagingPercentage or rolloutSchedule changed; previous holds the former values.",
+  },
+  {
+    name: "release.halted",
+    description: "A release was halted; data.reason is manual (POST .../halt) or reports (haltOnReports).",
+  },
+  { name: "release.resumed", description: "A halted release was resumed; data.reason is the halt's reason." },
   { name: "webhook.test", description: "A test delivery requested with POST /v1/webhooks/subscriptions/{id}/test." },
 ] as const;
 

@@ -1,0 +1,101 @@
+/**
+ * A release's `audience` (CONTRACT section 8): an expression in the list filter language (http/filter.ts) over the
+ * license's fields, compiled by the same compiler with the same whitelist and limits as `GET /v1/licenses?filter=`
+ * (the License entity's query schema: write-only and masked fields are unknown names). Saving a release compiles it
+ * (checkAudience: 400 naming `audience` with the filter language's own message). A caller's license is matched in
+ * D1, in the statement that reads it or one beside it (audienceReads): the SQL that lists licenses is the one rule.
+ */
+import { type SQL, sql } from "drizzle-orm";
+import { SQLiteSyncDialect } from "drizzle-orm/sqlite-core";
+import type { Db } from "../db/client";
+import { batchReads } from "../db/compiled";
+import { licenses } from "../db/schema";
+import { ApiError } from "../errors";
+import { MAX_FILTER_PARAMETERS, compileFilter } from "../http/filter";
+import { License } from "../licensing/license-records";
+import { memo } from "../memo";
+
+const compiledAudiences = memo<string, { condition: SQL; params: number }>("audiences", {
+  key: "a release's audience text",
+  max: 256,
+});
+const dialect = new SQLiteSyncDialect();
+
+/** The audience as an SQL condition over `licenses` (throws the filter language's errors). */
+function audienceCondition(audience: string): { condition: SQL; params: number } {
+  let known = compiledAudiences.get(audience);
+  if (!known) {
+    const condition = compileFilter(License.query, audience);
+    known = compiledAudiences.keep(audience, {
+      condition,
+      params: dialect.sqlToQuery(condition).params.length,
+    });
+  }
+  return known;
+}
+
+/** Refuses an audience the filter language does not accept: 400 naming `audience`, with the language's message. */
+export function checkAudience(audience: string): void {
+  try {
+    audienceCondition(audience);
+  } catch (e) {
+    if (!(e instanceof ApiError)) throw e;
+    throw new ApiError(400, `audience: ${e.message}`);
+  }
+}
+
+/** What audienceReads needs of a release. */
+export interface WithAudience {
+  id: number;
+  audience: string | null;
+  halted?: boolean;
+}
+
+/**
+ * The reads that tell which of `releases`' audiences the license selected by `which` matches, unexecuted (a route
+ * sends them in the batch of its other reads), and how to read their rows. No read when no release has an audience;
+ * one statement per ~90 bound values (D1 binds at most 100 per statement).
+ */
+export function audienceReads(db: Db, which: SQL, releases: readonly WithAudience[]) {
+  const texts = [...new Set(releases.filter((r) => r.audience && !r.halted).map((r) => r.audience as string))];
+  const chunks: string[][] = [];
+  let size = MAX_FILTER_PARAMETERS;
+  for (const text of texts) {
+    const { params } = audienceCondition(text);
+    if (size + params > MAX_FILTER_PARAMETERS) chunks.push([]);
+    chunks.at(-1)!.push(text);
+    size = chunks.at(-1)!.length === 1 ? params : size + params;
+  }
+  const queries = chunks.map((chunk) =>
+    db
+      .select({
+        matched: sql<string>`json_array(${sql.join(
+          chunk.map((text) => sql`CASE WHEN ${audienceCondition(text).condition} THEN 1 ELSE 0 END`),
+          sql`, `,
+        )})`,
+      })
+      .from(licenses)
+      .where(which)
+      .limit(1),
+  );
+  /** The ids of the releases whose audience matched, from the rows of `queries` (in their order). */
+  const matched = (rows: readonly (readonly { matched: string }[])[]): Set<number> => {
+    const yes = new Set<string>();
+    chunks.forEach((chunk, i) => {
+      const flags = JSON.parse(rows[i]?.[0]?.matched ?? "[]") as number[];
+      chunk.forEach((text, j) => {
+        if (flags[j] === 1) yes.add(text);
+      });
+    });
+    return new Set(releases.filter((r) => r.audience && yes.has(r.audience)).map((r) => r.id));
+  };
+  return { queries, matched };
+}
+
+/** Which releases' audiences the license `licenseId` (integer key) matches: one statement (or none). */
+export async function matchedAudiences(db: Db, licenseId: number, releases: readonly WithAudience[]) {
+  const { queries, matched } = audienceReads(db, sql`${licenses.id} = ${licenseId}`, releases);
+  const [first, ...rest] = queries;
+  if (!first) return new Set<number>();
+  return matched(await batchReads(db, [first, ...rest]));
+}

@@ -1,0 +1,177 @@
+/**
+ * Release control's writes (CONTRACT section 8), free of HTTP: the checks a release's rollout fields pass before they
+ * are saved (400 naming the field, nothing changed), halting and resuming (by hand, or by its reports: haltOnReports),
+ * and the webhook events of a release's changes (`release.published`, `release.rollout.changed`, `release.halted`,
+ * `release.resumed`). What the answers make of these fields is admission.ts and feed.ts's feedRelease.
+ */
+import { and, eq, sql } from "drizzle-orm";
+import { clock, nowIso } from "../clock";
+import { licenses, productReleases, reports } from "../db/schema";
+import { ApiError } from "../errors";
+import type { ServiceContext } from "../http/context";
+import { type Row, requireById, updateRow } from "../http/repository";
+import { emit } from "../webhooks/emit";
+import { checkAudience } from "./audience";
+import { type HaltReason, ProductRelease } from "./release";
+import { compareVersions, isReleaseVersion } from "./versions";
+
+/** The wire record of a release row (the webhook events' `data`). */
+function releaseRecord(ctx: ServiceContext, row: Row): Record<string, unknown> {
+  return ProductRelease.toWire(row, ctx.config) as Record<string, unknown>;
+}
+
+/**
+ * Checks the release control fields of a create or an update (`values` as they will be stored, `existing` the stored
+ * row on an update): a schedule strictly increasing in `at` and wholly in the future, an audience the filter language
+ * accepts, a rollback only when a previous admissible release exists. 400 naming the field.
+ */
+export async function checkReleaseControl(ctx: ServiceContext, values: Row, existing?: Row): Promise<void> {
+  const schedule = values["rolloutSchedule"] as { percentage: number; at: string }[] | null | undefined;
+  if (schedule) {
+    const now = clock.now().getTime();
+    let previous = Number.NEGATIVE_INFINITY;
+    schedule.forEach((step, i) => {
+      const at = Date.parse(step.at);
+      if (Number.isNaN(at)) throw new ApiError(400, `rolloutSchedule[${i}].at: not an ISO 8601 instant`);
+      if (at <= now) throw new ApiError(400, `rolloutSchedule[${i}].at: ${step.at} is not in the future`);
+      if (at <= previous)
+        throw new ApiError(400, `rolloutSchedule[${i}].at: the steps must be in increasing order of \`at\``);
+      previous = at;
+    });
+    // Stored normalised: the effective percentage compares instants, the console shows ISO text.
+    values["rolloutSchedule"] = schedule.map((s) => ({ percentage: s.percentage, at: new Date(s.at).toISOString() }));
+  }
+  const audience = values["audience"];
+  if (typeof audience === "string") checkAudience(audience);
+  if (values["rollback"] === true) {
+    const merged = { ...existing, ...values };
+    if (!(await previousRelease(ctx, merged)))
+      throw new ApiError(
+        400,
+        "rollback: there is no previous release to roll back to (public, not halted, same channel, older)",
+      );
+  }
+}
+
+/** The release a rollback offers: the newest public, not halted release of the product and channel older than `row`. */
+async function previousRelease(ctx: ServiceContext, row: Row): Promise<Row | undefined> {
+  const version = row["version"] as string;
+  if (!isReleaseVersion(version)) return undefined;
+  const rows = await ctx.db
+    .select({ version: productReleases.version })
+    .from(productReleases)
+    .where(
+      and(
+        eq(productReleases.productId, row["productId"] as number),
+        eq(productReleases.channel, (row["channel"] as string | undefined) ?? "stable"),
+        eq(productReleases.public, true),
+        eq(productReleases.halted, false),
+      ),
+    );
+  return rows.find((r) => isReleaseVersion(r.version) && compareVersions(r.version, version) < 0);
+}
+
+/**
+ * The events of a release's create or update: `release.published` when it became public, `release.rollout.changed`
+ * when its stagingPercentage or rolloutSchedule changed.
+ */
+export function releaseChangeEvents(ctx: ServiceContext, row: Row, previous?: Row): void {
+  const data = () => ({ data: releaseRecord(ctx, row) });
+  if (row["public"] && !previous?.["public"]) emit(ctx, "release.published", data);
+  const rolloutOf = (r: Row | undefined) =>
+    JSON.stringify([r?.["stagingPercentage"] ?? null, r?.["rolloutSchedule"] ?? null]);
+  if (previous && rolloutOf(row) !== rolloutOf(previous))
+    emit(ctx, "release.rollout.changed", () => ({
+      data: releaseRecord(ctx, row),
+      previous: {
+        stagingPercentage: previous["stagingPercentage"] ?? null,
+        rolloutSchedule: previous["rolloutSchedule"] ?? null,
+      },
+    }));
+}
+
+/**
+ * Halts a public release for everyone not yet on it, at once (its product's release generation moves, so no memo
+ * or cache keeps offering it). Only a release that is not halted yet changes, in one conditional statement, so a
+ * release halts once however many halts race; the one that halted it emits `release.halted` with its reason.
+ * Answers the release as it is now, and whether this call halted it.
+ */
+export async function haltRelease(
+  ctx: ServiceContext,
+  productId: number,
+  releaseId: number,
+  reason: HaltReason,
+  note?: string,
+): Promise<{ row: Row; halted: boolean }> {
+  const existing = await requireById(ctx.db, ProductRelease, releaseId, eq(productReleases.productId, productId));
+  if (!existing["public"]) throw new ApiError(400, "public: only a public release can be halted");
+  if (existing["halted"]) return { row: existing, halted: false };
+  const row = await haltIfRunning(ctx, releaseId, reason, note);
+  return row ? { row, halted: true } : { row: existing, halted: false };
+}
+
+/** The conditional halt: the row when this call halted it, undefined when it was halted already. */
+async function haltIfRunning(
+  ctx: ServiceContext,
+  releaseId: number,
+  reason: HaltReason,
+  note?: string,
+): Promise<Row | undefined> {
+  let row: Row;
+  try {
+    row = await updateRow(
+      ctx.db,
+      ProductRelease,
+      releaseId,
+      { halted: true, haltedAt: nowIso(), haltReason: reason },
+      and(eq(productReleases.halted, false), eq(productReleases.public, true)),
+    );
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 400) return undefined;
+    throw e;
+  }
+  emit(ctx, "release.halted", () => ({
+    data: { ...releaseRecord(ctx, row), reason, ...(note ? { note } : {}) },
+  }));
+  return row;
+}
+
+/** Resumes a halted release (400 naming `halted` when it is not); emits `release.resumed` with the halt's reason. */
+export async function resumeRelease(ctx: ServiceContext, productId: number, releaseId: number): Promise<Row> {
+  const existing = await requireById(ctx.db, ProductRelease, releaseId, eq(productReleases.productId, productId));
+  if (!existing["halted"]) throw new ApiError(400, "halted: the release is not halted");
+  const row = await updateRow(ctx.db, ProductRelease, releaseId, { halted: false, haltedAt: null, haltReason: null });
+  const reason = existing["haltReason"] ?? "manual";
+  emit(ctx, "release.resumed", () => ({ data: { ...releaseRecord(ctx, row), reason } }));
+  return row;
+}
+
+/**
+ * After a report naming `version` for a license (`licenseId`, the integer key) was stored: the releases of the
+ * license's product with that version, public, not halted, whose `haltOnReports` threshold the reports of the
+ * product's licenses naming the version within its window now reach, halt themselves (reason `reports`). One
+ * statement finds them (none for a product without haltOnReports); each halts once (haltIfRunning).
+ */
+export async function haltOnReports(ctx: ServiceContext, licenseId: number, version: string): Promise<void> {
+  const now = nowIso();
+  const window = sql`strftime('%Y-%m-%dT%H:%M:%fZ', ${now}, '-' || json_extract(${productReleases.haltOnReports}, '$.minutes') || ' minutes')`;
+  const due = await ctx.db
+    .select({ id: productReleases.id })
+    .from(productReleases)
+    .where(
+      and(
+        eq(
+          productReleases.productId,
+          sql`(SELECT ${licenses.productId} FROM ${licenses} WHERE ${licenses.id} = ${licenseId})`,
+        ),
+        eq(productReleases.version, version),
+        eq(productReleases.public, true),
+        eq(productReleases.halted, false),
+        sql`${productReleases.haltOnReports} IS NOT NULL`,
+        sql`(SELECT count(*) FROM ${reports} JOIN ${licenses} ON ${licenses.id} = ${reports.licenseId}
+              WHERE ${licenses.productId} = ${productReleases.productId} AND ${reports.version} = ${productReleases.version}
+              AND ${reports.createdAt} >= ${window}) >= json_extract(${productReleases.haltOnReports}, '$.count')`,
+      ),
+    );
+  for (const release of due) await haltIfRunning(ctx, release.id, "reports");
+}
