@@ -25,6 +25,7 @@
 //   BENCH_SLICES (4; 3 quick), BENCH_SLICE_SECONDS (2): the licensed hot paths and health in alternating slices, for
 //   their ratio to health
 //   BENCH_NGINX=0: skip the nginx baseline
+//   BENCH_COMMERCE_EVENTS (500; 200 quick; 0 skips), BENCH_COMMERCE_RATE (50 a second): the commerce webhook burst
 //   BENCH_PROFILE=1: a CPU profile of each main-table run of the service (bench/profile.mjs), written to
 //   bench/profiles/ with a summary printed; profiling slows the service, so a profiled run's numbers are not results
 //   BENCH_BUNDLE: a bundle built beforehand (inside the project) instead of bundling the working tree, to compare
@@ -46,6 +47,7 @@ import { FLOORS, startFloorWorker } from "./floors.mjs";
 import { noLogicWorker } from "./no-logic.mjs";
 import { fillLicenses, verifyIntegrity } from "./seed.mjs";
 import { wrk } from "./wrk.mjs";
+import { COMMERCE_SECRET, commerceBurst, commerceRows } from "./commerce-burst.mjs";
 
 const run = promisify(execFile);
 const env = process.env;
@@ -132,6 +134,8 @@ const service = await startLocalWorker({
     Updates__AllowPublicApplicationReleases: "true",
     // Each answer reports its D1 work (Server-Timing), which the report reads from a sample request.
     Application__ServerTiming: "true",
+    // The commerce burst's provider (bench/commerce-burst.mjs).
+    Commerce__LemonSqueezy__WebhookSecret: COMMERCE_SECRET,
   },
 });
 const serviceUrl = service.url;
@@ -567,6 +571,23 @@ if (latencySeconds > 0) {
   }
 }
 
+// The commerce webhook under a provider's burst (bench/commerce-burst.mjs): BENCH_COMMERCE_EVENTS distinct signed
+// purchases (500; 200 quick; 0 for none) at BENCH_COMMERCE_RATE a second (50), each delivered twice, then D1 counted.
+const commerceEvents = Number(env.BENCH_COMMERCE_EVENTS ?? (quick ? 200 : 500));
+let commerce;
+if (commerceEvents > 0 && wanted("commerce webhook burst")) {
+  const rate = Number(env.BENCH_COMMERCE_RATE ?? 50);
+  console.log(`\nCommerce webhook burst: ${commerceEvents} events at ${rate}/s, each delivered twice`);
+  commerce = await commerceBurst({
+    url: serviceUrl,
+    api: async (method, path, body) => (await api(method, path, body)).json,
+    d1,
+    events: commerceEvents,
+    rate,
+  });
+  console.log(commerceRows(commerce).join("\n"));
+}
+
 // 7. Scale: the license-bound scenarios with more licenses in D1, service only (the baseline does not change).
 const scaleScenarios = scenarios
   .filter((s) => s.scale)
@@ -647,6 +668,16 @@ const lines = [
   ),
   "",
 ];
+if (commerce) {
+  lines.push(
+    "## Commerce webhook burst (Lemon Squeezy order_created, bench/commerce-burst.mjs)",
+    "",
+    "Distinct signed purchases sent open loop at the target rate, each delivered twice (every tenth twice at once); then D1 counted: one order per event (lost: events without an order; duplicate orders: more than one), its licenses, one event row per event, one customer per buyer email.",
+    "",
+    ...commerceRows(commerce),
+    "",
+  );
+}
 if (generator.baseline) {
   lines.push(
     "## Load generator check",
