@@ -240,6 +240,8 @@ export const products = sqliteTable(
     releaseGeneration: integer("release_generation").notNull().default(0),
     /** Release control (CONTRACT section 8): callers below this version get `required: true` in the update check. */
     minimumVersion: text("minimum_version"),
+    /** Sparkle's SUPublicEDKey (base64 Ed25519): uploads' EdDSA signatures are checked against it (issue 27). */
+    sparklePublicKey: text("sparkle_public_key"),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
