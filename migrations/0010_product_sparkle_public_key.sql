@@ -1,0 +1,1 @@
+ALTER TABLE `products` ADD `sparkle_public_key` text;
