@@ -33,6 +33,10 @@ export default defineConfig(async () => {
             // Each answer reports its D1 work (http/d1-session.ts), as in development.
             Application__ServerTiming: "true",
             Application__GeoLocationService: `${inject("geoServiceUrl")}/geo/{ip}`,
+            // The payment providers' webhook secrets of test/commerce-webhooks.test.ts (src/commerce/).
+            Commerce__Stripe__WebhookSecret: "whsec_test_commerce_stripe",
+            Commerce__Paddle__WebhookSecret: "pdl_ntfset_test_commerce_paddle",
+            Commerce__LemonSqueezy__WebhookSecret: "test-commerce-lemonsqueezy",
           },
         },
       })),

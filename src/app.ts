@@ -53,6 +53,7 @@ import { registerRpc } from "./rpc/mount";
 import { registerSettings } from "./management/settings";
 import { registerUsers } from "./management/users";
 import { registerWebhooks } from "./webhooks/webhook-routes";
+import { registerCommerce } from "./commerce/commerce-routes";
 import { registerSwaggerUi } from "./swagger-ui";
 import { SERVICE_VERSION } from "./version";
 
@@ -358,6 +359,7 @@ export function createApp(preRoute: readonly PreRouteGate[] = PRE_ROUTE): Router
   registerInfo(app);
   registerEmail(app);
   registerWebhooks(app);
+  registerCommerce(app);
   registerConsole(app);
 
   app.get(OPENAPI_PATH, (c) => c.json(openApiDocument(app, c.get("config")) as object));

@@ -382,6 +382,29 @@ export const settingDefinitions = {
     "Allow requiresMaintenance=false on application products.",
   ),
   "Updates:EmptyFeedAsYaml": def(bool, false, "Answer an empty feed with 200 and stagingPercentage 0 instead of 204."),
+  "Commerce:Stripe:WebhookSecret": def(
+    optionalText,
+    undefined,
+    "Signing secret (whsec_…) of the Stripe webhook endpoint /v1/commerce/stripe/webhook; unset, that route answers 404 (secret).",
+    true,
+  ),
+  "Commerce:Paddle:WebhookSecret": def(
+    optionalText,
+    undefined,
+    "Secret key (pdl_ntfset_…) of the Paddle notification destination /v1/commerce/paddle/webhook; unset, that route answers 404 (secret).",
+    true,
+  ),
+  "Commerce:LemonSqueezy:WebhookSecret": def(
+    optionalText,
+    undefined,
+    "Signing secret of the Lemon Squeezy webhook /v1/commerce/lemonsqueezy/webhook; unset, that route answers 404 (secret).",
+    true,
+  ),
+  "Commerce:GraceDays": def(
+    int(0, 365),
+    7,
+    "Days a past-due subscription's licenses stay usable after the payment failed.",
+  ),
 } as const satisfies Record<string, SettingDefinition<unknown>>;
 
 export type SettingName = keyof typeof settingDefinitions;

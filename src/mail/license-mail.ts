@@ -104,3 +104,19 @@ export async function licenseMail(db: Db, licenseId: string | number, to?: strin
     isHtml,
   };
 }
+
+/**
+ * One email for several licenses (a purchase's, with every key): the template rendered for each license, the
+ * bodies one after the other, the first's subject, addressed to `to` or the first license's own address.
+ */
+export async function licensesMail(
+  db: Db,
+  licenseIds: readonly (string | number)[],
+  to?: string,
+): Promise<OutgoingMail> {
+  const mails: OutgoingMail[] = [];
+  for (const id of licenseIds) mails.push(await licenseMail(db, id, to));
+  const first = mails[0];
+  if (!first) throw new ApiError(400, "No license to email");
+  return { ...first, body: mails.map((m) => m.body).join(first.isHtml ? "\n<hr>\n" : "\n\n") };
+}
