@@ -369,3 +369,29 @@ describe("D1 sessions and bookmarks", () => {
     ]);
   });
 });
+
+describe("the package feeds' licensed answers", () => {
+  it("Squirrel.Windows RELEASES and Velopack's feed with a user key: one statement, one round trip, no row written", async () => {
+    const { productId, releaseId, code, path } = await newRelease("1.0.0");
+    await admin("PUT", `/v1/products/${productId}/releases`, { productRelease: { id: releaseId, public: true } });
+    const up = await upload(path, bytesOf(4000, 3), { kind: "package", fileName: "App-1.0.0-full.nupkg" });
+    expect(up.status, up.text).toBe(201);
+    const created = (await admin("POST", "/v1/licenses", { license: { productId } })).body;
+    const userKey = (
+      await admin("GET", `/v1/licenses?filter=${encodeURIComponent(`id == ${created["id"]}`)}&select=userKey`)
+    ).body["licenses"][0].userKey;
+    for (const url of [
+      `${BASE}/v1/updates/${code}/squirrel-win/win-x64/RELEASES?localVersion=0.9.0`,
+      `${BASE}/v1/updates/${code}/velopack/win-x64/releases.stable.json?localVersion=0.9.0`,
+    ]) {
+      const poll = () => exports.default.fetch(url, { headers: { "X-Service-User-Key": userKey } });
+      // The first poll also reads the releases, which the isolate then keeps (updates/release-memo.ts).
+      const first = await poll();
+      expect(first.status, await first.text()).toBe(200);
+      expect(d1Work(first.headers)["rows-written"], url).toBe(0);
+      const again = await poll();
+      expect(await again.text(), url).toContain("App-1.0.0-full.nupkg");
+      expect(d1Work(again.headers), url).toMatchObject({ "rows-written": 0, "round-trips": 1, statements: 1 });
+    }
+  });
+});
