@@ -47,7 +47,14 @@ export interface ClientInfo {
   address: string;
   /** `request.cf` geodata as JSON (country, region, city, latitude, longitude, timezone), when known. */
   geoLocation?: string | undefined;
+  /** The install's random id (`X-Service-Install-Id`, release adoption counts by it), when sent and well formed. */
+  installId?: string | undefined;
 }
+
+/** The request header naming the install's own random id (CONTRACT section 8). */
+export const INSTALL_ID_HEADER = "X-Service-Install-Id";
+/** An install id as sent: 1 to 128 visible ASCII characters (a UUID, typically). */
+export const INSTALL_ID_PATTERN = /^[\x21-\x7e]{1,128}$/;
 
 /** The fields of `request.cf` a trace keeps as the client's location. */
 const GEO_FIELDS = ["country", "region", "city", "latitude", "longitude", "timezone"] as const;
@@ -61,7 +68,12 @@ export function clientInfo(c: Context<AppEnv>): ClientInfo {
       const value = cf[key];
       if (value !== undefined) (geo ??= {})[key] = value;
     }
-  return { address: c.get("clientIp"), ...(geo ? { geoLocation: JSON.stringify(geo) } : {}) };
+  const installId = c.req.header(INSTALL_ID_HEADER);
+  return {
+    address: c.get("clientIp"),
+    ...(geo ? { geoLocation: JSON.stringify(geo) } : {}),
+    ...(installId !== undefined && INSTALL_ID_PATTERN.test(installId) ? { installId } : {}),
+  };
 }
 
 /** The request's first batch, made on first use. */

@@ -9,6 +9,8 @@ import { GrpcCode } from "../errors";
 import { type ViewedLicense, viewedLicenseColumns } from "./license-core";
 import { type LicenseStatus, Mode, TokenKind, TraceAction } from "./vocabulary";
 import type { ClientInfo } from "../http/context";
+import { adoptionRunning } from "../updates/adoption";
+import { isReleaseVersion } from "../updates/versions";
 import { type LicenseView, licenseView, trace } from "./license-view";
 import {
   Messages,
@@ -85,6 +87,15 @@ export async function validate(ctx: ServiceContext, input: ValidateInput, client
   if (license.licensingMode !== Mode.File && named && !token)
     throw fail(GrpcCode.FailedPrecondition, Messages.notActivated);
   trace(ctx, license, TraceAction.Validate, client, { machineId: machineId ?? null, clientId: clientId || null });
+  // Release adoption: the install runs this version (off the request path, like the trace).
+  if (input.version !== undefined && isReleaseVersion(input.version))
+    adoptionRunning(ctx, {
+      productId: license.productId,
+      version: input.version,
+      installId: client.installId,
+      licenseId: license.id,
+      machineId: machineId ?? null,
+    });
   return {
     licenseId: license.licenseId,
     status: token ? "Activated" : "NotActivated",

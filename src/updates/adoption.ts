@@ -126,6 +126,28 @@ export const adoptionDownloaded = (ctx: Ctx, s: AdoptionSighting): void => sight
 /** An update check, a feed poll or a validation reported running this version. */
 export const adoptionRunning = (ctx: Ctx, s: AdoptionSighting): void => sight(ctx, "running", s);
 
+/**
+ * What an update answer (a feed of any format, the update check) tells: the caller runs its current version, and was
+ * offered the selected release unless it already runs it. One call where the answer's selection is made.
+ */
+export function adoptionAnswered(
+  ctx: Ctx,
+  answer: {
+    productId: number;
+    platform: string;
+    installId?: string | undefined;
+    licenseId?: number | undefined;
+    currentVersion?: string | undefined;
+    offered?: string | undefined;
+  },
+): void {
+  const who = { productId: answer.productId, platform: answer.platform, installId: answer.installId };
+  const licensed = { ...who, licenseId: answer.licenseId };
+  if (answer.currentVersion !== undefined) adoptionRunning(ctx, { ...licensed, version: answer.currentVersion });
+  if (answer.offered !== undefined && answer.offered !== answer.currentVersion)
+    adoptionOffered(ctx, { ...licensed, version: answer.offered });
+}
+
 function isSighting(v: unknown): v is Sighting {
   return (
     Array.isArray(v) &&
