@@ -5,14 +5,16 @@
  */
 import { useEffect, useState } from "preact/hooks";
 import { ApiFailure, call } from "./api/client";
+import { commerceMappingProviderValues, commerceMappingQuantityModeValues } from "./api/schema";
 import { ErrorBox, ListView, listOf } from "./ui";
 import { type ResourceDef, ResourcePage } from "./resources";
 import { formatDate } from "./words";
 
 type Row = Record<string, unknown>;
 
-export const COMMERCE_PROVIDERS = ["stripe", "paddle", "lemonsqueezy"] as const;
-export type CommerceProvider = (typeof COMMERCE_PROVIDERS)[number];
+// The providers and quantity modes are the document's: a provider added to the service without a name here fails
+// `tsc -p console`.
+type CommerceProvider = (typeof commerceMappingProviderValues)[number];
 const PROVIDER_NAMES: Record<CommerceProvider, string> = {
   stripe: "Stripe",
   paddle: "Paddle",
@@ -88,7 +90,7 @@ const mappings: ResourceDef = {
     { key: "description", label: "Description" },
   ],
   fields: [
-    { name: "provider", label: "Provider", kind: "select", options: COMMERCE_PROVIDERS, required: true },
+    { name: "provider", label: "Provider", kind: "select", options: commerceMappingProviderValues, required: true },
     {
       name: "externalId",
       label: "Price, product or variant id",
@@ -100,7 +102,7 @@ const mappings: ResourceDef = {
       name: "quantityMode",
       label: "Quantity makes",
       kind: "select",
-      options: ["licenses", "seats"],
+      options: commerceMappingQuantityModeValues,
       hint: "licenses: N licenses for quantity N; seats: one license with N × the template's max clients",
     },
     { name: "description", label: "Description" },
