@@ -206,6 +206,18 @@ const uploaded = await fetch(new URL(`/v1/products/${productId}/releases/${relea
   body: form,
 });
 if (uploaded.status !== 201) throw new Error(`seeding the artifact: ${uploaded.status} ${await uploaded.text()}`);
+// The same release as a Squirrel.Windows / Velopack full package (issue 27's package feeds).
+const nupkg = new FormData();
+nupkg.set("platform", "win-x64");
+nupkg.set("kind", "package");
+nupkg.set("file", new Blob([fileBytes.subarray(0, 64 * 1024)]), "Bench-1.0.0-full.nupkg");
+const nupkgUploaded = await fetch(new URL(`/v1/products/${productId}/releases/${releaseId}/downloads`, serviceUrl), {
+  method: "POST",
+  headers: { "x-api-key": ADMIN_KEY },
+  body: nupkg,
+});
+if (nupkgUploaded.status !== 201)
+  throw new Error(`seeding the package: ${nupkgUploaded.status} ${await nupkgUploaded.text()}`);
 
 /** A license through the API, with its user key and its own bearer token (user-key sign-in, as applications do). */
 async function newLicense(fields = {}) {
@@ -239,6 +251,9 @@ await verifyIntegrity(await d1(), ENCRYPTION_KEY, updater.id);
 // electron-updater asks with a random noCache parameter (its generic provider); the service ignores it.
 const feedPath = "/v1/updates/bench/latest.yml?noCache=k3n9x2";
 const checkPath = "/v1/updates/bench?platform=win-x64&version=0.9.0";
+// The package feeds as Squirrel.Windows and Velopack ask for them (their own query: id, localVersion, arch).
+const squirrelPath = "/v1/updates/bench/squirrel-win/win-x64/RELEASES?id=Bench&localVersion=0.9.0&arch=amd64";
+const velopackPath = "/v1/updates/bench/velopack/win-x64/releases.stable.json?localVersion=0.9.0&id=Bench";
 const downloadPath = `/v1/updates/bench/download/win-x64/1.0.0/${encodeURIComponent(fileName)}`;
 // A differential update's request: 200 ranges of 2 KiB spread over the file, as electron-updater sends them.
 const differentialRange = `bytes=${Array.from({ length: 200 }, (_, i) => `${i * 5000}-${i * 5000 + 2047}`).join(", ")}`;
@@ -278,6 +293,18 @@ const scenarios = [
     latency: true,
     againstHealth: true,
     request: { path: feedPath, headers: { "X-Service-User-Key": updater.userKey } },
+  },
+  { name: "Squirrel.Windows RELEASES (anonymous, cached)", latency: true, request: { path: squirrelPath } },
+  {
+    name: "Squirrel.Windows RELEASES (user key)",
+    latency: true,
+    request: { path: squirrelPath, headers: { "X-Service-User-Key": updater.userKey } },
+  },
+  { name: "Velopack feed (anonymous, cached)", latency: true, request: { path: velopackPath } },
+  {
+    name: "Velopack feed (user key)",
+    latency: true,
+    request: { path: velopackPath, headers: { "X-Service-User-Key": updater.userKey } },
   },
   {
     name: "update check (user key, signed)",

@@ -128,7 +128,7 @@ const sha1Of = async (bytes: Uint8Array) => hex(await crypto.subtle.digest("SHA-
 const sha256Of = async (bytes: Uint8Array) => hex(await crypto.subtle.digest("SHA-256", bytes));
 
 const get = (url: string, headers: Record<string, string> = {}) =>
-  exports.default.fetch(url.startsWith("http") ? url : `${BASE}${url}`, { headers });
+  exports.default.fetch(url.startsWith("http") ? url : `${BASE}${url}`, { headers, redirect: "manual" });
 
 /** GET following redirects (the updaters' HTTP clients do), the final answer. */
 async function follow(url: string, headers: Record<string, string> = {}): Promise<Response> {
@@ -428,6 +428,22 @@ describe("gated releases", () => {
     const got = await follow("/v1/updates/gated/velopack/win-x64/Gated-2.1.0-full.nupkg", key);
     expect(await sha1Of(new Uint8Array(await got.arrayBuffer()))).toBe(String(feed.Assets[0]!["SHA1"]).toLowerCase());
     expect((await follow("/v1/updates/gated/velopack/win-x64/Gated-2.1.0-full.nupkg")).status).toBe(403);
+  });
+
+  it("takes the license's feed token in the URL (Squirrel.Windows sends no header), and refuses it once revoked", async () => {
+    const lic = await license(gatedId);
+    const listed = await admin("GET", `/v1/licenses?filter=${encodeURIComponent(`id == ${lic.id}`)}&select=feedToken`);
+    const token = listed.body["licenses"][0].feedToken as string;
+    expect(token).toBeTruthy();
+    const url = `/v1/updates/gated/squirrel-win/win-x64/RELEASES?feed=${encodeURIComponent(token)}&id=Gated&localVersion=2.0.0&arch=amd64`;
+    const res = await get(url);
+    expect(res.headers.get("Cache-Control")).toBe("private, no-store");
+    const entries = parseReleaseFile(await res.text());
+    expect(entries.map((e) => [e.filename, e.query?.startsWith("?token=")])).toEqual([
+      ["Gated-2.1.0-full.nupkg", true],
+    ]);
+    await admin("PUT", "/v1/licenses", { license: { id: lic.id, revoked: true } });
+    expect((await get(url)).status).toBe(403);
   });
 
   it("refuses a revoked key with 403", async () => {
