@@ -2,7 +2,8 @@
  * tools/publish reading each updater tool's own output (test/node/fixtures/publish/<tool>/, laid out as the tool
  * writes it; generate.mjs there writes them): the readers against their folders, the dry run per format, the refusal
  * of an unsigned Tauri or Sparkle artifact (nothing reaches the service), and one real upload per tool to the bundled
- * Worker, with the vendor's signature and the tool's declared hashes on the release's artifacts.
+ * Worker, with the vendor's signature and the tool's declared hashes on the release's artifacts, and served by the
+ * Tauri, Sparkle and Velopack feeds as published.
  */
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
@@ -279,6 +280,9 @@ describe("licensing-publish with each tool's folder, against the Worker", () => 
         Application__AdminUsername: "admin",
         Application__AdminPassword: "Publish-12345",
         Application__AdminApiKey: KEY,
+        // The feeds are read anonymously at the end: public releases of an application product.
+        Updates__AllowPublicApplicationReleases: "true",
+        Updates__EnforcePlatformEditions: "false",
       },
     });
     productId = (
@@ -421,5 +425,37 @@ describe("licensing-publish with each tool's folder, against the Worker", () => 
     expect((await published("1.8.0")).downloads.map((d) => [d.platform, d.kind, d.fileName])).toEqual([
       ["darwin-arm64", "zip", "Studio-1.8.0-arm64-mac.zip"],
     ]);
+
+    // What was published is what each updater's feed serves: the kinds and signatures the feeds read.
+    for (const version of ["1.4.0", "1.6.0", "1.7.0"]) {
+      const { release } = await published(version);
+      const put = await rest("PUT", `/v1/products/${productId}/releases`, {
+        productRelease: { id: release!.id, public: true, requiresMaintenance: false },
+      });
+      expect(put, JSON.stringify(put)).toMatchObject({ success: true });
+    }
+    const feed = async (path: string) => {
+      const res = await fetch(new URL(path, worker.url));
+      const body = await res.text();
+      expect(res.status, `${path}: ${res.headers.get("x-service-reason")} ${body}`).toBe(200);
+      return body;
+    };
+    const tauriJson = JSON.parse(await feed("/v1/updates/studio/tauri.json")) as JsonBody;
+    expect(tauriJson.version).toBe("1.4.0");
+    expect(tauriJson.platforms["linux-x86_64"].signature).toBe(
+      text(`${TAURI.linux}/appimage/studio_1.4.0_amd64.AppImage.tar.gz.sig`),
+    );
+    expect(tauriJson.platforms["darwin-aarch64"].signature).toBe(newer);
+    expect(tauriJson.platforms["windows-x86_64"].signature).toBe(
+      text(`${TAURI.windows}/nsis/Studio_1.4.0_x64-setup.exe.sig`),
+    );
+    const appcast = await (
+      await fetch(new URL("/v1/updates/studio/appcast.xml?platform=darwin-x64", worker.url))
+    ).text();
+    expect(appcast).toContain(`sparkle:edSignature="${signature}"`);
+    expect(appcast).toContain("<sparkle:shortVersionString>1.6.0</sparkle:shortVersionString>");
+    const velopackFeed = JSON.parse(await feed("/v1/updates/studio/velopack/win-x64/releases.win.json")) as JsonBody;
+    const full = JSON.parse(text(join(VELOPACK, "releases.win.json"))).Assets[0];
+    expect(velopackFeed.Assets[0]).toMatchObject({ Version: "1.7.0", FileName: full.FileName, SHA1: full.SHA1 });
   });
 });
