@@ -7,6 +7,7 @@
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { housekeeping } from "../src/housekeeping";
+import { bytesOf, newRelease } from "./artifacts-kit";
 import { ADMIN, BASE, call, countRows, keyFor, movableClock } from "./helpers";
 
 const clockAhead = (await movableClock()).move;
@@ -152,6 +153,48 @@ describe("Idempotency-Key on management POSTs", () => {
       answers.some((a) => a.status === 409) ? [200, 409] : [200, 200],
     );
     expect(await customersNamed("Racing")).toBe(1);
+  });
+
+  it("makes a streamed upload safe to repeat: a new form boundary is the same request, another file is not", async () => {
+    const release = await newRelease();
+    const file = bytesOf(200_000, 7);
+    // A form encoded afresh (a new boundary, as every client draws), sent in small chunks that cut its boundaries.
+    const sendForm = async (bytes: Uint8Array, key: string, chunk: number) => {
+      const form = new FormData();
+      form.set("platform", "win-x64");
+      form.set("kind", "installer");
+      form.set("file", new Blob([bytes]), "Setup.exe");
+      const encoded = new Response(form);
+      const body = new Uint8Array(await encoded.arrayBuffer());
+      let at = 0;
+      const stream = new ReadableStream<Uint8Array>({
+        pull(controller) {
+          if (at >= body.length) return controller.close();
+          controller.enqueue(body.slice(at, at + chunk));
+          at += chunk;
+        },
+      });
+      const res = await exports.default.fetch(`${BASE}${release.path}`, {
+        method: "POST",
+        headers: {
+          "x-api-key": ADMIN.key,
+          "content-type": encoded.headers.get("content-type")!,
+          "content-length": String(body.length),
+          "Idempotency-Key": key,
+        },
+        body: stream,
+      });
+      return { status: res.status, replayed: res.headers.get("Idempotent-Replayed"), text: await res.text() };
+    };
+    const key = crypto.randomUUID();
+    const first = await sendForm(file, key, 4096);
+    expect(first.status, first.text).toBe(201);
+    const again = await sendForm(file, key, 13);
+    expect(again).toEqual({ ...first, replayed: "true" });
+    const other = await sendForm(bytesOf(200_000, 8), key, 4096);
+    expect(other.status).toBe(422);
+    const downloads = await call("GET", release.path, { key: ADMIN.key });
+    expect(downloads.body["releaseDownloads"]).toHaveLength(1);
   });
 
   it("is declared in the OpenAPI document on the management POSTs only", async () => {

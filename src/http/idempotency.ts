@@ -16,7 +16,8 @@
  * The guard runs it after the credential check on every route that checks roles (auth/guard.ts), and it acts only on
  * POST with the header: every other request (the licensing and update hot paths, GETs) passes at the cost of a method
  * compare. The body is hashed as the route reads it (a pass-through stream, so an artifact upload is never buffered)
- * and what the route left unread is hashed after it; a repeat's body is hashed without being read into memory.
+ * and what the route left unread is hashed after it; a repeat's body is hashed without being read into memory. A
+ * form's boundary is not part of the fingerprint: a client re-encoding the same upload draws a new one.
  * Housekeeping removes expired rows (housekeeping.ts).
  */
 import { and, eq, isNull, lt, or } from "drizzle-orm";
@@ -27,6 +28,7 @@ import { idempotencyKeys } from "../db/schema";
 import { clock } from "../clock";
 import { toHex } from "../crypto";
 import { ApiError } from "../errors";
+import { formBoundary } from "./media-type";
 
 export const IDEMPOTENCY_HEADER = "Idempotency-Key";
 /** How long a key and its answer are kept. */
@@ -53,26 +55,57 @@ export function scopeOf(principal: Principal): string {
   return principal.userId !== undefined ? `user:${principal.userId}` : `license:${principal.licenseId ?? "?"}`;
 }
 
-/** SHA-256 of a request: method, path and query, then the body bytes; fed as the body streams. */
+/**
+ * SHA-256 of a request: method, path and query, then the body bytes, fed as the body streams. A form's boundary is
+ * left out of the bytes (clients draw a new one for every request, so a repeated upload's body differs only there):
+ * every occurrence is cut as the bytes pass, keeping the boundary's length less one byte back across chunks.
+ */
 class RequestHasher {
   private readonly digest = new crypto.DigestStream("SHA-256");
   private readonly writer = this.digest.getWriter();
+  private readonly boundary: Uint8Array | undefined;
+  private held = new Uint8Array(0);
 
-  constructor(method: string, url: string) {
+  constructor(method: string, url: string, contentType: string | undefined) {
     const u = new URL(url);
     void this.writer.write(new TextEncoder().encode(`${method} ${u.pathname}${u.search}\n`));
+    const boundary = formBoundary(contentType);
+    this.boundary = boundary === undefined ? undefined : new TextEncoder().encode(boundary);
   }
 
   write(chunk: Uint8Array): Promise<void> {
-    return this.writer.write(chunk);
+    const cut = this.boundary;
+    if (!cut) return this.writer.write(chunk);
+    const bytes = new Uint8Array(this.held.length + chunk.length);
+    bytes.set(this.held);
+    bytes.set(chunk, this.held.length);
+    const parts: Uint8Array[] = [];
+    let from = 0;
+    for (let i = bytes.indexOf(cut[0]!); i >= 0 && i + cut.length <= bytes.length; i = bytes.indexOf(cut[0]!, i)) {
+      let j = 1;
+      while (j < cut.length && bytes[i + j] === cut[j]) j++;
+      if (j < cut.length) {
+        i++;
+        continue;
+      }
+      parts.push(bytes.subarray(from, i));
+      i += cut.length;
+      from = i;
+    }
+    // What could still begin a boundary waits for the next chunk.
+    const keep = Math.max(from, bytes.length - (cut.length - 1));
+    parts.push(bytes.subarray(from, keep));
+    this.held = bytes.slice(keep);
+    return Promise.all(parts.filter((p) => p.length > 0).map((p) => this.writer.write(p))).then(() => undefined);
   }
 
   async finish(rest?: ReadableStreamDefaultReader<Uint8Array>): Promise<string> {
     for (;;) {
       const next = await rest?.read();
       if (!next || next.done) break;
-      await this.writer.write(next.value);
+      await this.write(next.value);
     }
+    if (this.held.length > 0) await this.writer.write(this.held);
     await this.writer.close();
     return toHex(await this.digest.digest);
   }
@@ -80,7 +113,7 @@ class RequestHasher {
 
 /** Fingerprint of a request whose body no route will read (a repeat): hashed as it streams. */
 async function fingerprintOf(c: Context<AppEnv>): Promise<string> {
-  const hasher = new RequestHasher(c.req.method, c.req.url);
+  const hasher = new RequestHasher(c.req.method, c.req.url, c.req.header("content-type"));
   return hasher.finish(c.req.raw.body?.getReader());
 }
 
@@ -89,7 +122,7 @@ async function fingerprintOf(c: Context<AppEnv>): Promise<string> {
  * `finish` hashes what the route left unread and answers the fingerprint.
  */
 function hashAsRead(c: Context<AppEnv>): () => Promise<string> {
-  const hasher = new RequestHasher(c.req.method, c.req.url);
+  const hasher = new RequestHasher(c.req.method, c.req.url, c.req.header("content-type"));
   const source = c.req.raw.body?.getReader();
   if (source) {
     const body = new ReadableStream<Uint8Array>(

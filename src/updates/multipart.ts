@@ -23,12 +23,8 @@ function malformed(reason: string): ValidationProblem {
   return new ValidationProblem({ "": [`Malformed multipart/form-data body: ${reason}`] });
 }
 
-/** The boundary of a `multipart/form-data` content type, or undefined when the type is not one. */
-export function formBoundary(contentType: string | undefined): string | undefined {
-  if (!contentType || !/^multipart\/form-data\s*(;|$)/i.test(contentType)) return undefined;
-  const m = /;\s*boundary=(?:"([^"]{1,70})"|([^\s;]{1,70}))/i.exec(contentType);
-  return m?.[1] ?? m?.[2];
-}
+// The boundary of a form's content type: read where every layer may (http/media-type.ts, Idempotency-Key too).
+export { formBoundary } from "../http/media-type";
 
 /** Index of `needle` in `haystack` from `from`, or -1 (first byte found natively, the rest compared). */
 function indexOf(haystack: Uint8Array, needle: Uint8Array, from = 0): number {
