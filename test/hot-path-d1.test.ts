@@ -395,3 +395,50 @@ describe("the package feeds' licensed answers", () => {
     }
   });
 });
+
+describe("release control on the polls", () => {
+  it("a rollout and an audience add no round trip: a licensed poll reads its license and its audiences in one; an install's poll reads nothing", async () => {
+    const app = await application();
+    const first = (await admin("GET", `/v1/products/${app.productId}/releases`)).body["productReleases"][0].id;
+    await admin("PUT", `/v1/products/${app.productId}/releases`, {
+      productRelease: { id: first, stagingPercentage: 10 },
+    });
+    const audience = await admin("POST", `/v1/products/${app.productId}/releases`, {
+      productRelease: { version: "1.1.0", public: true, audience: 'edition == "Ultimate"', stagingPercentage: 50 },
+    });
+    expect(audience.status, audience.text).toBe(200);
+    for (const [id, version] of [
+      [first, "1.0.0"],
+      [audience.body["productReleaseId"], "1.1.0"],
+    ]) {
+      const up = await upload(`/v1/products/${app.productId}/releases/${id}/downloads`, bytesOf(500, 3), {
+        platform: "win-x64",
+        kind: "installer",
+        fileName: `App-${version}.exe`,
+        partName: `App-${version}.exe`,
+      });
+      expect(up.status, up.text).toBe(201);
+    }
+    const created = (
+      await admin("POST", "/v1/licenses", { license: { productId: app.productId, edition: "Ultimate" } })
+    ).body;
+    const userKey = (
+      await admin("GET", `/v1/licenses?filter=${encodeURIComponent(`id == ${created["id"]}`)}&select=userKey`)
+    ).body["licenses"][0].userKey;
+    const poll = (path: string, headers: Record<string, string>) =>
+      exports.default.fetch(`${BASE}${path}`, { headers: { "cf-connecting-ip": "203.0.113.21", ...headers } });
+    const paths = [`/v1/updates/${app.code}?platform=win-x64&version=0.9.0`, `/v1/updates/${app.code}/latest.yml`];
+    for (const path of paths) {
+      // The first poll may read the product, the releases and the signing key; the next ones have them in the isolate.
+      await poll(path, { "X-Service-User-Key": userKey, "X-Service-Install-Id": "i-1" });
+      const licensed = await poll(path, { "X-Service-User-Key": userKey, "X-Service-Install-Id": "i-1" });
+      expect(licensed.status).toBeLessThan(300);
+      // The license and, beside it in the same round trip, whether it matches the release's audience.
+      expect(d1Work(licensed.headers), path).toMatchObject({ "rows-written": 0, "round-trips": 1, statements: 2 });
+      const install = await poll(path, { "X-Service-Install-Id": "i-2", "X-Service-Current-Version": "0.9.0" });
+      expect(install.status).toBeLessThan(300);
+      expect(install.headers.get("Cache-Control")).toBe("private, no-store");
+      expect(d1Work(install.headers)["round-trips"] ?? 0, path).toBe(0);
+    }
+  });
+});

@@ -484,14 +484,14 @@ describe("the update routes say why in X-Service-Reason", () => {
     const anonymous = check("0.5.0");
     const first = await get(anonymous);
     expect(first.headers.get("Cache-Control")).toMatch(/^public/);
-    expect(first.headers.get("Vary")).toBe("X-Service-User-Key");
+    expect(first.headers.get("Vary")).toBe("X-Service-User-Key, X-Service-Install-Id, X-Service-Current-Version");
     const firstBody = await first.text();
     expect(first.headers.get("X-Service-Reason")).toBe("licenseRequired");
     for (let i = 0; i < 2; i++) {
       const again = await get(anonymous);
       expect(await again.text()).toBe(firstBody);
       expect(again.headers.get("X-Service-Reason")).toBe("licenseRequired");
-      expect(again.headers.get("Vary")).toBe("X-Service-User-Key");
+      expect(again.headers.get("Vary")).toBe("X-Service-User-Key, X-Service-Install-Id, X-Service-Current-Version");
     }
     // Past the isolate's memo: from the edge cache (Cache API), with its reason still.
     forgetAnswers();

@@ -49,6 +49,10 @@ describe("status and event types", () => {
       "order.deleted",
       "report.received",
       "report.deleted",
+      "release.published",
+      "release.rollout.changed",
+      "release.halted",
+      "release.resumed",
       "webhook.test",
     ]);
     for (const type of res.body["eventTypes"]) expect(type.description.length).toBeGreaterThan(10);
