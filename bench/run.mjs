@@ -219,9 +219,35 @@ const nupkgUploaded = await fetch(new URL(`/v1/products/${productId}/releases/${
 if (nupkgUploaded.status !== 201)
   throw new Error(`seeding the package: ${nupkgUploaded.status} ${await nupkgUploaded.text()}`);
 
+// Release control (issue 26): a second application whose newest release has a rollout (50 %) and an audience, beside
+// an older release without either; its licensed feed and update check are held against the plain ones above.
+const rcProductId = (
+  await api("POST", "/v1/products", { product: { code: "bench-rc", name: "Bench RC", isApplication: true } })
+).json.productId;
+for (const [version, control] of [
+  ["1.0.0", {}],
+  ["1.1.0", { stagingPercentage: 50, audience: 'edition == "Ultimate" || customerId == 12' }],
+]) {
+  const rcRelease = (
+    await api("POST", `/v1/products/${rcProductId}/releases`, {
+      productRelease: { version, public: true, requiresMaintenance: false, ...control },
+    })
+  ).json.productReleaseId;
+  const rcForm = new FormData();
+  rcForm.set("platform", "win-x64");
+  rcForm.set("kind", "installer");
+  rcForm.set("file", new Blob([fileBytes.subarray(0, 64 * 1024)]), `Bench RC Setup ${version}.exe`);
+  const rcUploaded = await fetch(new URL(`/v1/products/${rcProductId}/releases/${rcRelease}/downloads`, serviceUrl), {
+    method: "POST",
+    headers: { "x-api-key": ADMIN_KEY },
+    body: rcForm,
+  });
+  if (rcUploaded.status !== 201) throw new Error(`seeding bench-rc: ${rcUploaded.status} ${await rcUploaded.text()}`);
+}
+
 /** A license through the API, with its user key and its own bearer token (user-key sign-in, as applications do). */
-async function newLicense(fields = {}) {
-  const id = (await api("POST", "/v1/licenses", { license: { productId, ...fields } })).json.id;
+async function newLicense(fields = {}, forProduct = productId) {
+  const id = (await api("POST", "/v1/licenses", { license: { productId: forProduct, ...fields } })).json.id;
   const userKey = (await api("GET", `/v1/licenses?filter=${encodeURIComponent(`id == ${id}`)}&select=userKey`)).json
     .licenses[0].userKey;
   const token = (await call("POST", "/v1/auth/login", { body: { userKey }, headers: {} })).json.token;
@@ -230,6 +256,7 @@ async function newLicense(fields = {}) {
 // The update routes' caller (File mode); a machine activated for validate; a floating seat for heartbeats; and one
 // fresh Activation license per activate run, so earlier runs' activations do not weigh on later ones.
 const updater = await newLicense();
+const rcUpdater = await newLicense({ edition: "Ultimate" }, rcProductId);
 const validating = await newLicense({ licensingMode: 1, maxClients: 0 });
 await call("POST", "/v1/license/activate", {
   body: { userKey: validating.userKey, machineId: "bench-validate" },
@@ -251,6 +278,14 @@ await verifyIntegrity(await d1(), ENCRYPTION_KEY, updater.id);
 // electron-updater asks with a random noCache parameter (its generic provider); the service ignores it.
 const feedPath = "/v1/updates/bench/latest.yml?noCache=k3n9x2";
 const checkPath = "/v1/updates/bench?platform=win-x64&version=0.9.0";
+const rcFeedPath = "/v1/updates/bench-rc/latest.yml?noCache=k3n9x2";
+const rcCheckPath = "/v1/updates/bench-rc?platform=win-x64&version=0.9.0";
+// An install of the release-control product, as the client package's updater helper asks.
+const rcHeaders = {
+  "X-Service-User-Key": rcUpdater.userKey,
+  "X-Service-Install-Id": "5f0c9a8e-7d1b-4c55-9a43-0d2e8f6b1c77",
+  "X-Service-Current-Version": "0.9.0",
+};
 // The package feeds as Squirrel.Windows and Velopack ask for them (their own query: id, localVersion, arch).
 const squirrelPath = "/v1/updates/bench/squirrel-win/win-x64/RELEASES?id=Bench&localVersion=0.9.0&arch=amd64";
 const velopackPath = "/v1/updates/bench/velopack/win-x64/releases.stable.json?localVersion=0.9.0&id=Bench";
@@ -312,6 +347,18 @@ const scenarios = [
     latency: true,
     againstHealth: true,
     request: { path: checkPath, headers: { "X-Service-User-Key": updater.userKey } },
+  },
+  {
+    name: "feed (user key, rollout + audience)",
+    latency: true,
+    againstHealth: true,
+    request: { path: rcFeedPath, headers: rcHeaders },
+  },
+  {
+    name: "update check (user key, signed, rollout + audience)",
+    latency: true,
+    againstHealth: true,
+    request: { path: rcCheckPath, headers: rcHeaders },
   },
   {
     name: "license validate (bearer)",
