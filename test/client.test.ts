@@ -177,6 +177,18 @@ describe.each(TRANSPORTS)("client over %s", (transport) => {
     expect(valid.license).toMatchObject({ licenseType: "Trial", expireAt: new Date("2099-01-01T00:00:00.000Z") });
     expect(valid.serverTime).toBeInstanceOf(Date);
     expect(Math.abs(valid.serverTime.getTime() - before)).toBeLessThan(60_000);
+    // The client's install id travels with each validation (a header, gRPC-Web metadata): adoption counts it by it.
+    const recorded = recordingFetch();
+    const installed = new LicensingClient({
+      baseUrl: BASE,
+      transport,
+      userKey: lic.userKey,
+      fetch: recorded.fetch,
+      installId: "install-7",
+    });
+    await installed.validate({ machineId: "PC-7", clientId: "alice", version: "1.0.0" });
+    const validation = recorded.calls.find((c) => /validate|ValidateLicense/.test(c.path));
+    expect(validation?.headers.get("x-service-install-id")).toBe("install-7");
 
     const payload = await client.verifyLicenseOffline(licenseKey, jwks, {
       machineId: "PC-7",
@@ -602,6 +614,22 @@ describe("checkForUpdate", () => {
       channel: "stable",
     });
     expect(seen.headers?.get("x-service-user-key")).toBe("USER-KEY");
+    expect(seen.headers?.has("x-service-install-id")).toBe(false);
+    // The install id: the client's, or the call's own.
+    const installed = new LicensingClient({
+      baseUrl: BASE,
+      installId: "install-1",
+      fetch: updateRoute(async () => ({ success: true, data, ...signed }), seen),
+    });
+    await installed.checkForUpdate({ productCode: "studio", platform: "win-x64", version: "1.0.0" });
+    expect(seen.headers?.get("x-service-install-id")).toBe("install-1");
+    await installed.checkForUpdate({
+      productCode: "studio",
+      platform: "win-x64",
+      version: "1.0.0",
+      installId: "other",
+    });
+    expect(seen.headers?.get("x-service-install-id")).toBe("other");
   });
 
   it("rejects data changed after signing, a foreign key id, a malformed signature, and accepts pinned keys", async () => {

@@ -71,8 +71,9 @@ export interface LicensingClientOptions {
    */
   trustedKeys?: JwkSet;
   /**
-   * This installation's random id (keep one per install: `installId(directory)` from `@licensing/client/node`), the
-   * default `installId` of update checks, sent as `X-Service-Install-Id`. It is what release rollouts admit by.
+   * This installation's random id (keep one per install: `installId(directory)` from `@licensing/client/node`), sent
+   * as `X-Service-Install-Id` on validations and (the default `installId`) update checks: release rollouts admit by
+   * it, and a release's adoption counts the install once by it.
    */
   installId?: string;
 }
@@ -205,7 +206,9 @@ export class LicensingClient {
    */
   async validate(request: ValidateRequest = {}): Promise<ValidateResult> {
     const userKey = this.resolveUserKey(request.userKey);
-    return this.authorized((headers) => this.wire.validate({ ...request, userKey }, headers));
+    // The install id (REST header, gRPC-Web metadata): the service counts this install as running `version` by it.
+    const install: CredentialHeaders = this.installId ? { "x-service-install-id": this.installId } : {};
+    return this.authorized((headers) => this.wire.validate({ ...request, userKey }, { ...headers, ...install }));
   }
 
   /**

@@ -85,7 +85,12 @@ function createLicensing(options) {
     async refresh() {
       const saved = await load();
       if (!saved) return "dropped";
-      const client = new LicensingClient({ baseUrl, userKey: saved.userKey });
+      // The install id: the service counts this install as running its version (a release's adoption) by it.
+      const client = new LicensingClient({
+        baseUrl,
+        userKey: saved.userKey,
+        installId: await installId(options.dataDir),
+      });
       try {
         const nonce = crypto.randomUUID(); // the fresh key must echo it: an old answer replayed does not pass
         const { license } = await client.validate({ machineId: await machine(), nonce });
