@@ -309,6 +309,17 @@ describe("Squirrel.Windows RELEASES", () => {
       "Free-1.2.0-delta.nupkg",
       "Free-1.2.0-full.nupkg",
     ]);
+    // The cached answer is keyed by the origin its URLs are made of: another scheme and host get their own URLs.
+    const elsewhere = await (
+      await get(
+        "http://mirror.test/v1/updates/free/squirrel-win/win-x64/RELEASES?id=Free&localVersion=1.0.0&arch=amd64",
+      )
+    ).text();
+    expect(parseReleaseFile(elsewhere).map((e) => e.baseUrl?.split("/v1/")[0])).toEqual([
+      "http://mirror.test",
+      "http://mirror.test",
+      "http://mirror.test",
+    ]);
     const fresh = await (await get("/v1/updates/free/squirrel-win/win-x64/RELEASES")).text();
     expect(squirrelUpdate(fresh, null).packages.map((e) => e.filename)).toEqual(["Free-1.2.0-full.nupkg"]);
   });
