@@ -41,6 +41,11 @@ const SPEC_ACCESS: { methods?: string[]; path: RegExp; credential: Credential; r
   { path: /^\/v1\/webhooks/, credential: "key", roles: MANAGERS },
   { path: /^\/v1\/(users|roles|api-keys)/, credential: "key", roles: ADMINS },
   { path: /^\/v1\/(assemblies|settings)/, credential: "key", roles: ADMINS },
+  // Payments to licenses (CONTRACT section 10): the providers' webhooks are anonymous and signed; mappings are
+  // Administrator's and Sales'; the purchases and events lists are the management roles'.
+  { methods: ["POST"], path: /^\/v1\/commerce\/\{provider\}\/webhook$/, credential: "none" },
+  { path: /^\/v1\/commerce\/mappings/, credential: "key", roles: ["Administrator", "Sales"] },
+  { path: /^\/v1\/commerce\//, credential: "key", roles: MANAGEMENT },
   {
     path: /^\/v1\/(customers|contacts|products|orders|resources|licenses|license-tokens|license-templates|log|info|email)/,
     credential: "key",
@@ -108,7 +113,11 @@ describe.each(operations.map((op) => [`${op.method} ${op.path}`, op] as const))(
 
   async function send(credential: { key?: string; token?: string }) {
     const s = await sample(credential.key);
-    return call(op.method, s.path ?? op.path, { ...credential, ...(s.body !== undefined ? { body: s.body } : {}) });
+    return call(op.method, s.path ?? op.path, {
+      ...credential,
+      ...(s.body !== undefined ? { body: s.body } : {}),
+      ...(s.headers ? { headers: s.headers } : {}),
+    });
   }
 
   if (rule.credential !== "none") {

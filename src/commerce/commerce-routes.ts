@@ -17,7 +17,7 @@ import { clock } from "../clock";
 import { sha256Hex } from "../crypto";
 import { ApiError } from "../errors";
 import { serviceContext } from "../http/context";
-import { anonymousErrorResponses, enveloped, json } from "../http/openapi";
+import { anonymousErrorResponses, enveloped, int32, json } from "../http/openapi";
 import { ok } from "../http/respond";
 import type { Router } from "../http/router";
 import { LicenseTemplate } from "../licensing/license-templates";
@@ -46,7 +46,10 @@ const WebhookAnswer = enveloped({
       "What the event did: applied, remembered (before its purchase), ignored, unmapped, or duplicate (received before; nothing changed).",
   }),
   eventId: z.string().openapi({ description: "The provider's event id the service counted it under." }),
-  orderId: z.int().nullable().openapi({ description: "The order of the purchase the event is about, once made." }),
+  orderId: int32(1)
+    .nullable()
+    .optional()
+    .openapi({ description: "The order of the purchase the event is about, once made." }),
   detail: z.string(),
 }).openapi("CommerceWebhookAnswer");
 
@@ -82,7 +85,7 @@ function registerWebhook(app: Router): void {
         body: {
           required: true,
           description: "The provider's event, exactly as signed (read raw; never re-serialized).",
-          content: { "application/json": { schema: { type: "object" } } },
+          content: { "application/json": { schema: { type: "object", additionalProperties: true } } },
         },
       },
       responses: {

@@ -8,6 +8,7 @@ import { updateSamples } from "./updates";
 import { licensingSamples } from "./licensing";
 import { licenseSamples } from "./licenses";
 import { operationSamples } from "./operations";
+import { paymentSamples } from "./payments";
 import { webhookSamples } from "./webhooks";
 
 export const SAMPLES: Samples = {
@@ -20,4 +21,5 @@ export const SAMPLES: Samples = {
   ...downloadSamples,
   ...webhookSamples,
   ...consoleSamples,
+  ...paymentSamples,
 };

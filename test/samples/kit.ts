@@ -6,6 +6,8 @@ import type { JsonBody } from "../json-body.ts";
 export interface Sample {
   path?: string;
   body?: unknown;
+  /** Request headers the route needs (a payment provider's signature). */
+  headers?: Record<string, string>;
 }
 /**
  * `"<METHOD> <OpenAPI path>"` -> a function building a fresh sample (deletes get a fresh target each call). `key` is
