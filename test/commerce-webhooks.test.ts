@@ -288,6 +288,15 @@ describe.each(KITS)("$name webhooks", (kit) => {
       expect(license).toMatchObject({ expireDate: end, revoked: false, status: "Expired" });
   });
 
+  it("a subscription ended before its period's end revokes the licenses and cancels the order", async () => {
+    const sale = kit.sale();
+    const orderId = await buy(kit, sale, kit.ids.licenses, 3, inDays(30));
+    expect((await deliver(kit, kit.ended(sale, inDays(0)))).body["result"]).toBe("applied");
+    for (const license of await licensesOf(orderId))
+      expect(license).toMatchObject({ revoked: true, status: "Revoked" });
+    expect((await admin("GET", `/v1/orders?filter=${q(`id == ${orderId}`)}`)).body["orders"][0].status).toBe(CANCELLED);
+  });
+
   it("two concurrent deliveries of one event make one order", async () => {
     const sale = kit.sale();
     const [event] = kit.purchase(sale, { item: kit.ids.licenses, quantity: 3, periodEnd: inDays(30) });
