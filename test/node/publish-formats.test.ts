@@ -38,6 +38,7 @@ const SPARKLE = {
 };
 
 const text = (path: string) => readFileSync(path, "utf8");
+const keys = JSON.parse(readFileSync(join(FIXTURES, "keys.json"), "utf8")) as { sparklePublicEdKey: string };
 const bytes = (path: string) => readFileSync(path);
 const hash = (algorithm: string, path: string, encoding: "hex" | "base64") =>
   createHash(algorithm).update(bytes(path)).digest(encoding);
@@ -286,7 +287,10 @@ describe("licensing-publish with each tool's folder, against the Worker", () => 
       },
     });
     productId = (
-      await rest("POST", "/v1/products", { product: { code: "studio", name: "Studio", isApplication: true } })
+      await rest("POST", "/v1/products", {
+        // The Sparkle key the fixtures' edSignatures were made with: the service verifies each upload under it.
+        product: { code: "studio", name: "Studio", isApplication: true, sparklePublicKey: keys.sparklePublicEdKey },
+      })
     )["productId"];
   }, 180_000);
   afterAll(async () => {
@@ -441,7 +445,7 @@ describe("licensing-publish with each tool's folder, against the Worker", () => 
       return body;
     };
     const tauriJson = JSON.parse(await feed("/v1/updates/studio/tauri.json")) as JsonBody;
-    expect(tauriJson.version).toBe("1.4.0");
+    expect(tauriJson.version, JSON.stringify(tauriJson)).toBe("1.4.0");
     expect(tauriJson.platforms["linux-x86_64"].signature).toBe(
       text(`${TAURI.linux}/appimage/studio_1.4.0_amd64.AppImage.tar.gz.sig`),
     );
