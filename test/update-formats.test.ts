@@ -157,7 +157,8 @@ async function sparkleSign(keys: CryptoKeyPair, bytes: Uint8Array): Promise<stri
 /**
  * A product with, for darwin-arm64 (and win-x64 for Tauri's static file):
  *   1.0.0 (2026-01-10 08:30 UTC) ungated: a signed Tauri archive, a signed zip (Sparkle), a signed Windows installer
- *   1.5.0 (2026-03-01)           ungated: an unsigned zip only (Squirrel.Mac's, which Tauri and Sparkle never offer)
+ *   1.5.0 (2026-03-01)           ungated: an unsigned zip (Squirrel.Mac's) and Windows installer, which Tauri and
+ *                                         Sparkle never offer
  *   2.0.0 (2026-06-01)           gated:   the same signed set as 1.0.0
  */
 async function fixture(): Promise<Fixture> {
@@ -172,7 +173,11 @@ async function fixture(): Promise<Fixture> {
   for (const [version, releaseDate, gated, notes, signed] of plan) {
     const id = await addRelease(f, version, { releaseDate, requiresMaintenance: gated, releaseNotes: notes });
     if (signed) await addSigned(f, version, id);
-    else await addFile(f, id, { platform: "darwin-arm64", kind: "zip", fileName: `App-${version}-arm64-mac.zip` });
+    else {
+      // Unsigned: Squirrel.Mac's zip, and an installer Tauri must never offer.
+      await addFile(f, id, { platform: "darwin-arm64", kind: "zip", fileName: `App-${version}-arm64-mac.zip` });
+      await addFile(f, id, { platform: "win-x64", kind: "installer", fileName: `App_${version}_x64-setup.exe` });
+    }
   }
   return f;
 }
@@ -686,3 +691,103 @@ describe("the edge cache of the formats' anonymous answers", () => {
     for (const format of formats) expect((await format.ask(f.code, "0.9.0")).version, format.name).toBe("4.0.0");
   });
 });
+
+describe("uploads for Tauri and Sparkle: the vendor's signature", () => {
+  it("an archive without its signature is refused, multipart, hosted or resumable, before anything is stored", async () => {
+    const f = await fixture();
+    const id = await addRelease(f, "5.0.0");
+    const path = `/v1/products/${f.productId}/releases/${id}/downloads`;
+    const before = await countDownloads(id);
+    const multipart = await upload(path, bytesOf(64, 9), {
+      platform: "darwin-arm64",
+      kind: "archive",
+      partName: "App.app.tar.gz",
+    });
+    expect(multipart.status, multipart.text).toBe(400);
+    expect(multipart.text).toContain("needs its signature");
+    const hosted = await admin("POST", path, {
+      releaseDownload: {
+        platform: "darwin-arm64",
+        kind: "archive",
+        fileName: "App.app.tar.gz",
+        url: "https://cdn.example.com/App.app.tar.gz",
+        size: 64,
+        sha256: "a".repeat(64),
+        sha512: `${"A".repeat(86)}==`,
+      },
+    });
+    expect(hosted.status, hosted.text).toBe(400);
+    expect(hosted.text).toContain("needs its signature");
+    const resumable = await admin("POST", `${path}/uploads`, {
+      upload: { platform: "darwin-arm64", kind: "archive", fileName: "App.app.tar.gz" },
+    });
+    expect(resumable.status, resumable.text).toBe(400);
+    expect(resumable.text).toContain("needs its signature");
+    expect(await countDownloads(id)).toBe(before);
+  });
+
+  it("with a product sparklePublicKey, a macOS upload's EdDSA signature must verify over its bytes", async () => {
+    const f = await fixture();
+    const publicKey = b64((await crypto.subtle.exportKey("raw", f.keys.publicKey)) as ArrayBuffer);
+    const bad = await admin("PUT", "/v1/products", { product: { id: f.productId, sparklePublicKey: "not-a-key" } });
+    expect(bad.status, bad.text).toBe(400);
+    const set = await admin("PUT", "/v1/products", { product: { id: f.productId, sparklePublicKey: publicKey } });
+    expect(set.status, set.text).toBe(200);
+    const id = await addRelease(f, "6.0.0");
+    const path = `/v1/products/${f.productId}/releases/${id}/downloads`;
+    // 3 MiB: the signature is checked as the stored bytes stream (several chunks), against WebCrypto's own signature.
+    const big = bytesOf(3 * 1024 * 1024 + 17, 42);
+    const other = bytesOf(1000, 43);
+    for (const [name, signature, kind] of [
+      ["signed for other bytes", await sparkleSign(f.keys, other), "zip"],
+      ["not an EdDSA signature", "dW50cnVzdGVkIGNvbW1lbnQ6IG1pbmlzaWdu", "zip"],
+      ["a .dmg signed for other bytes", await sparkleSign(f.keys, other), "installer"],
+      ["a Sparkle archive signed for other bytes", await sparkleSign(f.keys, other), "archive"],
+    ] as const) {
+      for (const sourceKind of ["local", "resource"]) {
+        const res = await upload(path, big, {
+          platform: "darwin-arm64",
+          kind,
+          sourceKind,
+          signature,
+          partName: "App-6.0.0.zip",
+        });
+        expect(res.status, `${name} ${sourceKind}: ${res.text}`).toBe(400);
+        expect(res.text).toContain("sparklePublicKey");
+      }
+    }
+    expect(await countDownloads(id)).toBe(0);
+    const good = await upload(path, big, {
+      platform: "darwin-arm64",
+      kind: "zip",
+      signature: await sparkleSign(f.keys, big),
+      partName: "App-6.0.0.zip",
+    });
+    expect(good.status, good.text).toBe(201);
+    // A Tauri archive's minisign text is not Sparkle's: it passes through unchecked.
+    const tauri = await upload(path, bytesOf(64, 7), {
+      platform: "darwin-arm64",
+      kind: "archive",
+      signature: "dW50cnVzdGVkIGNvbW1lbnQ6IHNpZ25hdHVyZSBmcm9tIHRhdXJpIHNlY3JldCBrZXkKUlVUVGVzdA==",
+      partName: "App.app.tar.gz",
+    });
+    expect(tauri.status, tauri.text).toBe(201);
+    // Windows and unsigned zips (Squirrel.Mac's) are not Sparkle's either.
+    const unsigned = await upload(path, bytesOf(64, 8), { platform: "darwin-x64", kind: "zip", partName: "x.zip" });
+    expect(unsigned.status, unsigned.text).toBe(201);
+    // The appcast serves the verified zip, the Tauri feed the archive.
+    const cast = readAppcast((await fetchAs(`/v1/updates/${f.code}/appcast.xml`)).text);
+    expect(cast.items[0]?.version).toBe("6.0.0");
+    expect(cast.items[0]?.enclosure?.url).toContain("App-6.0.0.zip");
+    const tauriOffer = readTauri(JSON.parse((await fetchAs(`/v1/updates/${f.code}/tauri/darwin/aarch64/1.0.0`)).text));
+    expect(tauriOffer.url).toContain("App.app.tar.gz");
+  });
+});
+
+async function countDownloads(releaseId: number): Promise<number> {
+  const { env } = await import("cloudflare:workers");
+  const row = await env.DB.prepare("SELECT count(*) AS n FROM release_downloads WHERE release_id = ?")
+    .bind(releaseId)
+    .first<{ n: number }>();
+  return row?.n ?? 0;
+}

@@ -34,6 +34,13 @@ export const Product = defineEntity({
       pattern: /^\d+\.\d+\.\d+$/,
       description: "major.minor.patch: callers below it get `required: true` in the update check (CONTRACT section 8).",
     }),
+    sparklePublicKey: f.string({
+      max: 44,
+      pattern: /^[A-Za-z0-9+/]{43}=$/,
+      description:
+        "Sparkle's SUPublicEDKey (base64 of the 32-byte Ed25519 public key, as generate_keys prints it): an upload's " +
+        "EdDSA signature (sign_update's edSignature) of a macOS zip, installer or archive must verify against it.",
+    }),
     createdAt: f.date({ readOnly: true }),
     updatedAt: f.date({ readOnly: true }),
   },

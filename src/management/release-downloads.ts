@@ -9,6 +9,7 @@
  *   DELETE  /uploads/{uploadId}: resumable uploads for files over what one request can carry
  * Every change bumps the product's release generation (cached feeds go stale at once).
  */
+import { refuseUnsignedArchive } from "../updates/vendor-signatures";
 import { createRoute, z } from "@hono/zod-openapi";
 import { Roles, access } from "../auth/guard";
 import type { Row } from "../http/repository";
@@ -296,6 +297,12 @@ async function addUploaded(ctx: ServiceContext, target: DownloadTarget, form: Mu
     if (!parsed.success) {
       await form.cancel();
       throw zodProblem(parsed.error);
+    }
+    try {
+      refuseUnsignedArchive(parsed.data);
+    } catch (e) {
+      await form.cancel();
+      throw e;
     }
     await refuseTaken(ctx.db, target.releaseId, parsed.data.platform, parsed.data.kind);
     const stage = parsed.data.sourceKind === "resource" ? stageResource : stageLocal;

@@ -5,6 +5,7 @@
  * ones get them computed while they stream into R2 (`local`) or D1 chunks (`resource`). Every path that stores
  * bytes first leaves the artifact invisible and removes those bytes again when anything fails.
  */
+import { refuseUnsignedArchive, requireSparkleSignature } from "./vendor-signatures";
 import { and, eq, inArray, like, lt } from "drizzle-orm";
 import { randomString } from "../crypto";
 import { clock } from "../clock";
@@ -41,6 +42,8 @@ export interface DownloadTarget {
   productCode: string;
   releaseId: number;
   version: string;
+  /** The product's Sparkle key: uploads' EdDSA signatures are checked against it (vendor-signatures.ts). */
+  sparklePublicKey: string | null;
 }
 
 /** The artifacts every route may see: published rows (pending uploads excluded). */
@@ -53,9 +56,14 @@ async function releaseOf(
   db: Db,
   productId: number,
   releaseId: number,
-): Promise<{ code: string; isApplication: boolean; version: string }> {
+): Promise<{ code: string; isApplication: boolean; version: string; sparklePublicKey: string | null }> {
   const row = await db
-    .select({ code: products.code, isApplication: products.isApplication, version: productReleases.version })
+    .select({
+      code: products.code,
+      isApplication: products.isApplication,
+      version: productReleases.version,
+      sparklePublicKey: products.sparklePublicKey,
+    })
     .from(productReleases)
     .innerJoin(products, eq(products.id, productReleases.productId))
     .where(and(eq(productReleases.id, releaseId), eq(productReleases.productId, productId)))
@@ -82,7 +90,13 @@ export async function downloadTarget(db: Db, productId: number, releaseId: numbe
       `Release version "${row.version}" is not major.minor.patch (optionally -prerelease); only such releases receive downloads`,
     );
   }
-  return { productId, productCode: row.code, releaseId, version: row.version };
+  return {
+    productId,
+    productCode: row.code,
+    releaseId,
+    version: row.version,
+    sparklePublicKey: row.sparklePublicKey,
+  };
 }
 
 /** 400 when the release already has an artifact for this platform and kind (checked before bytes are stored). */
@@ -143,6 +157,8 @@ export interface StagedArtifact {
   kind: string;
   fileName: string;
   read(): Promise<ReadableStream<Uint8Array> | undefined>;
+  /** Checks of the vendor's signature over the stored bytes (vendor-signatures.ts), before the row is published. */
+  checkSignature?(): Promise<void>;
   commit(): Promise<Row>;
   discard(): Promise<void>;
 }
@@ -153,6 +169,7 @@ export async function addHosted(
   target: DownloadTarget,
   input: Record<string, unknown>,
 ): Promise<Row> {
+  refuseUnsignedArchive({ kind: String(input["kind"]), signature: input["signature"] as string | null | undefined });
   const row = await insertRow(ctx.db, ReleaseDownload, {
     releaseId: target.releaseId,
     platform: input["platform"],
@@ -189,6 +206,8 @@ export async function stageLocal(
     kind: fields.kind,
     fileName: fields.fileName,
     read: async () => (await bucket.get(key))?.body,
+    checkSignature: () =>
+      requireSparkleSignature(target.sparklePublicKey, fields, async () => (await bucket.get(key))?.body),
     discard,
     commit: () =>
       insertRow(ctx.db, ReleaseDownload, {
@@ -238,6 +257,10 @@ export async function stageResource(
     kind: fields.kind,
     fileName: fields.fileName,
     read: () => readArtifact(ctx.env, ctx.db, { ...(pending as ReleaseDownloadRow), size: digests.size }),
+    checkSignature: () =>
+      requireSparkleSignature(target.sparklePublicKey, fields, () =>
+        readArtifact(ctx.env, ctx.db, { ...(pending as ReleaseDownloadRow), size: digests.size }),
+      ),
     discard,
     commit: () =>
       updateRow(ctx.db, ReleaseDownload, id, {
@@ -313,6 +336,7 @@ export async function commitStaged(staged: StagedArtifact, beforeCommit?: () => 
   try {
     await beforeCommit?.();
     refuseDeclaredMismatch(staged.digests, staged.declared);
+    await staged.checkSignature?.();
     if (staged.kind === "blockmap") await requireBlockmap(staged.read, staged.digests.size, staged.fileName);
     row = await staged.commit();
   } catch (e) {

@@ -7,6 +7,7 @@
  * One object per part (rather than one list) lets parts arrive in parallel without overwriting each other's record.
  * Completing assembles the parts, hashes the object by streaming it once, and inserts the row like the POST does.
  */
+import { refuseUnsignedArchive, requireSparkleSignature } from "./vendor-signatures";
 import { randomString } from "../crypto";
 import { nowIso } from "../clock";
 import { type Row, insertRow } from "../http/repository";
@@ -66,6 +67,7 @@ export async function createUpload(
   target: DownloadTarget,
   input: { platform: string; kind: string; fileName: string; signature?: string | null | undefined },
 ): Promise<string> {
+  refuseUnsignedArchive(input);
   const { bucket, root } = artifactBucket(ctx.env, ctx.config);
   await refuseTaken(ctx.db, target.releaseId, input.platform, input.kind);
   const uploadId = randomString(32, "0123456789abcdefghijklmnopqrstuvwxyz");
@@ -227,6 +229,8 @@ export async function completeUpload(ctx: ServiceContext, target: DownloadTarget
     kind: state.kind,
     fileName: state.fileName,
     read: async () => (await bucket.get(state.key))?.body,
+    checkSignature: () =>
+      requireSparkleSignature(target.sparklePublicKey, state, async () => (await bucket.get(state.key))?.body),
     discard,
     commit: () =>
       insertRow(ctx.db, ReleaseDownload, {

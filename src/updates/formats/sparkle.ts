@@ -10,6 +10,7 @@ import { ApiError } from "../../errors";
 import type { DownloadRow, Offerable, Platform, ReleaseWithFiles } from "../catalog";
 import { publishedAt } from "../catalog";
 import { compareVersions } from "../versions";
+import { ed25519Verify } from "./ed25519";
 
 export const SPARKLE_NAMESPACE = "http://www.andymatuschak.org/xml-namespaces/sparkle";
 
@@ -27,15 +28,22 @@ export function sparklePlatform(value: string | undefined): Platform {
   return platform as Platform;
 }
 
-/** What Sparkle installs: a zip, else an installer (.dmg, .pkg), always with its EdDSA signature. */
+/**
+ * What Sparkle installs: a zip, an archive (.tar.xz, .tar.gz, .tar.bz2) or an installer (.dmg, .pkg), always with its
+ * EdDSA signature (base64 of 64 bytes: a Tauri archive's minisign text is not one).
+ */
 export const SPARKLE_FILES: Offerable = {
   name: "sparkle",
-  serves: (f) => (f.kind === "zip" || f.kind === "installer") && Boolean(f.signature),
+  serves: (f) =>
+    (f.kind === "zip" || f.kind === "archive" || f.kind === "installer") &&
+    f.signature !== null &&
+    isSparkleSignature(f.signature),
 };
 
+/** The file of a release Sparkle installs: the zip first, then an archive, then an installer. */
 export function sparkleFile(entry: ReleaseWithFiles): DownloadRow | undefined {
   const signed = entry.files.filter(SPARKLE_FILES.serves);
-  return signed.find((f) => f.kind === "zip") ?? signed[0];
+  return signed.find((f) => f.kind === "zip") ?? signed.find((f) => f.kind === "archive") ?? signed[0];
 }
 
 /** RFC 822 date as RSS wants it, in UTC with a numeric zone (what Sparkle's date formatter reads). */
@@ -155,11 +163,22 @@ export function isSparklePublicKey(text: string): boolean {
   return base64Bytes(text, 32) !== undefined;
 }
 
-/** Whether `signature` (sign_update's sparkle:edSignature) is the Ed25519 signature of `bytes` under `publicKey`. */
-export async function sparkleSignatureHolds(publicKey: string, signature: string, bytes: Uint8Array): Promise<boolean> {
+/** Whether `text` has the form of sign_update's edSignature (base64 of 64 bytes), not another vendor's signature. */
+export function isSparkleSignature(text: string): boolean {
+  return base64Bytes(text, 64) !== undefined;
+}
+
+/**
+ * Whether `signature` (sign_update's sparkle:edSignature) is the Ed25519 signature of the bytes `chunks` streams under
+ * `publicKey` (ed25519.ts: the file is hashed as it streams, never held whole).
+ */
+export async function sparkleSignatureHolds(
+  publicKey: string,
+  signature: string,
+  chunks: AsyncIterable<Uint8Array> | ReadableStream<Uint8Array>,
+): Promise<boolean> {
   const key = base64Bytes(publicKey, 32);
   const sig = base64Bytes(signature, 64);
   if (!key || !sig) return false;
-  const imported = await crypto.subtle.importKey("raw", key, { name: "Ed25519" }, false, ["verify"]);
-  return crypto.subtle.verify({ name: "Ed25519" }, imported, sig, bytes);
+  return ed25519Verify(key, sig, chunks);
 }

@@ -7,6 +7,7 @@
 import { ApiError } from "../../errors";
 import type { DownloadRow, Offerable, Platform, ReleaseWithFiles } from "../catalog";
 import { publishedAt } from "../catalog";
+import { isSparkleSignature } from "./sparkle";
 
 /** `{{target}}` of tauri-plugin-updater's endpoint template. */
 export const TAURI_TARGETS = ["windows", "darwin", "linux"] as const;
@@ -43,10 +44,14 @@ export function tauriPlatform(target: string, arch: string): Platform {
   return platform;
 }
 
-/** What Tauri installs: a signed updater bundle (archive), else a signed installer (Tauri 2's .exe, .msi, .AppImage). */
+/**
+ * What Tauri installs: an updater bundle (archive), else an installer (Tauri 2's .exe, .msi, .AppImage), signed by
+ * `tauri build` (its .sig text; a Sparkle edSignature is not one).
+ */
 export const TAURI_FILES: Offerable = {
   name: "tauri",
-  serves: (f) => (f.kind === "archive" || f.kind === "installer") && Boolean(f.signature),
+  serves: (f) =>
+    (f.kind === "archive" || f.kind === "installer") && f.signature !== null && !isSparkleSignature(f.signature),
 };
 
 /** The artifact of a release Tauri installs (TAURI_FILES; the archive first). */

@@ -1,0 +1,51 @@
+/**
+ * The vendor's signatures on uploads (CONTRACT section 9): the service never signs an update for Tauri or Sparkle, it
+ * passes the vendor's signature through, so an upload that cannot be installed is refused before it is published.
+ *   - An `archive` (Tauri's updater bundle, a Sparkle .tar.*) is refused without its `signature`: both updaters
+ *     refuse an unsigned update, and an archive is for nothing else.
+ *   - A product with a `sparklePublicKey`: a macOS zip, installer or archive uploaded with an EdDSA signature (sign_update's
+ *     edSignature, base64 of 64 bytes; a Tauri archive's minisign text is not one) is refused unless the signature
+ *     verifies over the stored bytes under that key; a zip or installer's signature must be one. The bytes are hashed
+ *     as they stream (formats/ed25519.ts).
+ * Hosted artifacts (sourceKind url) are not the service's bytes: only the first rule applies to them.
+ */
+import { ApiError } from "../errors";
+import { isSparkleSignature, sparkleSignatureHolds } from "./formats/sparkle";
+
+interface Signed {
+  platform: string;
+  kind: string;
+  signature?: string | null | undefined;
+}
+
+/** 400 for an archive without its signature (before any byte is stored). */
+export function refuseUnsignedArchive(fields: Pick<Signed, "kind" | "signature">): void {
+  if (fields.kind === "archive" && !fields.signature)
+    throw new ApiError(
+      400,
+      "An archive (a Tauri or Sparkle updater bundle) needs its signature: send `signature` (the .sig file's text, or sign_update's edSignature)",
+    );
+}
+
+/** Whether an upload's signature is Sparkle's to check against the product's key. */
+function sparkleChecks(sparklePublicKey: string | null, fields: Signed): boolean {
+  if (!sparklePublicKey || !fields.signature || !fields.platform.startsWith("darwin-")) return false;
+  if (fields.kind === "zip" || fields.kind === "installer") return true;
+  return fields.kind === "archive" && isSparkleSignature(fields.signature);
+}
+
+/** 400 when the upload's EdDSA signature does not verify over its stored bytes under the product's Sparkle key. */
+export async function requireSparkleSignature(
+  sparklePublicKey: string | null,
+  fields: Signed,
+  read: () => Promise<ReadableStream<Uint8Array> | undefined>,
+): Promise<void> {
+  if (!sparkleChecks(sparklePublicKey, fields)) return;
+  const bytes = await read();
+  if (!bytes) throw new Error("the staged artifact's bytes are missing");
+  if (!(await sparkleSignatureHolds(sparklePublicKey!, fields.signature!, bytes)))
+    throw new ApiError(
+      400,
+      "The signature is not an EdDSA signature of this file under the product's sparklePublicKey (sign_update's edSignature of exactly these bytes): the upload is refused (nothing was stored)",
+    );
+}
