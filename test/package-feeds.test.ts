@@ -563,4 +563,30 @@ describe("package hashes at upload", () => {
     ][0];
     expect(row.sha1).toBe(await sha1Of(file));
   });
+
+  it("checks the hashes declared when a resumable upload starts, when it completes", async () => {
+    const releaseId = await release(freeId, "9.1.0", { public: false });
+    const path = `/v1/products/${freeId}/releases/${releaseId}/downloads`;
+    const file = bytesOf(6000, 8);
+    const attempt = async (declared: Record<string, string>) => {
+      const started = await admin("POST", `${path}/uploads`, {
+        upload: { platform: "win-x64", kind: "package", fileName: "Free-9.1.0-full.nupkg", ...declared },
+      });
+      expect(started.status, started.text).toBe(201);
+      const id = started.body["uploadId"];
+      const part = await exports.default.fetch(`${BASE}${path}/uploads/${id}/parts/1`, {
+        method: "PUT",
+        headers: { "x-api-key": ADMIN.key, "content-type": "application/octet-stream" },
+        body: file,
+      });
+      expect(part.status).toBe(200);
+      return admin("POST", `${path}/uploads/${id}/complete`);
+    };
+    const wrong = await attempt({ sha256: "f".repeat(64) });
+    expect(wrong.status).toBe(400);
+    expect(wrong.body["message"]).toMatch(/sha256 is [0-9a-f]{64}, not the declared f{64}/);
+    expect((await admin("GET", path)).body["releaseDownloads"]).toEqual([]);
+    const right = await attempt({ sha1: await sha1Of(file) });
+    expect(right.status, right.text).toBe(201);
+  });
 });

@@ -187,5 +187,6 @@ export const UploadInput = z
     kind: z.enum(KINDS),
     fileName: fileNameSchema,
     signature: z.string().max(16_384).nullable().optional(),
+    ...declaredHashFields,
   })
   .openapi("ReleaseDownloadUpload");

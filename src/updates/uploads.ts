@@ -14,7 +14,15 @@ import { type Row, insertRow } from "../http/repository";
 import type { ServiceContext } from "../http/context";
 import { ApiError } from "../errors";
 import { type Digests, R2_MIN_PART_BYTES, digestStream } from "./artifact-writer";
-import { type DownloadTarget, artifactBucket, artifactKey, commitStaged, refuseTaken } from "./artifacts";
+import {
+  type DeclaredHashes,
+  type DownloadTarget,
+  artifactBucket,
+  artifactKey,
+  commitStaged,
+  declaredHashes,
+  refuseTaken,
+} from "./artifacts";
 import { ReleaseDownload } from "./release-download";
 
 /** R2 numbers parts 1 to 10,000. */
@@ -28,6 +36,8 @@ interface UploadState {
   kind: string;
   fileName: string;
   signature: string | null;
+  /** The hashes the publisher declared when it started the upload: completing refuses bytes with other ones. */
+  declared?: DeclaredHashes;
   /** The artifact's R2 key and the id of its R2 multipart upload. */
   key: string;
   r2UploadId: string;
@@ -65,7 +75,7 @@ function r2Refusal(e: unknown, what: string): unknown {
 export async function createUpload(
   ctx: ServiceContext,
   target: DownloadTarget,
-  input: { platform: string; kind: string; fileName: string; signature?: string | null | undefined },
+  input: { platform: string; kind: string; fileName: string; signature?: string | null | undefined } & DeclaredHashes,
 ): Promise<string> {
   refuseUnsignedArchive(input);
   const { bucket, root } = artifactBucket(ctx.env, ctx.config);
@@ -82,6 +92,7 @@ export async function createUpload(
     kind: input.kind,
     fileName: input.fileName,
     signature: input.signature ?? null,
+    declared: declaredHashes(input),
     key,
     r2UploadId: multipart.uploadId,
     createdAt: nowIso(),
@@ -226,6 +237,7 @@ export async function completeUpload(ctx: ServiceContext, target: DownloadTarget
   }
   const row = await commitStaged({
     digests,
+    declared: state.declared,
     kind: state.kind,
     fileName: state.fileName,
     read: async () => (await bucket.get(state.key))?.body,
