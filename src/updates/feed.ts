@@ -9,6 +9,7 @@ import { clock } from "../clock";
 import type { ServiceContext } from "../http/context";
 import { memo } from "../memo";
 import { admits, effectivePercentage } from "./admission";
+import { adoptionAnswered } from "./adoption";
 import { type Caller, licenseOf } from "./caller";
 import { type Platform, type ReleaseWithFiles, coveredByMaintenance, platformVerdict, publishedAt } from "./catalog";
 import { type DownloadUrl, downloadFor } from "./download-info";
@@ -74,6 +75,41 @@ function visible(input: Asking, entry: ReleaseWithFiles): boolean {
  * license is the reason whatever else holds: it is what a vendor looking at a 204 wants to know first.
  */
 export async function feedRelease(
+  ctx: ServiceContext,
+  input: Asking & { platform: Platform; releases: readonly ReleaseWithFiles[] },
+): Promise<Selection> {
+  const selection = await select(ctx, input);
+  sightAnswer(ctx, input, selection);
+  return selection;
+}
+
+/**
+ * Release adoption (adoption.ts, off the request path): the caller runs its current version, and is offered the
+ * selected release when it is newer than that version (or a rollback, or the version is not known).
+ */
+function sightAnswer(
+  ctx: ServiceContext,
+  input: Asking & { platform: Platform; releases: readonly ReleaseWithFiles[] },
+  selection: Selection,
+): void {
+  const productId = input.releases[0]?.release.productId;
+  if (productId === undefined) return;
+  const current = input.currentVersion;
+  const offered = selection.entry?.release.version;
+  adoptionAnswered(ctx, {
+    productId,
+    platform: input.platform,
+    installId: input.installId,
+    licenseId: licenseOf(input.caller)?.id,
+    currentVersion: current,
+    offered:
+      offered !== undefined && (current === undefined || selection.rollback || compareVersions(offered, current) > 0)
+        ? offered
+        : undefined,
+  });
+}
+
+async function select(
   ctx: ServiceContext,
   input: Asking & { platform: Platform; releases: readonly ReleaseWithFiles[] },
 ): Promise<Selection> {
@@ -204,8 +240,13 @@ function feedInfo(
 }
 
 /** The feed for "nothing installable" when Updates:EmptyFeedAsYaml is on: the newest visible release, staged at 0 %. */
-export async function emptyFeedYaml(ctx: ServiceContext, input: FeedInput): Promise<string | undefined> {
-  const newest = input.releases[0];
+export async function emptyFeedYaml(
+  ctx: ServiceContext,
+  input: FeedInput,
+  selection?: Pick<Selection, "newest">,
+): Promise<string | undefined> {
+  // The newest the caller may see: a halted release, or one for another audience, is not named to it.
+  const newest = selection ? selection.newest : input.releases[0];
   if (!newest) return undefined;
   return feedYaml(ctx, { ...input, caller: { kind: "anonymous" } }, newest, { staged: 0 });
 }

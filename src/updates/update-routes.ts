@@ -18,10 +18,20 @@ import { send } from "../http/respond";
 import { type Router, documented } from "../http/router";
 import { clock } from "../clock";
 import { TraceAction } from "../licensing/vocabulary";
-import { type Caller, USER_KEY_HEADER, callerKey, callerLicenseQuery, judgeCaller, licenseOf } from "./caller";
+import { type Caller, USER_KEY_HEADER, judgeCaller, licenseOf } from "./caller";
+import { type Credential, credentialOf, credentialQuery, judgeCredential } from "./credential";
+import { CURRENT_VERSION_HEADER, INSTALL_ID_HEADER, installIdOf } from "./caller";
+import { audienceReads, matchedAudiences } from "./audience";
+import { feedTokenLicenseId } from "../licensing/feed-token";
+import { userKeyIs } from "../licensing/user-key";
+import { licenses } from "../db/schema";
+import { eq } from "drizzle-orm";
+import type { SQL } from "drizzle-orm";
 import {
   CHANNELS,
   type DownloadRow,
+  INSTALLER_OR_ZIP,
+  type Offerable,
   PLATFORMS,
   type Platform,
   type ProductRow,
@@ -39,8 +49,9 @@ import { productByCodeMemo } from "./product-memo";
 import { clientInfo } from "../http/context";
 import type { LicenseRow } from "../licensing/license-core";
 import { recordTrace } from "../licensing/traces";
+import { adoptionDownloaded } from "./adoption";
 import { nowIso } from "../clock";
-import { emptyFeedYaml, feedRelease, feedYaml } from "./feed";
+import { type Asking, emptyFeedYaml, feedRelease, feedYaml } from "./feed";
 import { KINDS } from "./release-download";
 import { recallAnswer } from "./answer-memo";
 import { trustedUntil } from "./product-memo";
@@ -60,20 +71,20 @@ export function requirePlatform(value: string | undefined, fallback?: Platform):
   return platform as Platform;
 }
 
-function requireChannel(value: string | undefined): string {
+export function requireChannel(value: string | undefined): string {
   const channel = value ?? "stable";
   if (!(CHANNELS as readonly string[]).includes(channel))
     throw new ApiError(400, `Unknown channel '${value}': stable or insider`);
   return channel;
 }
 
-function requireVersion(value: string | undefined): string {
+export function requireVersion(value: string | undefined): string {
   const version = value ?? "";
   if (!isReleaseVersion(version)) throw new ApiError(400, `Unknown version '${version}': major.minor.patch`);
   return version;
 }
 
-async function requireProduct(ctx: ServiceContext, code: string): Promise<ProductRow> {
+export async function requireProduct(ctx: ServiceContext, code: string): Promise<ProductRow> {
   const product = await productByCodeMemo(ctx.db, code);
   if (!product) throw new ApiError(404, `Unknown product '${code}'`);
   return product;
@@ -83,11 +94,19 @@ function userKeyOf(c: Context<AppEnv>): string | undefined {
   return c.req.header(USER_KEY_HEADER) ?? c.req.query("userKey") ?? undefined;
 }
 
+/** Who an update feed's request names: its user key, else a license's feed token (credential.ts). */
+export function credentialFrom(c: Context<AppEnv>): Credential {
+  return credentialOf(
+    (name) => c.req.header(name),
+    (name) => c.req.query(name),
+  );
+}
+
 /**
  * Traces an update check or a download for a license that traces; `version` (the client's current version for a
  * check, the release's for a download) goes into the trace's meta, where the console reads update adoption from.
  */
-function traceFor(
+export function traceFor(
   c: Context<AppEnv>,
   license: Pick<LicenseRow, "id" | "trace"> | undefined,
   action: number,
@@ -109,7 +128,7 @@ function traceFor(
 }
 
 /** The `X-Service-Reason` header of an answer that may carry these reasons (reasons.ts). */
-function reasonHeader(reasons: readonly UpdateReason[]) {
+export function reasonHeader(reasons: readonly UpdateReason[]) {
   return {
     [REASON_HEADER]: {
       description: reasonsDescription(reasons),
@@ -124,8 +143,9 @@ const REFUSED: readonly UpdateReason[] = [
   "platformRequiresLicense",
   "platformRequiresEdition",
   "downloadTokenInvalid",
+  "notOffered",
 ];
-const NOTHING_OFFERED: readonly UpdateReason[] = [
+export const NOTHING_OFFERED: readonly UpdateReason[] = [
   "licenseNotFound",
   "wrongProduct",
   "platformRequiresLicense",
@@ -133,9 +153,10 @@ const NOTHING_OFFERED: readonly UpdateReason[] = [
   "licenseRequired",
   "maintenanceExpired",
   "noRelease",
+  "notOffered",
 ];
 
-const problems = {
+export const problems = {
   400: { description: "Unknown platform, channel or version.", content: { "application/json": { schema: Envelope } } },
   403: {
     description:
@@ -158,17 +179,17 @@ const problems = {
 // The handlers validate these by hand (400 with the update routes' envelope, SPEC error shape 3); the schemas document
 // what they accept.
 const platformParam = z.enum(PLATFORMS);
-const channelParam = z.enum(CHANNELS);
+export const channelParam = z.enum(CHANNELS);
 const versionParam = z.string().max(MAX_VERSION_LENGTH);
 // No artifact has a longer name (download-entity.ts), so a longer one is answered 404.
 const fileNameParam = z.string().max(255);
 
-const productCodeParam = z
+export const productCodeParam = z
   .string()
   .min(1)
   .max(64)
   .openapi({ param: { name: "productCode", in: "path" } });
-const userKeyQuery = z
+export const userKeyQuery = z
   .string()
   .max(128)
   .optional()
@@ -190,7 +211,7 @@ function urlOrigin(c: Context<AppEnv>): string {
  * another artifact of the release and platform has the same file name (an installer and a zip), the URL says which
  * with `kind`, as the download route asks (SPEC "Download": `kind` when one file name is ambiguous).
  */
-function downloadUrlBuilder(c: Context<AppEnv>, product: ProductRow, platform: Platform) {
+export function downloadUrlBuilder(c: Context<AppEnv>, product: ProductRow, platform: Platform) {
   const origin = urlOrigin(c);
   return (entry: ReleaseWithFiles, file: DownloadRow, token?: string) => {
     const shared = entry.files.some((other) => other.id !== file.id && other.fileName === file.fileName);
@@ -208,17 +229,20 @@ export function notModifiedFor(ifNoneMatch: string | undefined, res: Response): 
   });
 }
 
-/** A feed answer with its entity tag: a digest of its YAML (a licensed caller's tokens make each one differ). */
-async function taggedFeed(yaml: string): Promise<Response> {
+/**
+ * A feed answer with its entity tag: a digest of its text (a licensed caller's tokens make each one differ). YAML
+ * unless told (the other feed formats: format-routes.ts).
+ */
+export async function taggedFeed(yaml: string, contentType = "text/yaml; charset=utf-8"): Promise<Response> {
   const etag = `"${(await sha256Hex(yaml)).slice(0, 32)}"`;
-  return new Response(yaml, { status: 200, headers: { "Content-Type": "text/yaml; charset=utf-8", ETag: etag } });
+  return new Response(yaml, { status: 200, headers: { "Content-Type": contentType, ETag: etag } });
 }
 
 /**
  * Answers through the edge cache when anonymous; private and uncached when the answer depends on a user key. The
  * isolate's own copy (answer-memo.ts) comes first, so a repeated anonymous poll costs no lookup at all.
  */
-async function throughCache(
+export async function throughCache(
   c: Context<AppEnv>,
   product: ProductRow,
   key: string[],
@@ -253,7 +277,7 @@ async function throughCache(
   res.headers.set("Cache-Control", `public, max-age=${seconds}`);
   // The same URL with a user key is another answer (and another reason): an HTTP cache (a browser's) must not hand
   // this one to a request that names a key.
-  res.headers.set("Vary", USER_KEY_HEADER);
+  res.headers.set("Vary", `${USER_KEY_HEADER}, ${INSTALL_ID_HEADER}, ${CURRENT_VERSION_HEADER}`);
   // A 204 is not stored: the Cache API cannot hand back a null-body status it stored with headers.
   if (res.status === 200) {
     ctx.waitUntil(cache.put(request, res.clone()));
@@ -268,36 +292,102 @@ async function throughCache(
  * statement, its license, and an anonymous one none; when they must be read, they come in the same D1 round trip
  * as the license (DESIGN: at most one round trip on a cache miss).
  */
-async function callerAndReleases(
+export async function callerAndReleases(
   ctx: ServiceContext,
   product: ProductRow,
-  userKey: string | undefined,
+  credential: Credential,
   platform: Platform,
   channel: string,
-): Promise<{ caller: Caller; releases: ReleaseWithFiles[] }> {
-  const key = callerKey(userKey);
+  offerable: Offerable = INSTALLER_OR_ZIP,
+): Promise<{ caller: Caller; releases: ReleaseWithFiles[]; audienceMatched?: ReadonlySet<number> }> {
+  const licenseQuery = credentialQuery(product.id, credential);
   const offered = (releases: readonly ReleaseWithFiles[]) => withCurrentGates(ctx.config, product, releases);
-  let releases = recallReleases(product, platform, channel);
+  let releases = recallReleases(product, platform, channel, offerable.name);
   let licenseRows: Parameters<typeof judgeCaller>[1][] = [];
+  let audienceMatched: ReadonlySet<number> | undefined;
   if (releases) {
-    if (key) [licenseRows] = await batchReads(ctx.db, [callerLicenseQuery(product.id, key)]);
+    if (licenseQuery) {
+      // The audiences of the releases (release control, audience.ts) are matched in the license's round trip.
+      const audiences = audienceReads(
+        ctx.db,
+        credentialLicense(credential!),
+        releases.map((r) => r.release),
+      );
+      const [license, ...matches] = await batchReads(ctx.db, [licenseQuery, ...audiences.queries]);
+      licenseRows = license;
+      audienceMatched = audiences.matched(matches as { matched: string }[][]);
+    }
   } else {
     const [releasesQuery, filesQuery] = offeredReleaseReads(ctx.db, product.id, platform, channel);
     let releaseRows, fileRows;
-    if (key)
-      [licenseRows, releaseRows, fileRows] = await batchReads(ctx.db, [
-        callerLicenseQuery(product.id, key),
-        releasesQuery,
-        filesQuery,
-      ]);
+    if (licenseQuery)
+      [licenseRows, releaseRows, fileRows] = await batchReads(ctx.db, [licenseQuery, releasesQuery, filesQuery]);
     else [releaseRows, fileRows] = await batchReads(ctx.db, [releasesQuery, filesQuery]);
-    releases = groupOfferedReleases(releaseRows, fileRows);
-    keepReleases(product, platform, channel, releases);
+    releases = groupOfferedReleases(releaseRows, fileRows, offerable);
+    keepReleases(product, platform, channel, releases, offerable.name);
   }
-  if (!key) return { caller: { kind: "anonymous" }, releases: offered(releases) };
+  if (!credential) return { caller: { kind: "anonymous" }, releases: offered(releases) };
   // The caller is judged first, as when the reads were sequential: a refused key answers 403 whatever the releases.
-  const caller = await judgeCaller(ctx, licenseRows[0]);
-  return { caller, releases: offered(releases) };
+  const caller = await judgeCredential(ctx, credential, licenseRows[0]);
+  // Releases read just now (a cold isolate, a new release generation): their audiences cost a second round trip.
+  if (caller.kind === "licensed" && audienceMatched === undefined)
+    audienceMatched = await matchedAudiences(
+      ctx.db,
+      caller.license.id,
+      releases.map((r) => r.release),
+    );
+  return { caller, releases: offered(releases), ...(audienceMatched ? { audienceMatched } : {}) };
+}
+
+/** The license a credential names, as an SQL condition over `licenses` (its audiences are matched beside it). */
+function credentialLicense(credential: NonNullable<Credential>): SQL {
+  return "key" in credential
+    ? userKeyIs(credential.key)
+    : eq(licenses.id, feedTokenLicenseId(credential.feedToken) ?? 0);
+}
+
+/**
+ * Who asks an update route, as release control reads it (feed.ts Asking), and the releases offered to the platform:
+ * the caller behind the credential, the install id (X-Service-Install-Id), the running version (the update check's
+ * `version`, else X-Service-Current-Version), the audiences the license matches and the product's minimum version.
+ * Every update answer (each feed format, the update check) hands this to feedRelease.
+ */
+export async function askingFor(
+  c: Context<AppEnv>,
+  product: ProductRow,
+  platform: Platform,
+  channel: string,
+  options: { version?: string; offerable?: Offerable } = {},
+): Promise<Asking & { releases: ReleaseWithFiles[] }> {
+  const ctx = serviceContext(c);
+  const installId = installIdOf(c.req.header(INSTALL_ID_HEADER));
+  const running = options.version ?? c.req.header(CURRENT_VERSION_HEADER);
+  const { caller, releases, audienceMatched } = await callerAndReleases(
+    ctx,
+    product,
+    credentialFrom(c),
+    platform,
+    channel,
+    options.offerable,
+  );
+  return {
+    caller,
+    releases,
+    installId,
+    currentVersion: running !== undefined && isReleaseVersion(running) ? running : undefined,
+    audienceMatched,
+    minimumVersion: product.minimumVersion,
+  };
+}
+
+/**
+ * Whether an update request's answer may be shared through the caches (the front door's memo, the edge cache): it
+ * names no credential, install id or running version. An install id or a running version makes the answer the
+ * caller's own (its rollout cohort, a rollback), so it is answered `private, no-store` from the isolate's release
+ * memo (no D1 statement while the memo holds).
+ */
+export function sharedAnswer(c: Context<AppEnv>, credential: Credential): boolean {
+  return !credential && !c.req.header(INSTALL_ID_HEADER) && !c.req.header(CURRENT_VERSION_HEADER);
 }
 
 async function feedResponse(
@@ -317,21 +407,22 @@ async function feedResponse(
   if (!feedFiles(platform).includes(file))
     throw new ApiError(404, `No feed file '${file}' for ${platform}: ${feedFiles(platform).join(" or ")}`);
   const product = await requireProduct(ctx, codeParam);
-  const userKey = userKeyOf(c);
+  const credential = credentialFrom(c);
   const res = await throughCache(
     c,
     product,
     [product.code, String(product.releaseGeneration), "feed", channel, platform, file],
-    !userKey,
+    sharedAnswer(c, credential),
     async () => {
-      const { caller, releases } = await callerAndReleases(ctx, product, userKey, platform, channel);
-      const input = { platform, caller, releases, downloadUrl: downloadUrlBuilder(c, product, platform) };
-      const { entry, reason } = feedRelease(ctx, input);
-      traceFor(c, licenseOf(caller), TRACE_UPDATE_CHECK);
+      const asking = await askingFor(c, product, platform, channel);
+      const input = { ...asking, platform, downloadUrl: downloadUrlBuilder(c, product, platform) };
+      const selection = await feedRelease(ctx, input);
+      const { entry, reason, staged } = selection;
+      traceFor(c, licenseOf(asking.caller), TRACE_UPDATE_CHECK);
       const yaml = entry
-        ? await feedYaml(ctx, input, entry)
+        ? await feedYaml(ctx, input, entry, { staged })
         : ctx.config["Updates:EmptyFeedAsYaml"]
-          ? await emptyFeedYaml(ctx, input)
+          ? await emptyFeedYaml(ctx, input, selection)
           : undefined;
       // The reason travels with the answer into the caches: an anonymous one depends on nothing the key lacks.
       if (yaml === undefined) return withReason(new Response(null, { status: 204 }), reason);
@@ -353,6 +444,7 @@ async function downloadResponse(c: Context<AppEnv>): Promise<Response> {
   const channelQuery = c.req.query("channel");
   const channel = channelQuery !== undefined ? requireChannel(channelQuery) : undefined;
   const product = await requireProduct(ctx, c.req.param("productCode") ?? "");
+  const installId = installIdOf(c.req.header(INSTALL_ID_HEADER));
   const plan = await planDownload(ctx, {
     product,
     platform,
@@ -362,6 +454,7 @@ async function downloadResponse(c: Context<AppEnv>): Promise<Response> {
     channel,
     token: c.req.query("token"),
     userKey: userKeyOf(c),
+    installId,
   });
   const { file } = plan;
   const head = c.req.method === "HEAD";
@@ -383,6 +476,16 @@ async function downloadResponse(c: Context<AppEnv>): Promise<Response> {
   const use = tokenUseOf(range, file.size, hosted);
   if (plan.claim && !head && range.kind !== "unsatisfiable") await recordTokenUse(ctx, plan.claim, use);
   if (use.complete && !head) traceFor(c, plan.license, TRACE_DOWNLOAD, plan.version);
+  // Release adoption: bytes of the release went out (a whole file, or ranges of a differential download); a blockmap
+  // only describes them.
+  if (!head && range.kind !== "unsatisfiable" && file.kind !== "blockmap")
+    adoptionDownloaded(ctx, {
+      productId: product.id,
+      version: plan.version,
+      platform,
+      installId,
+      licenseId: plan.license?.id,
+    });
   return artifactAnswer(ctx, file, { head, range, cacheControl });
 }
 
@@ -448,25 +551,24 @@ export function registerUpdateRoutes(app: Router): void {
       const channel = requireChannel(c.req.query("channel"));
       const version = requireVersion(c.req.query("version"));
       const product = await requireProduct(ctx, c.req.param("productCode") ?? "");
-      const userKey = userKeyOf(c);
+      const credential = credentialFrom(c);
       return throughCache(
         c,
         product,
         [product.code, String(product.releaseGeneration), "check", channel, platform, version],
-        !userKey,
+        sharedAnswer(c, credential),
         async () => {
-          const { caller, releases } = await callerAndReleases(ctx, product, userKey, platform, channel);
+          const asking = await askingFor(c, product, platform, channel, { version });
           const data = await checkForUpdate(ctx, {
+            ...asking,
             product,
             platform,
             version,
             channel,
-            caller,
-            releases,
             downloadUrl: downloadUrlBuilder(c, product, platform),
           });
-          traceFor(c, licenseOf(caller), TRACE_UPDATE_CHECK, version);
-          return withReason(send(c, await signUpdateCheck(ctx, data)), updateCheckReason(caller, data));
+          traceFor(c, licenseOf(asking.caller), TRACE_UPDATE_CHECK, version);
+          return withReason(send(c, await signUpdateCheck(ctx, data)), updateCheckReason(asking.caller, data));
         },
       );
     },
