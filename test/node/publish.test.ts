@@ -406,7 +406,7 @@ describe("licensing-publish as a command", () => {
     for (const flag of ["-h", "--help"]) {
       const help = await cli([flag]);
       expect(help.code).toBe(0);
-      expect(help.stdout).toContain("Usage: licensing-publish --url BASE --product CODE --dir DIST");
+      expect(help.stdout).toContain("Usage: licensing-publish --url BASE --product CODE --dir DIR");
     }
     const cases: [string[], RegExp][] = [
       [["--product", "studio", "--dir", dir], /--url \(or LICENSING_URL\) is required/],
@@ -414,6 +414,7 @@ describe("licensing-publish as a command", () => {
       [["--bogus"], /Unknown option '--bogus'/],
       [["--url", "http://127.0.0.1:9", "--product", "studio", "--dir", dir], /LICENSING_API_KEY/],
       [["--url", "http://127.0.0.1:9", "--product", "studio", "--dir", dir, "--part-size", "100"], /at least 5 MiB/],
+      [["--url", "http://127.0.0.1:9", "--product", "studio", "--dir", dir, "--format", "nsis"], /--format is one of/],
     ];
     for (const [args, message] of cases) {
       const out = await cli(args);

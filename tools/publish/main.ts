@@ -16,7 +16,7 @@ import { PLATFORMS, type Platform } from "./dist.ts";
 import { FORMATS, type Format } from "./formats.ts";
 import { DEFAULT_PART_SIZE, DEFAULT_SINGLE_LIMIT, type PublishOptions, plan, publish } from "./publish.ts";
 
-const USAGE = `Usage: licensing-publish --url BASE --product CODE --dir DIST [options]
+const USAGE = `Usage: licensing-publish --url BASE --product CODE --dir DIR [--dir DIR…] [options]
 
 Publishes build output folders as a release of an application product, creating the release when it is missing;
 safe to run again. Each folder is read as its tool writes it (--format, or recognised from its files):
