@@ -7,7 +7,7 @@ import { eq, sql } from "drizzle-orm";
 import { clock } from "../clock";
 import { type Params, compiled } from "../db/compiled";
 import { customers, licenses } from "../db/schema";
-import type { ServiceContext } from "../http/context";
+import { INSTALL_ID_HEADER, INSTALL_ID_PATTERN, type ServiceContext } from "../http/context";
 import { ApiError } from "../errors";
 import type { LicenseRow } from "../licensing/license-core";
 import { type JudgedLicense, judgeLicense } from "../licensing/policy";
@@ -43,8 +43,8 @@ export const badDownloadToken = (): ApiError => updateRefusal(BAD_DOWNLOAD_TOKEN
 /** The header a caller names its user key with (or the `userKey` query parameter). */
 export const USER_KEY_HEADER = "X-Service-User-Key";
 
-/** The header an install names its own random id with: its rollout cohort (CONTRACT section 8). */
-export const INSTALL_ID_HEADER = "X-Service-Install-Id";
+/** The header an install names its own random id with (http/context.ts): its rollout cohort (CONTRACT section 8). */
+export { INSTALL_ID_HEADER };
 /** The header a feed request names the version it runs with (rollback, CONTRACT section 8). */
 export const CURRENT_VERSION_HEADER = "X-Service-Current-Version";
 
@@ -61,13 +61,10 @@ export function saysWhoAsks(headers: Headers, url: URL): boolean {
   return namesUserKey(headers, url) || headers.has(INSTALL_ID_HEADER) || headers.has(CURRENT_VERSION_HEADER);
 }
 
-/** An install id as sent: 1 to 128 visible ASCII characters (a UUID, typically). */
-const INSTALL_ID = /^[\x21-\x7e]{1,128}$/;
-
 /** The install id of a request's header, or undefined; 400 naming the header when it is malformed. */
 export function installIdOf(value: string | undefined): string | undefined {
   if (value === undefined) return undefined;
-  if (!INSTALL_ID.test(value))
+  if (!INSTALL_ID_PATTERN.test(value))
     throw new ApiError(400, `${INSTALL_ID_HEADER}: 1 to 128 visible ASCII characters (the install's random id)`);
   return value;
 }
