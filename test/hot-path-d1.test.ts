@@ -442,3 +442,46 @@ describe("release control on the polls", () => {
     }
   });
 });
+
+describe("the Tauri, Squirrel.Mac and Sparkle feeds' licensed answers", () => {
+  it("with a user key or a feed token: one statement, one round trip, no row written", async () => {
+    const { productId, releaseId, code, path } = await newRelease("1.0.0");
+    await admin("PUT", `/v1/products/${productId}/releases`, { productRelease: { id: releaseId, public: true } });
+    const signature = btoa(String.fromCharCode(...bytesOf(64, 5)));
+    for (const [kind, fileName, sig] of [
+      ["archive", "App.app.tar.gz", "dW50cnVzdGVkIGNvbW1lbnQ6IHRhdXJp"],
+      ["zip", "App-1.0.0-mac.zip", signature],
+    ] as const) {
+      const up = await upload(path, bytesOf(4000, 3), { platform: "darwin-arm64", kind, fileName, signature: sig });
+      expect(up.status, up.text).toBe(201);
+    }
+    const created = (await admin("POST", "/v1/licenses", { license: { productId, edition: "Ultimate" } })).body;
+    const license = (await admin("GET", `/v1/licenses?filter=${encodeURIComponent(`id == ${created["id"]}`)}`)).body[
+      "licenses"
+    ][0];
+    for (const path of [
+      `/v1/updates/${code}/tauri/darwin/aarch64/0.9.0`,
+      `/v1/updates/${code}/tauri.json`,
+      `/v1/updates/${code}/squirrel-mac/darwin-arm64/0.9.0`,
+      `/v1/updates/${code}/appcast.xml`,
+    ]) {
+      for (const [how, url, headers] of [
+        ["key", `${BASE}${path}`, { "X-Service-User-Key": license.userKey }],
+        ["feed token", `${BASE}${path}${path.includes("?") ? "&" : "?"}feed=${license.feedToken}`, {}],
+      ] as const) {
+        const poll = () => exports.default.fetch(url, { headers });
+        // The first poll also reads the releases, which the isolate then keeps (updates/release-memo.ts).
+        const first = await poll();
+        expect(first.status, `${path} ${how}: ${await first.text()}`).toBe(200);
+        expect(d1Work(first.headers)["rows-written"], path).toBe(0);
+        const again = await poll();
+        expect(await again.text(), `${path} ${how}`).toContain("token=");
+        expect(d1Work(again.headers), `${path} ${how}`).toMatchObject({
+          "rows-written": 0,
+          "round-trips": 1,
+          statements: 1,
+        });
+      }
+    }
+  });
+});
