@@ -457,6 +457,19 @@ describe("gated releases", () => {
     expect((await get(url)).status).toBe(403);
   });
 
+  it("hands out a package only of a release the license's maintenance covers", async () => {
+    // Maintenance ended between 2.0.0 (March) and 2.1.0 (April): 2.0.0 is this license's newest.
+    const lic = await license(gatedId, { supportExpireDate: "2026-03-15T00:00:00Z" });
+    const key = { "X-Service-User-Key": lic.userKey };
+    const releases = await get("/v1/updates/gated/squirrel-win/win-x64/RELEASES?localVersion=1.0.0", key);
+    expect(parseReleaseFile(await releases.text()).map((e) => e.filename)).toEqual(["Gated-2.0.0-full.nupkg"]);
+    const covered = await get("/v1/updates/gated/velopack/win-x64/Gated-2.0.0-full.nupkg", key);
+    expect(covered.headers.get("Location")).toMatch(/\?token=/);
+    const newer = await get("/v1/updates/gated/velopack/win-x64/Gated-2.1.0-full.nupkg", key);
+    expect(newer.headers.get("Location")).toMatch(/\?artifact=\d+$/);
+    expect((await follow("/v1/updates/gated/velopack/win-x64/Gated-2.1.0-full.nupkg", key)).status).toBe(403);
+  });
+
   it("refuses a revoked key with 403", async () => {
     const lic = await license(gatedId);
     await admin("PUT", "/v1/licenses", { license: { id: lic.id, revoked: true } });
