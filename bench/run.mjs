@@ -218,6 +218,29 @@ const nupkgUploaded = await fetch(new URL(`/v1/products/${productId}/releases/${
 });
 if (nupkgUploaded.status !== 201)
   throw new Error(`seeding the package: ${nupkgUploaded.status} ${await nupkgUploaded.text()}`);
+// The same release for Tauri (a signed updater archive) and for Sparkle and Squirrel.Mac (a zip with an EdDSA-form
+// signature), on macOS, which the bench opens to every edition so that the anonymous answers are the real ones.
+for (const [kind, name, signature] of [
+  ["archive", "Bench.app.tar.gz", "dW50cnVzdGVkIGNvbW1lbnQ6IGJlbmNoIHRhdXJpIHNpZ25hdHVyZQ=="],
+  ["zip", "Bench-1.0.0-mac.zip", btoa(String.fromCharCode(...fileBytes.subarray(0, 64)))],
+]) {
+  const macForm = new FormData();
+  macForm.set("platform", "darwin-arm64");
+  macForm.set("kind", kind);
+  macForm.set("signature", signature);
+  macForm.set("file", new Blob([fileBytes.subarray(0, 64 * 1024)]), name);
+  const macUploaded = await fetch(new URL(`/v1/products/${productId}/releases/${releaseId}/downloads`, serviceUrl), {
+    method: "POST",
+    headers: { "x-api-key": ADMIN_KEY },
+    body: macForm,
+  });
+  if (macUploaded.status !== 201) throw new Error(`seeding ${name}: ${macUploaded.status} ${await macUploaded.text()}`);
+}
+await api("PUT", "/v1/settings", {
+  settings: [
+    { name: "Updates:PlatformEditions", value: JSON.stringify({ windows: [], mac: [], linux: ["Ultimate"] }) },
+  ],
+});
 
 // Release control (issue 26): a second application whose newest release has a rollout (50 %) and an audience, beside
 // an older release without either; its licensed feed and update check are held against the plain ones above.
@@ -289,6 +312,11 @@ const rcHeaders = {
 // The package feeds as Squirrel.Windows and Velopack ask for them (their own query: id, localVersion, arch).
 const squirrelPath = "/v1/updates/bench/squirrel-win/win-x64/RELEASES?id=Bench&localVersion=0.9.0&arch=amd64";
 const velopackPath = "/v1/updates/bench/velopack/win-x64/releases.stable.json?localVersion=0.9.0&id=Bench";
+// Tauri (dynamic, static), Squirrel.Mac and Sparkle as their updaters ask (issue 27).
+const tauriPath = "/v1/updates/bench/tauri/darwin/aarch64/0.9.0";
+const tauriStaticPath = "/v1/updates/bench/tauri.json";
+const squirrelMacPath = "/v1/updates/bench/squirrel-mac/darwin-arm64/0.9.0";
+const appcastPath = "/v1/updates/bench/appcast.xml?platform=darwin-arm64";
 const downloadPath = `/v1/updates/bench/download/win-x64/1.0.0/${encodeURIComponent(fileName)}`;
 // A differential update's request: 200 ranges of 2 KiB spread over the file, as electron-updater sends them.
 const differentialRange = `bytes=${Array.from({ length: 200 }, (_, i) => `${i * 5000}-${i * 5000 + 2047}`).join(", ")}`;
@@ -340,6 +368,30 @@ const scenarios = [
     name: "Velopack feed (user key)",
     latency: true,
     request: { path: velopackPath, headers: { "X-Service-User-Key": updater.userKey } },
+  },
+  { name: "Tauri (anonymous, cached)", latency: true, request: { path: tauriPath } },
+  {
+    name: "Tauri (user key)",
+    latency: true,
+    request: { path: tauriPath, headers: { "X-Service-User-Key": updater.userKey } },
+  },
+  { name: "Tauri static JSON (anonymous, cached)", latency: true, request: { path: tauriStaticPath } },
+  {
+    name: "Tauri static JSON (user key)",
+    latency: true,
+    request: { path: tauriStaticPath, headers: { "X-Service-User-Key": updater.userKey } },
+  },
+  { name: "Squirrel.Mac (anonymous, cached)", latency: true, request: { path: squirrelMacPath } },
+  {
+    name: "Squirrel.Mac (user key)",
+    latency: true,
+    request: { path: squirrelMacPath, headers: { "X-Service-User-Key": updater.userKey } },
+  },
+  { name: "Sparkle appcast (anonymous, cached)", latency: true, request: { path: appcastPath } },
+  {
+    name: "Sparkle appcast (user key)",
+    latency: true,
+    request: { path: appcastPath, headers: { "X-Service-User-Key": updater.userKey } },
   },
   {
     name: "update check (user key, signed)",
