@@ -14,6 +14,7 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { detectFormat, readFormat } from "../../tools/publish/formats.ts";
 import { plan } from "../../tools/publish/publish.ts";
+import { minisignProblem } from "../../tools/publish/tauri.ts";
 // @ts-expect-error: a plain JavaScript module shared with the benchmark
 import { root, startLocalWorker } from "../../scripts/local-worker.mjs";
 import type { JsonBody } from "../json-body.ts";
@@ -121,6 +122,13 @@ describe("the folder readers read each tool's output as it writes it", () => {
     const garbled = copy(TAURI.windows);
     writeFileSync(join(garbled, "nsis/Studio_1.4.0_x64-setup.exe.sig"), Buffer.from("not minisign").toString("base64"));
     await expect(read(garbled)).rejects.toThrow("is not a minisign signature");
+    // A trusted comment may carry more tab-separated fields after the file name (minisign allows any text).
+    const sig = Buffer.from(text(join(TAURI.macos, "macos/Studio.app.tar.gz.sig")), "base64").toString("utf8");
+    const extended = Buffer.from(sig.replace("file:Studio.app.tar.gz", "file:Studio.app.tar.gz\tbuild:42")).toString(
+      "base64",
+    );
+    expect(minisignProblem(extended, "Studio.app.tar.gz")).toBeUndefined();
+    expect(minisignProblem(extended, "Other.app.tar.gz")).toBe("signs Studio.app.tar.gz, not Other.app.tar.gz");
     const stale = copy(TAURI.linux);
     const latest = JSON.parse(text(join(stale, "latest.json")));
     latest.platforms["linux-x86_64"].signature = text(join(TAURI.macos, "macos/Studio.app.tar.gz.sig"));

@@ -63,7 +63,7 @@ export function minisignProblem(signature: string, fileName: string): string | u
   if (!lines[0]?.startsWith("untrusted comment:") || !lines[2]?.startsWith("trusted comment:"))
     return "is not a minisign signature (the base64 of its comment and signature lines)";
   if (bytes(lines[1]) !== 74 || bytes(lines[3]) !== 64) return "holds a minisign signature of the wrong length";
-  const signed = /\tfile:(.*)$/.exec(lines[2])?.[1];
+  const signed = /(?:^|[\t ])file:([^\t]*)/.exec(lines[2].slice("trusted comment:".length))?.[1]?.trim();
   if (signed !== undefined && signed !== fileName) return `signs ${signed}, not ${fileName}`;
   return undefined;
 }
