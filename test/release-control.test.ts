@@ -9,8 +9,11 @@
  *   webhook events of publishing, a rollout change, a halt and a resume.
  */
 import { exports } from "cloudflare:workers";
+import { createClient } from "@connectrpc/connect";
+import { createGrpcWebTransport } from "@connectrpc/connect-web";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse as parseYaml } from "yaml";
+import { ReportServer } from "../src/gen/licensing/v1/report_server_pb";
 import { ADMIN, BASE, admin, call, movableClock, setSetting } from "./helpers";
 import { bytesOf, unique, upload } from "./artifacts-kit";
 import { emitted, settledTypes, subscribe } from "./webhooks-kit";
@@ -368,12 +371,14 @@ describe("webhook events and the automatic halt on reports", () => {
     await release(p.id, "1.0.0");
     const id = await release(p.id, "2.0.0", { haltOnReports: { count: 3, minutes: 10 } });
     const userKey = await licenseKey(p.id);
-    const report = (version: string) =>
+    const stranger = await licenseKey((await product()).id);
+    const report = (version: string, from = userKey) =>
       call("POST", "/v1/report", {
         key: ADMIN.key,
-        body: { name: "CrashReport", version, userKey, content: "boom" },
+        body: { name: "CrashReport", version, userKey: from, content: "boom" },
       });
-    // Another version's reports and reports older than the window do not count.
+    // Another version's reports, another product's and reports older than the window do not count.
+    for (let i = 0; i < 3; i++) expect((await report("2.0.0", stranger)).status).toBe(200);
     expect((await report("1.0.0")).status).toBe(200);
     expect((await report("2.0.0")).status).toBe(200);
     clock.move(11 * 60_000);
@@ -381,7 +386,15 @@ describe("webhook events and the automatic halt on reports", () => {
     expect((await report("2.0.0")).status).toBe(200);
     expect(await stored(p.id, id)).toMatchObject({ halted: false });
     expect((await agreed(p.code, { installId: "r-1", version: "1.0.0" })).offered).toBe("2.0.0");
-    expect((await report("2.0.0")).status).toBe(200);
+    // The third, through gRPC SendReport (the same service as POST /v1/report).
+    const transport = createGrpcWebTransport({
+      baseUrl: BASE,
+      fetch: (input, init) => exports.default.fetch(input as RequestInfo, { ...init, redirect: "manual" }),
+    });
+    await createClient(ReportServer, transport).sendReport(
+      { name: "CrashReport", version: "2.0.0", userKey, content: "boom" },
+      { headers: { "x-api-key": ADMIN.key } },
+    );
     expect(await stored(p.id, id)).toMatchObject({ halted: true, haltReason: "reports" });
     expect((await report("2.0.0")).status).toBe(200);
     expect((await agreed(p.code, { installId: "r-1", version: "1.0.0" })).offered).toBe("1.0.0");
