@@ -42,7 +42,6 @@ export function dashboardUrl(provider: unknown, id: unknown, kind: "purchase" | 
         ["pi_", "payments"],
         ["ch_", "payments"],
         ["cus_", "customers"],
-        ["cs_", "checkout/sessions"],
       ].find(([prefix]) => s.startsWith(prefix!));
       return page ? `https://dashboard.stripe.com/${page[1]}/${ref}` : undefined;
     }
