@@ -675,6 +675,8 @@ const LICENSE_FACTS: [string, ("products" | "customers" | "orders" | "templates"
   ["expireDate"],
   ["supportExpireDate"],
   ["userKey"],
+  // The license's ?feed= token for update feeds (Tauri, Sparkle, Squirrel, Velopack, electron-builder).
+  ["feedToken"],
   ["revoked"],
 ];
 
