@@ -46,6 +46,8 @@ export interface ProviderKit {
   cancelAtPeriodEnd(sale: Sale, at: string): object;
   ended(sale: Sale, at: string): object;
   pastDue(sale: Sale): object;
+  /** An event type the service does not act on. */
+  unknown(): object;
   /** Whether the scheme signs a time (Lemon Squeezy's does not). */
   timed: boolean;
   /** Headers of a delivery of `body`, signed `at` (unix seconds; default the service clock's now). */
@@ -237,6 +239,7 @@ export const stripeKit: ProviderKit = {
       "customer.subscription.deleted",
       stripeSubscription(sale, { status: "canceled", canceled_at: unix(at), ended_at: unix(at) }),
     ),
+  unknown: () => stripeEvent("customer.created", { id: `cus_${uid()}`, object: "customer", email: "new@example.com" }),
   sign: async (body, at = nowUnix()) => ({
     "stripe-signature": await stripe.webhooks.generateTestHeaderStringAsync({
       payload: body,
@@ -383,6 +386,7 @@ export const paddleKit: ProviderKit = {
       "subscription.canceled",
       paddleSubscription(sale, { status: "canceled", canceled_at: at, current_billing_period: null }),
     ),
+  unknown: () => paddleEvent("customer.created", { id: `ctm_01${uid()}`, email: "new@example.com", status: "active" }),
   sign: async (body, at = nowUnix()) => ({
     "paddle-signature": `ts=${at};h1=${await hmacHex(SECRETS.paddle, `${at}:${body}`)}`,
   }),
@@ -515,6 +519,8 @@ export const lemonSqueezyKit: ProviderKit = {
       `9${sale.ref}`,
       lsSubscription(sale, { status: "expired", ends_at: at }),
     ),
+  unknown: () =>
+    lsEvent("license_key_created", "license-keys", String(lsCounter++), { key: "unused", status: "active" }),
   sign: async (body) => ({ "x-signature": await hmacHex(SECRETS.lemonsqueezy, body) }),
 };
 

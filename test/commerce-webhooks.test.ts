@@ -263,6 +263,15 @@ describe.each(KITS)("$name webhooks", (kit) => {
     expect(purchase?.state).toBe("active");
   });
 
+  it("an event type it does not act on answers 200 ignored and changes nothing but its history", async () => {
+    const tables = ["commerce_purchases", "orders", "customers", "licenses"];
+    const before = await Promise.all(tables.map(countRows));
+    const res = await deliver(kit, kit.unknown());
+    expect(res.status, res.text).toBe(200);
+    expect(res.body["result"]).toBe("ignored");
+    expect(await Promise.all(tables.map(countRows))).toEqual(before);
+  });
+
   it("a refund revokes the purchase's licenses and marks the order refunded", async () => {
     const sale = kit.sale();
     const orderId = await buy(kit, sale, kit.ids.licenses);
