@@ -182,5 +182,16 @@ describe("commerce in the console", () => {
       tried++;
     }
     expect(tried).toBe(2);
+
+    // The mapping is edited (seats) and deleted on its page.
+    await page.goto(new URL("/console/#/commerce-mappings", base).toString());
+    const mapping = page.getByRole("row").filter({ hasText: "Studio, yearly" });
+    await mapping.getByRole("button", { name: "Edit" }).click();
+    await page.getByLabel("Quantity makes").selectOption("seats");
+    await page.getByRole("button", { name: "Save" }).click();
+    await mapping.getByRole("cell", { name: "seats", exact: true }).waitFor();
+    expect((await rest("GET", "/v1/commerce/mappings")).body["mappings"][0]).toMatchObject({ quantityMode: "seats" });
+    await mapping.getByRole("button", { name: "Delete" }).click();
+    await expect.poll(async () => (await rest("GET", "/v1/commerce/mappings")).body["mappings"]).toEqual([]);
   });
 });
