@@ -19,6 +19,7 @@ import { type ServiceContext, serviceContext } from "../http/context";
 import { type Router, documented } from "../http/router";
 import { TraceAction } from "../licensing/vocabulary";
 import { INSTALL_ID_HEADER, installIdOf, licenseOf } from "./caller";
+import type { Credential } from "./credential";
 import { CHANNELS, type Platform, type ProductRow, type ReleaseWithFiles, coveredByMaintenance } from "./catalog";
 import { type Selection, feedRelease } from "./feed";
 import { PACKAGE, type PackagePlan, packagePlan, squirrelReleases, velopackFeed } from "./package-feeds";
@@ -70,9 +71,11 @@ async function selectFor(
   platform: Platform,
   channel: string,
   current: string | undefined,
+  credential: Credential,
 ) {
   const asking = await askingFor(c, product, platform, channel, {
     offerable: PACKAGE,
+    credential,
     ...(current ? { version: current } : {}),
   });
   const installId = asking.installId ?? installIdOf(c.req.query("stagingId"));
@@ -87,8 +90,8 @@ function localVersionOf(c: Context<AppEnv>): string | undefined {
 }
 
 /** Whether an answer is the same for every caller asking this URL: no credential, no install id. */
-function anonymousRequest(c: Context<AppEnv>): boolean {
-  return !credentialFrom(c) && c.req.header(INSTALL_ID_HEADER) === undefined && c.req.query("stagingId") === undefined;
+function anonymousRequest(c: Context<AppEnv>, credential: Credential): boolean {
+  return !credential && c.req.header(INSTALL_ID_HEADER) === undefined && c.req.query("stagingId") === undefined;
 }
 
 async function tagged(body: string, contentType: string): Promise<Response> {
@@ -111,12 +114,17 @@ function planReason(selection: Selection, plan: PackagePlan, appliesStaging: boo
  * release (its license is covered by maintenance, the selection admits the release: rollout, halt, audience and
  * platform as on every feed); bare otherwise (an ungated package downloads as it is; a gated one is refused there).
  */
-async function packageRedirect(c: Context<AppEnv>, platform: Platform, fileName: string): Promise<Response> {
+async function packageRedirect(
+  c: Context<AppEnv>,
+  platform: Platform,
+  fileName: string,
+  credential: Credential,
+): Promise<Response> {
   const ctx = serviceContext(c);
   if (!fileName.toLowerCase().endsWith(".nupkg")) throw new ApiError(404, `No file '${fileName}' in this folder`);
   const product = await requireProduct(ctx, c.req.param("productCode") ?? "");
   const channel = requireChannel(c.req.query("channel"));
-  const { caller, releases, selection } = await selectFor(c, ctx, product, platform, channel, undefined);
+  const { caller, releases, selection } = await selectFor(c, ctx, product, platform, channel, undefined, credential);
   let found: { entry: ReleaseWithFiles; file: ReleaseWithFiles["files"][number] } | undefined;
   for (const entry of releases) {
     const file = entry.files.find((f) => (f.kind === "package" || f.kind === "delta") && f.fileName === fileName);
@@ -145,7 +153,8 @@ async function squirrelResponse(c: Context<AppEnv>): Promise<Response> {
   if (!platform.startsWith("win-"))
     throw new ApiError(404, `Squirrel.Windows serves Windows platforms (win-x64, win-arm64), not ${platform}`);
   const file = c.req.param("file") ?? "";
-  if (file !== "RELEASES") return packageRedirect(c, platform, file);
+  const credential = credentialFrom(c);
+  if (file !== "RELEASES") return packageRedirect(c, platform, file, credential);
   const channel = requireChannel(c.req.query("channel"));
   const current = localVersionOf(c);
   const product = await requireProduct(ctx, c.req.param("productCode") ?? "");
@@ -153,9 +162,9 @@ async function squirrelResponse(c: Context<AppEnv>): Promise<Response> {
     c,
     product,
     [product.code, String(product.releaseGeneration), "squirrel-win", channel, platform, current ?? ""],
-    anonymousRequest(c),
+    anonymousRequest(c, credential),
     async () => {
-      const { caller, releases, selection } = await selectFor(c, ctx, product, platform, channel, current);
+      const { caller, releases, selection } = await selectFor(c, ctx, product, platform, channel, current, credential);
       const plan = packagePlan(releases, selection, current);
       traceFor(c, licenseOf(caller), TraceAction.UpdateCheck, current);
       const body = await squirrelReleases(ctx, { caller, downloadUrl: downloadUrlBuilder(c, product, platform) }, plan);
@@ -165,21 +174,27 @@ async function squirrelResponse(c: Context<AppEnv>): Promise<Response> {
   return notModifiedFor(c.req.header("if-none-match"), res);
 }
 
-async function velopackResponse(c: Context<AppEnv>): Promise<Response> {
+/**
+ * Velopack's folder. `pathToken` is a feed token given as a folder of the URL (`…/velopack/<platform>/feed/<token>/`):
+ * Velopack's Rust core (its Node, Rust and C/C++ libraries) replaces the feed URL's query with its own and sends no
+ * header, so a path segment is the one place a license can travel with every request it makes, the packages too.
+ */
+async function velopackResponse(c: Context<AppEnv>, pathToken?: string): Promise<Response> {
   const ctx = serviceContext(c);
   const platform = requirePlatform(c.req.param("platform"));
   const file = c.req.param("file") ?? "";
   const channel = velopackChannel(file, platform);
-  if (channel === undefined) return packageRedirect(c, platform, file);
+  const credential: Credential = pathToken !== undefined ? { feedToken: pathToken } : credentialFrom(c);
+  if (channel === undefined) return packageRedirect(c, platform, file, credential);
   const current = localVersionOf(c);
   const product = await requireProduct(ctx, c.req.param("productCode") ?? "");
   const res = await throughCache(
     c,
     product,
     [product.code, String(product.releaseGeneration), "velopack", channel, platform, current ?? ""],
-    anonymousRequest(c),
+    anonymousRequest(c, credential),
     async () => {
-      const { caller, releases, selection } = await selectFor(c, ctx, product, platform, channel, current);
+      const { caller, releases, selection } = await selectFor(c, ctx, product, platform, channel, current, credential);
       const plan = packagePlan(releases, selection, current);
       traceFor(c, licenseOf(caller), TraceAction.UpdateCheck, current);
       const body = JSON.stringify(velopackFeed(plan, product.code));
@@ -297,6 +312,64 @@ export function registerPackageRoutes(app: Router): void {
         ...problems,
       },
     }),
-    velopackResponse,
+    (c) => velopackResponse(c),
+  );
+  documented(
+    app,
+    createRoute({
+      method: "get",
+      path: "/v1/updates/{productCode}/velopack/{platform}/feed/{feedToken}/{file}",
+      tags: ["Updates"],
+      operationId: "getVelopackFileWithFeedToken",
+      summary:
+        "Velopack, with the license's feed token as a folder of the URL (for Velopack's Rust core, which keeps no query)",
+      description:
+        "The feed folder of Velopack's HttpSource/SimpleWebSource. `releases.stable.json` or `releases.insider.json` (`releases.win.json`, `releases.osx.json`, `releases.linux.json`, Velopack's default channel names, are stable) lists the full package of the release the caller is offered and, for a caller on an older release, the deltas from its version (when the chain is whole); `Assets` is empty when there is no update. A `.nupkg` name redirects to the download route, tokenised when the caller (user key header or feed token) may install it.",
+      ...access.anonymous(),
+      request: {
+        params: z.object({
+          productCode: productCodeParam,
+          feedToken: z
+            .string()
+            .max(256)
+            .openapi({ param: { name: "feedToken", in: "path" }, description: "The license's feed token." }),
+          platform: z
+            .enum(["win-x64", "win-arm64", "darwin-arm64", "darwin-x64", "linux-x64", "linux-arm64"])
+            .openapi({ param: { name: "platform", in: "path" } }),
+          file: z
+            .string()
+            .max(255)
+            .openapi({
+              param: { name: "file", in: "path" },
+              description: "releases.{channel}.json, or the file name of a package it lists",
+            }),
+        }),
+        query: z.object({
+          localVersion,
+          id: z.string().max(255).optional().openapi({ description: "Velopack's package id (sent, not needed)." }),
+          stagingId: z
+            .string()
+            .max(128)
+            .optional()
+            .openapi({
+              description: `Velopack's per-install staging id: the rollout cohort id when no ${INSTALL_ID_HEADER} header is sent.`,
+            }),
+          userKey: userKeyQuery,
+          feed: z.string().max(256).optional().openapi({ description: "The license's feed token." }),
+        }),
+      },
+      responses: {
+        200: {
+          description:
+            'Velopack\'s feed: `{"Assets":[{PackageId, Version, Type: "Full"|"Delta", FileName, SHA1, SHA256, Size, NotesMarkdown, NotesHtml}]}`. ' +
+            "X-Service-Reason says why nothing newer is offered.",
+          headers: reasonHeader(OFFERED_OR_NOT),
+          content: { "application/json": { schema: z.object({ Assets: z.array(z.record(z.string(), z.unknown())) }) } },
+        },
+        302: { description: "A package: its download URL (tokenised when the caller may install it)" },
+        ...problems,
+      },
+    }),
+    (c) => velopackResponse(c, c.req.param("feedToken") ?? ""),
   );
 }

@@ -357,7 +357,7 @@ export async function askingFor(
   product: ProductRow,
   platform: Platform,
   channel: string,
-  options: { version?: string; offerable?: Offerable } = {},
+  options: { version?: string; offerable?: Offerable; credential?: Credential } = {},
 ): Promise<Asking & { releases: ReleaseWithFiles[] }> {
   const ctx = serviceContext(c);
   const installId = installIdOf(c.req.header(INSTALL_ID_HEADER));
@@ -365,7 +365,7 @@ export async function askingFor(
   const { caller, releases, audienceMatched } = await callerAndReleases(
     ctx,
     product,
-    credentialFrom(c),
+    options.credential ?? credentialFrom(c),
     platform,
     channel,
     options.offerable,

@@ -123,6 +123,9 @@ async function upload(productId: number, releaseId: number, kind: string, fileNa
 }
 
 const packages: Record<string, Buffer> = {};
+/** The feed token of a license of Gated, whose one release needs maintenance. */
+let feedToken = "";
+let gatedLicenseId = 0;
 
 beforeAll(async () => {
   worker = await startLocalWorker({
@@ -156,11 +159,33 @@ beforeAll(async () => {
       await upload(productId, releaseId, "delta", delta, packages[delta]);
     }
   }
+  // Gated: a release that needs maintenance, and a license whose feed token the app keeps.
+  const gatedId = (
+    await api("POST", "/v1/products", { product: { code: "gated", name: "Gated", isApplication: true } })
+  )["productId"];
+  const gatedRelease = (
+    await api("POST", `/v1/products/${gatedId}/releases`, {
+      productRelease: {
+        version: "2.0.0",
+        public: true,
+        requiresMaintenance: true,
+        releaseDate: "2026-03-01T00:00:00Z",
+      },
+    })
+  )["productReleaseId"];
+  packages["Studio-2.0.0-full.nupkg"] = fullPackage("2.0.0");
+  await upload(gatedId, gatedRelease, "package", "Studio-2.0.0-full.nupkg", packages["Studio-2.0.0-full.nupkg"]);
+  gatedLicenseId = (
+    await api("POST", "/v1/licenses", { license: { productId: gatedId, issueDate: "2026-01-01T00:00:00Z" } })
+  )["id"];
+  feedToken = (
+    await api("GET", `/v1/licenses?filter=${encodeURIComponent(`id == ${gatedLicenseId}`)}&select=feedToken`)
+  )["licenses"][0].feedToken;
 }, 180_000);
 afterAll(() => worker?.dispose());
 
 /** An installed Studio at `version`, as Velopack's locator describes one; `withPackage` keeps its full package. */
-function installed(version: string, withPackage: boolean) {
+function installed(version: string, withPackage: boolean, feed = `${base}/v1/updates/studio/velopack/linux-x64`) {
   const root = mkdtempSync(join(tmpdir(), "velopack-"));
   const packagesDir = join(root, "packages");
   mkdirSync(packagesDir, { recursive: true });
@@ -171,7 +196,7 @@ function installed(version: string, withPackage: boolean) {
     AllowVersionDowngrade: false,
     ExplicitChannel: null,
   };
-  const manager = new UpdateManager(`${base}/v1/updates/studio/velopack/linux-x64`, options, {
+  const manager = new UpdateManager(feed, options, {
     RootAppDir: root,
     UpdateExePath: join(root, "Update"),
     PackagesDir: packagesDir,
@@ -209,6 +234,22 @@ describe("the Velopack client against the service", () => {
       ["Full", "Studio-1.2.0-full.nupkg"],
     ]);
     for (const a of feed.Assets) expect(a.SHA1).toBe(sha1(packages[a.FileName]!).toUpperCase());
+  });
+
+  it("takes a gated release with the license's feed token as a folder of the feed URL, and not once revoked", async () => {
+    const gated = (token: string) =>
+      installed("1.0.0", false, `${base}/v1/updates/gated/velopack/linux-x64/feed/${token}`);
+    // Without the license (no token), nothing is offered.
+    expect(
+      await installed("1.0.0", false, `${base}/v1/updates/gated/velopack/linux-x64`).manager.checkForUpdatesAsync(),
+    ).toBeNull();
+    const { manager, packagesDir } = gated(feedToken);
+    const update = await manager.checkForUpdatesAsync();
+    expect(update?.TargetFullRelease.FileName).toBe("Studio-2.0.0-full.nupkg");
+    await manager.downloadUpdateAsync(update!);
+    expect(readFileSync(join(packagesDir, "Studio-2.0.0-full.nupkg"))).toEqual(packages["Studio-2.0.0-full.nupkg"]);
+    await api("PUT", "/v1/licenses", { license: { id: gatedLicenseId, revoked: true } });
+    await expect(gated(feedToken).manager.checkForUpdatesAsync()).rejects.toThrow(/403/);
   });
 
   it("finds no update on the newest version (empty Assets)", async () => {
