@@ -58,8 +58,8 @@ const AdoptionData = z
         day: z.string().openapi({ format: "date" }),
         platform: z
           .string()
-          .nullable()
-          .openapi({ description: "The platform the requests named; null when they named none (a validation)." }),
+          .optional()
+          .openapi({ description: "The platform the requests named; absent when they named none (a validation)." }),
         ...StageCounts,
       }),
     ),

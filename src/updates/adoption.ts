@@ -208,8 +208,8 @@ export interface Adoption {
   to: string;
   /** Distinct installs over the whole span (an install seen on two days counts once). */
   totals: StageCounts;
-  /** Per day and platform (null: not known, a validation), days in order; only days and platforms with sightings. */
-  days: (StageCounts & { day: string; platform: string | null })[];
+  /** Per day and platform (absent: not known, a validation), in order; only days and platforms with sightings. */
+  days: (StageCounts & { day: string; platform?: string })[];
 }
 
 const zero = (): StageCounts => ({ offered: 0, downloaded: 0, running: 0 });
@@ -248,10 +248,10 @@ export async function readAdoption(db: Db, releaseId: number, from: string, to: 
   for (const row of perDay) {
     const stage = ADOPTION_STAGES[row.stage];
     if (!stage) continue;
-    const platform = row.platform === "" ? null : row.platform;
+    const platform = row.platform === "" ? undefined : row.platform;
     let last = days.at(-1);
     if (!last || last.day !== row.day || last.platform !== platform) {
-      last = { day: row.day, platform, ...zero() };
+      last = { day: row.day, ...(platform === undefined ? {} : { platform }), ...zero() };
       days.push(last);
     }
     last[stage] = row.n;
