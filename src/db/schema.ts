@@ -418,6 +418,8 @@ export const licenseTemplates = sqliteTable(
     expireDays: integer("expire_days"),
     supportDays: integer("support_days"),
     features: json<string[]>("features"),
+    /** Days a license of this template may go without checking in (CONTRACT 11); none or 0 = no check-in interval. */
+    checkInDays: integer("check_in_days"),
     description: text("description"),
     meta: text("meta"),
     createdAt: createdAt(),
@@ -453,6 +455,12 @@ export const licenses = sqliteTable(
     licenseeCompany: text("licensee_company"),
     description: text("description"),
     trace: bool("trace").notNull().default(true),
+    /** Days the license may go without checking in (from its template; 0 = none; CONTRACT 11). */
+    checkInDays: integer("check_in_days").notNull().default(0),
+    /** The last online licensing operation (validate, activate, seat, checkout), written off the request path. */
+    lastCheckIn: text("last_check_in"),
+    /** The lastCheckIn whose overdue period license.check-in-overdue was emitted for (once per period). */
+    checkInOverdueFor: text("check_in_overdue_for"),
     meta: text("meta"),
     /** HMAC of the core fields keyed by Application:EncryptionKey; a mismatch reads as Tampered (CONTRACT 4). */
     integrity: text("integrity"),
@@ -497,6 +505,36 @@ export const licenseTokens = sqliteTable(
     uniqueIndex("license_tokens_digest").on(t.tokenDigest),
     index("license_tokens_license").on(t.licenseId, t.machineId, t.clientId),
   ],
+);
+
+/**
+ * License files issued (CONTRACT 11; licensing/license-file.ts): one row per checkout or borrow, so the console shows
+ * a license's files and borrowed seats. The file itself is not kept (it is the client's); a borrow's row names its
+ * seat's token digest, so a return or the seat's end is seen in license_tokens.
+ */
+export const licenseFiles = sqliteTable(
+  "license_files",
+  {
+    id: id(),
+    licenseId: integer("license_id")
+      .notNull()
+      .references(() => licenses.id, { onDelete: "cascade" }),
+    /** The file's random id (its payload's `fileId`). */
+    fileId: text("file_id").notNull(),
+    machineId: text("machine_id").notNull(),
+    clientId: text("client_id"),
+    encrypted: bool("encrypted").notNull().default(false),
+    issuedAt: text("issued_at").notNull(),
+    expiresAt: text("expires_at").notNull(),
+    /** A borrowed seat's end (the file's `borrow.until`); none for a plain checkout. */
+    borrowUntil: text("borrow_until"),
+    /** The borrowed seat's token digest (license_tokens.token_digest). */
+    tokenDigest: text("token_digest"),
+    /** When the borrowed seat was returned early. */
+    returnedAt: text("returned_at"),
+    createdAt: createdAt(),
+  },
+  (t) => [index("license_files_license").on(t.licenseId, t.issuedAt), index("license_files_token").on(t.tokenDigest)],
 );
 
 export const licenseTraces = sqliteTable(
