@@ -827,3 +827,31 @@ export const commerceEvents = sqliteTable(
     index("commerce_events_purchase").on(t.purchaseId),
   ],
 );
+
+/**
+ * The customer portal's credentials (portal/portal-session.ts): one-time sign-in links sent by email (`link`) and
+ * signed-in sessions (`session`), each stored as the SHA-256 of its secret. A row opens one customer's licenses, or
+ * only `licenseId` for a license with no customer signed in by its user key. Never an API key or a staff session:
+ * nothing but the portal's routes reads this table.
+ */
+export const portalCredentials = sqliteTable(
+  "portal_credentials",
+  {
+    id: id(),
+    /** SHA-256 (hex) of the link token or session secret. */
+    digest: text("digest").notNull(),
+    kind: text("kind", { enum: ["link", "session"] }).notNull(),
+    customerId: integer("customer_id").references(() => customers.id, { onDelete: "cascade" }),
+    /** The license a user key signed in with (the session ends when that license is revoked or deleted). */
+    licenseId: integer("license_id").references(() => licenses.id, { onDelete: "cascade" }),
+    expiresAt: text("expires_at").notNull(),
+    /** A link: when it signed in (a link signs in once). */
+    usedAt: text("used_at"),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    uniqueIndex("portal_credentials_digest").on(t.digest),
+    index("portal_credentials_customer").on(t.customerId),
+    index("portal_credentials_license").on(t.licenseId),
+  ],
+);
