@@ -772,6 +772,18 @@ describe("uploads for Tauri and Sparkle: the vendor's signature", () => {
       partName: "App.app.tar.gz",
     });
     expect(tauri.status, tauri.text).toBe(201);
+    // A later change of the signature is held to the same rules: a wrong one, or none on an archive, is refused.
+    const listed = await admin("GET", `${path}?select=id,kind`);
+    const zipId = listed.body["releaseDownloads"].find((d: { kind: string }) => d.kind === "zip").id;
+    const archiveId = listed.body["releaseDownloads"].find((d: { kind: string }) => d.kind === "archive").id;
+    const resigned = await admin("PUT", path, {
+      releaseDownload: { id: zipId, signature: await sparkleSign(f.keys, other) },
+    });
+    expect(resigned.status, resigned.text).toBe(400);
+    expect(resigned.text).toContain("sparklePublicKey");
+    const unsignedArchive = await admin("PUT", path, { releaseDownload: { id: archiveId, signature: null } });
+    expect(unsignedArchive.status, unsignedArchive.text).toBe(400);
+    expect(unsignedArchive.text).toContain("needs its signature");
     // Windows and unsigned zips (Squirrel.Mac's) are not Sparkle's either.
     const unsigned = await upload(path, bytesOf(64, 8), { platform: "darwin-x64", kind: "zip", partName: "x.zip" });
     expect(unsigned.status, unsigned.text).toBe(201);

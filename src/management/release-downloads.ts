@@ -26,6 +26,7 @@ import {
   addHosted,
   afterArtifactDeleted,
   checkRelabel,
+  checkResigned,
   commitStaged,
   downloadTarget,
   publishedDownloads,
@@ -158,6 +159,7 @@ export function registerDownloads(app: Router): void {
     hooks: {
       update: async (ctx, values, existing) => {
         await checkRelabel(ctx, values, existing);
+        await checkResigned(ctx, values, existing);
         return checkUpdate(values, existing);
       },
       // The repository bumps the product's release generation with every write (ReleaseDownload.releaseGeneration).

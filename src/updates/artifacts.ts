@@ -327,6 +327,27 @@ export async function checkRelabel(ctx: ServiceContext, values: Row, existing: R
 }
 
 /**
+ * A PUT changing an artifact's signature, platform or kind: the vendor-signature rules of an upload hold for the
+ * result (vendor-signatures.ts): an archive keeps a signature, and a Sparkle signature verifies over the stored bytes
+ * under the product's key (read only when that check applies). Hosted bytes are not the service's to read.
+ */
+export async function checkResigned(ctx: ServiceContext, values: Row, existing: Row): Promise<void> {
+  if (values["signature"] === undefined && values["platform"] === undefined && values["kind"] === undefined) return;
+  const merged = { ...existing, ...values } as ReleaseDownloadRow;
+  refuseUnsignedArchive(merged);
+  if (merged.sourceKind === "url" || !merged.signature || !merged.platform.startsWith("darwin-")) return;
+  const product = await ctx.db
+    .select({ sparklePublicKey: products.sparklePublicKey })
+    .from(productReleases)
+    .innerJoin(products, eq(products.id, productReleases.productId))
+    .where(eq(productReleases.id, merged.releaseId))
+    .get();
+  await requireSparkleSignature(product?.sparklePublicKey ?? null, merged, () =>
+    readArtifact(ctx.env, ctx.db, existing as ReleaseDownloadRow),
+  );
+}
+
+/**
  * Publishes staged bytes (or removes them when publishing fails, e.g. the platform and kind were taken meanwhile, or
  * bytes labelled blockmap are not one: blockmap.ts). The row's write bumps the product's release generation
  * (http/repository.ts).

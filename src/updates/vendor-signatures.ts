@@ -46,6 +46,6 @@ export async function requireSparkleSignature(
   if (!(await sparkleSignatureHolds(sparklePublicKey!, fields.signature!, bytes)))
     throw new ApiError(
       400,
-      "The signature is not an EdDSA signature of this file under the product's sparklePublicKey (sign_update's edSignature of exactly these bytes): the upload is refused (nothing was stored)",
+      "The signature is not an EdDSA signature of this file under the product's sparklePublicKey (sign_update's edSignature of exactly these bytes): refused, nothing was stored or changed",
     );
 }
