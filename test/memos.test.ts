@@ -12,6 +12,7 @@ const DOCUMENTED = [
   "adoption-seen",
   "answers",
   "api-keys",
+  "audience-checks",
   "audiences",
   "console-last-use",
   "db-clients",

@@ -5,14 +5,15 @@
  * (checkAudience: 400 naming `audience` with the filter language's own message). A caller's license is matched in
  * D1, in the statement that reads it or one beside it (audienceReads): the SQL that lists licenses is the one rule.
  */
-import { type SQL, sql } from "drizzle-orm";
+import { type SQL, eq, sql } from "drizzle-orm";
 import { SQLiteSyncDialect } from "drizzle-orm/sqlite-core";
 import type { Db } from "../db/client";
-import { batchReads } from "../db/compiled";
+import { type CompiledQuery, type Params, batchReads, compiled } from "../db/compiled";
 import { licenses } from "../db/schema";
 import { ApiError } from "../errors";
 import { MAX_FILTER_PARAMETERS, compileFilter } from "../http/filter";
 import { License } from "../licensing/license-records";
+import { userKeyIs } from "../licensing/user-key";
 import { memo } from "../memo";
 
 const compiledAudiences = memo<string, { condition: SQL; params: number }>("audiences", {
@@ -51,12 +52,48 @@ export interface WithAudience {
   halted?: boolean;
 }
 
+/** Which license an audience read looks at: the one with a user key (compact form), or by its integer key. */
+export type AudienceLicense = { key: string } | { id: number };
+
+type AudienceRows = { matched: string }[];
 /**
- * The reads that tell which of `releases`' audiences the license selected by `which` matches, unexecuted (a route
- * sends them in the batch of its other reads), and how to read their rows. No read when no release has an audience;
- * one statement per ~90 bound values (D1 binds at most 100 per statement).
+ * The audience reads of a set of audiences, described once per isolate (db/compiled.ts: a poll binds its values to
+ * SQL made the first time): by the license's user key and by its id.
  */
-export function audienceReads(db: Db, which: SQL, releases: readonly WithAudience[]) {
+const audienceChecks = memo<
+  string,
+  { byKey: CompiledQuery<{ key: string }, AudienceRows>; byId: CompiledQuery<{ id: number }, AudienceRows> }
+>("audience-checks", {
+  key: "a chunk of release audiences (their texts, in order)",
+  max: 256,
+});
+
+function checksOf(chunk: readonly string[]) {
+  const key = chunk.join("\u0000");
+  let checks = audienceChecks.get(key);
+  if (!checks) {
+    const matched = sql<string>`json_array(${sql.join(
+      chunk.map((text) => sql`CASE WHEN ${audienceCondition(text).condition} THEN 1 ELSE 0 END`),
+      sql`, `,
+    )})`;
+    checks = audienceChecks.keep(key, {
+      byKey: compiled((db, p: Params<{ key: string }>) =>
+        db.select({ matched }).from(licenses).where(userKeyIs(p.key)).limit(1),
+      ),
+      byId: compiled((db, p: Params<{ id: number }>) =>
+        db.select({ matched }).from(licenses).where(eq(licenses.id, p.id)).limit(1),
+      ),
+    });
+  }
+  return checks;
+}
+
+/**
+ * The reads that tell which of `releases`' audiences the license `which` matches, unexecuted (a route sends them in
+ * the batch of its other reads), and how to read their rows. No read when no visible release has an audience; one
+ * statement per ~90 bound values (D1 binds at most 100 per statement).
+ */
+export function audienceReads(which: AudienceLicense, releases: readonly WithAudience[]) {
   const texts = [...new Set(releases.filter((r) => r.audience && !r.halted).map((r) => r.audience as string))];
   const chunks: string[][] = [];
   let size = MAX_FILTER_PARAMETERS;
@@ -66,18 +103,10 @@ export function audienceReads(db: Db, which: SQL, releases: readonly WithAudienc
     chunks.at(-1)!.push(text);
     size = chunks.at(-1)!.length === 1 ? params : size + params;
   }
-  const queries = chunks.map((chunk) =>
-    db
-      .select({
-        matched: sql<string>`json_array(${sql.join(
-          chunk.map((text) => sql`CASE WHEN ${audienceCondition(text).condition} THEN 1 ELSE 0 END`),
-          sql`, `,
-        )})`,
-      })
-      .from(licenses)
-      .where(which)
-      .limit(1),
-  );
+  const queries = chunks.map((chunk) => {
+    const checks = checksOf(chunk);
+    return "key" in which ? checks.byKey.with({ key: which.key }) : checks.byId.with({ id: which.id });
+  });
   /** The ids of the releases whose audience matched, from the rows of `queries` (in their order). */
   const matched = (rows: readonly (readonly { matched: string }[])[]): Set<number> => {
     const yes = new Set<string>();
@@ -94,7 +123,7 @@ export function audienceReads(db: Db, which: SQL, releases: readonly WithAudienc
 
 /** Which releases' audiences the license `licenseId` (integer key) matches: one statement (or none). */
 export async function matchedAudiences(db: Db, licenseId: number, releases: readonly WithAudience[]) {
-  const { queries, matched } = audienceReads(db, sql`${licenses.id} = ${licenseId}`, releases);
+  const { queries, matched } = audienceReads({ id: licenseId }, releases);
   const [first, ...rest] = queries;
   if (!first) return new Set<number>();
   return matched(await batchReads(db, [first, ...rest]));

@@ -18,15 +18,11 @@ import { send } from "../http/respond";
 import { type Router, documented } from "../http/router";
 import { clock } from "../clock";
 import { TraceAction } from "../licensing/vocabulary";
-import { type Caller, USER_KEY_HEADER, judgeCaller, licenseOf } from "./caller";
+import { type Caller, USER_KEY_HEADER, type judgeCaller, licenseOf } from "./caller";
 import { type Credential, credentialOf, credentialQuery, judgeCredential } from "./credential";
 import { CURRENT_VERSION_HEADER, INSTALL_ID_HEADER, installIdOf } from "./caller";
-import { audienceReads, matchedAudiences } from "./audience";
+import { type AudienceLicense, audienceReads, matchedAudiences } from "./audience";
 import { feedTokenLicenseId } from "../licensing/feed-token";
-import { userKeyIs } from "../licensing/user-key";
-import { licenses } from "../db/schema";
-import { eq } from "drizzle-orm";
-import type { SQL } from "drizzle-orm";
 import {
   CHANNELS,
   type DownloadRow,
@@ -309,7 +305,6 @@ export async function callerAndReleases(
     if (licenseQuery) {
       // The audiences of the releases (release control, audience.ts) are matched in the license's round trip.
       const audiences = audienceReads(
-        ctx.db,
         credentialLicense(credential!),
         releases.map((r) => r.release),
       );
@@ -339,11 +334,9 @@ export async function callerAndReleases(
   return { caller, releases: offered(releases), ...(audienceMatched ? { audienceMatched } : {}) };
 }
 
-/** The license a credential names, as an SQL condition over `licenses` (its audiences are matched beside it). */
-function credentialLicense(credential: NonNullable<Credential>): SQL {
-  return "key" in credential
-    ? userKeyIs(credential.key)
-    : eq(licenses.id, feedTokenLicenseId(credential.feedToken) ?? 0);
+/** The license a credential names, for its audiences to be matched beside it (audience.ts). */
+function credentialLicense(credential: NonNullable<Credential>): AudienceLicense {
+  return "key" in credential ? { key: credential.key } : { id: feedTokenLicenseId(credential.feedToken) ?? 0 };
 }
 
 /**
