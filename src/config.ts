@@ -362,6 +362,21 @@ export const settingDefinitions = {
   "Webhooks:EventRetentionDays": def(
     int(1, 36_500),
     30,
+  "Licensing:LicenseFileLifetime": def(
+    durationAtLeast(60_000),
+    30 * 86_400_000,
+    "How long a license file (POST /v1/license/checkout) stays valid offline from its issue; a checkout's ttl can shorten it. Never past the license's expiry or, for a borrowed seat, the borrow's end.",
+  ),
+  "Licensing:MaxBorrowHours": def(
+    int(1, 8_760),
+    168,
+    "Longest a floating seat may be borrowed (POST /v1/license/borrow `hours`), in hours.",
+  ),
+  "Licensing:OfflineGraceDays": def(
+    int(0, 365),
+    7,
+    "Days the client package keeps a license usable offline after its last signed validation; every signed validation carries it (offlineGraceDays).",
+  ),
     "Days webhook delivery history (delivery events) is kept; the cron trigger prunes older ones.",
   ),
   "Updates:FeedCacheSeconds": def(int(0, 86_400), 60, "max-age of cached anonymous feed and update-check answers."),

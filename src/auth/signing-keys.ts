@@ -267,24 +267,23 @@ export function signingKeys(db: Db, config: Config): Promise<SigningKeys> {
   return cache.keys;
 }
 
-/** Each key's encoded protected header (`{"alg":"ES256","kid":…,"typ":"JWT"}`), made once. */
-const headers = memo<string, string>("jws-headers", { key: "signing key id", max: 9, evict: "all" });
+/** Each key's encoded protected header per type (`{"alg":"ES256","kid":…,"typ":"JWT"}`), made once. */
+const headers = memo<string, string>("jws-headers", { key: "signing key id and typ", max: 18, evict: "all" });
 const utf8 = new TextEncoder();
 
 /**
- * A compact JWS (RFC 7515; ES256, header `kid`) over the JSON payload: what `license.licenseKey` carries. Built
+ * A compact JWS (RFC 7515; ES256, header `kid`, `typ` JWT unless given: a license file's is `license-file+jwt`) over
+ * the JSON payload: what `license.licenseKey` carries. Built
  * here rather than by jose's CompactSign, whose general header handling cost a validation more than the signature
  * itself (docs/performance.md): the header is the same for every key, and WebCrypto's ECDSA signature is already
  * the IEEE P1363 r||s form ES256 needs. Every JOSE library verifies it (test/client.test.ts, test/offline-license-keys.test.ts).
  */
-export async function signJws(db: Db, config: Config, payload: object): Promise<string> {
+export async function signJws(db: Db, config: Config, payload: object, typ = "JWT"): Promise<string> {
   const keys = await signingKeys(db, config);
-  let header = headers.get(keys.kid);
+  const name = `${keys.kid} ${typ}`;
+  let header = headers.get(name);
   if (header === undefined) {
-    header = headers.keep(
-      keys.kid,
-      toBase64Url(utf8.encode(JSON.stringify({ alg: "ES256", kid: keys.kid, typ: "JWT" }))),
-    );
+    header = headers.keep(name, toBase64Url(utf8.encode(JSON.stringify({ alg: "ES256", kid: keys.kid, typ }))));
   }
   const input = `${header}.${toBase64Url(utf8.encode(JSON.stringify(payload)))}`;
   const signature = await crypto.subtle.sign({ name: "ECDSA", hash: "SHA-256" }, keys.privateKey, utf8.encode(input));

@@ -2,7 +2,8 @@
  * Floating seats of one license (CONTRACT section 4): one Durable Object per license, addressed by the license's
  * integer id, holds its seats in SQLite storage, so an eviction or restart loses nothing. Every decision is made
  * synchronously on that storage (no await between reading and writing the seats), so concurrent requests can never
- * grant more seats than `maxClients`. A seat lives until `expiresAt`; heartbeats move it; an alarm reclaims dead
+ * grant more seats than `maxClients`. A seat lives until `expiresAt`; heartbeats move it (never earlier: a borrowed
+ * seat, CONTRACT 11, is a seat whose lease is the borrow's hours, held with no heartbeat); an alarm reclaims dead
  * seats (and every seat of a license the license policy no longer finds usable: deleted, tampered, revoked or
  * expired), has the licensing domain write that through to D1 (the token rows go, a trace is written when the license
  * traces; the object itself writes no domain table) and hands the seats to the `license.seats.expired` queue job,
@@ -140,15 +141,18 @@ export abstract class SeatStore extends DurableObject<Bindings> {
     if (over) return over;
     const expiresAt = input.now + input.leaseMs;
     if (this.held(input.tokenDigest, input.now)?.live) {
-      this.sql.exec(
-        "UPDATE seats SET expires_at = ?, client_name = coalesce(?, client_name), address = coalesce(?, address) WHERE token_digest = ?",
-        expiresAt,
-        input.clientName ?? null,
-        input.address ?? null,
-        input.tokenDigest,
-      );
+      // A renewal never shortens a seat: a borrowed seat (its lease the borrow's hours) keeps its end.
+      const renewed = this.sql
+        .exec<{ expires_at: number }>(
+          "UPDATE seats SET expires_at = max(expires_at, ?), client_name = coalesce(?, client_name), address = coalesce(?, address) WHERE token_digest = ? RETURNING expires_at",
+          expiresAt,
+          input.clientName ?? null,
+          input.address ?? null,
+          input.tokenDigest,
+        )
+        .one();
       await this.scheduleAlarm();
-      return { granted: true, renewed: true, expiresAt, active: this.live(input.now) };
+      return { granted: true, renewed: true, expiresAt: renewed.expires_at, active: this.live(input.now) };
     }
     const active = this.live(input.now);
     if (input.maxClients > 0 && active >= input.maxClients) return { granted: false, active };
@@ -177,19 +181,18 @@ export abstract class SeatStore extends DurableObject<Bindings> {
   async heartbeat(tokenDigest: string, leaseMs: number, now: number, budget: Budget): Promise<SeatBeat | OverBudget> {
     const over = this.overBudget(budget, now);
     if (over) return over;
-    const expiresAt = now + leaseMs;
     // One statement for a live seat: moved, and the live seats counted (the moved one is live before and after).
     const moved = this.sql
-      .exec<{ active: number }>(
-        `UPDATE seats SET expires_at = ? WHERE token_digest = ? AND ${SEAT_LIVE}
-         RETURNING (SELECT count(*) FROM seats WHERE ${SEAT_LIVE}) AS active`,
-        expiresAt,
+      .exec<{ active: number; expires_at: number }>(
+        `UPDATE seats SET expires_at = max(expires_at, ?) WHERE token_digest = ? AND ${SEAT_LIVE}
+         RETURNING expires_at, (SELECT count(*) FROM seats WHERE ${SEAT_LIVE}) AS active`,
+        now + leaseMs,
         tokenDigest,
         now,
         now,
       )
       .toArray()[0];
-    if (moved) return { found: true, expired: false, expiresAt, active: moved.active };
+    if (moved) return { found: true, expired: false, expiresAt: moved.expires_at, active: moved.active };
     const held = this.sql.exec("SELECT 1 FROM seats WHERE token_digest = ?", tokenDigest).toArray().length > 0;
     return held ? { found: true, expired: true } : { found: false };
   }
@@ -215,6 +218,7 @@ export abstract class SeatStore extends DurableObject<Bindings> {
     return { released, active: this.live(now) };
   }
 
+    // Never earlier: a borrowed seat needs no heartbeat, and one keeps its end.
   /** Frees the seats of these tokens, or every seat (the license or its tokens were deleted by an administrator). */
   async drop(tokenDigests?: string[]): Promise<number> {
     if (!tokenDigests) return this.sql.exec("DELETE FROM seats").rowsWritten;

@@ -53,6 +53,49 @@ export type HeartbeatInput = z.infer<typeof HeartbeatRequest>;
 export const ReleaseRequest = z.object({ licenseToken: text(), userKey: text() }).openapi("ReleaseRequest");
 export type ReleaseInput = z.infer<typeof ReleaseRequest>;
 
+export const CheckoutRequest = z
+  .object({
+    userKey: text(),
+    machineId: text(),
+    clientId: text(),
+    productCode: text(),
+    ttl: z
+      .number()
+      .int()
+      .min(60)
+      .optional()
+      .openapi({ description: "Seconds the file is valid; at most Licensing:LicenseFileLifetime (the default)." }),
+    encrypt: z.boolean().optional().openapi({
+      description: "Encrypt the payload so only this machine (user key and machineId) can read it; needs machineId.",
+    }),
+    nonce: text(),
+  })
+  .openapi("CheckoutRequest");
+export type CheckoutInput = z.infer<typeof CheckoutRequest>;
+
+export const BorrowRequest = z
+  .object({
+    userKey: text(),
+    machineId: text(),
+    clientId: text(),
+    clientName: text(),
+    hours: z
+      .number()
+      .int()
+      .openapi({ description: "Hours the seat is borrowed: 1 to Licensing:MaxBorrowHours.", example: 24 }),
+    encrypt: z.boolean().optional().openapi({ description: "Encrypt the borrow's license file for this machine." }),
+    nonce: text(),
+  })
+  .openapi("BorrowRequest");
+export type BorrowInput = z.infer<typeof BorrowRequest>;
+
+export const ReturnRequest = z
+  .object({ licenseToken: text(), userKey: text(), machineId: text(), clientId: text() })
+  .openapi("ReturnRequest", {
+    description: "The borrowed seat's licenseToken, or the userKey with the machineId and clientId that borrowed it.",
+  });
+export type ReturnInput = z.infer<typeof ReturnRequest>;
+
 const Property = z.object({ name: z.string().max(256), value: z.string().max(4096).nullable() });
 
 export const SendReportRequest = z

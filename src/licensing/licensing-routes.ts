@@ -1,6 +1,6 @@
 /**
- * REST licensing operations (CONTRACT section 4): `/v1/license/{activate,deactivate,validate,request,heartbeat,
- * release}` and `POST /v1/report`. Credential: API key or bearer token (a user's, or a license's own from user-key
+ * REST licensing operations (CONTRACT sections 4 and 11): `/v1/license/{activate,deactivate,validate,request,
+ * heartbeat,release,checkout,borrow,return}` and `POST /v1/report`. Credential: API key or bearer token (a user's, or a license's own from user-key
  * sign-in), no role and no permission bit. Thin: each route validates its body and calls the licensing service that
  * gRPC calls too.
  */
@@ -15,11 +15,14 @@ import type { Router } from "../http/router";
 import { storeReport } from "./report-store";
 import {
   ActivateRequest,
+  BorrowRequest,
+  CheckoutRequest,
   DeactivateRequest,
   FloatingRequest,
   HeartbeatRequest,
   MAX_REPORT_BYTES,
   ReleaseRequest,
+  ReturnRequest,
   SendReportRequest,
   ValidateRequest,
 } from "./inputs";
@@ -28,6 +31,7 @@ import { validate } from "./validation";
 import { LICENSE_STATUSES, LICENSE_TYPES, LICENSING_MODES } from "./vocabulary";
 import { namedEnum } from "../http/entity";
 import { heartbeat, releaseSeat, requestSeat } from "./floating";
+import { borrowSeat, checkout, returnSeat } from "./offline";
 
 const licensingErrors = {
   ...errorResponses,
@@ -182,6 +186,48 @@ export function registerLicensingRoutes(app: Router): void {
       ...counts,
     }),
     async (c) => ok(c, await releaseSeat(serviceContext(c), c.req.valid("json"), clientInfo(c))),
+  );
+
+  const fileAnswer = {
+    licenseFile: z.string().openapi({
+      description:
+        "Compact JWS (ES256, header typ license-file+jwt, kid in GET /v1/extensions/keys) over the license file; save it as <licenseId>.lic.",
+    }),
+    issuedAt: z.string(),
+    expiresAt: z.string(),
+    encrypted: z.boolean(),
+  };
+  app.openapi(
+    route(
+      "/v1/license/checkout",
+      "checkoutLicenseFile",
+      "Check out a signed license file for a machine (to run offline)",
+      CheckoutRequest,
+      fileAnswer,
+    ),
+    async (c) => ok(c, await checkout(serviceContext(c), c.req.valid("json"), clientInfo(c))),
+  );
+  app.openapi(
+    route(
+      "/v1/license/borrow",
+      "borrowFloatingLicense",
+      "Borrow a floating seat for some hours, with a license file that ends with it",
+      BorrowRequest,
+      {
+        ...fileAnswer,
+        licenseToken: z.string(),
+        borrowUntil: z.string(),
+        ...counts,
+      },
+    ),
+    async (c) => ok(c, await borrowSeat(serviceContext(c), c.req.valid("json"), clientInfo(c))),
+  );
+  app.openapi(
+    route("/v1/license/return", "returnFloatingLicense", "Return a borrowed floating seat early", ReturnRequest, {
+      licenseId: z.string(),
+      ...counts,
+    }),
+    async (c) => ok(c, await returnSeat(serviceContext(c), c.req.valid("json"), clientInfo(c))),
   );
 
   const reportRoute = createRoute({

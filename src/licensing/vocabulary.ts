@@ -41,6 +41,8 @@ export const TRACE_ACTIONS = [
   "UpdateCheck",
   "Download",
   "TokenExpired",
+  "Checkout",
+  "Borrow",
 ] as const;
 /** Stored numbers of trace actions, by name. */
 export const TraceAction = {
@@ -54,6 +56,8 @@ export const TraceAction = {
   UpdateCheck: 7,
   Download: 8,
   TokenExpired: 9,
+  Checkout: 10,
+  Borrow: 11,
 } as const satisfies { [K in (typeof TRACE_ACTIONS)[number]]: number };
 
 /** Release channels (SPEC "Update check"): `stable` is the default. */

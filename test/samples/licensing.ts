@@ -41,6 +41,13 @@ export const licensingSamples: Samples = {
   }),
   "POST /v1/license/heartbeat": async () => ({ body: { licenseToken: await seat() } }),
   "POST /v1/license/release": async () => ({ body: { licenseToken: await seat() } }),
+  "POST /v1/license/checkout": async () => ({
+    body: { userKey: (await newLicense("File")).userKey, machineId: "PC-1" },
+  }),
+  "POST /v1/license/borrow": async () => ({
+    body: { userKey: (await newLicense("Floating")).userKey, machineId: "m1", clientId: "c1", hours: 2 },
+  }),
+  "POST /v1/license/return": async () => ({ body: { licenseToken: await seat() } }),
   "POST /v1/report": async () => ({
     body: { name: "ExceptionReport", content: "System.NullReferenceException at Main()" },
   }),

@@ -1,0 +1,243 @@
+/**
+ * Offline licensing (CONTRACT section 11): license files checked out for a machine, and floating seats borrowed and
+ * returned. Free of HTTP: the REST routes (licensing-routes.ts) and the air-gapped activation call these; the file
+ * itself is made by license-file.ts.
+ */
+import { and, eq, isNotNull, isNull, sql } from "drizzle-orm";
+import { sha256Hex } from "../crypto";
+import { tokenIsLive } from "../db/rules";
+import { licenseFiles, licenseTokens } from "../db/schema";
+import type { ClientInfo, ServiceContext } from "../http/context";
+import { ApiError, GrpcCode } from "../errors";
+import { clientToken } from "./client-tokens";
+import type { CountResult } from "./activation";
+import { leaseMs, releaseSeat } from "./floating";
+import type { BorrowInput, CheckoutInput, ReturnInput } from "./inputs";
+import { emitClientEvent } from "./license-events";
+import { type LicenseFileAnswer, makeLicenseFile } from "./license-file";
+import { licenseBudget, seats, withinBudget } from "./license-limit";
+import { type LicenseWithProduct, Messages, fail, now, openLicense, required } from "./license-lookup";
+import { trace } from "./license-view";
+import { tokenPrefix } from "./tokens";
+import { Mode, TokenKind, TraceAction } from "./vocabulary";
+
+const HOUR_MS = 3_600_000;
+
+/**
+ * Until when this machine (and client) may use the license: undefined when nothing limits it (File mode, an
+ * activation without expiry); 529 `notActivated` when the machine holds no live activation (Activation mode) or seat
+ * (Floating mode).
+ */
+async function machineEntitlement(
+  ctx: ServiceContext,
+  license: LicenseWithProduct,
+  machineId: string,
+  clientId: string,
+  at: Date,
+): Promise<number | undefined> {
+  if (license.licensingMode === Mode.Activation) {
+    const held = await ctx.db
+      .select({ expireDate: licenseTokens.expireDate })
+      .from(licenseTokens)
+      .where(
+        and(
+          eq(licenseTokens.licenseId, license.id),
+          eq(licenseTokens.kind, TokenKind.Activation),
+          eq(licenseTokens.machineId, machineId),
+          clientId ? eq(licenseTokens.clientId, clientId) : undefined,
+          tokenIsLive(at.toISOString()),
+        ),
+      );
+    if (held.length === 0) throw fail(GrpcCode.FailedPrecondition, Messages.notActivated);
+    if (held.some((t) => t.expireDate === null)) return undefined;
+    return Math.max(...held.map((t) => Date.parse(t.expireDate!)));
+  }
+  if (license.licensingMode === Mode.Floating) {
+    const id = required(clientId, Messages.clientRequired);
+    const token = await clientToken(ctx.config, TokenKind.Floating, license.id, machineId, id);
+    const seat = await seats(ctx, license.id).seat(await sha256Hex(token), at.getTime());
+    if (!seat.live || seat.machineId !== machineId) throw fail(GrpcCode.FailedPrecondition, Messages.notActivated);
+    return seat.expiresAt;
+  }
+  return undefined;
+}
+
+/**
+ * A license file for a machine (POST /v1/license/checkout). The license must be usable; in Activation mode the
+ * machine must hold a live activation, in Floating mode a live (or borrowed) seat, whose end the file does not
+ * outlive. An encrypted file needs the machine id it is encrypted for (400). Refusals change nothing.
+ */
+export async function checkout(
+  ctx: ServiceContext,
+  input: CheckoutInput,
+  client: ClientInfo,
+): Promise<LicenseFileAnswer> {
+  if (input.encrypt === true && !input.machineId?.trim())
+    throw new ApiError(
+      400,
+      "machineId is required for an encrypted license file (encrypt: true): it is encrypted for that machine",
+    );
+  const license = await openLicense(ctx, input.userKey, input.productCode);
+  const machineId = required(input.machineId, Messages.machineRequired);
+  const clientId = input.clientId?.trim() ?? "";
+  const at = now();
+  const until = await machineEntitlement(ctx, license, machineId, clientId, at);
+  const file = await makeLicenseFile(
+    ctx,
+    license,
+    {
+      machineId,
+      clientId,
+      ttlMs: input.ttl !== undefined ? input.ttl * 1000 : undefined,
+      encrypt: input.encrypt,
+      nonce: input.nonce,
+      until,
+    },
+    at,
+  );
+  trace(ctx, license, TraceAction.Checkout, client, { machineId, clientId: clientId || null });
+  return file;
+}
+
+export interface BorrowResult extends LicenseFileAnswer {
+  /** The seat's token: POST /v1/license/return takes it. */
+  licenseToken: string;
+  /** The borrow's end (the seat is free again then). */
+  borrowUntil: string;
+  activeClientCount: number;
+  maxClientCount: number;
+}
+
+/**
+ * Borrows a floating seat for `hours` (1 to Licensing:MaxBorrowHours): the license's LicenseSeats object holds it
+ * until then with no heartbeat (a seat whose lease is the borrow; it decides alone, so concurrent borrows never
+ * exceed the seats), and the answer carries a license file that ends with it. A seat this machine and client
+ * already hold becomes the borrowed one. 528 when every seat is taken; nothing is changed by a refusal.
+ */
+export async function borrowSeat(ctx: ServiceContext, input: BorrowInput, client: ClientInfo): Promise<BorrowResult> {
+  const max = ctx.config["Licensing:MaxBorrowHours"];
+  if (!Number.isInteger(input.hours) || input.hours < 1 || input.hours > max)
+    throw new ApiError(
+      400,
+      `hours must be a whole number of hours from 1 to ${max} (Licensing:MaxBorrowHours), got ${input.hours}`,
+    );
+  const license = await openLicense(ctx, input.userKey);
+  if (license.licensingMode !== Mode.Floating) throw fail(GrpcCode.FailedPrecondition, Messages.notFloating);
+  const machineId = required(input.machineId, Messages.machineRequired);
+  const clientId = required(input.clientId, Messages.clientRequired);
+  const token = await clientToken(ctx.config, TokenKind.Floating, license.id, machineId, clientId);
+  const digest = await sha256Hex(token);
+  const at = now();
+  // Never past the license's expiry: the seat would outlive what it is a seat of.
+  const ends = [at.getTime() + input.hours * HOUR_MS];
+  if (license.expireDate) ends.push(Date.parse(license.expireDate));
+  const until = Math.min(...ends);
+  const grant = withinBudget(
+    await seats(ctx, license.id).request(
+      {
+        tokenDigest: digest,
+        tokenPrefix: tokenPrefix(token),
+        machineId,
+        clientId,
+        clientName: input.clientName ?? null,
+        address: client.address,
+        maxClients: license.maxClients,
+        leaseMs: Math.max(until - at.getTime(), leaseMs(ctx.config)),
+        now: at.getTime(),
+      },
+      licenseBudget(ctx),
+    ),
+  );
+  if (!grant.granted) throw fail(GrpcCode.ResourceExhausted, Messages.exhausted);
+  const borrowEnd = grant.expiresAt;
+  const stamp = at.toISOString();
+  const expireAt = new Date(borrowEnd).toISOString();
+  await ctx.db
+    .insert(licenseTokens)
+    .values({
+      tokenDigest: digest,
+      tokenPrefix: tokenPrefix(token),
+      kind: TokenKind.Floating,
+      licenseId: license.id,
+      machineId,
+      clientId,
+      clientName: input.clientName ?? null,
+      address: client.address,
+      issueDate: stamp,
+      expireDate: expireAt,
+      lastHeartbeat: stamp,
+      createdAt: stamp,
+      updatedAt: stamp,
+    })
+    .onConflictDoUpdate({
+      target: licenseTokens.tokenDigest,
+      set: {
+        expireDate: sql`max(coalesce(${licenseTokens.expireDate}, ''), excluded.expire_date)`,
+        clientName: sql`coalesce(excluded.client_name, ${licenseTokens.clientName})`,
+        address: sql`excluded.address`,
+        updatedAt: sql`excluded.updated_at`,
+      },
+    })
+    .run();
+  const file = await makeLicenseFile(
+    ctx,
+    license,
+    {
+      machineId,
+      clientId,
+      encrypt: input.encrypt,
+      nonce: input.nonce,
+      borrow: { until: borrowEnd, tokenDigest: digest },
+    },
+    at,
+  );
+  trace(ctx, license, TraceAction.Borrow, client, { machineId, clientId, clientName: input.clientName ?? null });
+  if (!grant.renewed)
+    void emitClientEvent(ctx, "license.seat.requested", license, {
+      machineId,
+      clientId,
+      clientName: input.clientName ?? null,
+    });
+  return {
+    ...file,
+    licenseToken: token,
+    borrowUntil: expireAt,
+    activeClientCount: grant.active,
+    maxClientCount: license.maxClients,
+  };
+}
+
+/**
+ * Returns a borrowed seat early (POST /v1/license/return): freed at once, as a release frees a seat, and its borrow
+ * recorded as returned. By the seat's token, or by the user key with the machine and client that borrowed it.
+ */
+export async function returnSeat(ctx: ServiceContext, input: ReturnInput, client: ClientInfo): Promise<CountResult> {
+  let token = input.licenseToken?.trim() ?? "";
+  if (token === "") {
+    const license = await openLicense(ctx, input.userKey);
+    if (license.licensingMode !== Mode.Floating) throw fail(GrpcCode.FailedPrecondition, Messages.notFloating);
+    const machineId = required(input.machineId, Messages.machineRequired);
+    const clientId = required(input.clientId, Messages.clientRequired);
+    token = await clientToken(ctx.config, TokenKind.Floating, license.id, machineId, clientId);
+  }
+  const released = await releaseSeat(ctx, { licenseToken: token, userKey: input.userKey }, client);
+  await markReturned(ctx, await sha256Hex(token), now());
+  return released;
+}
+
+/** Records the borrows of a seat as returned (the seat was freed before the borrow's end). */
+export async function markReturned(ctx: Pick<ServiceContext, "db">, tokenDigest: string, at: Date): Promise<void> {
+  const stamp = at.toISOString();
+  await ctx.db
+    .update(licenseFiles)
+    .set({ returnedAt: stamp })
+    .where(
+      and(
+        eq(licenseFiles.tokenDigest, tokenDigest),
+        isNotNull(licenseFiles.borrowUntil),
+        isNull(licenseFiles.returnedAt),
+        sql`${licenseFiles.borrowUntil} > ${stamp}`,
+      ),
+    )
+    .run();
+}
