@@ -19,6 +19,7 @@ import {
 } from "./ui";
 import { uploadArtifact } from "./upload";
 import { FeedPreview } from "./feed-preview";
+import { AdoptionOverview, ReleaseRollout } from "./rollout";
 import { OrderCommerce } from "./commerce";
 import { PERMISSIONS, formatDate, formatDay, formatSize, labelOf, permissionMask, permissionNames } from "./words";
 
@@ -200,6 +201,7 @@ export function Overview({ roles }: { roles: string[] }) {
         {can(roles, managers) ? (
           <BarChart title="Failed webhook deliveries per day" data={failedByDay} color="#b3261e" />
         ) : null}
+        <AdoptionOverview />
       </div>
     </>
   );
@@ -393,8 +395,6 @@ export function Release({ productId, releaseId, roles }: { productId: number; re
           <dl class="facts">
             <dt>Channel</dt>
             <dd>{cell(r["channel"])}</dd>
-            <dt>Staged rollout</dt>
-            <dd>{r["stagingPercentage"] === undefined ? "100 %" : `${cell(r["stagingPercentage"])} %`}</dd>
             <dt>Release date</dt>
             <dd>{cell(r["releaseDate"])}</dd>
           </dl>
@@ -413,25 +413,6 @@ export function Release({ productId, releaseId, roles }: { productId: number; re
                   Publish
                 </button>
               )}
-              <form
-                class="inline"
-                onSubmit={(e) => {
-                  e.preventDefault();
-                  const v = Number(new FormData(e.currentTarget).get("rollout"));
-                  void update({ stagingPercentage: v }, `Rollout set to ${v} %`);
-                }}
-              >
-                <label for="rollout">Rollout %</label>
-                <input
-                  id="rollout"
-                  name="rollout"
-                  type="number"
-                  min={0}
-                  max={100}
-                  placeholder={String(r["stagingPercentage"] ?? 100)}
-                />
-                <button type="submit">Set rollout</button>
-              </form>
               {artifacts ? (
                 <button
                   type="button"
@@ -451,6 +432,13 @@ export function Release({ productId, releaseId, roles }: { productId: number; re
           ) : null}
           <ErrorBox error={action.error} />
           <Notice text={notice} />
+          <ReleaseRollout
+            productId={productId}
+            releaseId={releaseId}
+            release={r}
+            write={can(roles, managers)}
+            changed={release.reload}
+          />
           {write ? (
             <form
               class="card form"

@@ -1,0 +1,223 @@
+/**
+ * Release control in the console, in Chromium (Debian's, driven by playwright-core) against the bundled Worker under
+ * Miniflare (real D1, Queue and the console's static files): installs poll, download and report their version; the
+ * release page charts their adoption as the queue consumer counted it, and its rollout controls set a percentage, add
+ * and remove a scheduled step, halt the release (the feed then serves the previous one) and resume it; the overview
+ * charts each product's newest release. It takes the README's screenshot of a release page (docs/console-release.png).
+ *
+ * Needs `npm run console:build` first (`npm test` does it) and Chromium (scripts/ensure-chromium.mjs).
+ */
+import { createHash } from "node:crypto";
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type Browser, type Page, chromium } from "playwright-core";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+// @ts-expect-error: plain JavaScript modules shared with the benchmark and the scripts
+import { root, startLocalWorker } from "../../scripts/local-worker.mjs";
+// @ts-expect-error: a plain JavaScript module
+import { CHROMIUM_ARGS, ensureChromium } from "../../scripts/ensure-chromium.mjs";
+import type { JsonBody } from "../json-body.ts";
+
+const KEY = "api_ConsoleReleaseKey000000000000000";
+const PASSWORD = "Console-12345";
+let worker: { url: URL; dispose(): Promise<void> };
+let browser: Browser;
+let page: Page;
+let base: string;
+
+async function rest(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
+  const res = await fetch(new URL(path, base), {
+    method,
+    headers: { "content-type": "application/json", "x-api-key": KEY, ...headers },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: res.status, body: (await res.json().catch(() => ({}))) as JsonBody };
+}
+
+/** An anonymous request as an install's updater makes it (its install id; the version it runs on feeds). */
+async function poll(path: string, install: string, current?: string): Promise<Response> {
+  return fetch(new URL(path, base), {
+    redirect: "manual",
+    headers: { "X-Service-Install-Id": install, ...(current ? { "X-Service-Current-Version": current } : {}) },
+  });
+}
+
+/** The README's picture, refreshed in docs/ with UPDATE_SCREENSHOTS=1, else written to a temporary directory. */
+async function screenshot(name: string): Promise<void> {
+  const file =
+    process.env["UPDATE_SCREENSHOTS"] === "1"
+      ? join(root, "docs", name)
+      : join(mkdtempSync(join(tmpdir(), "console-shot-")), name);
+  await page.screenshot({ path: file, fullPage: true });
+  expect(readFileSync(file).subarray(1, 4).toString()).toBe("PNG");
+}
+
+beforeAll(async () => {
+  const executablePath = ensureChromium();
+  if (!existsSync(join(root, "console/dist/console/index.html")))
+    throw new Error("The console is not built: run `npm run console:build` (npm test does).");
+  worker = await startLocalWorker({
+    bindings: {
+      Application__JwtSecret: "console-release-jwt-secret-0123456789abcdef",
+      Application__EncryptionKey: "console-release-encryption-key",
+      Application__AdminUsername: "admin",
+      Application__AdminPassword: PASSWORD,
+      Application__AdminApiKey: KEY,
+      // Releases anyone may install: the installs here poll without a license.
+      Updates__AllowPublicApplicationReleases: "true",
+    },
+  });
+  base = worker.url.toString();
+  browser = await chromium.launch({ executablePath, args: CHROMIUM_ARGS });
+  const context = await browser.newContext({ viewport: { width: 1366, height: 800 } });
+  page = await context.newPage();
+}, 180_000);
+
+afterEach(async (context) => {
+  if (context.task.result?.state !== "fail" || !page) return;
+  const file = join(mkdtempSync(join(tmpdir(), "console-release-")), "failure.png");
+  await page.screenshot({ path: file, fullPage: true }).catch(() => undefined);
+  console.error(`console test "${context.task.name}" failed on ${page.url()}; screenshot: ${file}`);
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await worker?.dispose();
+});
+
+describe("a release's adoption and rollout in the console", () => {
+  let productId: number;
+  let code: string;
+  const releases: Record<string, number> = {};
+
+  it("charts the installs offered, downloading and running a release, as the queue counted them", async () => {
+    code = `studio-${Date.now() % 100_000}`;
+    const product = await rest("POST", "/v1/products", { product: { code, name: "Studio", isApplication: true } });
+    expect(product.status, JSON.stringify(product.body)).toBe(200);
+    productId = product.body["productId"];
+    for (const [version, date] of [
+      ["1.0.0", "2026-01-01T00:00:00Z"],
+      ["1.1.0", "2026-02-01T00:00:00Z"],
+    ] as const) {
+      const created = await rest("POST", `/v1/products/${productId}/releases`, {
+        productRelease: { version, public: true, requiresMaintenance: false, releaseDate: date },
+      });
+      expect(created.status, JSON.stringify(created.body)).toBe(200);
+      releases[version] = created.body["productReleaseId"];
+      // A hosted installer: its download is a redirect, counted like a delivered file.
+      const hosted = await rest("POST", `/v1/products/${productId}/releases/${releases[version]}/downloads`, {
+        releaseDownload: {
+          platform: "win-x64",
+          kind: "installer",
+          fileName: `Studio Setup ${version}.exe`,
+          url: `https://cdn.example.com/Studio-${version}.exe`,
+          size: 100,
+          sha256: createHash("sha256").update(version).digest("hex"),
+          sha512: createHash("sha512").update(version).digest("base64"),
+        },
+      });
+      expect(hosted.status, JSON.stringify(hosted.body)).toBe(201);
+    }
+
+    // Three installs on 1.0.0 poll the feed (one of them twice) and are offered 1.1.0; two download it; those two
+    // then report running 1.1.0 on an update check.
+    const feed = `/v1/updates/${code}/feed/stable/win-x64/latest.yml`;
+    for (const install of ["install-1", "install-2", "install-3", "install-1"]) {
+      const res = await poll(feed, install, "1.0.0");
+      const yaml = await res.text();
+      expect(res.status, yaml).toBe(200);
+      expect(yaml).toContain('version: "1.1.0"');
+      if (install !== "install-3") {
+        const url = /url: "([^"]+)"/.exec(yaml)![1]!;
+        expect((await poll(url, install)).status).toBe(302);
+      }
+    }
+    for (const install of ["install-1", "install-2"]) {
+      const check = await poll(`/v1/updates/${code}?platform=win-x64&version=1.1.0`, install);
+      expect(check.status, await check.text()).toBe(200);
+    }
+    // The queue consumer writes the sightings within its batch timeout.
+    await expect
+      .poll(
+        async () =>
+          (await rest("GET", `/v1/products/${productId}/releases/${releases["1.1.0"]}/adoption`)).body["data"]?.[
+            "totals"
+          ],
+        { timeout: 60_000, interval: 500 },
+      )
+      .toEqual({ offered: 3, downloaded: 2, running: 2 });
+
+    await page.goto(new URL("/console/", base).toString());
+    await page.getByLabel("User name").fill("admin");
+    await page.getByLabel("Password").fill(PASSWORD);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.getByRole("heading", { name: "Overview" }).waitFor();
+    // The overview: each product's newest release, with its totals in the chart's table.
+    const overview = page.getByRole("figure").filter({ hasText: "Adoption of each product's newest release" });
+    await expect
+      .poll(() => overview.getByRole("row", { name: `${code} 1.1.0` }).textContent(), { timeout: 15_000 })
+      .toBe(`${code} 1.1.0322`);
+
+    await page.goto(new URL(`/console/#/products/${productId}/releases/${releases["1.1.0"]}`, base).toString());
+    await page.getByRole("heading", { name: /Release 1\.1\.0/ }).waitFor();
+    const adoption = page.getByRole("region", { name: "Adoption" });
+    await expect.poll(() => adoption.locator(".totals").textContent()).toBe("Offered 3Downloaded 2Running 2");
+    // Today's bar group, in the chart's table: offered 3, downloaded 2, running 2.
+    const today = adoption.getByRole("row").last();
+    expect(await today.getByRole("cell").allTextContents()).toEqual(["3", "2", "2"]);
+  });
+
+  it("sets a percentage, schedules a step and removes it, halts the release and resumes it", async () => {
+    const rollout = page.getByRole("region", { name: "Rollout" });
+    await rollout.getByLabel("Rollout %").fill("25");
+    await rollout.getByRole("button", { name: "Set rollout" }).click();
+    await rollout.getByText("Rollout set to 25 %").waitFor();
+    await expect.poll(() => rollout.getByTestId("rollout-state").textContent()).toBe("25 %");
+    const release = async () =>
+      (
+        await rest(
+          "GET",
+          `/v1/products/${productId}/releases?filter=${encodeURIComponent(`id == ${releases["1.1.0"]}`)}`,
+        )
+      ).body["productReleases"][0] as JsonBody;
+    expect(await release()).toMatchObject({ stagingPercentage: 25, halted: false });
+
+    // A step tomorrow at 60 %, then removed again.
+    const tomorrow = new Date(Date.now() + 86_400_000);
+    const local = new Date(tomorrow.getTime() - tomorrow.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
+    await rollout.getByLabel("Step %").fill("60");
+    await rollout.getByLabel("from").fill(local);
+    await rollout.getByRole("button", { name: "Add step" }).click();
+    await rollout.getByText(/^Step added: 60 %/).waitFor();
+    const scheduled = (await release())["rolloutSchedule"] as { percentage: number; at: string }[];
+    expect(scheduled).toHaveLength(1);
+    expect(scheduled[0]!.percentage).toBe(60);
+    await rollout.getByRole("button", { name: /^Remove the step 60 %/ }).click();
+    await rollout.getByText("Step removed").waitFor();
+    expect((await release())["rolloutSchedule"] ?? null).toBeNull();
+
+    // Halt: the feed serves 1.0.0 to an install that is not on 1.1.0; resume: 1.1.0 again (at 100 %).
+    await rollout.getByRole("button", { name: "Halt" }).click();
+    await rollout.getByText("The release is halted: callers get the previous release").waitFor();
+    await expect.poll(() => rollout.getByTestId("rollout-state").textContent()).toMatch(/^Halted by hand/);
+    expect(await release()).toMatchObject({ halted: true, haltReason: "manual" });
+    const feed = `/v1/updates/${code}/feed/stable/win-x64/latest.yml`;
+    expect(await (await poll(feed, "install-9", "1.0.0")).text()).not.toContain('version: "1.1.0"');
+    await rollout.getByLabel("Rollout %").fill("100");
+    await rollout.getByRole("button", { name: "Set rollout" }).click();
+    await rollout.getByText("Rollout set to 100 %").waitFor();
+    await screenshot("console-release.png");
+    await rollout.getByRole("button", { name: "Resume" }).click();
+    await rollout.getByText("The release is resumed").waitFor();
+    await expect.poll(() => rollout.getByTestId("rollout-state").textContent()).toBe("100 %");
+    expect(await release()).toMatchObject({ halted: false, stagingPercentage: 100 });
+    await expect
+      .poll(async () => (await (await poll(feed, "install-9", "1.0.0")).text()).includes('"1.1.0"'))
+      .toBe(true);
+    // The chart is still there, with its counts.
+    await expect
+      .poll(() => page.getByRole("region", { name: "Adoption" }).locator(".totals").textContent())
+      .toMatch(/^Offered \d+Downloaded 2Running 2$/);
+  });
+});
