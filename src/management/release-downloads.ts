@@ -115,17 +115,20 @@ const multipartSchema = {
     signature: { type: "string" as const, maxLength: 16_384 },
     sha1: {
       type: "string" as const,
+      maxLength: 40,
       pattern: "^[0-9a-fA-F]{40}$",
       description:
         "Optional: the file's SHA-1 (hex) as the publisher computed it; the upload is refused when it differs.",
     },
     sha256: {
       type: "string" as const,
+      maxLength: 64,
       pattern: "^[0-9a-fA-F]{64}$",
       description: "Optional: the file's SHA-256 (hex); the upload is refused when it differs.",
     },
     sha512: {
       type: "string" as const,
+      maxLength: 88,
       description: "Optional: the file's SHA-512 (standard base64); the upload is refused when it differs.",
     },
   },

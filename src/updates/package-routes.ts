@@ -318,7 +318,7 @@ export function registerPackageRoutes(app: Router): void {
     app,
     createRoute({
       method: "get",
-      path: "/v1/updates/{productCode}/velopack/{platform}/feed/{feedToken}/{file}",
+      path: "/v1/updates/{productCode}/velopack/{platform}/feed/{feed}/{file}",
       tags: ["Updates"],
       operationId: "getVelopackFileWithFeedToken",
       summary:
@@ -329,10 +329,14 @@ export function registerPackageRoutes(app: Router): void {
       request: {
         params: z.object({
           productCode: productCodeParam,
-          feedToken: z
+          feed: z
             .string()
             .max(256)
-            .openapi({ param: { name: "feedToken", in: "path" }, description: "The license's feed token." }),
+            .openapi({
+              param: { name: "feed", in: "path" },
+              description:
+                "The license's feed token (the same value as the `feed` query parameter of the other feeds).",
+            }),
           platform: z
             .enum(["win-x64", "win-arm64", "darwin-arm64", "darwin-x64", "linux-x64", "linux-arm64"])
             .openapi({ param: { name: "platform", in: "path" } }),
@@ -370,6 +374,6 @@ export function registerPackageRoutes(app: Router): void {
         ...problems,
       },
     }),
-    (c) => velopackResponse(c, c.req.param("feedToken") ?? ""),
+    (c) => velopackResponse(c, c.req.param("feed") ?? ""),
   );
 }

@@ -38,16 +38,19 @@ export const SHA1_HEX = /^[0-9a-fA-F]{40}$/;
 const declaredHashFields = {
   sha1: z
     .string()
+    .length(40)
     .regex(SHA1_HEX, "40 hex characters")
     .optional()
     .openapi({ description: "The file's SHA-1 as the publisher computed it (hex); refused when it differs." }),
   sha256: z
     .string()
+    .length(64)
     .regex(/^[0-9a-fA-F]{64}$/, "64 hex characters")
     .optional()
     .openapi({ description: "The file's SHA-256 as the publisher computed it (hex); refused when it differs." }),
   sha512: z
     .string()
+    .length(88)
     .regex(SHA512_BASE64, "88 characters of standard base64")
     .optional()
     .openapi({ description: "The file's SHA-512 (base64) as the publisher computed it; refused when it differs." }),
