@@ -168,8 +168,12 @@ export type VerificationFailure =
   | "product"
   /** The license key was issued for another machine than the one the caller expects, or names none where its mode needs one. */
   | "machine"
-  /** The license key does not echo the nonce the caller sent. */
-  | "nonce";
+  /** The license key (or license file) does not echo the nonce the caller sent. */
+  | "nonce"
+  /** The computer's clock is earlier than a license file's issue time or than the last time the application saw: set back. */
+  | "clock"
+  /** An encrypted license file does not open: no user key given, or made for another machine or license. */
+  | "decrypt";
 
 /** A signature (update check) or license key (offline verification) did not verify. */
 export class VerificationError extends LicensingClientError {

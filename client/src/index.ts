@@ -22,5 +22,41 @@ export {
 export { canonicalize, type JsonValue } from "./jcs.js";
 export { dateFromIso, dateFromTimestamp, timestampFromDateValue } from "./timestamps.js";
 export { type OfflineVerificationOptions, verifyDataSignature, verifyLicenseOffline } from "./verify.js";
+export {
+  type LicenseEntitlements,
+  type LicenseFile,
+  type LicenseFileOptions,
+  LICENSE_FILE_TYPE,
+  verifyLicenseFile,
+} from "./license-file.js";
+export {
+  type ActivationRequest,
+  type ActivationRequestInput,
+  type ActivationResponseOptions,
+  createActivationRequest,
+  verifyActivationResponse,
+} from "./air-gap.js";
+export { qrCodeSvg } from "./qr.js";
+export {
+  OfflineCodeError,
+  type OfflineCodeProblem,
+  type OfflineRequest,
+  REQUEST_CODE_PREFIX,
+  RESPONSE_CODE_PREFIX,
+  decodeRequestCode,
+  decodeResponseCode,
+  encodeRequestCode,
+  encodeResponseCode,
+} from "./offline-codes.js";
+export {
+  type GraceResult,
+  OfflineGrace,
+  OfflineGraceError,
+  type OfflineGraceFailure,
+  type OfflineGraceOptions,
+  type ValidationStore,
+  isUnreachable,
+  memoryStore,
+} from "./grace.js";
 export type { FetchFunction, LicensingTransport, WireFactory } from "./transport.js";
 export type * from "./types.js";

@@ -2,11 +2,12 @@
  * `@licensing/client/node`: helpers that need Node (Electron's main process, Node services), kept out of the main
  * entry so browser and renderer bundles never see them.
  */
-import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import * as tls from "node:tls";
 import * as imported from "node-machine-id";
 import { Agent } from "undici";
 import type { LicensingClientOptions } from "./client.js";
+import type { ValidationStore } from "./grace.js";
 import type { FetchFunction } from "./transport.js";
 
 // node-machine-id is a webpack-built CommonJS module: Node's ES module loader sees only its `default` export, a
@@ -94,4 +95,33 @@ async function readId(file: string): Promise<string | undefined> {
     if ((error as { code?: string }).code === "ENOENT") return undefined;
     throw error;
   }
+}
+
+/** The file {@link fileStore} keeps the last validation in, inside the directory it is given. */
+export const VALIDATION_FILE = "licensing-validation.json";
+
+/**
+ * A {@link ValidationStore} for `OfflineGrace`: the file `directory`/licensing-validation.json (pass Electron's
+ * `app.getPath("userData")`), written whole to a temporary file and renamed over the old one, so a crash never leaves
+ * half a file.
+ */
+export function fileStore(directory: string): ValidationStore {
+  const dir = directory.replace(/[\\/]+$/, "");
+  const file = `${dir}/${VALIDATION_FILE}`;
+  return {
+    async read() {
+      try {
+        return await readFile(file, "utf8");
+      } catch (error) {
+        if ((error as { code?: string }).code === "ENOENT") return undefined;
+        throw error;
+      }
+    },
+    async write(text) {
+      await mkdir(dir, { recursive: true });
+      const temporary = `${file}.${crypto.randomUUID()}.tmp`;
+      await writeFile(temporary, text);
+      await rename(temporary, file);
+    },
+  };
 }

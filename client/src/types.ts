@@ -252,4 +252,9 @@ export interface LicenseKeyPayload {
   iat: number;
   /** Expiry of the key itself, seconds since the epoch. */
   exp?: number;
+  /**
+   * Days the license stays usable offline after this key's `iat` while the service cannot be reached
+   * (`Licensing:OfflineGraceDays`; see `OfflineGrace`). `undefined` when the service signed none.
+   */
+  offlineGraceDays?: number;
 }

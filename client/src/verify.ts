@@ -114,6 +114,7 @@ function payloadFromClaims(claims: unknown): LicenseKeyPayload {
     nonce: optStr(o, "nonce", "payload"),
     iat,
     exp: optNum(o, "exp", "payload"),
+    offlineGraceDays: optNum(o, "offlineGraceDays", "payload"),
   };
 }
 
