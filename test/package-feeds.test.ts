@@ -512,6 +512,32 @@ describe("gated releases", () => {
     expect(await offered()).toEqual([["2.1.0"], ["2.1.0"]]);
   });
 
+  it("never downgrades a caller on a halted release, unless the halt rolls back", async () => {
+    const lic = await license(gatedId);
+    const key = { "X-Service-User-Key": lic.userKey };
+    const onHalted = async () => {
+      const text = await (await get("/v1/updates/gated/squirrel-win/win-x64/RELEASES?localVersion=2.1.0", key)).text();
+      const velo = (await (
+        await get("/v1/updates/gated/velopack/win-x64/releases.stable.json?localVersion=2.1.0", key)
+      ).json()) as { Assets: { Version: string }[] };
+      return { squirrel: parseReleaseFile(text).map((e) => e.filename), velopack: velo.Assets.map((a) => a.Version) };
+    };
+    expect((await admin("POST", `/v1/products/${gatedId}/releases/${gatedRelease}/halt`, {})).status).toBe(200);
+    try {
+      // Halted without rollback: the caller keeps what it runs (Squirrel reads its own package: no update).
+      expect(await onHalted()).toEqual({ squirrel: ["Gated-2.1.0-full.nupkg"], velopack: [] });
+      const rollback = await admin("PUT", `/v1/products/${gatedId}/releases`, {
+        productRelease: { id: gatedRelease, rollback: true },
+      });
+      expect(rollback.status, rollback.text).toBe(200);
+      // Rolled back: the previous release's full package, which the updaters install as a downgrade.
+      expect(await onHalted()).toEqual({ squirrel: ["Gated-2.0.0-full.nupkg"], velopack: ["2.0.0"] });
+    } finally {
+      await admin("PUT", `/v1/products/${gatedId}/releases`, { productRelease: { id: gatedRelease, rollback: false } });
+      await admin("POST", `/v1/products/${gatedId}/releases/${gatedRelease}/resume`, {});
+    }
+  });
+
   it("writes an anonymous rollout as Squirrel's own staging comment; Velopack, which cannot apply one, gets none", async () => {
     const id = await release(freeId, "1.3.0", { stagingPercentage: 0, requiresMaintenance: false });
     const full = "Free-1.3.0-full.nupkg";
