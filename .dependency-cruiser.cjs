@@ -10,7 +10,7 @@ const DB = "^src/(db|durable)/|^src/(logging|settings-store)\\.ts$";
 const HTTP = "^src/http/";
 const ROUTES = "^src/(management|rpc)/|^src/[^/]+/[^/]*routes\\.ts$";
 const AUTH = "^src/(auth|protection)/";
-const DOMAINS = "^src/(licensing|updates|webhooks|mail|commerce)/";
+const DOMAINS = "^src/(licensing|updates|webhooks|mail|commerce|portal)/";
 const APP = "^src/(app|index|housekeeping)\\.ts$|^src/[^/]+\\.d\\.ts$";
 const any = (...parts) => parts.join("|");
 

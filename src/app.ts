@@ -54,6 +54,8 @@ import { registerSettings } from "./management/settings";
 import { registerUsers } from "./management/users";
 import { registerWebhooks } from "./webhooks/webhook-routes";
 import { registerCommerce } from "./commerce/commerce-routes";
+import { registerPortal } from "./portal/portal-routes";
+import { PORTAL_COOKIE, PORTAL_SCHEME } from "./portal/portal-session";
 import { registerSwaggerUi } from "./swagger-ui";
 import { SERVICE_VERSION } from "./version";
 
@@ -121,6 +123,8 @@ const health: MiddlewareHandler<AppEnv> = async (c, next) => {
 function closedArea(path: string, config: Config, viaGateway = false): ApiError | undefined {
   if (path.startsWith("/v1/") && !config["Application:EnableWebApi"])
     return new ApiError(404, "The REST API is disabled");
+  if (path.startsWith("/v1/portal/") && !config["Portal:Enabled"])
+    return new ApiError(404, "The customer portal is disabled");
   if (path.startsWith("/licensing.v1.") && !config["Application:EnableGrpcWeb"] && !viaGateway)
     return new ApiError(404, "gRPC-Web is disabled");
   if (
@@ -266,11 +270,13 @@ function accessNote(op: Operation): string {
   const credential =
     schemes.length === 0
       ? "Anonymous."
-      : schemes.length > 1
-        ? "API key or bearer token."
-        : schemes[0] === API_KEY_SCHEME
-          ? "API key only."
-          : "Bearer token only.";
+      : schemes[0] === PORTAL_SCHEME
+        ? "Customer portal session only (its cookie, and X-CSRF-Token on writes); never an API key or bearer token."
+        : schemes.length > 1
+          ? "API key or bearer token."
+          : schemes[0] === API_KEY_SCHEME
+            ? "API key only."
+            : "Bearer token only.";
   return op["x-roles"] ? `${credential} Roles: ${op["x-roles"].join(", ")}.` : credential;
 }
 
@@ -296,6 +302,13 @@ export function openApiDocument(app: Router, config: Config): unknown {
       type: "apiKey",
       in: "header",
       name: header,
+    });
+    app.openAPIRegistry.registerComponent("securitySchemes", PORTAL_SCHEME, {
+      type: "apiKey",
+      in: "cookie",
+      name: PORTAL_COOKIE,
+      description:
+        "The customer portal's session cookie (POST /v1/portal/sign-in); writes also need the X-CSRF-Token header it returned.",
     });
     app.openAPIRegistry.registerComponent("securitySchemes", BEARER_SCHEME, {
       type: "http",
@@ -360,6 +373,7 @@ export function createApp(preRoute: readonly PreRouteGate[] = PRE_ROUTE): Router
   registerEmail(app);
   registerWebhooks(app);
   registerCommerce(app);
+  registerPortal(app);
   registerConsole(app);
 
   app.get(OPENAPI_PATH, (c) => c.json(openApiDocument(app, c.get("config")) as object));

@@ -84,6 +84,16 @@ const text =
 
 const optionalText: Parser<string | undefined> = (raw) => (raw.trim() === "" ? undefined : raw);
 
+/** An absolute https URL without credentials (a logo an https page may show), or nothing. */
+const optionalHttpsUrl: Parser<string | undefined> = (raw) => {
+  const v = raw.trim();
+  if (v === "") return undefined;
+  const url = URL.canParse(v) ? new URL(v) : undefined;
+  if (url?.protocol !== "https:" || url.username !== "" || url.password !== "")
+    throw new Error(`expected an https URL such as https://example.com/logo.svg, got "${raw}"`);
+  return url.href;
+};
+
 /** A bare email address (`name@domain`), or nothing. */
 const optionalEmail: Parser<string | undefined> = (raw) => {
   const v = raw.trim();
@@ -357,6 +367,11 @@ export const settingDefinitions = {
     "XXXXX-XXXXX-XXXXX-XXXXX-XXXXX",
     "Shape of generated user keys (X = a Crockford base32 character).",
   ),
+  "Licensing:MaxDeactivationsPerMonth": def(
+    int(0, 1_000),
+    3,
+    "Machines a customer may deactivate per license per calendar month (UTC) in the customer portal (/v1/portal); more answer 429 until the next month. 0 = no limit.",
+  ),
   "Webhooks:Enabled": def(bool, true, "Deliver webhooks."),
   "Webhooks:AllowInsecureUrls": def(bool, false, "Allow http:// and private-address webhook URLs (local development)."),
   "Webhooks:EventRetentionDays": def(
@@ -419,6 +434,23 @@ export const settingDefinitions = {
     int(0, 365),
     7,
     "Days a past-due subscription's licenses stay usable after the payment failed.",
+  ),
+  "Portal:Enabled": def(bool, true, "Serve the customer portal (/portal/ and /v1/portal/*); off, both answer 404."),
+  "Portal:Title": def(
+    text(/^[^\r\n]{1,80}$/),
+    "Customer portal",
+    "The customer portal's title (page heading and the sign-in email's subject), 1 to 80 characters.",
+  ),
+  "Portal:AccentColor": def(text(/^#[0-9a-fA-F]{6}$/), "#2563eb", "The customer portal's accent colour, #rrggbb."),
+  "Portal:LogoUrl": def(
+    optionalHttpsUrl,
+    undefined,
+    "An https URL of the logo the customer portal shows beside its title; none by default.",
+  ),
+  "Portal:SignInLinkMinutes": def(
+    int(1, 1_440),
+    15,
+    "Minutes a customer portal sign-in link sent by email stays valid; each link signs in once.",
   ),
 } as const satisfies Record<string, SettingDefinition<unknown>>;
 

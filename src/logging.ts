@@ -44,6 +44,19 @@ export interface AuditPrincipal {
   keyId?: number | undefined;
   keyName?: string | undefined;
   licenseId?: string | undefined;
+  /** `customer`: a customer portal session (its customer in `customerId`; none for a license with no customer). */
+  kind?: string | undefined;
+  customerId?: number | undefined;
+}
+
+/**
+ * The actor an audit entry or webhook event names for a customer portal session: `{ kind: "customer", customerId }`
+ * (customerId null for a license with no customer); undefined for staff and applications.
+ */
+export function customerActor(
+  who: AuditPrincipal | undefined,
+): { kind: "customer"; customerId: number | null } | undefined {
+  return who?.kind === "customer" ? { kind: "customer", customerId: who.customerId ?? null } : undefined;
 }
 
 /** Who caused an audit event: the request's credential (none for anonymous events such as a blocked login) and IP. */
@@ -99,14 +112,18 @@ export class ServiceLog {
    */
   audit(event: string, message: string, by: AuditActor, properties: Record<string, unknown> = {}): void {
     const who = by.principal;
+    const actor = customerActor(who);
     this.write(
       "Information",
       message,
       {
         properties: {
           event,
-          user: who?.userName ?? (who?.licenseId ? `license ${who.licenseId}` : null),
+          user:
+            who?.userName ??
+            (actor ? `customer ${actor.customerId ?? "(none)"}` : who?.licenseId ? `license ${who.licenseId}` : null),
           userId: who?.userId ?? null,
+          ...(actor ? { actor } : {}),
           ...(who?.keyId !== undefined ? { apiKeyId: who.keyId, apiKeyName: who.keyName ?? null } : {}),
           clientIp: by.clientIp,
           ...properties,

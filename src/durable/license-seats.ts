@@ -103,6 +103,42 @@ export abstract class SeatStore extends DurableObject<Bindings> {
       window_start INTEGER NOT NULL, count INTEGER NOT NULL, blocked_until INTEGER NOT NULL
     )`);
     this.sql.exec("INSERT OR IGNORE INTO budget VALUES (1, 0, 0, 0)");
+    // Deactivations the customer portal made, per calendar month (`yyyy-mm`, UTC): Licensing:MaxDeactivationsPerMonth.
+    this.sql.exec("CREATE TABLE IF NOT EXISTS deactivations (month TEXT PRIMARY KEY, count INTEGER NOT NULL)");
+  }
+
+  /**
+   * Counts one deactivation of `month` when fewer than `limit` were counted (0 = no limit), in one synchronous step
+   * (no await between reading and writing), so concurrent deactivations are counted exactly and never pass the limit.
+   * `count` is the month's count after the call.
+   */
+  async countDeactivation(month: string, limit: number): Promise<{ allowed: boolean; count: number }> {
+    const counted = this.sql
+      .exec<{ count: number }>(
+        `INSERT INTO deactivations (month, count) SELECT ?, 1 WHERE true
+         ON CONFLICT (month) DO UPDATE SET count = count + 1 WHERE ? = 0 OR count < ?
+         RETURNING count`,
+        month,
+        limit,
+        limit,
+      )
+      .toArray()[0];
+    if (counted) return { allowed: true, count: counted.count };
+    const row = this.sql.exec<{ count: number }>("SELECT count FROM deactivations WHERE month = ?", month).toArray()[0];
+    return { allowed: false, count: row?.count ?? 0 };
+  }
+
+  /** Gives back a counted deactivation of `month` that changed nothing (the machine was freed meanwhile). */
+  async uncountDeactivation(month: string): Promise<void> {
+    this.sql.exec("UPDATE deactivations SET count = count - 1 WHERE month = ? AND count > 0", month);
+  }
+
+  /** The deactivations counted in `month`. */
+  async deactivations(month: string): Promise<number> {
+    return (
+      this.sql.exec<{ count: number }>("SELECT count FROM deactivations WHERE month = ?", month).toArray()[0]?.count ??
+      0
+    );
   }
 
   /** Counts one call against the license's budget; the refusal when it is spent. */
@@ -182,6 +218,7 @@ export abstract class SeatStore extends DurableObject<Bindings> {
     const over = this.overBudget(budget, now);
     if (over) return over;
     // One statement for a live seat: moved, and the live seats counted (the moved one is live before and after).
+    // Never earlier: a borrowed seat needs no heartbeat, and one keeps its end.
     const moved = this.sql
       .exec<{ active: number; expires_at: number }>(
         `UPDATE seats SET expires_at = max(expires_at, ?) WHERE token_digest = ? AND ${SEAT_LIVE}
@@ -218,7 +255,6 @@ export abstract class SeatStore extends DurableObject<Bindings> {
     return { released, active: this.live(now) };
   }
 
-    // Never earlier: a borrowed seat needs no heartbeat, and one keeps its end.
   /** Frees the seats of these tokens, or every seat (the license or its tokens were deleted by an administrator). */
   async drop(tokenDigests?: string[]): Promise<number> {
     if (!tokenDigests) return this.sql.exec("DELETE FROM seats").rowsWritten;

@@ -9,7 +9,8 @@ export type Role = (typeof ROLES)[number];
 
 /** Who is calling, once a credential has been checked. */
 export interface Principal {
-  kind: "key" | "bearer";
+  /** `customer`: a customer portal session (portal/portal-session.ts), never accepted by the staff guard. */
+  kind: "key" | "bearer" | "customer";
   /** The user (absent for an ownerless API key and for a license's own bearer token). */
   userId?: string;
   userName?: string;
@@ -25,6 +26,8 @@ export interface Principal {
   expiresAt?: number;
   /** A license's own bearer token (user-key sign-in): the license's public id. */
   licenseId?: string;
+  /** A customer portal session: the customer it acts for (absent for a license with no customer). */
+  customerId?: number;
 }
 
 /**
@@ -40,6 +43,16 @@ export interface AnswerKeeping {
   answer?: Response;
   /** Its cache lifetime (Updates:FeedCacheSeconds). */
   maxAgeMs: number;
+}
+
+/** What a customer portal session opens (portal/portal-session.ts): its customer's licenses, or one license. */
+export interface PortalScope {
+  /** The customer whose licenses it opens; null for a license with no customer. */
+  customerId: number | null;
+  /** Without a customer: the one license (row id) it opens; null otherwise. */
+  licenseRowId: number | null;
+  signedInWith: "userKey" | "email";
+  expiresAt: string;
 }
 
 /** Hono's environment for every route: bindings and the per-request values the app middleware sets. */
@@ -59,5 +72,7 @@ export interface AppEnv {
     refusedApiKey: boolean;
     /** How the route's answer may be kept in the isolate's answer memo; kept by app.ts's answer-memo layer. */
     keep: AnswerKeeping | undefined;
+    /** A customer portal session's scope, set by the portal's guard (portal/portal-session.ts). */
+    portal: PortalScope;
   };
 }

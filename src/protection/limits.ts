@@ -34,7 +34,7 @@ function limiter(env: Bindings, ip: string, purpose: "requests" | "logins" = "re
 }
 
 /** The login routes (REST and gRPC): excluded from the request limit by SPEC, but counted by their own limit. */
-const LOGIN_PATHS = ["/v1/auth/login", "/licensing.v1.Authentication/Authenticate"];
+const LOGIN_PATHS = ["/v1/auth/login", "/licensing.v1.Authentication/Authenticate", "/v1/portal/sign-in"];
 
 function excluded(path: string, config: Config): boolean {
   return config["IpFiltering:BruteForceProtection:ExcludedPaths"].some((prefix) => path.startsWith(prefix));

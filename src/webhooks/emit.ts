@@ -15,6 +15,7 @@ import { webhookEvents, webhookSubscriptions } from "../db/schema";
 import { omitNulls } from "../http/respond";
 import type { Job, JobKind, JobOf } from "../jobs";
 import { ALL_EVENTS, type EventType } from "./events";
+import { type AuditPrincipal, customerActor } from "../logging";
 
 /** The queue message kind the delivery consumer handles (jobs.ts). */
 export const DELIVERY_JOB = "webhook.delivery" satisfies JobKind;
@@ -33,6 +34,8 @@ export interface EmitContext {
   config: Config;
   env: Bindings;
   waitUntil(promise: Promise<unknown>): void;
+  /** Who caused the change: a customer portal session marks its events with `actor` (logging.ts customerActor). */
+  principal?: AuditPrincipal | undefined;
 }
 
 /** An event's content: the record as the API returns it, and for changes the changed fields' former values. */
@@ -46,6 +49,8 @@ export interface EventPayload extends EventBody {
   id: string;
   type: EventType;
   createdAt: string;
+  /** Set when a customer caused the change through the customer portal: `{ kind: "customer", customerId }`. */
+  actor?: { kind: "customer"; customerId: number | null };
 }
 
 /** A new event id: `evt_` + 24 base62 characters from the CSPRNG. */
@@ -141,7 +146,8 @@ async function publish(ctx: EmitContext, type: EventType, build: () => EventBody
   const subscriptionIds = await subscribersOf(ctx.db, type);
   // Nobody listens: the record is never built, so a change costs one small query.
   if (subscriptionIds.length === 0) return;
-  const payload = buildPayload(ctx.config, type, await build());
+  const actor = customerActor(ctx.principal);
+  const payload = { ...buildPayload(ctx.config, type, await build()), ...(actor ? { actor } : {}) };
   await recordDeliveries(ctx.db, payload, subscriptionIds);
   await enqueueDeliveries(ctx.db, ctx.env, payload.id, subscriptionIds);
 }
