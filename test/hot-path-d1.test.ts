@@ -430,8 +430,16 @@ describe("release control on the polls", () => {
     const paths = [`/v1/updates/${app.code}?platform=win-x64&version=0.9.0`, `/v1/updates/${app.code}/latest.yml`];
     for (const path of paths) {
       // The first poll may read the product, the releases and the signing key; the next ones have them in the isolate.
-      await poll(path, { "X-Service-User-Key": userKey, "X-Service-Install-Id": "i-1" });
-      const licensed = await poll(path, { "X-Service-User-Key": userKey, "X-Service-Install-Id": "i-1" });
+      await poll(path, {
+        "X-Service-User-Key": userKey,
+        "X-Service-Install-Id": "i-1",
+        "X-Service-Current-Version": "0.9.0",
+      });
+      const licensed = await poll(path, {
+        "X-Service-User-Key": userKey,
+        "X-Service-Install-Id": "i-1",
+        "X-Service-Current-Version": "0.9.0",
+      });
       expect(licensed.status).toBeLessThan(300);
       // The license and, beside it in the same round trip, whether it matches the release's audience.
       expect(d1Work(licensed.headers), path).toMatchObject({ "rows-written": 0, "round-trips": 1, statements: 2 });
