@@ -56,4 +56,13 @@ export const updateSamples: Samples = {
   "GET /v1/updates/{productCode}/download/{platform}/{version}/{fileName}": async () => ({
     path: `/v1/updates/${await product()}/download/win-x64/1.0.0/App%20Setup%201.0.0.exe.blockmap`,
   }),
+  // Issue 27's formats (the sample release has no signed or macOS artifact: their "no update" answers).
+  "GET /v1/updates/{productCode}/tauri/{target}/{arch}/{currentVersion}": async () => ({
+    path: `/v1/updates/${await product()}/tauri/windows/x86_64/0.9.0`,
+  }),
+  "GET /v1/updates/{productCode}/tauri.json": async () => ({ path: `/v1/updates/${await product()}/tauri.json` }),
+  "GET /v1/updates/{productCode}/squirrel-mac/{platform}/{currentVersion}": async () => ({
+    path: `/v1/updates/${await product()}/squirrel-mac/darwin-arm64/0.9.0`,
+  }),
+  "GET /v1/updates/{productCode}/appcast.xml": async () => ({ path: `/v1/updates/${await product()}/appcast.xml` }),
 };
