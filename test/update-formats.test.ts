@@ -803,3 +803,22 @@ async function countDownloads(releaseId: number): Promise<number> {
     .first<{ n: number }>();
   return row?.n ?? 0;
 }
+
+describe("the feed token on electron-builder's feed", () => {
+  it("names the license as its user key does: the gated release with tokenised URLs, private; refused once revoked", async () => {
+    const f = await fixture();
+    const lic = await licenseOf(f.productId);
+    const feed = (who: Caller) => fetchAs(`/v1/updates/${f.code}/latest-mac.yml?platform=darwin-arm64`, who);
+    const anonymous = await feed({});
+    expect(anonymous.text).toContain('version: "1.5.0"');
+    for (const who of [{ key: lic.userKey }, { feed: lic.feedToken }]) {
+      const { res, text } = await feed(who);
+      expect(res.status, text).toBe(200);
+      expect(text).toContain('version: "2.0.0"');
+      expect(text).toMatch(/App-2\.0\.0-arm64-mac\.zip\?token=/);
+      expect(res.headers.get("Cache-Control")).toBe("private, no-store");
+    }
+    expect((await admin("PUT", "/v1/licenses", { license: { id: lic.id, revoked: true } })).status).toBe(200);
+    expect((await feed({ feed: lic.feedToken })).res.status).toBe(403);
+  });
+});
