@@ -128,7 +128,8 @@ export const adoptionRunning = (ctx: Ctx, s: AdoptionSighting): void => sight(ct
 
 /**
  * What an update answer (a feed of any format, the update check) tells: the caller runs its current version, and was
- * offered the selected release unless it already runs it. One call where the answer's selection is made.
+ * offered `offered` (the caller decides whether the selection counts as an offer: feed.ts feedRelease, the one
+ * selection of every update answer, counts it when newer than the running version or a rollback).
  */
 export function adoptionAnswered(
   ctx: Ctx,
@@ -141,11 +142,9 @@ export function adoptionAnswered(
     offered?: string | undefined;
   },
 ): void {
-  const who = { productId: answer.productId, platform: answer.platform, installId: answer.installId };
-  const licensed = { ...who, licenseId: answer.licenseId };
-  if (answer.currentVersion !== undefined) adoptionRunning(ctx, { ...licensed, version: answer.currentVersion });
-  if (answer.offered !== undefined && answer.offered !== answer.currentVersion)
-    adoptionOffered(ctx, { ...licensed, version: answer.offered });
+  const { currentVersion, offered, ...who } = answer;
+  if (currentVersion !== undefined) adoptionRunning(ctx, { ...who, version: currentVersion });
+  if (offered !== undefined) adoptionOffered(ctx, { ...who, version: offered });
 }
 
 function isSighting(v: unknown): v is Sighting {
