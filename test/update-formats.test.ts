@@ -112,7 +112,44 @@ const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})
 const RFC822 =
   /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} \d{2}:\d{2}:\d{2} [+-]\d{4}$/;
 
-/** tauri-plugin-updater's dynamic answer: exactly these fields, each a string, pub_date RFC 3339. */
+/**
+ * tauri-plugin-updater's reading of an update response (its RemoteRelease deserializer): `version` (alias `name`) is
+ * SemVer with an optional leading `v`; `notes` and `pub_date` optional, `pub_date` RFC 3339; with `platforms` it is the
+ * static manifest (each `{url, signature}`), else the dynamic answer, which must carry `url` (a URL) and `signature`.
+ * Throws where the plugin refuses the response.
+ */
+function tauriRelease(body: unknown): {
+  version: string;
+  pubDate?: Date;
+  platforms?: Record<string, { url: URL; signature: string }>;
+  url?: URL;
+  signature?: string;
+} {
+  const b = body as Record<string, unknown>;
+  const raw = (b["version"] ?? b["name"]) as string;
+  const version = raw.replace(/^v+/, "");
+  if (!/^\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$/.test(version)) throw new Error(`version ${raw}`);
+  if (b["notes"] !== undefined && typeof b["notes"] !== "string") throw new Error("notes");
+  let pubDate: Date | undefined;
+  if (b["pub_date"] !== undefined) {
+    if (!RFC3339.test(b["pub_date"] as string)) throw new Error(`invalid value for pub_date: ${b["pub_date"]}`);
+    pubDate = new Date(b["pub_date"] as string);
+  }
+  if (b["platforms"] !== undefined) {
+    const platforms = Object.fromEntries(
+      Object.entries(b["platforms"] as Record<string, { url: string; signature: string }>).map(([k, p]) => {
+        if (typeof p.signature !== "string") throw new Error(`signature of ${k}`);
+        return [k, { url: new URL(p.url), signature: p.signature }];
+      }),
+    );
+    return { version, ...(pubDate ? { pubDate } : {}), platforms };
+  }
+  if (typeof b["url"] !== "string") throw new Error("the `url` field was not set on the updater response");
+  if (typeof b["signature"] !== "string") throw new Error("the `signature` field was not set on the updater response");
+  return { version, ...(pubDate ? { pubDate } : {}), url: new URL(b["url"]), signature: b["signature"] };
+}
+
+/** The dynamic answer as tauri-plugin-updater reads it, with exactly these fields, each a string. */
 function readTauri(body: unknown): {
   version: string;
   notes: string;
@@ -120,6 +157,7 @@ function readTauri(body: unknown): {
   url: string;
   signature: string;
 } {
+  expect(tauriRelease(body).url).toBeDefined();
   expect(Object.keys(body as object).sort()).toEqual(["notes", "pub_date", "signature", "url", "version"]);
   const b = body as Record<string, unknown>;
   for (const k of ["version", "notes", "pub_date", "url", "signature"]) expect(typeof b[k], k).toBe("string");
@@ -296,6 +334,7 @@ const formats: Format[] = [
         platforms: Record<string, { url: string; signature: string }>;
       };
       expect(Object.keys(body).sort()).toEqual(["notes", "platforms", "pub_date", "version"]);
+      expect(tauriRelease(body).platforms).toBeDefined();
       // The updater's own rule: an update when the version is newer and the platform is listed.
       const platform = body.platforms["darwin-aarch64"];
       if (!platform || compare(body.version, current) <= 0) return base;
