@@ -370,6 +370,9 @@ describe("Velopack releases.{channel}.json", () => {
     expect(await (await get("/v1/updates/free/velopack/win-x64/releases.win.json?localVersion=1.0.0")).json()).toEqual(
       feed,
     );
+    expect(
+      await (await get("/v1/updates/free/velopack/win-x64/releases.win-x64.json?localVersion=1.0.0")).json(),
+    ).toEqual(feed);
   });
 
   it("answers 'no update' with empty Assets", async () => {

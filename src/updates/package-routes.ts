@@ -43,19 +43,25 @@ import {
   userKeyQuery,
 } from "./update-routes";
 
-/** Velopack's default channel when a package was packed without `--channel`: the operating system's name. */
-const VELOPACK_OS_CHANNELS: Record<string, string> = { win: "win", darwin: "osx", linux: "linux" };
+/** Velopack's operating system names, which its default channels are made of. */
+const VELOPACK_OS: Record<string, string> = { win: "win", darwin: "osx", linux: "linux" };
 
-/** The channel a Velopack feed file names: `releases.<channel>.json`, stable or insider (or the OS's default name). */
+/**
+ * The channel a Velopack feed file names: `releases.<channel>.json`, stable or insider; Velopack's default channel of
+ * the platform's operating system (a pack without `--channel`: `win`, `osx`, `linux`, or with the architecture,
+ * `osx-arm64`) is the stable channel.
+ */
 function velopackChannel(file: string, platform: Platform): string | undefined {
   const m = /^releases\.([A-Za-z0-9_-]{1,32})\.json$/.exec(file);
   if (!m) return undefined;
   const name = m[1]!;
   if ((CHANNELS as readonly string[]).includes(name)) return name;
-  if (name === VELOPACK_OS_CHANNELS[platform.split("-")[0]!]) return "stable";
+  const [family, arch] = platform.split("-") as [string, string];
+  const os = VELOPACK_OS[family]!;
+  if (name === os || name === `${os}-${arch}`) return "stable";
   throw new ApiError(
     404,
-    `No channel '${name}': releases.stable.json, releases.insider.json or releases.${VELOPACK_OS_CHANNELS[platform.split("-")[0]!]}.json (stable)`,
+    `No channel '${name}': releases.stable.json, releases.insider.json, or releases.${os}.json / releases.${os}-${arch}.json (stable)`,
   );
 }
 
@@ -270,7 +276,7 @@ export function registerPackageRoutes(app: Router): void {
       operationId: "getVelopackFile",
       summary: "Velopack: releases.{channel}.json (full and delta assets) or a package it names (redirect)",
       description:
-        "The feed folder of Velopack's HttpSource/SimpleWebSource. `releases.stable.json` or `releases.insider.json` (`releases.win.json`, `releases.osx.json`, `releases.linux.json`, Velopack's default channel names, are stable) lists the full package of the release the caller is offered and, for a caller on an older release, the deltas from its version (when the chain is whole); `Assets` is empty when there is no update. A `.nupkg` name redirects to the download route, tokenised when the caller (user key header or feed token) may install it.",
+        "The feed folder of Velopack's HttpSource/SimpleWebSource. `releases.stable.json` or `releases.insider.json` (Velopack's default channel names of the platform's OS, `releases.win.json`, `releases.osx.json`, `releases.linux.json`, also with the architecture as in `releases.osx-arm64.json`, are stable) lists the full package of the release the caller is offered and, for a caller on an older release, the deltas from its version (when the chain is whole); `Assets` is empty when there is no update. A `.nupkg` name redirects to the download route, tokenised when the caller (user key header or feed token) may install it.",
       ...access.anonymous(),
       request: {
         params: z.object({
@@ -324,7 +330,7 @@ export function registerPackageRoutes(app: Router): void {
       summary:
         "Velopack, with the license's feed token as a folder of the URL (for Velopack's Rust core, which keeps no query)",
       description:
-        "The feed folder of Velopack's HttpSource/SimpleWebSource. `releases.stable.json` or `releases.insider.json` (`releases.win.json`, `releases.osx.json`, `releases.linux.json`, Velopack's default channel names, are stable) lists the full package of the release the caller is offered and, for a caller on an older release, the deltas from its version (when the chain is whole); `Assets` is empty when there is no update. A `.nupkg` name redirects to the download route, tokenised when the caller (user key header or feed token) may install it.",
+        "The feed folder of Velopack's HttpSource/SimpleWebSource. `releases.stable.json` or `releases.insider.json` (Velopack's default channel names of the platform's OS, `releases.win.json`, `releases.osx.json`, `releases.linux.json`, also with the architecture as in `releases.osx-arm64.json`, are stable) lists the full package of the release the caller is offered and, for a caller on an older release, the deltas from its version (when the chain is whole); `Assets` is empty when there is no update. A `.nupkg` name redirects to the download route, tokenised when the caller (user key header or feed token) may install it.",
       ...access.anonymous(),
       request: {
         params: z.object({
