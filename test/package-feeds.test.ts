@@ -579,6 +579,45 @@ describe("gated releases", () => {
   });
 });
 
+describe("hosted packages", () => {
+  it("are listed with the SHA-1 their publisher declared, and only then", async () => {
+    const productId = await product("hosted", true);
+    const hosted = async (version: string, sha1?: string) => {
+      const releaseId = await release(productId, version, { requiresMaintenance: false });
+      const res = await admin("POST", `/v1/products/${productId}/releases/${releaseId}/downloads`, {
+        releaseDownload: {
+          platform: "win-x64",
+          kind: "package",
+          fileName: `Hosted-${version}-full.nupkg`,
+          url: `https://cdn.example.com/Hosted-${version}-full.nupkg`,
+          size: 1234,
+          sha256: "a".repeat(64),
+          sha512: `${"A".repeat(86)}==`,
+          ...(sha1 ? { sha1 } : {}),
+        },
+      });
+      expect(res.status, res.text).toBe(201);
+    };
+    await hosted("1.0.0");
+    const none = await get("/v1/updates/hosted/velopack/win-x64/releases.stable.json");
+    expect(await none.json()).toEqual({ Assets: [] });
+    expect(none.headers.get("X-Service-Reason")).toBe("noRelease");
+    await hosted("1.1.0", "b".repeat(40));
+    const feed = (await (await get("/v1/updates/hosted/velopack/win-x64/releases.stable.json")).json()) as {
+      Assets: Record<string, unknown>[];
+    };
+    expect(feed.Assets).toMatchObject([{ Version: "1.1.0", SHA1: "B".repeat(40), SHA256: "a".repeat(64), Size: 1234 }]);
+    // The folder's redirect leads to the download route, which sends the client to the host.
+    const download = await get(
+      (await get("/v1/updates/hosted/velopack/win-x64/Hosted-1.1.0-full.nupkg")).headers.get("Location")!,
+    );
+    expect([download.status, download.headers.get("Location")]).toEqual([
+      302,
+      "https://cdn.example.com/Hosted-1.1.0-full.nupkg",
+    ]);
+  });
+});
+
 describe("package hashes at upload", () => {
   it("keeps the SHA-1 and refuses a file whose declared hash differs", async () => {
     const releaseId = await release(freeId, "9.0.0", { public: false });
