@@ -165,11 +165,18 @@ function readTauri(body: unknown): {
   return b as never;
 }
 
-/** Electron's update server JSON for Squirrel.Mac: url (required), name, notes, pub_date. */
+/**
+ * Electron's update server JSON as Squirrel.Mac reads it (SQRLUpdate): `url` the update's zip (required, an absolute
+ * URL), `name`, `notes`, and `pub_date` in the ISO 8601 form its date formatter takes ("yyyy-MM-dd'T'HH:mm:ssZZZZZ":
+ * no fractional seconds).
+ */
 function readSquirrelMac(body: unknown): { url: string; name: string; notes: string; pub_date: string } {
   expect(Object.keys(body as object).sort()).toEqual(["name", "notes", "pub_date", "url"]);
   const b = body as Record<string, string>;
-  expect(b["pub_date"]).toMatch(RFC3339);
+  expect(new URL(b["url"]!).protocol).toMatch(/^https?:$/);
+  expect(typeof b["name"]).toBe("string");
+  expect(typeof b["notes"]).toBe("string");
+  expect(b["pub_date"]).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(Z|[+-]\d{2}:\d{2})$/);
   return b as never;
 }
 
