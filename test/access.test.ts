@@ -33,6 +33,13 @@ const SPEC_ACCESS: { methods?: string[]; path: RegExp; credential: Credential; r
   { path: /^\/v1\/products\/\{productId\}\/releases\/\{releaseId\}\/downloads/, credential: "key", roles: MANAGERS },
   // Sending a given-up delivery again is the Administrator's (issue "Trust at the edges": nothing lost silently).
   {
+  // Release control (CONTRACT section 8): halting and resuming a release are the managers'.
+  {
+    methods: ["POST"],
+    path: /^\/v1\/products\/\{productId\}\/releases\/\{releaseId\}\/(halt|resume)$/,
+    credential: "key",
+    roles: MANAGERS,
+  },
     methods: ["POST"],
     path: /^\/v1\/webhooks\/subscriptions\/\{id\}\/events\/\{eventId\}\/redeliver$/,
     credential: "key",

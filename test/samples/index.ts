@@ -9,6 +9,7 @@ import { licensingSamples } from "./licensing";
 import { licenseSamples } from "./licenses";
 import { operationSamples } from "./operations";
 import { paymentSamples } from "./payments";
+import { releaseControlSamples } from "./release-control";
 import { webhookSamples } from "./webhooks";
 
 export const SAMPLES: Samples = {
@@ -22,4 +23,5 @@ export const SAMPLES: Samples = {
   ...webhookSamples,
   ...consoleSamples,
   ...paymentSamples,
+  ...releaseControlSamples,
 };
