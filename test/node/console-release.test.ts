@@ -2,7 +2,8 @@
  * Release control in the console, in Chromium (Debian's, driven by playwright-core) against the bundled Worker under
  * Miniflare (real D1, Queue and the console's static files): installs poll, download and report their version; the
  * release page charts their adoption as the queue consumer counted it, and its rollout controls set a percentage, add
- * and remove a scheduled step, halt the release (the feed then serves the previous one) and resume it; the overview
+ * and remove a scheduled step, halt the release (the feed then serves the previous one), roll it back, resume it and
+ * mark it critical; the overview
  * charts each product's newest release. It takes the README's screenshot of a release page (docs/console-release.png).
  *
  * Needs `npm run console:build` first (`npm test` does it) and Chromium (scripts/ensure-chromium.mjs).
@@ -204,6 +205,11 @@ describe("a release's adoption and rollout in the console", () => {
     expect(await release()).toMatchObject({ halted: true, haltReason: "manual" });
     const feed = `/v1/updates/${code}/feed/stable/win-x64/latest.yml`;
     expect(await (await poll(feed, "install-9", "1.0.0")).text()).not.toContain('version: "1.1.0"');
+    // Rollback while halted: installs running 1.1.0 are offered 1.0.0.
+    await rollout.getByLabel("Roll back installs running it (while halted)").click();
+    await rollout.getByText("Rollback on: installs running it get the previous release").waitFor();
+    await expect.poll(() => rollout.getByTestId("rollout-state").textContent()).toMatch(/rolling back$/);
+    expect(await release()).toMatchObject({ halted: true, rollback: true });
     await rollout.getByLabel("Rollout %").fill("100");
     await rollout.getByRole("button", { name: "Set rollout" }).click();
     await rollout.getByText("Rollout set to 100 %").waitFor();
@@ -212,6 +218,9 @@ describe("a release's adoption and rollout in the console", () => {
     await rollout.getByText("The release is resumed").waitFor();
     await expect.poll(() => rollout.getByTestId("rollout-state").textContent()).toBe("100 %");
     expect(await release()).toMatchObject({ halted: false, stagingPercentage: 100 });
+    await rollout.getByLabel("Critical").click();
+    await rollout.getByText("Marked critical: older installs must update").waitFor();
+    expect(await release()).toMatchObject({ critical: true });
     await expect
       .poll(async () => (await (await poll(feed, "install-9", "1.0.0")).text()).includes('"1.1.0"'))
       .toBe(true);
