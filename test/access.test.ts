@@ -11,7 +11,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { ADMIN, BASE, admin, call, keyFor, login } from "./helpers";
 import { SAMPLES } from "./samples";
 
-type Credential = "none" | "key" | "bearer" | "either";
+type Credential = "none" | "key" | "bearer" | "either" | "portal";
 type Role = "Administrator" | "LicenseManager" | "Sales" | "Customer" | "Application";
 const ALL_ROLES: Role[] = ["Administrator", "LicenseManager", "Sales", "Customer", "Application"];
 const MANAGEMENT: Role[] = ["Administrator", "LicenseManager", "Sales"];
@@ -26,13 +26,13 @@ const SPEC_ACCESS: { methods?: string[]; path: RegExp; credential: Credential; r
   { path: /^\/v1\/auth\/(user|logout)$/, credential: "bearer" },
   { path: /^\/v1\/auth\/session$/, credential: "either" },
   { path: /^\/v1\/(updates\/|extensions\/keys$)/, credential: "none" },
+  // Air-gapped activation (CONTRACT section 11): the request code carries the user key; no credential.
+  { methods: ["POST"], path: /^\/v1\/license\/offline-activation$/, credential: "none" },
   { path: /^\/v1\/(license\/|report$)/, credential: "either" },
   { methods: ["DELETE"], path: /^\/v1\/licenses\/\{licenseId\}$/, credential: "key", roles: MANAGERS },
   { methods: ["POST", "PUT", "DELETE"], path: /^\/v1\/license-templates/, credential: "key", roles: MANAGERS },
   { path: /^\/v1\/(license-traces|reports)/, credential: "key", roles: MANAGERS },
   { path: /^\/v1\/products\/\{productId\}\/releases\/\{releaseId\}\/downloads/, credential: "key", roles: MANAGERS },
-  // Sending a given-up delivery again is the Administrator's (issue "Trust at the edges": nothing lost silently).
-  {
   // Release control (CONTRACT section 8): halting and resuming a release are the managers'.
   {
     methods: ["POST"],
@@ -40,6 +40,8 @@ const SPEC_ACCESS: { methods?: string[]; path: RegExp; credential: Credential; r
     credential: "key",
     roles: MANAGERS,
   },
+  // Sending a given-up delivery again is the Administrator's (issue "Trust at the edges": nothing lost silently).
+  {
     methods: ["POST"],
     path: /^\/v1\/webhooks\/subscriptions\/\{id\}\/events\/\{eventId\}\/redeliver$/,
     credential: "key",
@@ -53,6 +55,10 @@ const SPEC_ACCESS: { methods?: string[]; path: RegExp; credential: Credential; r
   { methods: ["POST"], path: /^\/v1\/commerce\/\{provider\}\/webhook$/, credential: "none" },
   { path: /^\/v1\/commerce\/mappings/, credential: "key", roles: ["Administrator", "Sales"] },
   { path: /^\/v1\/commerce\//, credential: "key", roles: MANAGEMENT },
+  // The customer portal (CONTRACT section 12): branding and sign-in anonymous, the rest its own session cookie only.
+  { methods: ["GET"], path: /^\/v1\/portal\/(branding|sign-in\/\{token\})$/, credential: "none" },
+  { methods: ["POST"], path: /^\/v1\/portal\/sign-in$/, credential: "none" },
+  { path: /^\/v1\/portal\//, credential: "portal" },
   {
     path: /^\/v1\/(customers|contacts|products|orders|resources|licenses|license-tokens|license-templates|log|info|email)/,
     credential: "key",
@@ -106,9 +112,13 @@ describe("the access table of SPEC covers every route", () => {
   it("documents each route's credential as its security requirement", () => {
     for (const op of operations) {
       const schemes = op.security.flatMap((s) => Object.keys(s)).sort();
-      const expected = { none: [], key: ["ApiKey"], bearer: ["Bearer"], either: ["ApiKey", "Bearer"] }[
-        specAccess(op.method, op.path)!.credential
-      ];
+      const expected = {
+        none: [],
+        key: ["ApiKey"],
+        bearer: ["Bearer"],
+        either: ["ApiKey", "Bearer"],
+        portal: ["PortalSession"],
+      }[specAccess(op.method, op.path)!.credential];
       expect(schemes, `${op.method} ${op.path}`).toEqual(expected);
     }
   });
@@ -127,7 +137,22 @@ describe.each(operations.map((op) => [`${op.method} ${op.path}`, op] as const))(
     });
   }
 
-  if (rule.credential !== "none") {
+  if (rule.credential === "portal") {
+    it("answers 401 without a portal session, and to an API key, a bearer token or the console's cookie", async () => {
+      const path = placeholderPath(op.path);
+      for (const credential of [{}, { key: ADMIN.key }, { token: await login() }]) {
+        const res = await call(op.method, path, credential);
+        expect(res.status, JSON.stringify(credential)).toBe(401);
+      }
+    });
+    it("serves a portal session (2xx)", async () => {
+      const res = await send({});
+      expect(res.status, res.text).toBeGreaterThanOrEqual(200);
+      expect(res.status, res.text).toBeLessThan(300);
+    });
+  }
+
+  if (rule.credential !== "none" && rule.credential !== "portal") {
     it("answers 401 with an empty body without a credential", async () => {
       const res = await call(op.method, placeholderPath(op.path));
       expect(res.status).toBe(401);

@@ -111,6 +111,12 @@ describe("through the service", () => {
     expect(doc.body["components"]["securitySchemes"]).toEqual({
       ApiKey: { type: "apiKey", in: "header", name: "x-api-key" },
       Bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT", description: expect.stringContaining("RFC8725") },
+      PortalSession: {
+        type: "apiKey",
+        in: "cookie",
+        name: "__Host-portal-session",
+        description: expect.stringContaining("customer portal"),
+      },
     });
     expect(doc.body["paths"]["/v1/resources"]["get"]["parameters"].map((p: { name: string }) => p.name).sort()).toEqual(
       ["filter", "select", "skip", "sort", "take"],

@@ -9,6 +9,7 @@ import { licensingSamples } from "./licensing";
 import { licenseSamples } from "./licenses";
 import { operationSamples } from "./operations";
 import { paymentSamples } from "./payments";
+import { portalSamples } from "./portal";
 import { releaseControlSamples } from "./release-control";
 import { webhookSamples } from "./webhooks";
 
@@ -23,5 +24,6 @@ export const SAMPLES: Samples = {
   ...webhookSamples,
   ...consoleSamples,
   ...paymentSamples,
+  ...portalSamples,
   ...releaseControlSamples,
 };
