@@ -76,10 +76,15 @@ function visible(input: Asking, entry: ReleaseWithFiles): boolean {
  */
 export async function feedRelease(
   ctx: ServiceContext,
-  input: Asking & { platform: Platform; releases: readonly ReleaseWithFiles[] },
+  input: Asking & {
+    platform: Platform;
+    releases: readonly ReleaseWithFiles[];
+    /** false: not the caller's platform (a file listing every platform), so adoption does not count this selection. */
+    sight?: false;
+  },
 ): Promise<Selection> {
   const selection = await select(ctx, input);
-  sightAnswer(ctx, input, selection);
+  if (input.sight !== false) sightAnswer(ctx, input, selection);
   return selection;
 }
 
