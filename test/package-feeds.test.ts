@@ -375,6 +375,25 @@ describe("Velopack releases.{channel}.json", () => {
     ).toEqual(feed);
   });
 
+  it("serves the insider channel's feed, and its packages by bare name from the same folder", async () => {
+    const id = await release(freeId, "2.0.0-beta.1", { channel: "insider", requiresMaintenance: false });
+    const full = "Free-2.0.0-beta.1-full.nupkg";
+    bytes[full] = bytesOf(20_000, 77);
+    expect((await upload(freeId, id, { kind: "package", fileName: full, bytes: bytes[full] })).status).toBe(201);
+    const feed = (await (
+      await get("/v1/updates/free/velopack/win-x64/releases.insider.json?localVersion=1.2.0")
+    ).json()) as {
+      Assets: { FileName: string; Version: string }[];
+    };
+    expect(feed.Assets.map((a) => [a.FileName, a.Version])).toEqual([[full, "2.0.0-beta.1"]]);
+    const got = await follow(`/v1/updates/free/velopack/win-x64/${full}`);
+    expect(new Uint8Array(await got.arrayBuffer())).toEqual(bytes[full]);
+    // The stable feed does not offer it.
+    expect(
+      (await (await get("/v1/updates/free/velopack/win-x64/releases.stable.json?localVersion=1.2.0")).json()) as object,
+    ).toEqual({ Assets: [] });
+  });
+
   it("answers 'no update' with empty Assets", async () => {
     const res = await get("/v1/updates/free/velopack/win-x64/releases.stable.json?localVersion=1.2.0");
     expect(await res.json()).toEqual({ Assets: [] });

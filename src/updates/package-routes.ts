@@ -129,14 +129,21 @@ async function packageRedirect(
   const ctx = serviceContext(c);
   if (!fileName.toLowerCase().endsWith(".nupkg")) throw new ApiError(404, `No file '${fileName}' in this folder`);
   const product = await requireProduct(ctx, c.req.param("productCode") ?? "");
-  const channel = requireChannel(c.req.query("channel"));
-  const { caller, releases, selection } = await selectFor(c, ctx, product, platform, channel, undefined, credential);
+  // The channel the URL names, else each: Velopack asks for a package by bare name, whichever feed named it.
+  const asked = c.req.query("channel");
+  const channels = asked !== undefined ? [requireChannel(asked)] : CHANNELS;
   let found: { entry: ReleaseWithFiles; file: ReleaseWithFiles["files"][number] } | undefined;
-  for (const entry of releases) {
-    const file = entry.files.find((f) => (f.kind === "package" || f.kind === "delta") && f.fileName === fileName);
-    if (file) found = { entry, file };
+  let chosen: Awaited<ReturnType<typeof selectFor>> | undefined;
+  for (const channel of channels) {
+    chosen = await selectFor(c, ctx, product, platform, channel, undefined, credential);
+    for (const entry of chosen.releases) {
+      const file = entry.files.find((f) => (f.kind === "package" || f.kind === "delta") && f.fileName === fileName);
+      if (file) found = { entry, file };
+    }
+    if (found) break;
   }
-  if (!found) throw new ApiError(404, `No package '${fileName}' for ${platform}`);
+  if (!found || !chosen) throw new ApiError(404, `No package '${fileName}' for ${platform}`);
+  const { caller, selection } = chosen;
   const license = licenseOf(caller);
   const mayInstall =
     license !== undefined &&
