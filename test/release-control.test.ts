@@ -110,15 +110,20 @@ async function stored(productId: number, id: number): Promise<Record<string, unk
   return res.body["productReleases"][0];
 }
 
-async function licenseKey(productId: number, fields: Record<string, unknown> = {}): Promise<string> {
+async function license(
+  productId: number,
+  fields: Record<string, unknown> = {},
+): Promise<{ userKey: string; licenseId: string }> {
   const res = await admin("POST", "/v1/licenses", { license: { productId, ...fields } });
   expect(res.status, res.text).toBe(200);
   const listed = await admin(
     "GET",
-    `/v1/licenses?filter=${encodeURIComponent(`id == ${res.body["id"]}`)}&select=userKey`,
+    `/v1/licenses?filter=${encodeURIComponent(`id == ${res.body["id"]}`)}&select=userKey,licenseId`,
   );
-  return listed.body["licenses"][0].userKey;
+  return listed.body["licenses"][0];
 }
+const licenseKey = async (productId: number, fields: Record<string, unknown> = {}) =>
+  (await license(productId, fields)).userKey;
 
 /** CONTRACT section 8's bucket, computed here independently of the service. */
 async function bucket(releaseId: number, id: string): Promise<number> {
@@ -126,125 +131,200 @@ async function bucket(releaseId: number, id: string): Promise<number> {
   return new DataView(digest).getUint32(0, false) % 100;
 }
 
-describe("the update check and the feed agree for every caller", () => {
-  it("a 10 % rollout: fixed install ids get the new release or the previous one, stable across polls", async () => {
-    const p = await product();
-    await release(p.id, "1.0.0");
-    const staged = await release(p.id, "1.1.0", { stagingPercentage: 10 });
-    // Anonymous with no install id: the answers carry the percentage and electron-updater decides (as before); this
-    // answer is also the one the caches keep, which no install must be handed.
-    const anonymous = await agreed(p.code, { version: "1.0.0" });
-    expect(anonymous.offered).toBe("1.1.0");
-    expect(anonymous.feed?.stagingPercentage).toBe(10);
-    expect(anonymous.check.rollout).toEqual({ percentage: 10, admitted: true });
+/** What one caller must be answered, beside the check and the feed agreeing (keys left out are not checked). */
+interface Expected {
+  offered: string | undefined;
+  latest?: string;
+  rollout?: { percentage: number; admitted: boolean };
+  required?: boolean;
+  rollback?: boolean;
+  /** Whether the check offers a download. */
+  download?: boolean;
+  /** The feed's stagingPercentage (undefined: none, the server decided). */
+  staged?: number | undefined;
+  /** The answer is the caller's own (never a shared cached one). */
+  personal?: boolean;
+}
+/** One row of the table: an optional change first, then one caller and what it must be answered. */
+interface Row {
+  code: string;
+  before?: () => Promise<unknown>;
+  asker: Asker;
+  expect: Expected;
+}
 
-    const ids: string[] = [];
-    const buckets: number[] = [];
-    for (let i = 0; ids.length < 24 || !buckets.some((b) => b < 10) || !buckets.some((b) => b >= 10); i++) {
-      ids.push(`install-${i}`);
-      buckets.push(await bucket(staged, `install-${i}`));
-    }
-    for (let poll = 0; poll < 2; poll++) {
-      for (const [i, installId] of ids.entries()) {
-        const admitted = buckets[i]! < 10;
-        const answer = await agreed(p.code, { installId, version: "1.0.0" });
-        expect(answer.offered, installId).toBe(admitted ? "1.1.0" : "1.0.0");
-        // The server decided: no percentage for electron-updater to apply a second time; never a shared answer.
-        expect(answer.feed?.stagingPercentage).toBeUndefined();
-        expect(answer.cacheControl).toBe("private, no-store");
-        expect(answer.check.latest).toBe("1.1.0");
-        expect(answer.check.rollout).toEqual({ percentage: 10, admitted });
-        expect(answer.check.updateAvailable).toBe(admitted);
+/** The table's cases: each builds its product and answers its rows, in order. */
+const CASES: { name: string; rows: () => Promise<Row[]> }[] = [
+  {
+    name: "a 10 % rollout: fixed install ids get the new release or the previous one, stable across polls",
+    rows: async () => {
+      const p = await product();
+      await release(p.id, "1.0.0");
+      const staged = await release(p.id, "1.1.0", { stagingPercentage: 10 });
+      const ids: string[] = [];
+      const buckets: number[] = [];
+      for (let i = 0; ids.length < 24 || !buckets.some((b) => b < 10) || !buckets.some((b) => b >= 10); i++) {
+        ids.push(`install-${i}`);
+        buckets.push(await bucket(staged, `install-${i}`));
       }
-    }
-    // A licensed caller without an install id is its license's cohort.
-    const userKey = await licenseKey(p.id);
-    const licensed = await agreed(p.code, { userKey, version: "1.0.0" });
-    expect(licensed.check.rollout?.percentage).toBe(10);
-    expect(licensed.offered).toBe(licensed.check.rollout?.admitted ? "1.1.0" : "1.0.0");
-  });
+      const licensed = await license(p.id);
+      const licensedIn = (await bucket(staged, licensed.licenseId)) < 10;
+      const installs = ids.map((installId, i): Row => {
+        const admitted = buckets[i]! < 10;
+        return {
+          code: p.code,
+          asker: { installId, version: "1.0.0" },
+          expect: {
+            offered: admitted ? "1.1.0" : "1.0.0",
+            latest: "1.1.0",
+            rollout: { percentage: 10, admitted },
+            download: admitted,
+            // The server decided: no percentage for electron-updater to apply a second time; never a shared answer.
+            staged: undefined,
+            personal: true,
+          },
+        };
+      });
+      return [
+        // Anonymous with no install id: the percentage is electron-updater's to apply, as before. This answer is also
+        // the one the shared caches keep, which no install must be handed.
+        {
+          code: p.code,
+          asker: { version: "1.0.0" },
+          expect: { offered: "1.1.0", staged: 10, rollout: { percentage: 10, admitted: true } },
+        },
+        ...installs,
+        ...installs,
+        // A licensed caller without an install id is its license's cohort.
+        {
+          code: p.code,
+          asker: { userKey: licensed.userKey, version: "1.0.0" },
+          expect: {
+            offered: licensedIn ? "1.1.0" : "1.0.0",
+            rollout: { percentage: 10, admitted: licensedIn },
+            staged: undefined,
+          },
+        },
+      ];
+    },
+  },
+  {
+    name: "halt, rollback for installs on the halted release, resume",
+    rows: async () => {
+      const p = await product();
+      await release(p.id, "1.0.0");
+      const bad = await release(p.id, "2.0.0");
+      const control = async (action: "halt" | "resume") => {
+        const res = await admin("POST", `/v1/products/${p.id}/releases/${bad}/${action}`, { reason: "crashes" });
+        expect(res.status, res.text).toBe(200);
+        expect(res.body["productRelease"]).toMatchObject({ halted: action === "halt" });
+      };
+      const halted = { offered: "1.0.0", latest: "1.0.0", rollback: false, download: false };
+      return [
+        { code: p.code, asker: { installId: "h-1", version: "1.0.0" }, expect: { offered: "2.0.0", download: true } },
+        { code: p.code, before: () => control("halt"), asker: { installId: "h-1", version: "1.0.0" }, expect: halted },
+        { code: p.code, asker: { version: "1.0.0" }, expect: halted },
+        { code: p.code, asker: { installId: "h-2", version: "2.0.0" }, expect: halted },
+        {
+          code: p.code,
+          before: async () => expect((await put(p.id, bad, { rollback: true })).status).toBe(200),
+          asker: { installId: "h-2", version: "2.0.0" },
+          expect: { offered: "1.0.0", rollback: true, download: true },
+        },
+        // An install on the previous release is not rolled anywhere.
+        { code: p.code, asker: { installId: "h-1", version: "1.0.0" }, expect: { ...halted } },
+        {
+          code: p.code,
+          before: () => control("resume"),
+          asker: { installId: "h-2", version: "2.0.0" },
+          expect: { offered: "2.0.0", rollback: false, download: false },
+        },
+      ];
+    },
+  },
+  {
+    name: "below the product's minimumVersion, or behind a newer critical release: required",
+    rows: async () => {
+      const p = await product({ minimumVersion: "1.5.0" });
+      await release(p.id, "1.0.0");
+      await release(p.id, "2.0.0");
+      return [
+        { code: p.code, asker: { installId: "m-1", version: "1.0.0" }, expect: { offered: "2.0.0", required: true } },
+        { code: p.code, asker: { installId: "m-1", version: "2.0.0" }, expect: { offered: "2.0.0", required: false } },
+        {
+          code: p.code,
+          before: () => release(p.id, "2.1.0", { critical: true }),
+          asker: { installId: "m-1", version: "2.0.0" },
+          expect: { offered: "2.1.0", required: true },
+        },
+        { code: p.code, asker: { installId: "m-1", version: "2.1.0" }, expect: { offered: "2.1.0", required: false } },
+      ];
+    },
+  },
+  {
+    name: "an audience: a matching license is offered the release, another license and anonymous callers are not",
+    rows: async () => {
+      const p = await product();
+      await release(p.id, "1.0.0");
+      await release(p.id, "2.0.0", { audience: 'edition == "Ultimate"' });
+      const ultimate = (await license(p.id, { edition: "Ultimate" })).userKey;
+      const standard = (await license(p.id, { edition: "Standard" })).userKey;
+      const hidden = { offered: "1.0.0", latest: "1.0.0" };
+      // Twice each: the second answer comes with the releases remembered by the isolate (the audience read beside
+      // the license), the first may read them.
+      const once: Row[] = [
+        { code: p.code, asker: { userKey: ultimate, version: "1.0.0" }, expect: { offered: "2.0.0", latest: "2.0.0" } },
+        { code: p.code, asker: { userKey: standard, version: "1.0.0" }, expect: hidden },
+        { code: p.code, asker: { installId: "a-1", version: "1.0.0" }, expect: hidden },
+        { code: p.code, asker: { version: "1.0.0" }, expect: hidden },
+      ];
+      return [...once, ...once];
+    },
+  },
+  {
+    // Last: it moves the service's clock, which stays moved until the test ends.
+    name: "a scheduled step turns on at its time (the service's clock)",
+    rows: async () => {
+      const p = await product();
+      await release(p.id, "1.0.0");
+      const at = new Date(Date.now() + 3_600_000).toISOString();
+      await release(p.id, "2.0.0", { stagingPercentage: 0, rolloutSchedule: [{ percentage: 100, at }] });
+      return [
+        {
+          code: p.code,
+          asker: { installId: "sched-1", version: "1.0.0" },
+          expect: { offered: "1.0.0", rollout: { percentage: 0, admitted: false }, download: false },
+        },
+        {
+          code: p.code,
+          before: async () => clock.move(3_600_001),
+          asker: { installId: "sched-1", version: "1.0.0" },
+          expect: { offered: "2.0.0", rollout: { percentage: 100, admitted: true }, download: true },
+        },
+      ];
+    },
+  },
+];
 
-  it("a scheduled step turns on at its time (the service's clock)", async () => {
-    const p = await product();
-    await release(p.id, "1.0.0");
-    const at = new Date(Date.now() + 3_600_000).toISOString();
-    await release(p.id, "2.0.0", { stagingPercentage: 0, rolloutSchedule: [{ percentage: 100, at }] });
-    const before = await agreed(p.code, { installId: "sched-1", version: "1.0.0" });
-    expect(before.offered).toBe("1.0.0");
-    expect(before.check.rollout).toEqual({ percentage: 0, admitted: false });
-    clock.move(3_600_001);
-    const after = await agreed(p.code, { installId: "sched-1", version: "1.0.0" });
-    expect(after.offered).toBe("2.0.0");
-    expect(after.check.rollout).toEqual({ percentage: 100, admitted: true });
-    expect(after.check.download).toBeDefined();
-  });
-
-  it("halt, rollback for installs on the halted release, resume", async () => {
-    const p = await product();
-    await release(p.id, "1.0.0");
-    const bad = await release(p.id, "2.0.0");
-    expect((await agreed(p.code, { installId: "h-1", version: "1.0.0" })).offered).toBe("2.0.0");
-
-    const halted = await admin("POST", `/v1/products/${p.id}/releases/${bad}/halt`, { reason: "crashes on start" });
-    expect(halted.status, halted.text).toBe(200);
-    expect(halted.body["productRelease"]).toMatchObject({ halted: true, haltReason: "manual" });
-    for (const asker of [
-      { installId: "h-1", version: "1.0.0" },
-      { version: "1.0.0" },
-      { installId: "h-2", version: "2.0.0" },
-    ]) {
-      const answer = await agreed(p.code, asker);
-      expect(answer.offered, JSON.stringify(asker)).toBe("1.0.0");
-      expect(answer.check.latest).toBe("1.0.0");
-      expect(answer.check.rollback).toBe(false);
-      expect(answer.check.download).toBeUndefined();
-    }
-
-    expect((await put(p.id, bad, { rollback: true })).status).toBe(200);
-    const back = await agreed(p.code, { installId: "h-2", version: "2.0.0" });
-    expect(back.offered).toBe("1.0.0");
-    expect(back.check.rollback).toBe(true);
-    expect(back.check.download?.url).toContain("/1.0.0/");
-    expect(back.feed?.path).toContain("/1.0.0/");
-    // An install on the previous release is not rolled anywhere.
-    const stay = await agreed(p.code, { installId: "h-1", version: "1.0.0" });
-    expect([stay.check.rollback, stay.check.updateAvailable]).toEqual([false, false]);
-
-    const resumed = await admin("POST", `/v1/products/${p.id}/releases/${bad}/resume`);
-    expect(resumed.status, resumed.text).toBe(200);
-    expect(resumed.body["productRelease"]).toMatchObject({ halted: false });
-    const again = await agreed(p.code, { installId: "h-2", version: "2.0.0" });
-    expect([again.offered, again.check.rollback]).toEqual(["2.0.0", false]);
-  });
-
-  it("below the product's minimumVersion, or behind a newer critical release: required", async () => {
-    const p = await product({ minimumVersion: "1.5.0" });
-    await release(p.id, "1.0.0");
-    await release(p.id, "2.0.0");
-    const old = await agreed(p.code, { installId: "m-1", version: "1.0.0" });
-    expect([old.offered, old.check.required]).toEqual(["2.0.0", true]);
-    expect((await agreed(p.code, { installId: "m-1", version: "2.0.0" })).check.required).toBe(false);
-
-    await release(p.id, "2.1.0", { critical: true });
-    const behind = await agreed(p.code, { installId: "m-1", version: "2.0.0" });
-    expect([behind.offered, behind.check.required]).toEqual(["2.1.0", true]);
-    expect((await agreed(p.code, { installId: "m-1", version: "2.1.0" })).check.required).toBe(false);
-  });
-
-  it("an audience: a matching license is offered the release, another license and anonymous callers are not", async () => {
-    const p = await product();
-    await release(p.id, "1.0.0");
-    await release(p.id, "2.0.0", { audience: 'edition == "Ultimate"' });
-    const ultimate = await licenseKey(p.id, { edition: "Ultimate" });
-    const standard = await licenseKey(p.id, { edition: "Standard" });
-    // Twice each: the second answer comes with the releases remembered by the isolate (the audience read beside the
-    // license), the first may read them.
-    for (let poll = 0; poll < 2; poll++) {
-      expect((await agreed(p.code, { userKey: ultimate, version: "1.0.0" })).offered).toBe("2.0.0");
-      const other = await agreed(p.code, { userKey: standard, version: "1.0.0" });
-      expect([other.offered, other.check.latest]).toEqual(["1.0.0", "1.0.0"]);
-      expect((await agreed(p.code, { installId: "a-1", version: "1.0.0" })).offered).toBe("1.0.0");
-      expect((await agreed(p.code, { version: "1.0.0" })).offered).toBe("1.0.0");
+describe("release control decided by the server", () => {
+  it("the update check and the feed offer the same release to the same caller, in every case", async () => {
+    for (const { name, rows } of CASES) {
+      for (const [i, row] of (await rows()).entries()) {
+        await row.before?.();
+        const label = `${name} / row ${i}: ${JSON.stringify(row.asker)}`;
+        const answer = await agreed(row.code, row.asker);
+        const { check, feed } = answer;
+        const want = row.expect;
+        expect(answer.offered, label).toBe(want.offered);
+        if (want.latest !== undefined) expect(check.latest, label).toBe(want.latest);
+        if (want.rollout !== undefined) expect(check.rollout, label).toEqual(want.rollout);
+        if (want.required !== undefined) expect(check.required, label).toBe(want.required);
+        if (want.rollback !== undefined) expect(check.rollback, label).toBe(want.rollback);
+        if (want.download !== undefined) expect(check.download !== undefined, label).toBe(want.download);
+        if (want.download) expect(check.download?.url, label).toContain(`/${want.offered}/`);
+        if ("staged" in want) expect(feed?.stagingPercentage, label).toBe(want.staged);
+        if (want.personal) expect(answer.cacheControl, label).toBe("private, no-store");
+      }
     }
   });
 });
