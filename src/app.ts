@@ -49,6 +49,7 @@ import { notModifiedFor, registerUpdateRoutes } from "./updates/update-routes";
 import { registerFormatRoutes } from "./updates/format-routes";
 import { registerPackageRoutes } from "./updates/package-routes";
 import { registerLicensingRoutes } from "./licensing/licensing-routes";
+import { registerOfflineActivation } from "./licensing/offline-activation-routes";
 import { registerRpc } from "./rpc/mount";
 import { registerSettings } from "./management/settings";
 import { registerUsers } from "./management/users";
@@ -352,6 +353,7 @@ export function createApp(preRoute: readonly PreRouteGate[] = PRE_ROUTE): Router
   registerFormatRoutes(app);
   registerPackageRoutes(app);
   registerLicensingRoutes(app);
+  registerOfflineActivation(app);
   registerRpc(app);
   registerUsers(app);
   registerApiKeys(app);

@@ -15,17 +15,24 @@ import {
   type WireFactory,
   registeredTransport,
 } from "./transport.js";
+import { dateFromIso } from "./timestamps.js";
 import type {
   ActivateRequest,
   ActivateResult,
+  BorrowRequest,
+  BorrowResult,
+  CheckoutRequest,
   DeactivateRequest,
   DeactivateResult,
   HeartbeatResult,
   JwkSet,
+  LicenseFileAnswer,
   LicenseKeyPayload,
   ReleaseRequest,
   ReleaseResult,
   Report,
+  ReturnRequest,
+  ReturnResult,
   RequestFloatingRequest,
   SendReportResult,
   UpdateCheckRequest,
@@ -40,7 +47,7 @@ import {
   verifyDataSignature,
   verifyLicenseOffline,
 } from "./verify.js";
-import { object, str } from "./wire.js";
+import { type JsonObject, num, object, optBool, str } from "./wire.js";
 
 /** How a {@link LicensingClient} reaches the service. */
 export interface LicensingClientOptions {
@@ -261,6 +268,61 @@ export class LicensingClient {
     );
   }
 
+  /** A REST-only licensing call (both transports): the user key added, credentials as for every call. */
+  private async restCall(path: string, body: Record<string, unknown>): Promise<JsonObject> {
+    const sent = JSON.stringify(Object.fromEntries(Object.entries(body).filter(([, v]) => v !== undefined)));
+    return this.authorized(async (headers) =>
+      object(
+        await fetchJson(this.fetchFn, `${this.baseUrl}${path}`, {
+          method: "POST",
+          headers: { ...headers, "content-type": "application/json", accept: "application/json" },
+          body: sent,
+        }),
+        path,
+      ),
+    );
+  }
+
+  /**
+   * Checks out a license file for a machine (`POST /v1/license/checkout`, REST on either transport), to run offline
+   * until its `expiresAt`: File mode always, Activation mode for an activated machine, Floating for a seat's holder.
+   * Save `licenseFile` and check it with {@link verifyLicenseFile}; `encrypt: true` seals it for this machine.
+   */
+  async checkout(request: CheckoutRequest): Promise<LicenseFileAnswer> {
+    const userKey = this.resolveUserKey(request.userKey);
+    const o = await this.restCall("/v1/license/checkout", { ...request, userKey });
+    return fileAnswer(o, "checkout");
+  }
+
+  /**
+   * Borrows a floating seat for `hours` (`POST /v1/license/borrow`): it stays held with no heartbeats until then, and
+   * the answer carries a license file that ends with it. All seats taken: {@link LicensingError} 8 (HTTP 528).
+   */
+  async borrow(request: BorrowRequest): Promise<BorrowResult> {
+    const userKey = this.resolveUserKey(request.userKey);
+    const o = await this.restCall("/v1/license/borrow", { ...request, userKey });
+    const borrowUntil = dateFromIso(o["borrowUntil"], "borrow.borrowUntil");
+    if (!borrowUntil) throw new ProtocolError("borrow.borrowUntil is missing");
+    return {
+      ...fileAnswer(o, "borrow"),
+      licenseToken: str(o, "licenseToken", "borrow"),
+      borrowUntil,
+      activeClientCount: num(o, "activeClientCount", "borrow"),
+      maxClientCount: num(o, "maxClientCount", "borrow"),
+    };
+  }
+
+  /** Returns a borrowed seat early (`POST /v1/license/return`), by its token or by the machine and client. */
+  async returnSeat(request: ReturnRequest): Promise<ReturnResult> {
+    const userKey = this.resolveUserKey(request.userKey);
+    const o = await this.restCall("/v1/license/return", { ...request, userKey });
+    return {
+      licenseId: str(o, "licenseId", "return"),
+      activeClientCount: num(o, "activeClientCount", "return"),
+      maxClientCount: num(o, "maxClientCount", "return"),
+    };
+  }
+
   /**
    * The JWK Set of the service's signing keys (`GET /v1/extensions/keys`), cached by the client; `refresh` fetches it
    * again. Store it with the application to verify license keys offline.
@@ -323,4 +385,17 @@ export class LicensingClient {
   ): Promise<LicenseKeyPayload> {
     return verifyLicenseOffline(licenseKey, jwks, options);
   }
+}
+
+/** The license file members of a checkout or borrow answer. */
+function fileAnswer(o: JsonObject, what: string): LicenseFileAnswer {
+  const issuedAt = dateFromIso(o["issuedAt"], `${what}.issuedAt`);
+  const expiresAt = dateFromIso(o["expiresAt"], `${what}.expiresAt`);
+  if (!issuedAt || !expiresAt) throw new ProtocolError(`${what}.issuedAt or expiresAt is missing`);
+  return {
+    licenseFile: str(o, "licenseFile", what),
+    issuedAt,
+    expiresAt,
+    encrypted: optBool(o, "encrypted", what) ?? false,
+  };
 }

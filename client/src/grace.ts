@@ -114,7 +114,7 @@ interface Stored {
   /** The latest time the application saw (ISO). */
   lastSeen?: string;
   /** The service's refusal at the last validation that reached it. */
-  refused?: { message: string; at: string };
+  refused?: { message: string; reason?: string; at: string };
 }
 
 const DAY = 86_400_000;
@@ -197,7 +197,15 @@ export class OfflineGrace {
       if (error instanceof LicensingError) {
         // The service judged the license: whatever was kept no longer counts.
         await this.save(
-          { v: 1, machineId: request.machineId, refused: { message: error.message, at: now.toISOString() } },
+          {
+            v: 1,
+            machineId: request.machineId,
+            refused: {
+              message: error.message,
+              ...(error.reason !== undefined ? { reason: error.reason } : {}),
+              at: now.toISOString(),
+            },
+          },
           now,
         );
         throw error;
@@ -238,7 +246,7 @@ export class OfflineGrace {
     if (stored.refused && stored.machineId === machineId)
       throw new OfflineGraceError(
         "refused",
-        `The licensing service cannot be reached, and at the last validation it refused the license (${stored.refused.message}): it cannot be used offline`,
+        `The licensing service cannot be reached, and at the last validation it refused the license (${stored.refused.message}${stored.refused.reason ? `, ${stored.refused.reason}` : ""}): it cannot be used offline`,
         { cause },
       );
     const verified = await this.verifiedStored(stored, machineId);

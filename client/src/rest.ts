@@ -30,6 +30,7 @@ import {
   licensingMode,
   num,
   object,
+  optNum,
   optStr,
   str,
   strings,
@@ -140,6 +141,8 @@ export class RestTransport implements LicensingTransport {
       tokenExpireAt: dateFromIso(o["tokenExpireAt"], "validate.tokenExpireAt"),
       serverTime,
       nonce: optStr(o, "nonce", "validate"),
+      // A service older than offline grace sends none: no grace.
+      offlineGraceDays: optNum(o, "offlineGraceDays", "validate") ?? 0,
     };
   }
 

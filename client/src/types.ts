@@ -258,3 +258,41 @@ export interface LicenseKeyPayload {
    */
   offlineGraceDays?: number;
 }
+
+/**
+ * `POST /v1/license/checkout` (CONTRACT section 11): a license file for this machine, to run offline. `ttl` (seconds)
+ * shortens its lifetime; `encrypt` seals it for this machine (user key + machine id).
+ */
+export interface CheckoutRequest extends WithUserKey, Without<Body<"checkoutLicenseFile">, "userKey"> {
+  machineId: string;
+}
+
+/**
+ * A license file as the service answers it: `licenseFile` is the compact JWS to save (as `<licenseId>.lic`) and check
+ * with `verifyLicenseFile`.
+ */
+export interface LicenseFileAnswer extends Without<Answer<"checkoutLicenseFile">, "issuedAt" | "expiresAt"> {
+  issuedAt: Date;
+  expiresAt: Date;
+}
+
+/** `POST /v1/license/borrow`: a floating seat held for `hours` without heartbeats (at most Licensing:MaxBorrowHours). */
+export interface BorrowRequest extends WithUserKey, Without<Body<"borrowFloatingLicense">, "userKey"> {
+  machineId: string;
+  clientId: string;
+  hours: number;
+}
+
+/** A borrowed seat: its token (for `returnSeat`), when it ends, and a license file that ends with it. */
+export interface BorrowResult
+  extends Without<Answer<"borrowFloatingLicense">, "issuedAt" | "expiresAt" | "borrowUntil"> {
+  issuedAt: Date;
+  expiresAt: Date;
+  borrowUntil: Date;
+}
+
+/** `POST /v1/license/return`: the borrowed seat's `licenseToken`, or the machine and client that borrowed it. */
+export interface ReturnRequest extends WithUserKey, Without<Body<"returnFloatingLicense">, "userKey"> {}
+
+/** What returning a borrowed seat answers. */
+export interface ReturnResult extends Answer<"returnFloatingLicense"> {}

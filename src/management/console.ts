@@ -19,21 +19,29 @@ const CONSOLE_HEADERS: Record<string, string> = {
   "Referrer-Policy": "no-referrer",
 };
 
-async function serve(c: Context<AppEnv>): Promise<Response> {
-  if (!c.get("config")["Application:EnableWebApi"])
-    throw new ApiError(404, "The console is disabled with the REST API");
-  if (!c.env.ASSETS) throw new ApiError(404, "The console is not part of this build (npm run console:build)");
-  const answer = await c.env.ASSETS.fetch(c.req.raw);
-  if (answer.status === 404) throw new ApiError(404, `No console file at ${c.req.path}`);
-  const res = new Response(answer.body, answer);
-  for (const [name, value] of Object.entries(CONSOLE_HEADERS)) res.headers.set(name, value);
-  // index.html names the hashed bundles of the current build: never cache it; the hashed files may be cached.
-  if (!c.req.path.startsWith(`${CONSOLE_PATH}/assets/`)) res.headers.set("Cache-Control", "no-cache");
-  return res;
+/**
+ * Registers GET `path` (redirected to `path/`) and every file under it from the Workers static assets: only while the
+ * REST API is on, with the console's headers (no other origin, no framing), index pages never cached. The console
+ * uses it, and so does every page built beside it (the air-gapped `/activate/` page). `what` names it in messages.
+ */
+export function registerStaticPages(app: Router, path: string, what: string): void {
+  async function serve(c: Context<AppEnv>): Promise<Response> {
+    if (!c.get("config")["Application:EnableWebApi"])
+      throw new ApiError(404, `The ${what} is disabled with the REST API`);
+    if (!c.env.ASSETS) throw new ApiError(404, `The ${what} is not part of this build (npm run console:build)`);
+    const answer = await c.env.ASSETS.fetch(c.req.raw);
+    if (answer.status === 404) throw new ApiError(404, `No ${what} file at ${c.req.path}`);
+    const res = new Response(answer.body, answer);
+    for (const [name, value] of Object.entries(CONSOLE_HEADERS)) res.headers.set(name, value);
+    // index.html names the hashed bundles of the current build: never cache it; the hashed files may be cached.
+    if (!c.req.path.startsWith(`${path}/assets/`)) res.headers.set("Cache-Control", "no-cache");
+    return res;
+  }
+  app.get(path, (c) => c.redirect(`${path}/`, 308));
+  app.get(`${path}/*`, serve);
 }
 
 /** Registers GET /console and everything under it (outside the OpenAPI document: these are files, not API). */
 export function registerConsole(app: Router): void {
-  app.get(CONSOLE_PATH, (c) => c.redirect(`${CONSOLE_PATH}/`, 308));
-  app.get(`${CONSOLE_PATH}/*`, serve);
+  registerStaticPages(app, CONSOLE_PATH, "console");
 }

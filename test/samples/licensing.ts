@@ -1,4 +1,5 @@
 /** Sample requests for the licensing operations (REST) that applications call. */
+import { encodeRequestCode } from "../../client/src/offline-codes";
 import { admin } from "../helpers";
 import { type Samples, created } from "./kit";
 import { newProduct } from "./commerce";
@@ -48,6 +49,15 @@ export const licensingSamples: Samples = {
     body: { userKey: (await newLicense("Floating")).userKey, machineId: "m1", clientId: "c1", hours: 2 },
   }),
   "POST /v1/license/return": async () => ({ body: { licenseToken: await seat() } }),
+  "POST /v1/license/offline-activation": async () => ({
+    body: {
+      requestCode: encodeRequestCode({
+        userKey: (await newLicense("Activation")).userKey,
+        machineId: "AIR-1",
+        nonce: crypto.randomUUID(),
+      }),
+    },
+  }),
   "POST /v1/report": async () => ({
     body: { name: "ExceptionReport", content: "System.NullReferenceException at Main()" },
   }),
