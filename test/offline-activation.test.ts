@@ -17,7 +17,7 @@ import {
   encodeResponseCode,
   verifyActivationResponse,
 } from "../client/src/index";
-import { admin, call } from "./helpers";
+import { admin, call, setSetting } from "./helpers";
 
 const from = (ip: string) => ({ "cf-connecting-ip": ip });
 const activateOffline = (requestCode: string, ip = "198.18.29.1") =>
@@ -208,6 +208,27 @@ describe("POST /v1/license/offline-activation", () => {
     );
     expect(seat.status, seat.text).toBe(529);
     expect(await tokens(floating.id)).toEqual([]);
+  });
+
+  it("is counted by the per-IP request limit like every anonymous route", async () => {
+    const ip = "198.18.29.90";
+    await setSetting("IpFiltering:BruteForceProtection:MaxRequestsPerTimeFrame", "3");
+    try {
+      const lic = await newLicense("Activation", 5);
+      for (let n = 0; n < 3; n++)
+        expect(
+          (await activateOffline(createActivationRequest({ userKey: lic.userKey, machineId: `M${n}` }).requestCode, ip))
+            .status,
+        ).toBe(200);
+      const over = await activateOffline(
+        createActivationRequest({ userKey: lic.userKey, machineId: "M3" }).requestCode,
+        ip,
+      );
+      expect(over.status, over.text).toBe(429);
+      expect((await tokens(lic.id)).map((t) => t.machine_id)).toEqual(["M0", "M1", "M2"]);
+    } finally {
+      await setSetting("IpFiltering:BruteForceProtection:MaxRequestsPerTimeFrame", null);
+    }
   });
 
   it("counts unknown user keys like failed logins: past MaxFailedAttempts the address is blocked, even with a good code", async () => {
