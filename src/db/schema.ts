@@ -770,6 +770,17 @@ export const commercePurchases = sqliteTable(
     state: text("state").notNull().default("active"),
     /** End of the paid period, the latest any event named (ISO). */
     periodEnd: text("period_end"),
+    /**
+     * The commerce_events row of the purchase event making the order and its licenses: claimed in one UPDATE, so of
+     * two purchase events of one purchase only one makes them (another takes over only after it failed).
+     */
+    makerEventId: integer("maker_event_id"),
+    /**
+     * When every license of the order was made and the license email sent (or not due): claimed in one UPDATE, so
+     * the email goes once. Until then a retry of the purchase event completes what is missing, and other events
+     * are remembered for the maker to apply.
+     */
+    completedAt: text("completed_at"),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
