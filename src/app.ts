@@ -35,6 +35,7 @@ import { registerEmail } from "./management/email";
 import { registerInfo } from "./management/info";
 import { registerLicenseTemplates } from "./management/license-templates";
 import { registerLicenseTokens } from "./management/license-tokens";
+import { registerLicenseFiles } from "./management/license-files";
 import { registerLicenseTraces } from "./management/license-traces";
 import { registerLicenses } from "./management/licenses";
 import { registerLog } from "./management/log";
@@ -366,6 +367,7 @@ export function createApp(preRoute: readonly PreRouteGate[] = PRE_ROUTE): Router
   registerLicenseTemplates(app);
   registerLicenses(app);
   registerLicenseTokens(app);
+  registerLicenseFiles(app);
   registerLicenseTraces(app);
   registerReports(app);
   registerAssemblies(app);

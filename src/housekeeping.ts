@@ -17,6 +17,7 @@ import { pruneOutbox } from "./mail/send";
 import { pruneAdoption } from "./updates/adoption";
 import { sealPlainPasswords } from "./management/resource-passwords";
 import { sealPlainHeaders } from "./webhooks/subscriptions";
+import { emitOverdueCheckIns } from "./licensing/check-in";
 
 export async function housekeeping(env: Bindings, now: Date): Promise<Record<string, number>> {
   const iso = now.toISOString();
@@ -48,5 +49,7 @@ export async function housekeeping(env: Bindings, now: Date): Promise<Record<str
   // Secrets stored in plain text before they were encrypted at rest: sealed in place, a bounded number per run.
   counts["sealedHeaders"] = await sealPlainHeaders(db, config);
   counts["sealedPasswords"] = await sealPlainPasswords(db, config);
+  // Licenses past their check-in interval: license.check-in-overdue, once per overdue period (licensing/check-in.ts).
+  counts["checkInOverdue"] = await emitOverdueCheckIns(env, db, config, now);
   return counts;
 }

@@ -11,8 +11,11 @@ export interface Jobs {
   "webhook.delivery": { eventId: string; subscriptionId: number };
   /** Floating seats a LicenseSeats alarm reclaimed and wrote through to D1 (licensing/license-events.ts emits the events). */
   "license.seats.expired": { licenseRowId: number; seats: { machineId: string; clientId: string }[] };
-  /** License traces to write, many messages in one D1 batch (licensing/traces.ts). */
-  "license.traces": { traces: unknown[] };
+  /**
+   * License traces to write, and licenses' check-ins `[license row id, ISO time]`, many messages in one D1 batch
+   * (licensing/traces.ts).
+   */
+  "license.traces": { traces: unknown[]; checkIns?: [number, string][] };
   /** Completed downloads per artifact, `[artifact id, count]`, added up in one D1 batch (updates/download-counts.ts). */
   "release.downloads.counted": { counts: [number, number][] };
   /** Release adoption sightings, `[productId, version, stage, day, platform, install]`, written in one D1 batch (updates/adoption.ts). */

@@ -144,6 +144,8 @@ describe("LicenseServer over gRPC-Web", () => {
       status: LicenseStatus.ACTIVATED,
       licenseToken: activated.licenseToken,
       nonce: "n1",
+      // Licensing:OfflineGraceDays (issue 29), as REST tells it.
+      offlineGraceDays: 7,
     });
     expect(Number(valid.serverTime?.seconds)).toBeGreaterThan(0);
 

@@ -297,6 +297,8 @@ describe("traces through the queue", () => {
       {
         kind: "license.traces",
         traces: [expect.objectContaining({ licenseId: lic.id, action: 2, machineId: "q", address: "127.0.0.1" })],
+        // The license's check-in (issue 29: lastCheckIn) rides in the same message, written by the same consumer.
+        checkIns: [[lic.id, expect.any(String)]],
       },
     ]);
     const rows = await env.DB.prepare("SELECT count(*) AS n FROM license_traces WHERE license_id = ?")

@@ -44,6 +44,7 @@ describe("status and event types", () => {
       "license.seat.requested",
       "license.seat.released",
       "license.seat.expired",
+      "license.check-in-overdue",
       "order.created",
       "order.updated",
       "order.deleted",

@@ -16,6 +16,7 @@ import { licenseBudget, seats, withinBudget } from "./license-limit";
 import { Mode, TokenKind, TraceAction } from "./vocabulary";
 import type { ClientInfo } from "../http/context";
 import { licenseView, trace } from "./license-view";
+import { recordCheckIn } from "./traces";
 import {
   Messages,
   fail,
@@ -221,6 +222,8 @@ export async function heartbeat(ctx: ServiceContext, input: HeartbeatInput): Pro
   if (beat.expired) throw fail(GrpcCode.PermissionDenied, Messages.tokenExpired);
   const expireAt = new Date(beat.expiresAt).toISOString();
   if (!token.expireDate || Date.parse(token.expireDate) - at.getTime() < lease / 2) {
+    // A heartbeat is a check-in (CONTRACT 11); counted as rarely as the row is written behind, gathered with traces.
+    recordCheckIn(ctx, license.id, at.toISOString());
     ctx.waitUntil(
       ctx.db
         .update(licenseTokens)

@@ -79,9 +79,9 @@ export const BorrowRequest = z
     machineId: text(),
     clientId: text(),
     clientName: text(),
+    // Whole hours from 1 to the setting: the service says so with the setting's value (400 naming hours).
     hours: z
       .number()
-      .int()
       .openapi({ description: "Hours the seat is borrowed: 1 to Licensing:MaxBorrowHours.", example: 24 }),
     encrypt: z.boolean().optional().openapi({ description: "Encrypt the borrow's license file for this machine." }),
     nonce: text(),

@@ -11,7 +11,9 @@ import { signJws } from "../auth/signing-keys";
 import { randomString, toBase64Url, toHex } from "../crypto";
 import { licenseFiles } from "../db/schema";
 import type { ServiceContext } from "../http/context";
+import { defineEntity, f } from "../http/entity";
 import type { ViewedLicense } from "./license-core";
+import { licenseReference } from "./license-records";
 import { type LicenseView, licenseView } from "./license-view";
 import { compactUserKey } from "./user-key";
 import { LICENSE_TYPES } from "./vocabulary";
@@ -169,3 +171,30 @@ export async function makeLicenseFile(
     .run();
   return { licenseFile, issuedAt, expiresAt, encrypted };
 }
+
+const ro = { readOnly: true } as const;
+
+/** The license files issued, as the Management API lists them (`GET /v1/licenses/{licenseId}/files`). */
+export const LicenseFile = defineEntity({
+  name: "LicenseFile",
+  singular: "licenseFile",
+  plural: "licenseFiles",
+  table: licenseFiles,
+  fields: {
+    id: f.id(),
+    licenseId: licenseReference(licenseFiles.licenseId),
+    fileId: f.string({ ...ro, description: "The file's id (its payload's fileId)." }),
+    machineId: f.string(ro),
+    clientId: f.string(ro),
+    encrypted: f.bool(ro),
+    issuedAt: f.date(ro),
+    expiresAt: f.date(ro),
+    borrowUntil: f.date({ ...ro, description: "A borrowed floating seat's end; none for a checkout." }),
+    returnedAt: f.date({ ...ro, description: "When the borrowed seat was returned early." }),
+    borrowed: f.bool({
+      ...ro,
+      description: "Computed (not filterable): the borrowed seat is still held (not ended, returned or freed).",
+    }),
+    createdAt: f.date(ro),
+  },
+});

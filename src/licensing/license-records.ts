@@ -55,6 +55,16 @@ export const License = defineEntity({
     licenseeCompany: f.string({ max: 256 }),
     description: f.string(),
     trace: f.bool({ description: "Record licensing operations as traces (default true)." }),
+    checkInDays: f.int({
+      min: 0,
+      description:
+        "Days the license may go without checking in before license.check-in-overdue is emitted (once per overdue period); 0 = none. From the template when omitted.",
+    }),
+    lastCheckIn: f.date({
+      readOnly: true,
+      description:
+        "The last online licensing operation (validate, activate, floating seat, checkout, borrow); written off the request path, so it may lag a few seconds.",
+    }),
     meta: f.string(),
     status: f.oneOf(LICENSE_STATUSES, {
       readOnly: true,

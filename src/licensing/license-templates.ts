@@ -29,6 +29,11 @@ export const LicenseTemplate = defineEntity({
     expireDays: f.int({ min: 0, description: "Days from the issue date to expiry; none = perpetual." }),
     supportDays: f.int({ min: 0, description: "Days from the issue date to the end of maintenance." }),
     features: f.strings(),
+    checkInDays: f.int({
+      min: 0,
+      description:
+        "Days a license may go without checking in (an online validation, activation, seat or license file) before license.check-in-overdue is emitted; none or 0 = no interval. Copied to the licenses made from the template.",
+    }),
     description: f.string(),
     meta: f.string(),
     createdAt: f.date({ readOnly: true }),

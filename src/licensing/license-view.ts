@@ -3,7 +3,7 @@ import type { Db } from "../db/client";
 import type { ServiceContext } from "../http/context";
 import { signJws } from "../auth/signing-keys";
 import { type LicenseRow, type ViewedLicense, activeClientCounts, clientCount } from "./license-core";
-import { recordTrace } from "./traces";
+import { recordCheckIn, recordTrace } from "./traces";
 import { LICENSE_TYPES, LICENSING_MODES, type LicenseStatus } from "./vocabulary";
 import type { ClientInfo } from "../http/context";
 import { now } from "./license-lookup";
@@ -76,6 +76,8 @@ export async function licenseView(
       machineId: proof.machineId ?? null,
       clientId: proof.clientId ?? null,
       ...(proof.nonce !== undefined ? { nonce: proof.nonce } : {}),
+      // Licensing:OfflineGraceDays, signed: how long the application may keep using the license offline (CONTRACT 11).
+      offlineGraceDays: ctx.config["Licensing:OfflineGraceDays"],
       iat: issuedAt,
       exp: Math.min(...ends),
     };
@@ -99,7 +101,10 @@ export async function licenseView(
   };
 }
 
-/** Writes a trace when the license traces (CONTRACT section 3). */
+/**
+ * Writes a trace when the license traces (CONTRACT section 3), and, traced or not, the license's check-in (CONTRACT
+ * 11 `lastCheckIn`): both gathered off the request path (traces.ts).
+ */
 export function trace(
   ctx: ServiceContext,
   license: Pick<LicenseRow, "id" | "trace">,
@@ -107,12 +112,14 @@ export function trace(
   client: ClientInfo,
   who: { machineId?: string | null; clientId?: string | null; clientName?: string | null },
 ): void {
+  const at = now().toISOString();
   if (license.trace)
     recordTrace(
       ctx,
       { licenseId: license.id, action, address: client.address, geoLocation: client.geoLocation, ...who },
-      now().toISOString(),
+      at,
     );
+  recordCheckIn(ctx, license.id, at);
 }
 
 export async function activeClients(db: Db, license: LicenseRow): Promise<number> {

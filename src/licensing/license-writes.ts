@@ -23,7 +23,15 @@ import { LicenseTemplate } from "./license-templates";
 import { License, licenseRecords } from "./license-records";
 
 /** Stored with a default and never null: an omitted or null value on create takes the default (or the template's). */
-const DEFAULTED = ["licenseType", "licensingMode", "maxClients", "revoked", "trace", "issueDate"] as const;
+const DEFAULTED = [
+  "licenseType",
+  "licensingMode",
+  "maxClients",
+  "revoked",
+  "trace",
+  "issueDate",
+  "checkInDays",
+] as const;
 
 /** Changes of licenses as events: created, updated (with previous) plus revoked, deleted. */
 function emitLicenseChange(

@@ -149,6 +149,10 @@ export function registerLicensingRoutes(app: Router): void {
         tokenExpireAt: z.string().optional(),
         serverTime: z.string(),
         nonce: z.string().optional(),
+        offlineGraceDays: int32(0).openapi({
+          description:
+            "Licensing:OfflineGraceDays: days the application may keep using the license offline after this validation (signed in license.licenseKey too).",
+        }),
       },
     ),
     async (c) => ok(c, await validate(serviceContext(c), c.req.valid("json"), clientInfo(c))),

@@ -3,12 +3,12 @@
  * returned. Free of HTTP: the REST routes (licensing-routes.ts) and the air-gapped activation call these; the file
  * itself is made by license-file.ts.
  */
-import { and, eq, isNotNull, isNull, sql } from "drizzle-orm";
+import { and, eq, inArray, isNotNull, isNull, sql } from "drizzle-orm";
 import { sha256Hex } from "../crypto";
 import { tokenIsLive } from "../db/rules";
-import { licenseFiles, licenseTokens } from "../db/schema";
+import { licenseFiles, licenseTokens, licenses } from "../db/schema";
 import type { ClientInfo, ServiceContext } from "../http/context";
-import { ApiError, GrpcCode } from "../errors";
+import { ApiError, GrpcCode, notFound400 } from "../errors";
 import { clientToken } from "./client-tokens";
 import type { CountResult } from "./activation";
 import { leaseMs, releaseSeat } from "./floating";
@@ -240,4 +240,58 @@ export async function markReturned(ctx: Pick<ServiceContext, "db">, tokenDigest:
       ),
     )
     .run();
+}
+
+/**
+ * Which of these license files are borrows still held: not ended, not returned, and their seat's token row is still
+ * there (a release or an administrator's delete frees the seat without a return). One query.
+ */
+export async function heldBorrows(
+  db: ServiceContext["db"],
+  files: readonly { id: number; tokenDigest: string | null; borrowUntil: string | null; returnedAt: string | null }[],
+  at: Date,
+): Promise<Set<number>> {
+  const stamp = at.toISOString();
+  const candidates = files.filter((f) => f.tokenDigest && f.borrowUntil && f.borrowUntil > stamp && !f.returnedAt);
+  if (candidates.length === 0) return new Set();
+  const live = await db
+    .select({ digest: licenseTokens.tokenDigest })
+    .from(licenseTokens)
+    .where(
+      and(
+        inArray(
+          licenseTokens.tokenDigest,
+          candidates.map((f) => f.tokenDigest!),
+        ),
+        tokenIsLive(stamp),
+      ),
+    );
+  const digests = new Set(live.map((t) => t.digest));
+  return new Set(candidates.filter((f) => digests.has(f.tokenDigest!)).map((f) => f.id));
+}
+
+/**
+ * An administrator returns a borrowed seat (the console's Return): the seat is freed in the license's Durable
+ * Object, its token row goes, the borrow is recorded as returned and license.seat.released is emitted. 400 when the
+ * file is not a borrow that is still held.
+ */
+export async function returnBorrowed(ctx: ServiceContext, licenseRowId: number, fileRowId: number): Promise<void> {
+  const at = now();
+  const file = await ctx.db
+    .select()
+    .from(licenseFiles)
+    .where(and(eq(licenseFiles.id, fileRowId), eq(licenseFiles.licenseId, licenseRowId)))
+    .get();
+  if (!file) throw notFound400("LicenseFile", fileRowId);
+  if (!(await heldBorrows(ctx.db, [file], at)).has(file.id))
+    throw new ApiError(400, `License file ${fileRowId} is not a borrowed seat that is still held`);
+  await seats(ctx, licenseRowId).drop([file.tokenDigest!]);
+  await ctx.db.delete(licenseTokens).where(eq(licenseTokens.tokenDigest, file.tokenDigest!)).run();
+  await markReturned(ctx, file.tokenDigest!, at);
+  const license = await ctx.db.select().from(licenses).where(eq(licenses.id, licenseRowId)).get();
+  if (license)
+    void emitClientEvent(ctx, "license.seat.released", license, {
+      machineId: file.machineId,
+      clientId: file.clientId,
+    });
 }

@@ -60,9 +60,11 @@ export const MAX_TRACES_PER_MESSAGE = 100;
 /** Nor more than this many bytes of them, as JSON. */
 const MAX_MESSAGE_BYTES = 64 * 1024;
 
-/** The traces an isolate is gathering into one message. */
+/** The traces (and check-ins) an isolate is gathering into one message. */
 interface Gathering {
   traces: QueuedTrace[];
+  /** License row id -> the latest check-in time gathered (CONTRACT 11 `lastCheckIn`). */
+  checkIns: Map<number, string>;
   bytes: number;
   sent: boolean;
 }
@@ -73,10 +75,37 @@ function queueGathered(env: Bindings, batch: Gathering): Promise<void> {
   if (batch.sent) return Promise.resolve();
   batch.sent = true;
   if (gathering === batch) gathering = undefined;
-  return env.TRACES.send({ kind: TRACE_JOB, traces: batch.traces }).then(
+  const checkIns = [...batch.checkIns];
+  return env.TRACES.send({ kind: TRACE_JOB, traces: batch.traces, ...(checkIns.length ? { checkIns } : {}) }).then(
     () => undefined,
     (e: unknown) => console.error(`${batch.traces.length} license traces not queued`, e),
   );
+}
+
+type Gatherer = { env: Bindings; waitUntil(p: Promise<unknown>): void };
+
+/** The isolate's gathering, begun (and queued after TRACE_GATHER_MS under this request's waitUntil) when none is. */
+function gatheringFor(ctx: Gatherer, bytes: number): Gathering {
+  if (gathering && gathering.bytes + bytes > MAX_MESSAGE_BYTES) ctx.waitUntil(queueGathered(ctx.env, gathering));
+  if (!gathering) {
+    const batch: Gathering = { traces: [], checkIns: new Map(), bytes: 0, sent: false };
+    gathering = batch;
+    ctx.waitUntil(
+      new Promise((resolve) => setTimeout(resolve, TRACE_GATHER_MS)).then(() => queueGathered(ctx.env, batch)),
+    );
+  }
+  return gathering;
+}
+
+/**
+ * Records that a license checked in (an online licensing operation, CONTRACT 11): gathered with the traces, off the
+ * response path and off D1, whether or not the license traces; the consumer moves `licenses.last_check_in` forward.
+ */
+export function recordCheckIn(ctx: Gatherer, licenseId: number, at: string): void {
+  const batch = gatheringFor(ctx, 40);
+  const known = batch.checkIns.get(licenseId);
+  if (known === undefined) batch.bytes += 40;
+  if (known === undefined || known < at) batch.checkIns.set(licenseId, at);
 }
 
 /**
@@ -94,17 +123,10 @@ export function recordTrace(
 ): void {
   const trace: QueuedTrace = { ...t, at };
   const bytes = JSON.stringify(trace).length;
-  if (gathering && gathering.bytes + bytes > MAX_MESSAGE_BYTES) ctx.waitUntil(queueGathered(ctx.env, gathering));
-  if (!gathering) {
-    const batch: Gathering = { traces: [], bytes: 0, sent: false };
-    gathering = batch;
-    ctx.waitUntil(
-      new Promise((resolve) => setTimeout(resolve, TRACE_GATHER_MS)).then(() => queueGathered(ctx.env, batch)),
-    );
-  }
-  gathering.traces.push(trace);
-  gathering.bytes += bytes;
-  if (gathering.traces.length >= MAX_TRACES_PER_MESSAGE) ctx.waitUntil(queueGathered(ctx.env, gathering));
+  const batch = gatheringFor(ctx, bytes);
+  batch.traces.push(trace);
+  batch.bytes += bytes;
+  if (batch.traces.length >= MAX_TRACES_PER_MESSAGE) ctx.waitUntil(queueGathered(ctx.env, batch));
 }
 
 const COLUMNS = 9;
@@ -141,19 +163,44 @@ function insertTraces(db: D1Database, rows: QueuedTrace[]): D1PreparedStatement 
   return db.prepare(sql).bind(...params);
 }
 
-/** Writes the traces of a queue batch: multi-row INSERTs within D1's parameter limit, all in one D1 batch. */
+function isCheckIn(c: unknown): c is [number, string] {
+  return Array.isArray(c) && c.length === 2 && Number.isInteger(c[0]) && typeof c[1] === "string";
+}
+
+/**
+ * Moves each license's last check-in forward to the latest of the batch, never back (messages arrive in any order):
+ * one statement over the check-ins as one JSON parameter.
+ */
+function writeCheckIns(db: D1Database, checkIns: [number, string][]): D1PreparedStatement {
+  return db
+    .prepare(
+      `UPDATE licenses SET last_check_in = c.at
+       FROM (SELECT json_extract(value, '$[0]') AS id, max(json_extract(value, '$[1]')) AS at FROM json_each(?) GROUP BY 1) AS c
+       WHERE licenses.id = c.id AND (licenses.last_check_in IS NULL OR licenses.last_check_in < c.at)`,
+    )
+    .bind(JSON.stringify(checkIns));
+}
+
+/**
+ * Writes the traces of a queue batch: multi-row INSERTs within D1's parameter limit, and the licenses' check-ins,
+ * all in one D1 batch.
+ */
 export async function writeTraces(messages: Message<Job>[], env: Bindings): Promise<void> {
   const rows: QueuedTrace[] = [];
+  const checkIns: [number, string][] = [];
   for (const message of messages) {
-    const traces = (message.body as { traces?: unknown }).traces;
+    const body = message.body as { traces?: unknown; checkIns?: unknown };
+    const traces = body.traces;
     const valid = Array.isArray(traces) ? traces.filter(isTrace) : [];
     if (valid.length !== (Array.isArray(traces) ? traces.length : 1))
       console.error(`license traces: message ${message.id} holds malformed traces, skipped`);
     rows.push(...valid);
+    if (Array.isArray(body.checkIns)) checkIns.push(...body.checkIns.filter(isCheckIn));
   }
   const statements: D1PreparedStatement[] = [];
   for (let i = 0; i < rows.length; i += TRACE_ROWS_PER_STATEMENT)
     statements.push(insertTraces(env.DB, rows.slice(i, i + TRACE_ROWS_PER_STATEMENT)));
+  if (checkIns.length > 0) statements.push(writeCheckIns(env.DB, checkIns));
   if (statements.length > 0) await env.DB.batch(statements);
   for (const message of messages) message.ack();
 }

@@ -35,6 +35,8 @@ export interface ValidateResult {
   tokenExpireAt?: string;
   serverTime: string;
   nonce?: string;
+  /** Licensing:OfflineGraceDays (CONTRACT 11); the license key's payload carries it signed. */
+  offlineGraceDays: number;
 }
 
 /**
@@ -116,6 +118,7 @@ export async function validate(ctx: ServiceContext, input: ValidateInput, client
     ...(token ? { licenseToken: token.value, ...(token.expireAt ? { tokenExpireAt: token.expireAt } : {}) } : {}),
     serverTime: at.toISOString(),
     ...(input.nonce !== undefined ? { nonce: input.nonce } : {}),
+    offlineGraceDays: ctx.config["Licensing:OfflineGraceDays"],
   };
 }
 

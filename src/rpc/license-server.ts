@@ -116,6 +116,7 @@ export const licenseServer: ServiceImpl<typeof LicenseServer> = {
       tokenExpireAt: timestamp(r.tokenExpireAt),
       serverTime: timestamp(r.serverTime),
       nonce: r.nonce,
+      offlineGraceDays: r.offlineGraceDays,
     };
   },
 

@@ -22,6 +22,11 @@ export const EVENT_TYPES = [
     name: "license.seat.expired",
     description: "A floating seat lapsed without heartbeats and was reclaimed; data.client names it.",
   },
+  {
+    name: "license.check-in-overdue",
+    description:
+      "A license has not checked in for longer than its checkInDays (once per overdue period); data.checkIn says since when.",
+  },
   { name: "order.created", description: "An order was created." },
   { name: "order.updated", description: "An order or one of its product lines was changed." },
   { name: "order.deleted", description: "An order was deleted; data is the order as it was." },

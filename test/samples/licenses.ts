@@ -19,6 +19,23 @@ async function newToken(): Promise<{ licenseId: string; tokenId: number }> {
   return { licenseId, tokenId: res.body["licenseTokenId"] };
 }
 
+/** A floating seat borrowed through the licensing API: its license's lic… id and its license file row's id. */
+async function newBorrow(): Promise<{ licenseId: string; fileId: number }> {
+  const { id, licenseId } = await newLicense({ licensingMode: "Floating", maxClients: 1 });
+  const row = await env.DB.prepare("SELECT user_key FROM licenses WHERE id = ?").bind(id).first<{ user_key: string }>();
+  const res = await admin("POST", "/v1/license/borrow", {
+    userKey: row!.user_key,
+    machineId: "m",
+    clientId: "c",
+    hours: 1,
+  });
+  if (res.status !== 200) throw new Error(`fixture borrow: ${res.status} ${res.text}`);
+  const file = await env.DB.prepare("SELECT id FROM license_files WHERE license_id = ?")
+    .bind(id)
+    .first<{ id: number }>();
+  return { licenseId, fileId: file!.id };
+}
+
 /** A received report, written as the licensing runtime would (no Management route creates one). */
 export async function newReport(values: { address?: string; licenseId?: number } = {}): Promise<number> {
   const now = new Date().toISOString();
@@ -53,6 +70,13 @@ export const licenseSamples: Samples = {
   "DELETE /v1/licenses/{licenseId}/tokens/{tokenId}": async () => {
     const t = await newToken();
     return { path: `/v1/licenses/${t.licenseId}/tokens/${t.tokenId}` };
+  },
+  "GET /v1/licenses/{licenseId}/files": async () => ({
+    path: `/v1/licenses/${(await newBorrow()).licenseId}/files`,
+  }),
+  "POST /v1/licenses/{licenseId}/files/{fileId}/return": async () => {
+    const b = await newBorrow();
+    return { path: `/v1/licenses/${b.licenseId}/files/${b.fileId}/return` };
   },
   "GET /v1/license-traces": async () => ({}),
   "DELETE /v1/license-traces": async () => ({ path: `/v1/license-traces?licenseId=${(await newLicense()).licenseId}` }),
