@@ -15,6 +15,7 @@ import { pruneDeliveries } from "./webhooks/history";
 import { pruneInlineReports, pruneStoredReports, pruneTraces } from "./licensing/retention";
 import { pruneOutbox } from "./mail/send";
 import { pruneAdoption } from "./updates/adoption";
+import { prunePortalCredentials } from "./portal/portal-session";
 import { sealPlainPasswords } from "./management/resource-passwords";
 import { sealPlainHeaders } from "./webhooks/subscriptions";
 import { emitOverdueCheckIns } from "./licensing/check-in";
@@ -41,6 +42,8 @@ export async function housekeeping(env: Bindings, now: Date): Promise<Record<str
     consoleSessions: d1Statement(db, pruneConsoleSessions(db, config, now)),
     // Idempotency-Key claims and kept answers past their 24 hours.
     idempotencyKeys: d1Statement(db, pruneIdempotencyKeys(db, now)),
+    // Customer portal sign-in links and sessions past their expiry.
+    portalCredentials: d1Statement(db, prunePortalCredentials({ db }, now)),
   };
   const results = await env.DB.batch(Object.values(steps));
   const counts = Object.fromEntries(Object.keys(steps).map((name, i) => [name, results[i]?.meta.changes ?? 0]));
