@@ -64,9 +64,11 @@ export function bundleWorker(outdir = join(root, "bench/.out", randomUUID()), en
  * module instead of wrangler.toml's `main`, as bundleWorker).
  * `bindings` add to (and override) wrangler.toml's vars; `log` is a Miniflare Log for the runtime's own messages
  * (none by default); `inspectorPort` opens workerd's V8 inspector there; `https` ({ key, cert }, PEM) serves HTTPS with
- * that certificate instead of plain HTTP. Returns its URL, the Miniflare instance and `dispose`.
+ * that certificate instead of plain HTTP; `outbound` (a function of a Request to a Response) answers the Worker's own
+ * fetches to other origins (Miniflare's outboundService), for a test that stands in for a vendor's server. Returns its
+ * URL, the Miniflare instance and `dispose`.
  */
-export async function startLocalWorker({ script, entry, bindings = {}, log, inspectorPort, https } = {}) {
+export async function startLocalWorker({ script, entry, bindings = {}, log, inspectorPort, https, outbound } = {}) {
   const scriptPath = script ?? bundleWorker(undefined, entry);
   const ownBundle = script === undefined ? dirname(scriptPath) : undefined;
   const state = mkdtempSync(join(tmpdir(), "licensing-state-"));
@@ -88,6 +90,7 @@ export async function startLocalWorker({ script, entry, bindings = {}, log, insp
           name: "licensing-service",
           ...bundleModules(scriptPath),
           bindings: { ...workerOptions.bindings, Application__Environment: "Development", ...bindings },
+          ...(outbound ? { outboundService: outbound } : {}),
         },
       ],
     }),

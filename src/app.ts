@@ -57,6 +57,7 @@ import { registerUsers } from "./management/users";
 import { registerWebhooks } from "./webhooks/webhook-routes";
 import { registerCommerce } from "./commerce/commerce-routes";
 import { registerPortal } from "./portal/portal-routes";
+import { registerPortalPage } from "./portal/portal-page-routes";
 import { PORTAL_COOKIE, PORTAL_SCHEME } from "./portal/portal-session";
 import { registerSwaggerUi } from "./swagger-ui";
 import { SERVICE_VERSION } from "./version";
@@ -125,7 +126,10 @@ const health: MiddlewareHandler<AppEnv> = async (c, next) => {
 function closedArea(path: string, config: Config, viaGateway = false): ApiError | undefined {
   if (path.startsWith("/v1/") && !config["Application:EnableWebApi"])
     return new ApiError(404, "The REST API is disabled");
-  if (path.startsWith("/v1/portal/") && !config["Portal:Enabled"])
+  if (
+    (path.startsWith("/v1/portal/") || path === "/portal" || path.startsWith("/portal/")) &&
+    !config["Portal:Enabled"]
+  )
     return new ApiError(404, "The customer portal is disabled");
   if (path.startsWith("/licensing.v1.") && !config["Application:EnableGrpcWeb"] && !viaGateway)
     return new ApiError(404, "gRPC-Web is disabled");
@@ -378,6 +382,7 @@ export function createApp(preRoute: readonly PreRouteGate[] = PRE_ROUTE): Router
   registerWebhooks(app);
   registerCommerce(app);
   registerPortal(app);
+  registerPortalPage(app);
   registerConsole(app);
 
   app.get(OPENAPI_PATH, (c) => c.json(openApiDocument(app, c.get("config")) as object));
