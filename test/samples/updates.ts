@@ -65,4 +65,14 @@ export const updateSamples: Samples = {
     path: `/v1/updates/${await product()}/squirrel-mac/darwin-arm64/0.9.0`,
   }),
   "GET /v1/updates/{productCode}/appcast.xml": async () => ({ path: `/v1/updates/${await product()}/appcast.xml` }),
+  // Squirrel.Windows and Velopack (the sample release has no package: their "no update" answers).
+  "GET /v1/updates/{productCode}/squirrel-win/{platform}/{file}": async () => ({
+    path: `/v1/updates/${await product()}/squirrel-win/win-x64/RELEASES?localVersion=0.9.0`,
+  }),
+  "GET /v1/updates/{productCode}/velopack/{platform}/{file}": async () => ({
+    path: `/v1/updates/${await product()}/velopack/win-x64/releases.stable.json?localVersion=0.9.0`,
+  }),
+  "GET /v1/updates/{productCode}/velopack/{platform}/feed/{feed}/{file}": async () => ({
+    path: `/v1/updates/${await product()}/velopack/win-x64/feed/0.none/releases.stable.json?localVersion=0.9.0`,
+  }),
 };
