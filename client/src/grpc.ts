@@ -169,6 +169,7 @@ export class GrpcWebTransport implements LicensingTransport {
       tokenExpireAt: dateFromTimestamp(answer.tokenExpireAt),
       serverTime,
       nonce: opt(answer.nonce),
+      offlineGraceDays: answer.offlineGraceDays,
     };
   }
 
