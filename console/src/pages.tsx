@@ -21,6 +21,7 @@ import { uploadArtifact } from "./upload";
 import { FeedPreview } from "./feed-preview";
 import { AdoptionOverview, ReleaseRollout } from "./rollout";
 import { OrderCommerce } from "./commerce";
+import { CheckInFact, LicenseFiles } from "./license-files";
 import { PERMISSIONS, formatDate, formatDay, formatSize, labelOf, permissionMask, permissionNames } from "./words";
 
 type Row = Record<string, unknown>;
@@ -704,6 +705,7 @@ export function License({ id, roles }: { id: string; roles: string[] }) {
               </>
             ))}
           </dl>
+          <CheckInFact license={l} />
           <OrderCommerce orderId={l["orderId"]} />
           {write ? (
             <div class="actions">
@@ -810,6 +812,7 @@ export function License({ id, roles }: { id: string; roles: string[] }) {
                 : undefined
             }
           />
+          <LicenseFiles licenseId={id} write={write} reload={tick} />
           {can(roles, managers) ? (
             <ListView
               title="Traces"

@@ -383,6 +383,22 @@ describe("the admin console in Chromium", () => {
     await seats.getByRole("cell", { name: "bob", exact: true }).waitFor({ state: "detached", timeout: 15_000 });
     const tokens = await rest("GET", `/v1/licenses/${floatingLicense}/tokens`, { key: KEY });
     expect(tokens.body["licenseTokens"].map((t: { clientId: string }) => t.clientId)).toEqual(["alice"]);
+
+    // Offline (issue 29): carol borrows the free seat for a trip; the page lists her license file and the borrowed
+    // seat, and Return frees it in the API at once. The license has checked in.
+    const borrowed = await rest("POST", "/v1/license/borrow", {
+      token,
+      body: { userKey: floating["userKey"], machineId: "PC-TRIP", clientId: "carol", hours: 48 },
+    });
+    expect(borrowed.status, JSON.stringify(borrowed.body)).toBe(200);
+    const files = page.getByRole("region", { name: "License files and borrowed seats" });
+    const trip = files.getByRole("row").filter({ hasText: "PC-TRIP" });
+    await trip.getByText(/^held until /).waitFor({ timeout: 15_000 });
+    await page.getByText(/^Last check-in: (?!never)/).waitFor({ timeout: 15_000 });
+    await trip.getByRole("button", { name: "Return" }).click();
+    await trip.getByText(/^returned /).waitFor({ timeout: 15_000 });
+    const after = await rest("GET", `/v1/licenses/${floatingLicense}/tokens`, { key: KEY });
+    expect(after.body["licenseTokens"].map((t: { clientId: string }) => t.clientId)).toEqual(["alice"]);
   });
 
   it("extends a license's support and issues an offline activation token", async () => {
