@@ -283,6 +283,8 @@ function LicenseCard({ licenseId }: { licenseId: string }) {
         <dd>
           <code>{l.userKey}</code>
         </dd>
+        <dt>Licensed to</dt>
+        <dd>{l.licenseeName ?? "—"}</dd>
         <dt>License</dt>
         <dd>
           {l.licenseType}, {l.licensingMode}

@@ -1,0 +1,353 @@
+/**
+ * The customer portal (`/portal/`, issue 30) in a real browser: Debian's Chromium driven by playwright-core against the
+ * bundled Worker under Miniflare (real D1, R2, Durable Objects; the page from the static assets binding). A customer
+ * of "Acme" signs in with a user key (after a malformed one), frees machines until the monthly limit and sees its
+ * reset date, changes the licensee name, downloads a build and checks its SHA-256, reads the orders, signs out, then
+ * signs in again with the emailed link (read from the outbox), which works once. The vendor's title, colour and logo
+ * are on the page, and the page asks nothing of another origin: the logo comes through the Worker's /portal/logo.
+ * It also takes the README's screenshot (docs/portal.png, with UPDATE_SCREENSHOTS=1).
+ *
+ * Needs `npm run console:build` first (`npm test` does it) and Chromium (scripts/ensure-chromium.mjs).
+ */
+import { createHash, randomBytes } from "node:crypto";
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type Browser, type Page, chromium } from "playwright-core";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+// @ts-expect-error: plain JavaScript modules shared with the benchmark and the scripts
+import { root, startLocalWorker } from "../../scripts/local-worker.mjs";
+// @ts-expect-error: a plain JavaScript module
+import { CHROMIUM_ARGS, ensureChromium } from "../../scripts/ensure-chromium.mjs";
+import type { JsonBody } from "../json-body.ts";
+
+const KEY = "api_PortalPageAdminKey00000000000000";
+const LOGO_URL = "https://brand.acme.example/logo.svg";
+const LOGO =
+  '<svg xmlns="http://www.w3.org/2000/svg" width="44" height="44" viewBox="0 0 44 44"><rect width="44" height="44" rx="10" fill="#0f766e"/><path d="M10 32 22 10l12 22h-7l-5-9-5 9z" fill="#fff"/></svg>';
+const INSTALLER = randomBytes(300 * 1024);
+
+let worker: { url: URL; mf: { getD1Database(name: string): Promise<D1Like> }; dispose(): Promise<void> };
+let browser: Browser;
+let page: Page;
+let base: string;
+let origin: string;
+/** Every URL the page requested, and every URL the Worker fetched from another origin. */
+const requested: string[] = [];
+const outbound: string[] = [];
+
+interface D1Like {
+  prepare(sql: string): { bind(...values: unknown[]): { first<T>(): Promise<T | null> } };
+}
+
+async function api(method: string, path: string, body?: unknown, raw?: BodyInit): Promise<JsonBody> {
+  const res = await fetch(new URL(path, base), {
+    method,
+    headers: { "x-api-key": KEY, ...(raw ? {} : { "content-type": "application/json" }) },
+    body: raw ?? (body === undefined ? undefined : JSON.stringify(body)),
+  });
+  const json = (await res.json()) as JsonBody;
+  if (res.status !== 200 && res.status !== 201)
+    throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
+  return json;
+}
+
+/** The customer's world: Acme Studio 2.4.0 for Windows, one order, a license with four machines. */
+const world = {
+  email: "dana@customer.example",
+  licenseId: "",
+  userKey: "",
+  orderNumber: "",
+  machines: ["DANA-OLD-LAPTOP", "DANA-DESKTOP", "OFFICE-PC-2", "STUDIO-MAC"],
+};
+
+async function makeWorld(): Promise<void> {
+  const product = await api("POST", "/v1/products", {
+    product: {
+      code: "acme-studio",
+      name: "Acme Studio",
+      isApplication: true,
+      renewalUrl: "https://shop.acme.example/renew",
+    },
+  });
+  const productId = product["productId"] as number;
+  const release = await api("POST", `/v1/products/${productId}/releases`, { productRelease: { version: "2.4.0" } });
+  const releaseId = release["productReleaseId"] as number;
+  const form = new FormData();
+  form.set("platform", "win-x64");
+  form.set("kind", "installer");
+  form.set("file", new Blob([INSTALLER]), "AcmeStudioSetup-2.4.0.exe");
+  await api("POST", `/v1/products/${productId}/releases/${releaseId}/downloads`, undefined, form);
+  await api("PUT", `/v1/products/${productId}/releases`, { productRelease: { id: releaseId, public: true } });
+
+  const customer = await api("POST", "/v1/customers", {
+    customer: { firstName: "Dana", lastName: "Whitfield", email: world.email, company: "Whitfield Design" },
+  });
+  const customerId = customer["customerId"] as number;
+  const order = await api("POST", "/v1/orders", { order: { customerId, total: 249, currency: "EUR" } });
+  const orders = await api("GET", `/v1/orders?filter=${encodeURIComponent(`id == ${order["orderId"]}`)}`);
+  world.orderNumber = orders["orders"][0].orderNumber;
+  const created = await api("POST", "/v1/licenses", {
+    license: {
+      productId,
+      customerId,
+      licensingMode: "Activation",
+      maxClients: 5,
+      edition: "Standard",
+      licenseeName: "Dana Whitfield",
+    },
+  });
+  world.licenseId = created["licenseId"];
+  const listed = await api("GET", `/v1/licenses?filter=${encodeURIComponent(`id == ${created["id"]}`)}&select=userKey`);
+  world.userKey = listed["licenses"][0].userKey;
+  for (const machineId of world.machines)
+    await api("POST", "/v1/license/activate", { userKey: world.userKey, machineId });
+}
+
+/** The license as the vendor's staff sees it (management API). */
+async function staffView(): Promise<JsonBody> {
+  const res = await api("GET", `/v1/licenses?filter=${encodeURIComponent(`licenseId == "${world.licenseId}"`)}`);
+  return res["licenses"][0];
+}
+
+/** The link of the sign-in email most recently queued to `to` (the outbox: no EMAIL binding here). */
+async function linkSentTo(to: string): Promise<string> {
+  const db = await worker.mf.getD1Database("DB");
+  let link: string | undefined;
+  await expect
+    .poll(
+      async () => {
+        const row = await db
+          .prepare("SELECT body FROM email_outbox WHERE to_address = ? ORDER BY id DESC LIMIT 1")
+          .bind(to)
+          .first<{ body: string }>();
+        link = /https?:\/\/\S+\/v1\/portal\/sign-in\/[0-9A-Za-z]{32}/.exec(row?.body ?? "")?.[0];
+        return link;
+      },
+      { timeout: 10_000 },
+    )
+    .toBeDefined();
+  return link!;
+}
+
+const card = () => page.locator("section.card", { has: page.getByRole("heading", { name: /Acme Studio/ }) });
+const firstDayOfNextMonth = () => {
+  const now = new Date();
+  return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1)).toISOString().slice(0, 10);
+};
+
+beforeAll(async () => {
+  const executablePath = ensureChromium();
+  if (!existsSync(join(root, "console/dist/portal/index.html")))
+    throw new Error("The portal page is not built: run `npm run console:build` (npm test does).");
+  worker = await startLocalWorker({
+    bindings: {
+      Application__JwtSecret: "portal-page-test-jwt-secret-0123456789ab",
+      Application__EncryptionKey: "portal-page-test-encryption-key",
+      Application__AdminUsername: "admin",
+      Application__AdminPassword: "Portal-12345",
+      Application__AdminApiKey: KEY,
+      Portal__Title: "Acme Software customer portal",
+      Portal__AccentColor: "#0f766e",
+      Portal__LogoUrl: LOGO_URL,
+    },
+    // The vendor's web server, as far as the Worker can tell: it serves the logo.
+    outbound: (request: Request) => {
+      outbound.push(request.url);
+      return request.url === LOGO_URL
+        ? new Response(LOGO, { headers: { "content-type": "image/svg+xml" } })
+        : new Response("not here", { status: 404 });
+    },
+  });
+  base = worker.url.toString();
+  origin = new URL(base).origin;
+  await makeWorld();
+  browser = await chromium.launch({ executablePath, args: CHROMIUM_ARGS });
+  const context = await browser.newContext({ viewport: { width: 1180, height: 900 }, acceptDownloads: true });
+  page = await context.newPage();
+  page.on("request", (request) => requested.push(request.url()));
+  page.on("dialog", (dialog) => void dialog.accept());
+}, 180_000);
+
+afterEach(async (context) => {
+  if (context.task.result?.state !== "fail" || !page) return;
+  const file = join(mkdtempSync(join(tmpdir(), "portal-page-")), "failure.png");
+  await page.screenshot({ path: file, fullPage: true }).catch(() => undefined);
+  console.error(`portal page test "${context.task.name}" failed on ${page.url()}; screenshot: ${file}`);
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await worker?.dispose();
+});
+
+describe("the customer portal in Chromium", () => {
+  it("wears the vendor's title, colour and logo; a malformed user key or email is refused in the page", async () => {
+    await page.goto(new URL("/portal/", base).href);
+    await expect.poll(() => page.textContent("h1")).toBe("Acme Software customer portal");
+    expect(await page.title()).toBe("Acme Software customer portal");
+    const signIn = page.getByRole("button", { name: "Sign in", exact: true });
+    expect(await signIn.evaluate((b) => getComputedStyle(b).backgroundColor)).toBe("rgb(15, 118, 110)");
+    // The logo drew, from the portal's own origin.
+    const logo = page.locator(".brand img");
+    await expect.poll(() => logo.evaluate((img) => (img as HTMLImageElement).naturalWidth)).toBeGreaterThan(0);
+    expect(await logo.getAttribute("src")).toBe("/portal/logo");
+    expect(outbound).toContain(LOGO_URL);
+
+    await page.getByLabel("User key").fill("not a key!");
+    await signIn.click();
+    await expect.poll(() => page.getByRole("alert").textContent()).toMatch(/^The user key is malformed/);
+    await page.getByLabel("Email").fill("dana at customer");
+    await page.getByRole("button", { name: "Email me a sign-in link" }).click();
+    await expect.poll(() => page.getByRole("alert").nth(1).textContent()).toMatch(/^The email address is malformed/);
+    expect((await page.context().cookies()).some((c) => c.name === "__Host-portal-session")).toBe(false);
+  });
+
+  it("signs in with a user key and shows the license: dates, renewal link, machines, deactivations left", async () => {
+    await page.getByLabel("User key").fill(world.userKey);
+    await page.getByRole("button", { name: "Sign in", exact: true }).click();
+    await card().waitFor();
+    const text = await card().textContent();
+    for (const expected of [
+      "Acme Studio",
+      "Standard",
+      world.userKey,
+      "4 of 5 in use",
+      "3 of 3 deactivations left this month.",
+      ...world.machines,
+    ])
+      expect(text).toContain(expected);
+    expect(await card().getByRole("link", { name: "Renew" }).getAttribute("href")).toBe(
+      "https://shop.acme.example/renew",
+    );
+    const session = (await page.context().cookies()).find((c) => c.name === "__Host-portal-session");
+    expect(session).toMatchObject({ httpOnly: true, secure: true, sameSite: "Strict" });
+  });
+
+  it("frees machines until the monthly limit, then shows the date it resets and frees no more", async () => {
+    const count = card().locator(".count");
+    await card().getByRole("button", { name: "Deactivate DANA-OLD-LAPTOP" }).click();
+    await expect.poll(() => count.textContent()).toBe("2 of 3 deactivations left this month.");
+    expect(await card().getByRole("status").textContent()).toContain("DANA-OLD-LAPTOP is deactivated");
+    expect(await card().getByRole("button", { name: "Deactivate DANA-OLD-LAPTOP" }).count()).toBe(0);
+    await card().getByRole("button", { name: "Deactivate OFFICE-PC-2" }).click();
+    await expect.poll(() => count.textContent()).toBe("1 of 3 deactivations left this month.");
+    await card().getByRole("button", { name: "Deactivate STUDIO-MAC" }).click();
+    const reset = firstDayOfNextMonth();
+    await expect.poll(() => count.textContent()).toBe(`No deactivations left this month: more from ${reset} (UTC).`);
+
+    // One more: the service refuses it (429) and says when; the machine stays.
+    await card().getByRole("button", { name: "Deactivate DANA-DESKTOP" }).click();
+    await expect
+      .poll(() => card().getByRole("alert").textContent())
+      .toBe(
+        `License ${world.licenseId} has used its 3 machine deactivations this month; more are possible from ${reset} (UTC).`,
+      );
+    await expect.poll(() => card().getByRole("button", { name: "Deactivate DANA-DESKTOP" }).count()).toBe(1);
+    expect(await card().textContent()).toContain("1 of 5 in use");
+    if (process.env["UPDATE_SCREENSHOTS"] === "1")
+      await page.screenshot({ path: join(root, "docs", "portal.png"), fullPage: true });
+  });
+
+  it("changes the licensee name on the license, and says why an empty one is refused", async () => {
+    const field = card().getByLabel("Licensee name");
+    await field.fill("");
+    await card().getByRole("button", { name: "Save name" }).click();
+    await expect
+      .poll(() => card().getByRole("alert").textContent())
+      .toBe("The licensee name must be 1 to 256 characters.");
+    expect((await staffView())["licenseeName"]).toBe("Dana Whitfield");
+    await card().getByLabel("Licensee name").fill("Whitfield Design Ltd");
+    await card().getByRole("button", { name: "Save name" }).click();
+    await expect
+      .poll(() => card().getByRole("status").textContent())
+      .toBe("The licensee name is now Whitfield Design Ltd.");
+    expect((await staffView())["licenseeName"]).toBe("Whitfield Design Ltd");
+  });
+
+  it("downloads the newest Windows build with its one-time token: the very bytes uploaded", async () => {
+    await page.getByRole("link", { name: "Downloads" }).click();
+    const link = page.getByRole("link", { name: "Download AcmeStudioSetup-2.4.0.exe for Windows (x64)" });
+    await link.waitFor();
+    expect(await link.getAttribute("href")).toMatch(/\?token=/);
+    const sha256 = createHash("sha256").update(INSTALLER).digest("hex");
+    expect(await page.locator("code.hash").first().textContent()).toBe(sha256);
+    const [download] = await Promise.all([page.waitForEvent("download"), link.click()]);
+    const saved = readFileSync((await download.path())!);
+    expect(saved.length).toBe(INSTALLER.length);
+    expect(createHash("sha256").update(saved).digest("hex")).toBe(sha256);
+    // A platform the Standard edition is not entitled to says so.
+    const linux = page.getByRole("row", { name: /Linux \(x64\)/ });
+    expect(await linux.textContent()).toMatch(/not entitled/);
+  });
+
+  it("lists the customer's orders", async () => {
+    await page.getByRole("link", { name: "Orders" }).click();
+    const row = page.getByRole("row", { name: new RegExp(world.orderNumber) });
+    await row.waitFor();
+    expect(await row.textContent()).toContain("249.00 EUR");
+  });
+
+  it("signs out: the session is gone", async () => {
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await expect.poll(() => page.getByRole("alert").first().textContent()).toBe("You signed out.");
+    const me = await page.evaluate(async () => (await fetch("/v1/portal/me")).status);
+    expect(me).toBe(401);
+  });
+
+  it("signs in with an emailed link that works once", async () => {
+    await page.getByLabel("Email").fill(world.email);
+    await page.getByRole("button", { name: "Email me a sign-in link" }).click();
+    await expect.poll(() => page.getByRole("status").textContent()).toMatch(/^Check your inbox\./);
+    const link = await linkSentTo(world.email);
+    expect(new URL(link).origin).toBe(origin);
+    await page.goto(link);
+    await card().waitFor();
+    expect(new URL(page.url()).pathname).toBe("/portal/");
+    expect(await page.locator(".who").textContent()).toContain("Whitfield Design");
+    expect(await card().textContent()).toContain("Whitfield Design Ltd");
+
+    // Signed out again, the same link signs in to nothing.
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.getByLabel("User key").waitFor();
+    await page.goto(link);
+    expect(await page.evaluate(async () => (await fetch("/v1/portal/me")).status)).toBe(401);
+    expect(await page.content()).toContain("This sign-in link is unknown, expired or already used");
+  });
+
+  it("loads nothing from another origin, under the console's CSP", async () => {
+    expect(requested.length).toBeGreaterThan(0);
+    const elsewhere = requested.filter(
+      (url) => !url.startsWith(`${origin}/`) && !url.startsWith("data:") && !url.startsWith("blob:"),
+    );
+    expect(elsewhere).toEqual([]);
+    expect(requested).toContain(`${origin}/portal/logo`);
+    const res = await fetch(new URL("/portal/", base));
+    expect(res.status).toBe(200);
+    const csp = res.headers.get("content-security-policy") ?? "";
+    for (const directive of [
+      "default-src 'self'",
+      "script-src 'self'",
+      "style-src 'self'",
+      "img-src 'self' data:",
+      "connect-src 'self'",
+      "frame-ancestors 'none'",
+    ])
+      expect(csp).toContain(directive);
+    expect(res.headers.get("x-frame-options")).toBe("DENY");
+    const logo = await fetch(new URL("/portal/logo", base));
+    expect(logo.headers.get("content-type")).toBe("image/svg+xml");
+    expect(logo.headers.get("content-security-policy")).toContain("sandbox");
+    expect(await logo.text()).toBe(LOGO);
+  });
+
+  it("is gone while Portal:Enabled is off", async () => {
+    await api("PUT", "/v1/settings", { settings: [{ name: "Portal:Enabled", value: "false" }] });
+    try {
+      await expect.poll(async () => (await fetch(new URL("/portal/", base))).status).toBe(404);
+      expect((await fetch(new URL("/portal/logo", base))).status).toBe(404);
+    } finally {
+      await api("PUT", "/v1/settings", { settings: [{ name: "Portal:Enabled", value: "true" }] });
+    }
+  });
+});
