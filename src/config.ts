@@ -435,6 +435,11 @@ export const settingDefinitions = {
     7,
     "Days a past-due subscription's licenses stay usable after the payment failed.",
   ),
+  "Commerce:MaxLicensesPerPurchase": def(
+    int(1, 5000),
+    1000,
+    "Most licenses one provider purchase makes (quantities in licenses mode, summed); a larger purchase writes nothing, is logged and answered 200 failed, and a redelivery after raising this makes it.",
+  ),
   "Portal:Enabled": def(bool, true, "Serve the customer portal (/portal/ and /v1/portal/*); off, both answer 404."),
   "Portal:Title": def(
     text(/^[^\r\n]{1,80}$/),

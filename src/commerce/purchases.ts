@@ -26,7 +26,7 @@
  *   cancelAtPeriodEnd  expireDate -> that instant
  *   pastDue            expireDate -> now + Commerce:GraceDays when it ended before that (a perpetual one stays)
  */
-import { and, eq, inArray, sql } from "drizzle-orm";
+import { and, eq, inArray, isNull, sql } from "drizzle-orm";
 import { clock, nowIso } from "../clock";
 import type { Db } from "../db/client";
 import {
@@ -37,13 +37,16 @@ import {
   customers,
   licenseTemplates,
   licenses,
+  orderProducts,
+  orders,
 } from "../db/schema";
+import { insertedRow } from "../db/insert-select";
 import type { ServiceContext } from "../http/context";
-import { type Row, insertRow } from "../http/repository";
+import { type Row, insertRow, requireById } from "../http/repository";
 import { Customer, newCustomerValues } from "../licensing/customers";
-import { changeLicense, issueLicense } from "../licensing/license-writes";
+import { changeLicense, issueLicenses } from "../licensing/license-writes";
 import { addOrderLine, changeOrder, createOrder } from "../licensing/order-writes";
-import { OrderStatus, PaymentStatus } from "../licensing/orders";
+import { Order, OrderStatus, PaymentStatus } from "../licensing/orders";
 import { licensesMail } from "../mail/license-mail";
 import { sendMail } from "../mail/send";
 import type { Happening, Provider, ProviderEvent, PurchaseLine } from "./provider-events";
@@ -67,7 +70,6 @@ interface Result {
 
 const orderStatus = (name: (typeof OrderStatus)[number]) => OrderStatus.indexOf(name);
 const paymentStatus = (name: (typeof PaymentStatus)[number]) => PaymentStatus.indexOf(name);
-const laterOf = (a: string | null, b: string | null): string | null => (!a ? b : !b ? a : a > b ? a : b);
 /** Purchase states in which the licenses are gone (revoked, or never made). */
 const ENDED: readonly PurchaseState[] = ["refunded", "disputed"];
 /** A cancellation this close to the known period end is the end of the period, not an immediate one. */
@@ -111,53 +113,128 @@ async function finish(db: Db, id: number, result: Result): Promise<void> {
     .where(eq(commerceEvents.id, id));
 }
 
-/** The purchase any of `refs` names, if one was seen. */
-async function findPurchase(db: Db, provider: Provider, refs: readonly string[]): Promise<PurchaseRow | undefined> {
-  if (refs.length === 0) return undefined;
-  const [row] = await db
-    .select({ purchase: commercePurchases })
-    .from(commerceRefs)
-    .innerJoin(commercePurchases, eq(commercePurchases.id, commerceRefs.purchaseId))
-    .where(and(eq(commerceRefs.provider, provider), inArray(commerceRefs.ref, [...refs])))
-    .limit(1);
-  return row?.purchase;
-}
-
-/** The purchase of the event, opened when no event named it before; every id of the event is linked to it. */
+/**
+ * The purchase of the event: the one any of its ids names, else a new one, and every id of the event linked to it.
+ * One D1 batch (a transaction), so two events of one purchase arriving at once (an invoice and the refund of its
+ * charge, naming different ids) open one row: the second finds the ids the first linked.
+ */
 async function openPurchase(db: Db, provider: Provider, event: ProviderEvent): Promise<PurchaseRow> {
   const refs = event.refs;
-  let purchase = await findPurchase(db, provider, refs);
-  if (!purchase) {
-    const now = nowIso();
-    const [inserted] = await db
+  const ref = refs[0];
+  if (!ref) throw new Error(`commerce ${provider} event ${event.eventId} names no purchase`);
+  const now = nowIso();
+  const named = sql`SELECT value FROM json_each(${JSON.stringify(refs)})`;
+  // The purchase the event's ids already name (the oldest, should two ever have been linked).
+  const known = sql`(SELECT min(${commerceRefs.purchaseId}) FROM ${commerceRefs} WHERE ${commerceRefs.provider} = ${provider} AND ${commerceRefs.ref} IN (${named}))`;
+  const [, , rows] = await db.batch([
+    db
       .insert(commercePurchases)
-      .values({ provider, purchaseRef: refs[0]!, customerRef: event.customerRef, createdAt: now, updatedAt: now })
-      .onConflictDoNothing()
-      .returning();
-    purchase =
-      inserted ??
-      (await db
-        .select()
-        .from(commercePurchases)
-        .where(and(eq(commercePurchases.provider, provider), eq(commercePurchases.purchaseRef, refs[0]!)))
-        .get());
-    if (!purchase) throw new Error(`commerce purchase ${provider} ${refs[0]} could not be opened`);
-  }
-  const id = purchase.id;
-  await db
-    .insert(commerceRefs)
-    .values(refs.map((ref) => ({ provider, ref, purchaseId: id })))
-    .onConflictDoNothing();
+      .select(
+        db
+          .select(
+            insertedRow(commercePurchases, {
+              provider,
+              purchaseRef: ref,
+              customerRef: event.customerRef,
+              createdAt: now,
+              updatedAt: now,
+            }),
+          )
+          .from(sql`(SELECT 1)`)
+          .where(sql`${known} IS NULL`),
+      )
+      .onConflictDoNothing(),
+    db
+      .insert(commerceRefs)
+      .select(
+        db
+          .select(
+            insertedRow(commerceRefs, {
+              provider,
+              ref: sql`value`,
+              purchaseId: sql`coalesce(${known}, (SELECT ${commercePurchases.id} FROM ${commercePurchases} WHERE ${commercePurchases.provider} = ${provider} AND ${commercePurchases.purchaseRef} = ${ref}))`,
+            }),
+          )
+          .from(sql`json_each(${JSON.stringify(refs)})`)
+          .where(sql`true`),
+      )
+      .onConflictDoNothing(),
+    db.select().from(commercePurchases).where(sql`${commercePurchases.id} = ${known}`),
+  ]);
+  const purchase = rows[0];
+  if (!purchase) throw new Error(`commerce purchase ${provider} ${ref} could not be opened`);
   return purchase;
 }
 
-async function savePurchase(db: Db, id: number, values: Partial<PurchaseRow>): Promise<PurchaseRow> {
+/**
+ * Saves values on the purchase, unless its state is one of `unless` (checked in the same statement, so an event
+ * never overwrites what a concurrent one decided); the row as saved, or undefined when its state said no.
+ */
+async function savePurchase(
+  db: Db,
+  id: number,
+  values: Partial<Record<keyof PurchaseRow, unknown>>,
+  unless: readonly PurchaseState[] = [],
+): Promise<PurchaseRow | undefined> {
   const [row] = await db
     .update(commercePurchases)
-    .set({ ...values, updatedAt: nowIso() })
-    .where(eq(commercePurchases.id, id))
+    .set({ ...(values as Partial<PurchaseRow>), updatedAt: nowIso() })
+    .where(
+      unless.length
+        ? and(
+            eq(commercePurchases.id, id),
+            sql`${commercePurchases.state} NOT IN (SELECT value FROM json_each(${JSON.stringify(unless)}))`,
+          )
+        : eq(commercePurchases.id, id),
+    )
     .returning();
+  return row;
+}
+
+/** The later of the stored period end and `value` (SQL: concurrent events never move it back). */
+const laterPeriod = (value: string | null) =>
+  value === null
+    ? sql`${commercePurchases.periodEnd}`
+    : sql`CASE WHEN ${commercePurchases.periodEnd} IS NULL OR ${commercePurchases.periodEnd} < ${value} THEN ${value} ELSE ${commercePurchases.periodEnd} END`;
+
+async function readPurchase(db: Db, id: number): Promise<PurchaseRow> {
+  const row = await db.select().from(commercePurchases).where(eq(commercePurchases.id, id)).get();
   if (!row) throw new Error(`commerce purchase ${id} vanished`);
+  return row;
+}
+
+/**
+ * Makes this event (its commerce_events row) the one that makes the purchase's order and licenses, in one UPDATE:
+ * free, already this event's (its retry), or left by an event that is no longer running (it failed). Undefined
+ * when the purchase is complete or another event of it is making it now.
+ */
+async function claimMaking(db: Db, purchaseId: number, eventRowId: number): Promise<PurchaseRow | undefined> {
+  const maker = commercePurchases.makerEventId;
+  const [row] = await db
+    .update(commercePurchases)
+    .set({ makerEventId: eventRowId, updatedAt: nowIso() })
+    .where(
+      and(
+        eq(commercePurchases.id, purchaseId),
+        isNull(commercePurchases.completedAt),
+        sql`(${maker} IS NULL OR ${maker} = ${eventRowId} OR NOT EXISTS (SELECT 1 FROM ${commerceEvents} WHERE ${commerceEvents.id} = ${maker} AND ${commerceEvents.status} = 'processing'))`,
+      ),
+    )
+    .returning();
+  return row;
+}
+
+/**
+ * Marks the purchase complete (every license made), once: the row with the state other events left meanwhile, or
+ * undefined when it was complete already. Only the request that completes it sends the license email.
+ */
+async function claimCompletion(db: Db, purchaseId: number): Promise<PurchaseRow | undefined> {
+  const now = nowIso();
+  const [row] = await db
+    .update(commercePurchases)
+    .set({ completedAt: now, updatedAt: now })
+    .where(and(eq(commercePurchases.id, purchaseId), isNull(commercePurchases.completedAt)))
+    .returning();
   return row;
 }
 
@@ -226,11 +303,16 @@ async function buyerCustomer(ctx: ServiceContext, purchase: Purchase, fallbackNa
   return insertRow(ctx.db, Customer, newCustomerValues({ email, firstName, lastName }));
 }
 
+/** How many licenses the mapped lines make: N for a line in licenses mode, one for a line in seats mode. */
+const licensesWanted = (mapped: readonly MappedLine[]) =>
+  mapped.reduce((n, { line, mapping }) => n + (mapping.quantityMode === "seats" ? 1 : line.quantity), 0);
+
 async function applyPurchase(
   ctx: ServiceContext,
   provider: Provider,
   event: ProviderEvent,
   happening: Purchase,
+  eventRowId: number,
 ): Promise<Result> {
   // Every line mapped first: an unmapped one writes nothing at all (the event stays retryable).
   const { mapped, unmapped } = await mapLines(ctx.db, provider, happening.lines);
@@ -244,32 +326,64 @@ async function applyPurchase(
     );
     return { status: "unmapped", detail: `No mapping for ${named}: map it, then redeliver the event` };
   }
-  let purchase = await openPurchase(ctx.db, provider, event);
-  if (purchase.orderId !== null)
-    return { status: "applied", detail: `Order ${purchase.orderId} was made by an earlier event`, purchase };
+  // Over the most one purchase makes: nothing written, logged, and retryable like an unmapped one.
+  const wanted = licensesWanted(mapped);
+  const most = ctx.config["Commerce:MaxLicensesPerPurchase"];
+  if (wanted > most) {
+    const detail = `The purchase makes ${wanted} licenses, more than Commerce:MaxLicensesPerPurchase (${most}): nothing written; raise it, then redeliver the event`;
+    ctx.log?.warning(`Commerce: ${provider} event ${event.eventId}: ${detail}`, {
+      properties: { provider, eventId: event.eventId, type: event.type, wanted, most },
+    });
+    return { status: "failed", detail };
+  }
+
+  const opened = await openPurchase(ctx.db, provider, event);
+  const made = (p: PurchaseRow) => `Order ${p.orderId} was made by an earlier event`;
+  if (opened.completedAt) return { status: "applied", detail: made(opened), purchase: opened };
+  // One purchase event makes the order (another event of the same purchase at the same moment leaves it to it);
+  // the retry of one that failed half-way takes it again and makes what is missing.
+  const claimed = await claimMaking(ctx.db, opened.id, eventRowId);
+  if (!claimed) {
+    const now = await readPurchase(ctx.db, opened.id);
+    const detail = now.completedAt ? made(now) : "The order is being made by another event of this purchase";
+    return { status: "applied", detail, purchase: now };
+  }
+  let purchase = claimed;
 
   const purchaseRef = event.refs[0]!;
-  const customer = await buyerCustomer(ctx, happening, `${provider} ${event.customerRef ?? purchaseRef}`);
-  const ended = ENDED.includes(purchase.state as PurchaseState);
-  const order = await createOrder(ctx, {
-    customerId: customer["id"],
-    status: orderStatus(ended ? "Cancelled" : "Completed"),
-    paymentStatus: paymentStatus(purchase.state === "refunded" ? "Refunded" : "Paid"),
-    total: happening.total,
-    currency: happening.currency,
-    paymentType: provider,
-    paymentNumber: purchaseRef,
-    paymentDate: happening.paidAt ?? nowIso(),
-    description: `${provider} ${purchaseRef}`,
-  });
+  let order: Row | undefined;
+  if (purchase.orderId !== null) order = await requireById(ctx.db, Order, purchase.orderId);
+  else {
+    // An order made by a try that failed before the purchase pointed at it is this purchase's: taken, not made again.
+    order = await ctx.db
+      .select()
+      .from(orders)
+      .where(and(eq(orders.paymentType, provider), eq(orders.paymentNumber, purchaseRef)))
+      .get();
+    const ended = ENDED.includes(purchase.state as PurchaseState);
+    order ??= await createOrder(ctx, {
+      customerId: (await buyerCustomer(ctx, happening, `${provider} ${event.customerRef ?? purchaseRef}`))["id"],
+      status: orderStatus(ended ? "Cancelled" : "Completed"),
+      paymentStatus: paymentStatus(purchase.state === "refunded" ? "Refunded" : "Paid"),
+      total: happening.total,
+      currency: happening.currency,
+      paymentType: provider,
+      paymentNumber: purchaseRef,
+      paymentDate: happening.paidAt ?? nowIso(),
+      description: `${provider} ${purchaseRef}`,
+    });
+    // The purchase points at its order before anything else is made: a retry after a failure makes no second order.
+    purchase =
+      (await savePurchase(ctx.db, purchase.id, {
+        orderId: order["id"],
+        customerRef: sql`coalesce(${commercePurchases.customerRef}, ${event.customerRef})`,
+        periodEnd: laterPeriod(happening.periodEnd),
+      })) ?? purchase;
+  }
   const orderId = order["id"] as number;
-  // The purchase points at its order before anything else is made: a retry after a failure makes no second order.
-  purchase = await savePurchase(ctx.db, purchase.id, {
-    orderId,
-    customerRef: purchase.customerRef ?? event.customerRef,
-    periodEnd: laterOf(purchase.periodEnd, happening.periodEnd),
-  });
+  const customerId = order["customerId"] as number;
 
+  // Lines and licenses: what a try that failed half-way made is counted, and only what is missing is made.
   const perProduct = new Map<number, { quantity: number; unitPrice: number | null; description: string | null }>();
   for (const { line, template } of mapped) {
     const seen = perProduct.get(template.productId);
@@ -279,50 +393,92 @@ async function applyPurchase(
       description: seen?.description ?? line.description,
     });
   }
-  for (const [productId, line] of perProduct) await addOrderLine(ctx, orderId, productId, line);
+  const lines = await ctx.db
+    .select({ productId: orderProducts.productId })
+    .from(orderProducts)
+    .where(eq(orderProducts.orderId, orderId))
+    .all();
+  for (const [productId, line] of perProduct)
+    if (!lines.some((l) => l.productId === productId)) await addOrderLine(ctx, orderId, productId, line);
 
-  if (ended)
+  const expireDate = purchase.periodEnd;
+  if (!ENDED.includes(purchase.state as PurchaseState)) {
+    const canceled = purchase.state === "canceling" || purchase.state === "canceled";
+    const held = new Map<number, number>();
+    for (const license of await purchaseLicenses(ctx.db, purchase))
+      if (license.templateId !== null) held.set(license.templateId, (held.get(license.templateId) ?? 0) + 1);
+    for (const { line, mapping, template } of mapped) {
+      const seats = (mapping.quantityMode as QuantityMode) === "seats";
+      const want = seats ? 1 : line.quantity;
+      const have = Math.min(want, held.get(template.id) ?? 0);
+      held.set(template.id, (held.get(template.id) ?? 0) - have);
+      if (want === have) continue;
+      const per = template.maxClients ?? 1;
+      await issueLicenses(
+        ctx,
+        {
+          productId: template.productId,
+          templateId: template.id,
+          customerId,
+          orderId,
+          licenseeEmail: happening.buyer.email,
+          licenseeName: happening.buyer.name,
+          ...(expireDate ? { expireDate, ...(canceled ? {} : { supportExpireDate: expireDate }) } : {}),
+          ...(seats ? { maxClients: per === 0 ? 0 : per * line.quantity } : {}),
+        },
+        want - have,
+      );
+    }
+  }
+
+  // Complete, once: the state other events left while the licenses were made (they were remembered) applies now.
+  const done = await claimCompletion(ctx.db, purchase.id);
+  if (!done) {
+    const now = await readPurchase(ctx.db, purchase.id);
+    return { status: "applied", detail: made(now), purchase: now };
+  }
+  purchase = done;
+  const number = String(order["orderNumber"]);
+  if (ENDED.includes(purchase.state as PurchaseState)) {
+    const n = await revokeAll(ctx, purchase);
+    await changeOrder(ctx, orderId, {
+      status: orderStatus("Cancelled"),
+      ...(purchase.state === "refunded" ? { paymentStatus: paymentStatus("Refunded") } : {}),
+    });
     return {
       status: "applied",
-      detail: `Order ${String(order["orderNumber"])} recorded as ${purchase.state} (the ${purchase.state === "refunded" ? "refund" : "dispute"} arrived first): no license made`,
+      detail: `Order ${number} recorded as ${purchase.state} (the ${purchase.state === "refunded" ? "refund" : "dispute"} arrived first): ${n ? `${n} license(s) revoked` : "no license made"}, no email`,
       purchase,
     };
-
-  const canceled = purchase.state === "canceling" || purchase.state === "canceled";
-  const expireDate = purchase.periodEnd;
-  const made: Row[] = [];
-  for (const { line, mapping, template } of mapped) {
-    const values: Row = {
-      productId: template.productId,
-      templateId: template.id,
-      customerId: customer["id"],
-      orderId,
-      licenseeEmail: happening.buyer.email,
-      licenseeName: happening.buyer.name,
-      ...(expireDate ? { expireDate, ...(canceled ? {} : { supportExpireDate: expireDate }) } : {}),
-    };
-    if ((mapping.quantityMode as QuantityMode) === "seats") {
-      const per = template.maxClients ?? 1;
-      made.push(await issueLicense(ctx, { ...values, maxClients: per === 0 ? 0 : per * line.quantity }));
-    } else for (let i = 0; i < line.quantity; i++) made.push(await issueLicense(ctx, values));
   }
-  const mail = await mailLicenses(ctx, made, happening.buyer.email);
+  if (purchase.periodEnd && purchase.periodEnd !== expireDate) {
+    const support = purchase.state === "active" || purchase.state === "pastDue";
+    const to = purchase.periodEnd;
+    await moveExpiry(ctx, purchase, to, (c) => c !== to, support);
+  }
+  const all = await purchaseLicenses(ctx.db, purchase);
+  const mail = await mailLicenses(
+    ctx,
+    all.map((l) => l.id),
+    happening.buyer.email,
+  );
+  const until = purchase.periodEnd ?? expireDate;
   return {
     status: "applied",
-    detail: `Order ${String(order["orderNumber"])}: ${made.length} license(s) ${made.map((l) => l["licenseId"]).join(", ")}${expireDate ? ` until ${expireDate}` : ""}; ${mail}`,
+    detail:
+      `Order ${number}: ${all.length} license(s) ${all.map((l) => l.licenseId).join(", ")}${until ? ` until ${until}` : ""}; ${mail}`.slice(
+        0,
+        2000,
+      ),
     purchase,
   };
 }
 
 /** The license email, once, with every key; a failure to send is logged and said, never undoes the purchase. */
-async function mailLicenses(ctx: ServiceContext, made: readonly Row[], to: string | null): Promise<string> {
-  if (made.length === 0) return "no email";
+async function mailLicenses(ctx: ServiceContext, ids: readonly number[], to: string | null): Promise<string> {
+  if (ids.length === 0) return "no email";
   try {
-    const mail = await licensesMail(
-      ctx.db,
-      made.map((l) => l["id"] as number),
-      to ?? undefined,
-    );
+    const mail = await licensesMail(ctx.db, ids, to ?? undefined);
     const outcome = await sendMail({ db: ctx.db, config: ctx.config, transport: ctx.env.EMAIL }, mail);
     return `license email ${outcome.status} to ${mail.to}`;
   } catch (e) {
@@ -365,10 +521,19 @@ async function moveExpiry(
 async function applyToPurchase(ctx: ServiceContext, provider: Provider, event: ProviderEvent): Promise<Result> {
   const happening = event.happening;
   if (event.refs.length === 0) return { status: "ignored", detail: "The event names no purchase" };
-  let purchase = await openPurchase(ctx.db, provider, event);
-  const hasOrder = purchase.orderId !== null;
-  const ended = ENDED.includes(purchase.state as PurchaseState);
-  const remembered = (what: string): Result => ({
+  const opened = await openPurchase(ctx.db, provider, event);
+  // Each save is one conditional UPDATE and answers the row as saved: whether the purchase is complete is read
+  // in the same statement, so an event either acts on the licenses itself or is remembered and applied by the
+  // purchase event completing them (claimCompletion reads the state after it), never neither.
+  const save = async (values: Partial<Record<keyof PurchaseRow, unknown>>, unless: readonly PurchaseState[] = []) => {
+    const row = await savePurchase(ctx.db, opened.id, values, unless);
+    return row ? { row, acting: row.completedAt !== null } : undefined;
+  };
+  const already = async (): Promise<Result> => {
+    const now = await readPurchase(ctx.db, opened.id);
+    return { status: "applied", detail: `Already ${now.state}`, purchase: now };
+  };
+  const remembered = (what: string, purchase: PurchaseRow): Result => ({
     status: "remembered",
     detail: `${what}; remembered until the purchase's payment arrives`,
     purchase,
@@ -376,14 +541,14 @@ async function applyToPurchase(ctx: ServiceContext, provider: Provider, event: P
   switch (happening.action) {
     case "renewal": {
       // Only the latest period known moves the licenses: a renewal delivered after a later one changes nothing.
-      const newest = !purchase.periodEnd || happening.periodEnd >= purchase.periodEnd;
-      const state = ended || purchase.state === "canceled" ? purchase.state : "active";
-      purchase = await savePurchase(ctx.db, purchase.id, {
-        state,
-        periodEnd: laterOf(purchase.periodEnd, happening.periodEnd),
+      const saved = await save({
+        state: sql`CASE WHEN ${commercePurchases.state} IN ('refunded', 'disputed', 'canceled') THEN ${commercePurchases.state} ELSE 'active' END`,
+        periodEnd: laterPeriod(happening.periodEnd),
       });
-      if (!hasOrder) return remembered(`Paid until ${happening.periodEnd}`);
-      if (!newest)
+      if (!saved) return already();
+      const purchase = saved.row;
+      if (!saved.acting) return remembered(`Paid until ${happening.periodEnd}`, purchase);
+      if (purchase.periodEnd !== happening.periodEnd)
         return {
           status: "applied",
           detail: `An earlier period (to ${happening.periodEnd}); nothing changed`,
@@ -394,10 +559,10 @@ async function applyToPurchase(ctx: ServiceContext, provider: Provider, event: P
     }
     case "refund":
     case "dispute": {
-      purchase = await savePurchase(ctx.db, purchase.id, {
-        state: happening.action === "refund" ? "refunded" : "disputed",
-      });
-      if (!hasOrder) return remembered(happening.action === "refund" ? "Refunded" : "Disputed");
+      const saved = await save({ state: happening.action === "refund" ? "refunded" : "disputed" });
+      if (!saved) return already();
+      const purchase = saved.row;
+      if (!saved.acting) return remembered(happening.action === "refund" ? "Refunded" : "Disputed", purchase);
       const n = await revokeAll(ctx, purchase);
       await changeOrder(ctx, purchase.orderId!, {
         status: orderStatus("Cancelled"),
@@ -407,12 +572,12 @@ async function applyToPurchase(ctx: ServiceContext, provider: Provider, event: P
     }
     case "cancel": {
       const atPeriodEnd =
-        purchase.state === "canceling" ||
-        (purchase.periodEnd !== null &&
-          Date.parse(happening.at) >= Date.parse(purchase.periodEnd) - PERIOD_END_SLACK_MS);
-      if (ended) return { status: "applied", detail: `Already ${purchase.state}`, purchase };
-      purchase = await savePurchase(ctx.db, purchase.id, { state: "canceled", periodEnd: happening.at });
-      if (!hasOrder) return remembered(`Canceled at ${happening.at}`);
+        opened.state === "canceling" ||
+        (opened.periodEnd !== null && Date.parse(happening.at) >= Date.parse(opened.periodEnd) - PERIOD_END_SLACK_MS);
+      const saved = await save({ state: "canceled", periodEnd: happening.at }, ENDED);
+      if (!saved) return already();
+      const purchase = saved.row;
+      if (!saved.acting) return remembered(`Canceled at ${happening.at}`, purchase);
       if (atPeriodEnd) {
         const n = await moveExpiry(ctx, purchase, happening.at, (c) => !c || c > happening.at, false);
         return {
@@ -426,17 +591,18 @@ async function applyToPurchase(ctx: ServiceContext, provider: Provider, event: P
       return { status: "applied", detail: `Canceled at once: ${n} license(s) revoked`, purchase };
     }
     case "cancelAtPeriodEnd": {
-      if (ended) return { status: "applied", detail: `Already ${purchase.state}`, purchase };
-      purchase = await savePurchase(ctx.db, purchase.id, { state: "canceling", periodEnd: happening.at });
-      if (!hasOrder) return remembered(`Canceling at ${happening.at}`);
+      const saved = await save({ state: "canceling", periodEnd: happening.at }, ENDED);
+      if (!saved) return already();
+      const purchase = saved.row;
+      if (!saved.acting) return remembered(`Canceling at ${happening.at}`, purchase);
       const n = await moveExpiry(ctx, purchase, happening.at, (c) => c !== happening.at, false);
       return { status: "applied", detail: `Canceling: ${n} license(s) expire ${happening.at}`, purchase };
     }
     case "pastDue": {
-      if (ended || purchase.state === "canceled")
-        return { status: "applied", detail: `Already ${purchase.state}`, purchase };
-      purchase = await savePurchase(ctx.db, purchase.id, { state: "pastDue" });
-      if (!hasOrder) return remembered("Past due");
+      const saved = await save({ state: "pastDue" }, [...ENDED, "canceled"]);
+      if (!saved) return already();
+      const purchase = saved.row;
+      if (!saved.acting) return remembered("Past due", purchase);
       const days = ctx.config["Commerce:GraceDays"];
       const graceEnd = new Date(clock.now().getTime() + days * 86_400_000).toISOString();
       const n = await moveExpiry(ctx, purchase, graceEnd, (c) => c !== null && c < graceEnd, false);
@@ -447,7 +613,7 @@ async function applyToPurchase(ctx: ServiceContext, provider: Provider, event: P
       };
     }
     default:
-      return { status: "ignored", detail: "Nothing to do", purchase };
+      return { status: "ignored", detail: "Nothing to do", purchase: opened };
   }
 }
 
@@ -474,7 +640,7 @@ export async function receiveEvent(
   try {
     const happening = event.happening;
     if (happening.action === "ignored") result = { status: "ignored", detail: happening.why };
-    else if (happening.action === "purchase") result = await applyPurchase(ctx, provider, event, happening);
+    else if (happening.action === "purchase") result = await applyPurchase(ctx, provider, event, happening, id);
     else result = await applyToPurchase(ctx, provider, event);
   } catch (e) {
     const reason = e instanceof Error ? e.message : String(e);

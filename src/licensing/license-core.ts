@@ -227,8 +227,6 @@ export interface TemplateDefaults {
   features: string[] | null;
   expireDays: number | null;
   supportDays: number | null;
-  /** Days a license may go without checking in (CONTRACT 11); copied as the other limits. */
-  checkInDays: number | null;
 }
 
 /** The date `days` days after an ISO date, as an ISO date. */
@@ -242,7 +240,7 @@ export function addDays(iso: string, days: number): string {
  */
 export function applyTemplate(values: Record<string, unknown>, template: TemplateDefaults): Record<string, unknown> {
   const out = { ...values };
-  for (const key of ["licenseType", "edition", "licensingMode", "maxClients", "features", "checkInDays"] as const) {
+  for (const key of ["licenseType", "edition", "licensingMode", "maxClients", "features"] as const) {
     if (out[key] === undefined && template[key] !== null) out[key] = template[key];
   }
   const issueDate = out["issueDate"] as string;
@@ -272,29 +270,12 @@ function isKeyCollision(error: unknown): boolean {
  */
 export async function createLicense(
   db: Db,
-  settings: { secret: string | undefined; userKeyFormat: string },
-  values: Omit<NewLicenseRow, "licenseId" | "userKey" | "issueDate" | "createdAt" | "updatedAt"> & {
-    issueDate?: string | null;
-  },
+  settings: LicenseSettings,
+  values: NewLicenseValues,
   now: Date,
   generate: LicenseKeyGenerator = generateLicenseKeys,
 ): Promise<LicenseRow> {
-  const stamp = now.toISOString();
-  const base = {
-    ...values,
-    licenseType: values.licenseType ?? 0,
-    licensingMode: values.licensingMode ?? Mode.File,
-    maxClients: values.maxClients ?? 0,
-    revoked: values.revoked ?? false,
-    trace: values.trace ?? true,
-    issueDate: values.issueDate ?? stamp,
-    edition: values.edition ?? null,
-    expireDate: values.expireDate ?? null,
-    supportExpireDate: values.supportExpireDate ?? null,
-    features: values.features ?? null,
-    createdAt: stamp,
-    updatedAt: stamp,
-  };
+  const base = storedDefaults(values, now);
   for (let attempt = 1; ; attempt++) {
     const row = { ...base, ...generate(settings.userKeyFormat) };
     const integrity = await signLicense(settings.secret, row);
@@ -310,6 +291,76 @@ export async function createLicense(
       throw e;
     }
   }
+}
+
+/** Licenses one D1 batch inserts (a statement each: a license row binds about 25 values, D1 at most 100 a statement). */
+export const LICENSES_PER_BATCH = 50;
+
+/**
+ * Stores `count` new licenses of the same values as `createLicense` stores one (each its own identifiers and HMAC),
+ * LICENSES_PER_BATCH to a D1 batch, so their D1 work is a few round trips, not one a license (a purchase of
+ * hundreds stays within the Workers' subrequest limit). A batch is one transaction: a key collision fails it whole,
+ * and it is drawn again with new identifiers, up to five times.
+ */
+export async function createLicenses(
+  db: Db,
+  settings: LicenseSettings,
+  values: NewLicenseValues,
+  count: number,
+  now: Date,
+  generate: LicenseKeyGenerator = generateLicenseKeys,
+): Promise<LicenseRow[]> {
+  const base = storedDefaults(values, now);
+  const stored: LicenseRow[] = [];
+  while (stored.length < count) {
+    const size = Math.min(LICENSES_PER_BATCH, count - stored.length);
+    for (let attempt = 1; ; attempt++) {
+      const rows = await Promise.all(
+        Array.from({ length: size }, async () => {
+          const row = { ...base, ...generate(settings.userKeyFormat) };
+          return { ...row, integrity: await signLicense(settings.secret, row) };
+        }),
+      );
+      const [first, ...rest] = rows.map((row) => db.insert(licenses).values(row).returning());
+      try {
+        const results = await db.batch([first!, ...rest]);
+        for (const [row] of results) {
+          if (!row) throw new Error("insert into licenses returned no row");
+          stored.push(row);
+        }
+        break;
+      } catch (e) {
+        if (attempt < KEY_ATTEMPTS && isKeyCollision(e)) continue;
+        throw e;
+      }
+    }
+  }
+  return stored;
+}
+
+type LicenseSettings = { secret: string | undefined; userKeyFormat: string };
+type NewLicenseValues = Omit<NewLicenseRow, "licenseId" | "userKey" | "issueDate" | "createdAt" | "updatedAt"> & {
+  issueDate?: string | null;
+};
+
+/** The stored defaults made explicit, so the HMAC covers what the row will hold; timestamps `now`. */
+function storedDefaults(values: NewLicenseValues, now: Date) {
+  const stamp = now.toISOString();
+  return {
+    ...values,
+    licenseType: values.licenseType ?? 0,
+    licensingMode: values.licensingMode ?? Mode.File,
+    maxClients: values.maxClients ?? 0,
+    revoked: values.revoked ?? false,
+    trace: values.trace ?? true,
+    issueDate: values.issueDate ?? stamp,
+    edition: values.edition ?? null,
+    expireDate: values.expireDate ?? null,
+    supportExpireDate: values.supportExpireDate ?? null,
+    features: values.features ?? null,
+    createdAt: stamp,
+    updatedAt: stamp,
+  };
 }
 
 /**

@@ -67,21 +67,18 @@ function templateQuery(db: Db, productId: number) {
     .limit(1);
 }
 
-/** The rendered license email for `licenseId`, addressed to `to` or the license's own address. */
-export async function licenseMail(db: Db, licenseId: string | number, to?: string): Promise<OutgoingMail> {
-  const license = await findLicense(db, licenseId);
+/** What renders a license's email besides the license: its product, customer and template (one D1 batch). */
+async function mailContext(db: Db, productId: number, customerId: number | null) {
   const [product, customer, templates] = await db.batch([
-    db.select().from(products).where(eq(products.id, license.productId)),
+    db.select().from(products).where(eq(products.id, productId)),
     db
       .select()
       .from(customers)
-      .where(eq(customers.id, license.customerId ?? -1)),
-    templateQuery(db, license.productId),
+      .where(eq(customers.id, customerId ?? -1)),
+    templateQuery(db, productId),
   ]);
   const productRow = product[0];
-  if (!productRow) throw notFound400("Product", license.productId);
-  const customerRow = customer[0];
-  const mailTo = recipient(license, customerRow, to);
+  if (!productRow) throw notFound400("Product", productId);
   const resource = templates[0];
   if (!resource)
     throw new ApiError(
@@ -89,33 +86,57 @@ export async function licenseMail(db: Db, licenseId: string | number, to?: strin
       `No email template: store a resource of type ${EMAIL_TEMPLATE_TYPE} (name = subject, data = body)`,
     );
   if (!resource.data) throw new ApiError(400, `Email template ${resource.id} has no data`);
+  return { product: productRow, customer: customer[0], resource };
+}
+
+function render(license: LicenseRow, context: Awaited<ReturnType<typeof mailContext>>, to?: string): OutgoingMail {
+  const { product, customer, resource } = context;
   const isHtml = /html/i.test(resource.dataFormat ?? "");
   const values: Record<Placeholder, string> = {
-    CustomerName: customerName(license, customerRow),
-    ProductName: productRow.name,
+    CustomerName: customerName(license, customer),
+    ProductName: product.name,
     LicenseId: license.licenseId,
     UserKey: license.userKey,
-    ProductDownload: productRow.url ?? "",
+    ProductDownload: product.url ?? "",
   };
   return {
-    to: mailTo,
+    to: recipient(license, customer, to),
     subject: renderTemplate(resource.name, values, false),
     body: renderTemplate(resource.data ?? "", values, isHtml),
     isHtml,
   };
 }
 
+/** The rendered license email for `licenseId`, addressed to `to` or the license's own address. */
+export async function licenseMail(db: Db, licenseId: string | number, to?: string): Promise<OutgoingMail> {
+  const license = await findLicense(db, licenseId);
+  return render(license, await mailContext(db, license.productId, license.customerId), to);
+}
+
 /**
  * One email for several licenses (a purchase's, with every key): the template rendered for each license, the
- * bodies one after the other, the first's subject, addressed to `to` or the first license's own address.
+ * bodies one after the other, the first's subject, addressed to `to` or the first license's own address. The
+ * licenses are read in one query and each product's context once, so hundreds of keys cost a few D1 round trips.
  */
-export async function licensesMail(
-  db: Db,
-  licenseIds: readonly (string | number)[],
-  to?: string,
-): Promise<OutgoingMail> {
+export async function licensesMail(db: Db, licenseIds: readonly number[], to?: string): Promise<OutgoingMail> {
+  const rows = licenseIds.length
+    ? await db
+        .select()
+        .from(licenses)
+        .where(sql`${licenses.id} IN (SELECT value FROM json_each(${JSON.stringify(licenseIds)}))`)
+        .orderBy(asc(licenses.id))
+        .all()
+    : [];
+  const missing = licenseIds.find((id) => !rows.some((r) => r.id === id));
+  if (missing !== undefined) throw notFound400("License", missing);
+  const contexts = new Map<string, Promise<Awaited<ReturnType<typeof mailContext>>>>();
   const mails: OutgoingMail[] = [];
-  for (const id of licenseIds) mails.push(await licenseMail(db, id, to));
+  for (const license of rows) {
+    const key = `${license.productId}:${license.customerId ?? ""}`;
+    let context = contexts.get(key);
+    if (!context) contexts.set(key, (context = mailContext(db, license.productId, license.customerId)));
+    mails.push(render(license, await context, to));
+  }
   const first = mails[0];
   if (!first) throw new ApiError(400, "No license to email");
   return { ...first, body: mails.map((m) => m.body).join(first.isHtml ? "\n<hr>\n" : "\n\n") };

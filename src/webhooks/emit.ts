@@ -91,20 +91,22 @@ const MESSAGES_PER_BATCH = 100;
  */
 export async function recordDeliveries(
   db: Db,
-  payload: EventPayload,
+  payload: EventPayload | readonly EventPayload[],
   subscriptionIds: readonly number[],
 ): Promise<void> {
   const stamp = nowIso();
-  const text = JSON.stringify(payload);
-  const rows = subscriptionIds.map((webhookSubscriptionId) => ({
-    webhookSubscriptionId,
-    eventId: payload.id,
-    eventType: payload.type,
-    payload: text,
-    nextRetryAt: stamp,
-    createdAt: stamp,
-    updatedAt: stamp,
-  }));
+  const rows = (Array.isArray(payload) ? payload : [payload as EventPayload]).flatMap((event) => {
+    const text = JSON.stringify(event);
+    return subscriptionIds.map((webhookSubscriptionId) => ({
+      webhookSubscriptionId,
+      eventId: event.id,
+      eventType: event.type,
+      payload: text,
+      nextRetryAt: stamp,
+      createdAt: stamp,
+      updatedAt: stamp,
+    }));
+  });
   const inserts = [];
   for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) {
     inserts.push(
@@ -122,12 +124,14 @@ export async function recordDeliveries(
 async function enqueueDeliveries(
   db: Db,
   env: Bindings,
-  eventId: string,
+  eventIds: readonly string[],
   subscriptionIds: readonly number[],
 ): Promise<void> {
-  const messages = subscriptionIds.map((subscriptionId) => ({
-    body: { kind: DELIVERY_JOB, eventId, subscriptionId } satisfies DeliveryJob,
-  }));
+  const messages = eventIds.flatMap((eventId) =>
+    subscriptionIds.map((subscriptionId) => ({
+      body: { kind: DELIVERY_JOB, eventId, subscriptionId } satisfies DeliveryJob,
+    })),
+  );
   try {
     for (let i = 0; i < messages.length; i += MESSAGES_PER_BATCH)
       await env.WEBHOOKS.sendBatch(messages.slice(i, i + MESSAGES_PER_BATCH));
@@ -136,20 +140,30 @@ async function enqueueDeliveries(
     await db
       .update(webhookEvents)
       .set({ errorMessage: reason, nextRetryAt: null, updatedAt: nowIso() })
-      .where(sql`${webhookEvents.eventId} = ${eventId}`);
+      .where(sql`${webhookEvents.eventId} IN (SELECT value FROM json_each(${JSON.stringify(eventIds)}))`);
     throw e;
   }
 }
 
-async function publish(ctx: EmitContext, type: EventType, build: () => EventBody | Promise<EventBody>): Promise<void> {
-  if (!ctx.config["Webhooks:Enabled"]) return;
+type Build = () => EventBody | Promise<EventBody>;
+
+/** One event per build: one subscriber query, the delivery rows in one D1 batch, the messages in few sends. */
+async function publish(ctx: EmitContext, type: EventType, builds: readonly Build[]): Promise<void> {
+  if (!ctx.config["Webhooks:Enabled"] || builds.length === 0) return;
   const subscriptionIds = await subscribersOf(ctx.db, type);
   // Nobody listens: the record is never built, so a change costs one small query.
   if (subscriptionIds.length === 0) return;
   const actor = customerActor(ctx.principal);
-  const payload = { ...buildPayload(ctx.config, type, await build()), ...(actor ? { actor } : {}) };
-  await recordDeliveries(ctx.db, payload, subscriptionIds);
-  await enqueueDeliveries(ctx.db, ctx.env, payload.id, subscriptionIds);
+  const payloads: EventPayload[] = [];
+  for (const build of builds)
+    payloads.push({ ...buildPayload(ctx.config, type, await build()), ...(actor ? { actor } : {}) });
+  await recordDeliveries(ctx.db, payloads, subscriptionIds);
+  await enqueueDeliveries(
+    ctx.db,
+    ctx.env,
+    payloads.map((p) => p.id),
+    subscriptionIds,
+  );
 }
 
 /**
@@ -157,8 +171,16 @@ async function publish(ctx: EmitContext, type: EventType, build: () => EventBody
  * subscribes. Returns at once; the work runs under `ctx.waitUntil`. The returned promise settles when the event is
  * queued and never rejects: request paths ignore it, background callers (a Durable Object's alarm) may await it.
  */
-export function emit(ctx: EmitContext, type: EventType, build: () => EventBody | Promise<EventBody>): Promise<void> {
-  const work = publish(ctx, type, build).catch((e: unknown) => console.error(`webhooks: emitting ${type} failed`, e));
+export function emit(ctx: EmitContext, type: EventType, build: Build): Promise<void> {
+  return emitEach(ctx, type, [build]);
+}
+
+/**
+ * Emits one event per build, as `emit` each would, for a change of many records at once (a purchase's licenses):
+ * the D1 work stays a few round trips whatever their number.
+ */
+export function emitEach(ctx: EmitContext, type: EventType, builds: readonly Build[]): Promise<void> {
+  const work = publish(ctx, type, builds).catch((e: unknown) => console.error(`webhooks: emitting ${type} failed`, e));
   ctx.waitUntil(work);
   return work;
 }
