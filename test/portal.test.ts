@@ -248,6 +248,15 @@ describe("customer portal sign-in by email", () => {
     expect(list.body["licenses"]).toHaveLength(2);
 
     // Twice: refused.
+    const navigated = await exports.default.fetch(`${BASE}${link}`, {
+      headers: { "cf-connecting-ip": freshIp() },
+      redirect: "manual",
+    });
+    expect(navigated.status).toBe(303);
+    expect(navigated.headers.get("location")).toBe(
+      `/portal/?signInError=${encodeURIComponent("This sign-in link is unknown, expired or already used: ask for a new one.")}`,
+    );
+    expect(navigated.headers.get("set-cookie")).toBeNull();
     const again = await call("GET", link, { headers: { accept: "application/json", "cf-connecting-ip": freshIp() } });
     expect(again.status).toBe(401);
     expect(again.body["message"]).toMatch(/unknown, expired or already used/);

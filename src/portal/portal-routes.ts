@@ -50,6 +50,7 @@ import {
 import { protectLogin, USER_KEY_ATTEMPT } from "../protection/limits";
 
 const TAG = "Portal";
+const LINK_REFUSED = "This sign-in link is unknown, expired or already used: ask for a new one.";
 
 // ---------------------------------------------------------------------------------------------------------------
 // Shapes
@@ -284,7 +285,10 @@ export function registerPortal(app: Router): void {
       },
       responses: {
         200: json(PortalSession, "Signed in (Accept: application/json)"),
-        303: { description: "Signed in: on to /portal/" },
+        303: {
+          description:
+            "A browser's navigation: signed in, on to /portal/; or refused, on to /portal/?signInError=<the message>",
+        },
         401: json(Envelope, "The link is unknown, expired or already used; counted like a failed login"),
         ...anonymousErrorResponses,
       },
@@ -292,18 +296,29 @@ export function registerPortal(app: Router): void {
     async (c) => {
       const ctx = serviceContext(c);
       const { token } = c.req.valid("param");
-      const spent = await protectLogin(ctx, USER_KEY_ATTEMPT, async () => {
-        const link = await spendLink(ctx, token);
-        if (!link) throw new ApiError(401, "This sign-in link is unknown, expired or already used: ask for a new one.");
-        return link;
-      });
+      const navigation = !(c.req.header("accept") ?? "").includes("application/json");
+      let spent: { customerId: number };
+      try {
+        spent = await protectLogin(ctx, USER_KEY_ATTEMPT, async () => {
+          const link = await spendLink(ctx, token);
+          if (!link) throw new ApiError(401, LINK_REFUSED);
+          return link;
+        });
+      } catch (e) {
+        // A person who opened the link in a browser lands on the page, which shows why (`signInError`).
+        if (!navigation || !(e instanceof ApiError)) throw e;
+        return new Response(null, {
+          status: 303,
+          headers: { Location: `/portal/?signInError=${encodeURIComponent(e.message)}` },
+        });
+      }
       const session = await openSession(ctx, { customerId: spent.customerId, licenseId: null });
       ctx.log?.audit("PortalSignIn", "Customer portal sign-in with an emailed link", {
         ...ctx,
         principal: { kind: "customer", customerId: spent.customerId },
       });
       const cookie = portalCookie(session.secret, session.maxAgeSeconds);
-      if (!(c.req.header("accept") ?? "").includes("application/json")) {
+      if (navigation) {
         return new Response(null, { status: 303, headers: { Location: "/portal/", "Set-Cookie": cookie } });
       }
       const scope = await sessionScope(ctx, session.secret);
