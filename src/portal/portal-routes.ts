@@ -287,7 +287,7 @@ export function registerPortal(app: Router): void {
         200: json(PortalSession, "Signed in (Accept: application/json)"),
         303: {
           description:
-            "A browser's navigation: signed in, on to /portal/; or refused, on to /portal/?signInError=<the message>",
+            "A browser's navigation: signed in, on to /portal/; refused, on to /portal/#link-refused (or #sign-in-blocked past the login limit)",
         },
         401: json(Envelope, "The link is unknown, expired or already used; counted like a failed login"),
         ...anonymousErrorResponses,
@@ -305,12 +305,11 @@ export function registerPortal(app: Router): void {
           return link;
         });
       } catch (e) {
-        // A person who opened the link in a browser lands on the page, which shows why (`signInError`).
+        // A person who opened the link in a browser lands on the page, which says why in its own words (a fixed
+        // fragment, so no text of the URL is ever shown as the service's): refused, or logins blocked for now.
         if (!navigation || !(e instanceof ApiError)) throw e;
-        return new Response(null, {
-          status: 303,
-          headers: { Location: `/portal/?signInError=${encodeURIComponent(e.message)}` },
-        });
+        const why = e.status === 401 ? "link-refused" : "sign-in-blocked";
+        return new Response(null, { status: 303, headers: { Location: `/portal/#${why}` } });
       }
       const session = await openSession(ctx, { customerId: spent.customerId, licenseId: null });
       ctx.log?.audit("PortalSignIn", "Customer portal sign-in with an emailed link", {
