@@ -19,6 +19,12 @@ export interface ActivationRequestInput {
   productCode?: string;
   /** The nonce (default: 16 random bytes, hex). Keep it: the response must name it. */
   nonce?: string;
+  /**
+   * The service's activation page (`https://licensing.example.com/activate/`): the QR code then holds the page's
+   * address with the code after `#`, so a phone that scans it opens the page with the code filled in (the part after
+   * `#` never leaves the phone but for the page itself). Without it, the QR code holds the code alone.
+   */
+  activationPageUrl?: string;
 }
 
 /** A request to show the person: the code, its QR code, and the nonce to keep until the answer comes back. */
@@ -29,6 +35,8 @@ export interface ActivationRequest {
   nonce: string;
   /** The request code as a QR code: an SVG document, to show as `data:image/svg+xml,` or inline. */
   qrSvg: string;
+  /** What the QR code holds: the request code, or the activation page's address with it after `#`. */
+  qrText: string;
 }
 
 function randomNonce(): string {
@@ -46,7 +54,11 @@ export function createActivationRequest(input: ActivationRequestInput): Activati
     nonce,
     ...(input.productCode !== undefined ? { productCode: input.productCode } : {}),
   });
-  return { requestCode, nonce, qrSvg: qrCodeSvg(requestCode) };
+  const qrText =
+    input.activationPageUrl === undefined
+      ? requestCode
+      : `${new URL(input.activationPageUrl).href.replace(/#.*$/, "")}#${requestCode}`;
+  return { requestCode, nonce, qrSvg: qrCodeSvg(qrText), qrText };
 }
 
 /** Options of {@link verifyActivationResponse}: those of {@link verifyLicenseFile}, with the request's nonce required. */

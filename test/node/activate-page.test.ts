@@ -148,6 +148,26 @@ describe("the /activate/ page", () => {
       await page.screenshot({ path: join(root, "docs", "activate-page.png"), fullPage: true });
   });
 
+  it("fills in the request code of a QR code that holds the page's address (a phone scanning the application's screen)", async () => {
+    const lic = await newLicense("lab-phone");
+    const request = createActivationRequest({
+      userKey: lic.userKey,
+      machineId: "LAB-PC-9",
+      activationPageUrl: new URL("/activate/", base).href,
+    });
+    expect(request.qrText).toBe(`${new URL("/activate/", base).href}#${request.requestCode}`);
+    expect(request.qrSvg).toBe(qrCodeSvg(request.qrText));
+    await page.goto(request.qrText);
+    expect(await page.inputValue("#request-code")).toBe(request.requestCode);
+    await page.click("#activate");
+    await page.waitForSelector("#answer:not([hidden])");
+    await verifyActivationResponse(await page.inputValue("#response-code"), {
+      jwks,
+      machineId: "LAB-PC-9",
+      nonce: request.nonce,
+    });
+  });
+
   it("says what is wrong with a mistyped code, a response code in the request box and another product's license", async () => {
     const lic = await newLicense("lab-viewer");
     const other = await newLicense("lab-other");

@@ -99,6 +99,18 @@ form.addEventListener("submit", async (event) => {
   }
 });
 
+// A phone that scanned the application's QR code opens this page with the request code after `#`: fill it in (the
+// part after `#` is never sent to the service; the person still presses Activate).
+function fillFromAddress(): void {
+  const given = decodeURIComponent(location.hash.slice(1)).trim();
+  if (!/^LRQ\d-/i.test(given)) return;
+  input.value = given;
+  show(undefined);
+  answer.hidden = true;
+}
+fillFromAddress();
+window.addEventListener("hashchange", fillFromAddress);
+
 copy.addEventListener("click", async () => {
   await navigator.clipboard.writeText(responseCode.value);
   copy.textContent = "Copied";
