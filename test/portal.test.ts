@@ -165,6 +165,14 @@ describe("customer portal sign-in by user key", () => {
     expect(detail.body["license"]["machines"].map((m: { machineId: string }) => m.machineId)).toEqual(w.machines);
     expect(detail.body["license"]["deactivations"]).toMatchObject({ used: 0, limit: 3 });
 
+    const signIns = await env.DB.prepare("SELECT properties FROM logs WHERE message = ? AND category = 'Audit'")
+      .bind(`Customer portal sign-in with the user key of ${w.licenseId}`)
+      .all<{ properties: string }>();
+    expect(JSON.parse(signIns.results[0]!.properties)).toMatchObject({
+      event: "PortalSignIn",
+      actor: { kind: "customer", customerId: w.customerId },
+    });
+
     const out = await as(s, "POST", "/v1/portal/sign-out");
     expect(out.status, out.text).toBe(200);
     expect(out.headers.get("set-cookie")).toMatch(/Max-Age=0/);
@@ -324,6 +332,28 @@ describe("customer portal scope", () => {
     const theirsNow = await admin("GET", `/v1/licenses?filter=${encodeURIComponent(`licenseId == "${other}"`)}`);
     expect(theirsNow.body["licenses"][0]).toMatchObject({ activeClientCount: 2 });
     expect(theirsNow.body["licenses"][0].licenseeName).toBe("Ann Original");
+  });
+
+  it("a license with no customer opens only itself: no other license, no orders", async () => {
+    const w = await world(1);
+    const alone = await newLicense({
+      productId: (await admin("GET", `/v1/licenses?filter=${encodeURIComponent(`licenseId == "${w.licenseId}"`)}`))
+        .body["licenses"][0].productId,
+      licensingMode: "Activation",
+      maxClients: 2,
+    });
+    const other = await newLicense({
+      productId: (await admin("GET", `/v1/licenses?filter=${encodeURIComponent(`licenseId == "${w.licenseId}"`)}`))
+        .body["licenses"][0].productId,
+    });
+    const s = await signIn(alone.userKey);
+    expect(s.res.status, s.res.text).toBe(200);
+    expect(s.res.body["customer"] ?? null).toBeNull();
+    const list = await as(s, "GET", "/v1/portal/licenses");
+    expect(list.body["licenses"].map((l: { licenseId: string }) => l.licenseId)).toEqual([alone.licenseId]);
+    expect((await as(s, "GET", "/v1/portal/orders")).body["orders"]).toEqual([]);
+    for (const id of [other.licenseId, w.licenseId])
+      expect((await as(s, "GET", `/v1/portal/licenses/${id}`)).status).toBe(404);
   });
 
   it("refuses every portal route without a session, with a staff API key or console cookie, and writes without CSRF", async () => {

@@ -69,7 +69,8 @@ export async function signInWithKey(ctx: ServiceContext, typed: string): Promise
     const [[row]] = await batchReads(ctx.db, [licenseByUserKey(key)]);
     const verdict = await judgeLicense(ctx.config["Application:EncryptionKey"], row?.license, clock.now());
     if (!row || (!verdict.usable && verdict.refusal !== "expired")) throw new ApiError(401, KEY_SIGNS_IN_TO_NOTHING);
-    ctx.log?.audit("PortalSignIn", `Customer portal sign-in with the user key of ${row.license.licenseId}`, ctx, {
+    const actor = { ...ctx, principal: { kind: "customer", customerId: row.license.customerId ?? undefined } };
+    ctx.log?.audit("PortalSignIn", `Customer portal sign-in with the user key of ${row.license.licenseId}`, actor, {
       licenseId: row.license.licenseId,
       customerId: row.license.customerId,
       with: "userKey",
