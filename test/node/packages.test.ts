@@ -140,6 +140,44 @@ const { machineId } = require("@licensing/client/node");
     });
   });
 
+  it("runs the offline helpers from ES modules and CommonJS: an air-gapped request code with its QR code, a license file checked out and verified", async () => {
+    const script = (load: string) => `
+${load}
+(async () => {
+  const [baseUrl, userKey] = process.argv.slice(2);
+  const request = createActivationRequest({ userKey, machineId: "PC-OFF", productCode: "studio" });
+  const decoded = decodeRequestCode(request.requestCode.toLowerCase());
+  const client = new LicensingClient({ baseUrl, userKey });
+  await client.activate({ machineId: "PC-OFF" });
+  const { licenseFile } = await client.checkout({ machineId: "PC-OFF", encrypt: true });
+  const file = await verifyLicenseFile(licenseFile, { jwks: await client.getSigningKeys(), machineId: "PC-OFF", userKey });
+  console.log(JSON.stringify({ machine: decoded.machineId, nonce: decoded.nonce === request.nonce, svg: request.qrSvg.startsWith("<svg"), opened: file.machine.machineId, product: file.entitlements.productCode }));
+})();
+`;
+    writeFileSync(
+      join(app, "offline.mjs"),
+      script(
+        'import { LicensingClient, createActivationRequest, decodeRequestCode, verifyLicenseFile } from "@licensing/client";',
+      ),
+    );
+    writeFileSync(
+      join(app, "offline.cjs"),
+      script(
+        'const { LicensingClient, createActivationRequest, decodeRequestCode, verifyLicenseFile } = require("@licensing/client");',
+      ),
+    );
+    for (const file of ["offline.mjs", "offline.cjs"]) {
+      const { stdout } = await run(process.execPath, [file, base, userKey], { cwd: app });
+      expect(JSON.parse(stdout), file).toEqual({
+        machine: "PC-OFF",
+        nonce: true,
+        svg: true,
+        opened: "PC-OFF",
+        product: "studio",
+      });
+    }
+  });
+
   it("ships types, a license and dependency ranges", async () => {
     const manifest = JSON.parse(
       (
