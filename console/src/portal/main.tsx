@@ -22,7 +22,20 @@ import {
 } from "./api";
 import "./style.css";
 
-const LINK_REFUSED = "This sign-in link is unknown, expired or already used: ask for a new one.";
+/**
+ * Why an emailed link did not sign in: the service sends the browser to /portal/#link-refused (used, expired or
+ * unknown) or #sign-in-blocked (past the login limit). Fixed fragments worded here: no text from the address is shown.
+ */
+const LINK_REFUSALS: Record<string, string> = {
+  "#link-refused": "This sign-in link is unknown, expired or already used: ask for a new one.",
+  "#sign-in-blocked": "Too many failed sign-ins from this address: try again later.",
+};
+
+function linkRefusal(): string | undefined {
+  const said = LINK_REFUSALS[location.hash];
+  if (said) history.replaceState(null, "", location.pathname);
+  return said;
+}
 
 const PLATFORMS: Record<string, string> = {
   "win-x64": "Windows (x64)",
@@ -524,9 +537,7 @@ function App() {
   const [branding, setBranding] = useState<Branding>();
   // undefined: not known yet; null: signed out.
   const [session, setState] = useState<Session | null>();
-  const [reason, setReason] = useState<string | undefined>(
-    location.hash === "#link-refused" ? LINK_REFUSED : undefined,
-  );
+  const [reason, setReason] = useState<string | undefined>(linkRefusal);
   const hash = useHash();
   const start = (s: Session | null, why?: string) => {
     setSession(s ?? undefined);
@@ -550,7 +561,6 @@ function App() {
           : start(null, reason),
       (e: unknown) => start(null, messageOf(e)),
     );
-    if (location.hash === "#link-refused") history.replaceState(null, "", location.pathname);
   }, []);
   const signOut = async () => {
     try {
