@@ -5,6 +5,7 @@
  * the same shape. A field added here is in the document, the route and the service at once.
  */
 import { z } from "@hono/zod-openapi";
+import { int32 } from "../http/openapi";
 
 /** The body limit of POST /v1/report (and gRPC SendReport). */
 export const MAX_REPORT_BYTES = 4 * 1024 * 1024;
@@ -59,10 +60,7 @@ export const CheckoutRequest = z
     machineId: text(),
     clientId: text(),
     productCode: text(),
-    ttl: z
-      .number()
-      .int()
-      .min(60)
+    ttl: int32(60)
       .optional()
       .openapi({ description: "Seconds the file is valid; at most Licensing:LicenseFileLifetime (the default)." }),
     encrypt: z.boolean().optional().openapi({
@@ -80,9 +78,14 @@ export const BorrowRequest = z
     clientId: text(),
     clientName: text(),
     // Whole hours from 1 to the setting: the service says so with the setting's value (400 naming hours).
-    hours: z
-      .number()
-      .openapi({ description: "Hours the seat is borrowed: 1 to Licensing:MaxBorrowHours.", example: 24 }),
+    hours: z.number().openapi({
+      description: "Hours the seat is borrowed: 1 to Licensing:MaxBorrowHours.",
+      type: "integer",
+      format: "int32",
+      minimum: 1,
+      maximum: 8760,
+      example: 24,
+    }),
     encrypt: z.boolean().optional().openapi({ description: "Encrypt the borrow's license file for this machine." }),
     nonce: text(),
   })
