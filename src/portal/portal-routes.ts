@@ -9,7 +9,7 @@ import type { Context } from "hono";
 import type { AppEnv } from "../http/app-env";
 import { clientInfo, serviceContext } from "../http/context";
 import { ApiError } from "../errors";
-import { Envelope, anonymousErrorResponses, enveloped, errorResponses, json, jsonBody } from "../http/openapi";
+import { Envelope, anonymousErrorResponses, enveloped, errorResponses, int32, json, jsonBody } from "../http/openapi";
 import { ok } from "../http/respond";
 import type { Router } from "../http/router";
 import { PLATFORMS, type Platform, mainFile } from "../updates/catalog";
@@ -96,8 +96,8 @@ const licenseShape = {
   edition: z.string().nullable(),
   licenseType: z.string(),
   licensingMode: z.string(),
-  maxClients: z.number().int().openapi({ description: "0 = unlimited." }),
-  activeClientCount: z.number().int(),
+  maxClients: int32(0).openapi({ description: "0 = unlimited." }),
+  activeClientCount: int32(0),
   issueDate: z.string(),
   expireDate: z.string().nullable(),
   expired: z.boolean(),
@@ -122,8 +122,8 @@ const PortalClient = z
 
 const Deactivations = z
   .object({
-    used: z.number().int(),
-    limit: z.number().int().openapi({ description: "Licensing:MaxDeactivationsPerMonth; 0 = no limit." }),
+    used: int32(0),
+    limit: int32(0).openapi({ description: "Licensing:MaxDeactivationsPerMonth; 0 = no limit." }),
     resetsAt: z.string().openapi({ description: "When the month's count starts again (ISO 8601, UTC)." }),
   })
   .openapi("PortalDeactivations");
@@ -159,7 +159,7 @@ const PortalOrder = z
     lines: z.array(
       z.object({
         product: z.object({ code: z.string(), name: z.string() }),
-        quantity: z.number().int(),
+        quantity: int32(0),
         unitPrice: z.number().nullable(),
         description: z.string().nullable(),
       }),
@@ -415,8 +415,8 @@ export function registerPortal(app: Router): void {
           enveloped({
             licenseId: z.string(),
             machineId: z.string(),
-            activeClientCount: z.number().int(),
-            maxClientCount: z.number().int(),
+            activeClientCount: int32(0),
+            maxClientCount: int32(0),
             deactivations: Deactivations,
           }),
           "Deactivated",
@@ -425,6 +425,10 @@ export function registerPortal(app: Router): void {
         429: {
           description: `The month's deactivations are spent: the message and ${DEACTIVATIONS_RESET_HEADER} say when they reset (or the per-IP limit)`,
           headers: {
+            "Retry-After": {
+              description: "Seconds until the count resets (or the per-IP block ends).",
+              schema: { type: "integer", format: "int32", minimum: 1 },
+            },
             [DEACTIVATIONS_RESET_HEADER]: {
               description: "When the count resets (ISO 8601, UTC).",
               schema: { type: "string" },
@@ -454,6 +458,7 @@ export function registerPortal(app: Router): void {
         query: z.object({
           platform: z
             .string()
+            .max(32)
             .optional()
             .openapi({ description: PLATFORMS.join(", ") }),
         }),
