@@ -323,6 +323,32 @@ describe.each(KITS)("$name webhooks", (kit) => {
     expect(await outbox(sale.email)).toHaveLength(1);
   });
 
+  it("different events of one purchase at the same moment (the payment twice under two event ids, its refund) open one purchase and one order", async () => {
+    const sale = kit.sale();
+    const [event] = kit.purchase(sale, { item: kit.ids.licenses, quantity: 3, periodEnd: inDays(30) });
+    // The same purchase delivered under another event id (Lemon Squeezy: another body of the same order).
+    const [again] = kit.purchase(sale, { item: kit.ids.licenses, quantity: 3, periodEnd: inDays(30) });
+    const orders = await countRows("orders");
+    const answers = await Promise.all(
+      [event!, { ...again!, resent: true }, kit.refund(sale)].map((e) => deliver(kit, e)),
+    );
+    for (const res of answers) expect(res.status, res.text).toBe(200);
+    expect(answers.map((r) => r.body["result"])).not.toContain("duplicate");
+    const { n } = (await env.DB.prepare(
+      "SELECT count(*) AS n FROM commerce_purchases WHERE provider = ? AND (instr(purchase_ref, ?) > 0 OR purchase_ref = ?)",
+    )
+      .bind(kit.name, sale.u, sale.ref)
+      .first<{ n: number }>())!;
+    expect(n).toBe(1);
+    expect(await countRows("orders")).toBe(orders + 1);
+    // Whichever came first, the refund wins: no license of the purchase stays usable, the order is refunded.
+    const orderId = answers.find((r) => r.body["orderId"])!.body["orderId"] as number;
+    for (const license of await licensesOf(orderId)) expect(license.revoked).toBe(true);
+    const order = (await admin("GET", `/v1/orders?filter=${q(`id == ${orderId}`)}`)).body["orders"][0];
+    expect(order).toMatchObject({ status: CANCELLED, paymentStatus: REFUNDED });
+    expect((await outbox(sale.email)).length).toBeLessThanOrEqual(1);
+  });
+
   it("a refund that arrives before its payment is remembered: the payment makes a refunded order and no license", async () => {
     const sale = kit.sale();
     const early = await deliver(kit, kit.refund(sale));
@@ -399,5 +425,117 @@ describe.each(KITS)("$name webhooks", (kit) => {
     expect(bad.body["message"]).toMatch(/Malformed/);
     expect(await Promise.all(tables.map(countRows))).toEqual(before);
     expect(await logged(`a ${kit.name} webhook with a valid signature is malformed`)).toBe(1);
+  });
+});
+
+/** The D1 round trips of a request, from its Server-Timing header (http/d1-session.ts; on in development). */
+function d1RoundTrips(headers: Headers): number {
+  const match = /d1-round-trips;desc="(\d+)"/.exec(headers.get("server-timing") ?? "");
+  expect(match, "Server-Timing d1-round-trips").not.toBeNull();
+  return Number(match![1]);
+}
+
+const licenseCount = async (orderId: number) =>
+  (await env.DB.prepare("SELECT count(*) AS n FROM licenses WHERE order_id = ?").bind(orderId).first<{ n: number }>())!
+    .n;
+
+describe("large and half-made purchases", () => {
+  it("a purchase that failed half-way is completed by the provider's retry: only the missing licenses, one email with every key", async () => {
+    const kit = stripeKit;
+    const sale = kit.sale();
+    const [event] = kit.purchase(sale, { item: kit.ids.licenses, quantity: 53, periodEnd: inDays(30) });
+    const orders = await countRows("orders");
+    const made = async () =>
+      (await env.DB.prepare("SELECT count(*) AS n FROM licenses WHERE licensee_email = ?")
+        .bind(sale.email)
+        .first<{ n: number }>())!.n;
+    // A failure after the first batch of licenses (50 a batch): the 51st insert of this buyer is refused.
+    const trigger = `commerce_fail_${sale.u}`;
+    await env.DB.prepare(
+      `CREATE TRIGGER ${trigger} BEFORE INSERT ON licenses WHEN NEW.licensee_email = '${sale.email}' AND (SELECT count(*) FROM licenses WHERE licensee_email = '${sale.email}') >= 50 BEGIN SELECT RAISE(ABORT, 'injected failure'); END`,
+    ).run();
+    try {
+      const failed = await deliver(kit, event!);
+      expect(failed.status, failed.text).toBe(500);
+      expect(await made()).toBe(50);
+      expect(await outbox(sale.email)).toHaveLength(0);
+    } finally {
+      await env.DB.prepare(`DROP TRIGGER ${trigger}`).run();
+    }
+    const retry = await deliver(kit, event!);
+    expect(retry.status, retry.text).toBe(200);
+    expect(retry.body["result"], retry.text).toBe("applied");
+    const orderId = retry.body["orderId"] as number;
+    expect(await countRows("orders")).toBe(orders + 1);
+    expect((await admin("GET", `/v1/orders/${orderId}/products`)).body["orderProducts"]).toHaveLength(1);
+    const licenses = await licensesOf(orderId);
+    expect(licenses).toHaveLength(53);
+    const mails = await outbox(sale.email);
+    expect(mails).toHaveLength(1);
+    for (const license of licenses) expect(mails[0]!.body).toContain(license.userKey);
+    // Complete now: another delivery of the purchase changes nothing.
+    const third = await deliver(kit, { ...event!, id: `evt_${sale.u}x` });
+    expect(third.body["result"], third.text).toBe("applied");
+    expect(await licensesOf(orderId)).toHaveLength(53);
+    expect(await outbox(sale.email)).toHaveLength(1);
+  });
+
+  it("a refund that arrives while its purchase is half-made is applied when the retry completes it: revoked, no email", async () => {
+    const kit = stripeKit;
+    const sale = kit.sale();
+    const [event] = kit.purchase(sale, { item: kit.ids.licenses, quantity: 3, periodEnd: inDays(30) });
+    // The licenses are made, then the purchase fails before it is complete.
+    const trigger = `commerce_incomplete_${sale.u}`;
+    await env.DB.prepare(
+      `CREATE TRIGGER ${trigger} BEFORE UPDATE OF completed_at ON commerce_purchases WHEN NEW.completed_at IS NOT NULL AND NEW.purchase_ref = '${sale.ref}' BEGIN SELECT RAISE(ABORT, 'injected failure'); END`,
+    ).run();
+    try {
+      expect((await deliver(kit, event!)).status).toBe(500);
+    } finally {
+      await env.DB.prepare(`DROP TRIGGER ${trigger}`).run();
+    }
+    const refund = await deliver(kit, kit.refund(sale));
+    expect(refund.body["result"], refund.text).toBe("remembered");
+    const retry = await deliver(kit, event!);
+    expect(retry.body["result"], retry.text).toBe("applied");
+    const licenses = await licensesOf(retry.body["orderId"]);
+    expect(licenses).toHaveLength(3);
+    for (const license of licenses) expect(license.revoked).toBe(true);
+    const order = (await admin("GET", `/v1/orders?filter=${q(`id == ${retry.body["orderId"]}`)}`)).body["orders"][0];
+    expect(order).toMatchObject({ status: CANCELLED, paymentStatus: REFUNDED });
+    expect(await outbox(sale.email)).toHaveLength(0);
+  });
+
+  it("Commerce:MaxLicensesPerPurchase: at the limit made in a few D1 round trips; over it nothing written, logged, and made when redelivered after raising it", async () => {
+    const kit = stripeKit;
+    await setSetting("Commerce:MaxLicensesPerPurchase", "120");
+    try {
+      const sale = kit.sale();
+      const [atLimit] = kit.purchase(sale, { item: kit.ids.licenses, quantity: 120, periodEnd: inDays(30) });
+      const res = await deliver(kit, atLimit!);
+      expect(res.body["result"], res.text).toBe("applied");
+      expect(await licenseCount(res.body["orderId"])).toBe(120);
+      // Batched: the D1 work does not grow a round trip per license (one by one it was over 240).
+      expect(d1RoundTrips(res.headers)).toBeLessThan(40);
+      expect((await outbox(sale.email))[0]!.body.split("License ").length - 1).toBe(120);
+
+      const over = kit.sale();
+      const [tooMany] = kit.purchase(over, { item: kit.ids.licenses, quantity: 121, periodEnd: inDays(30) });
+      const tables = ["commerce_purchases", "orders", "customers", "licenses"];
+      const before = await Promise.all(tables.map(countRows));
+      const refused = await deliver(kit, tooMany!);
+      expect(refused.status, refused.text).toBe(200);
+      expect(refused.body["result"]).toBe("failed");
+      expect(refused.body["detail"]).toMatch(/121 licenses, more than Commerce:MaxLicensesPerPurchase \(120\)/);
+      expect(await Promise.all(tables.map(countRows))).toEqual(before);
+      expect(await logged(`${refused.body["eventId"]}: The purchase makes 121 licenses`)).toBe(1);
+
+      await setSetting("Commerce:MaxLicensesPerPurchase", "121");
+      const redelivered = await deliver(kit, tooMany!);
+      expect(redelivered.body["result"], redelivered.text).toBe("applied");
+      expect(await licenseCount(redelivered.body["orderId"])).toBe(121);
+    } finally {
+      await setSetting("Commerce:MaxLicensesPerPurchase", null);
+    }
   });
 });
