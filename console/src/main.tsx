@@ -19,6 +19,7 @@ import {
 } from "./pages";
 import { ResourcePage, resources } from "./resources";
 import { CommerceMappings, MAPPING_ROLES } from "./commerce";
+import { PortalActivity } from "./portal-activity";
 import "./style.css";
 import { ErrorBox } from "./ui";
 import type { Role } from "./words";
@@ -122,6 +123,16 @@ function Page({ hash, roles }: { hash: string; roles: string[] }) {
           def={resources.orders!}
           roles={roles}
           extra={(row) => <a href={`#/order-lines/${String(row["id"])}`}>Order lines</a>}
+        />
+      );
+    case "customers":
+      return parts[1] && parts[2] === "portal" ? (
+        <PortalActivity customerId={Number(parts[1])} />
+      ) : (
+        <ResourcePage
+          def={resources.customers!}
+          roles={roles}
+          extra={(row) => <a href={`#/customers/${String(row["id"])}/portal`}>Portal activity</a>}
         />
       );
     case "order-lines":

@@ -54,6 +54,8 @@ async function api(method: string, path: string, body?: unknown, raw?: BodyInit)
 
 /** The customer's world: Acme Studio 2.4.0 for Windows, one order, a license with four machines. */
 const world = {
+  customerId: 0,
+  productId: 0,
   email: "dana@customer.example",
   licenseId: "",
   userKey: "",
@@ -71,6 +73,7 @@ async function makeWorld(): Promise<void> {
     },
   });
   const productId = product["productId"] as number;
+  world.productId = productId;
   const release = await api("POST", `/v1/products/${productId}/releases`, { productRelease: { version: "2.4.0" } });
   const releaseId = release["productReleaseId"] as number;
   const form = new FormData();
@@ -84,6 +87,7 @@ async function makeWorld(): Promise<void> {
     customer: { firstName: "Dana", lastName: "Whitfield", email: world.email, company: "Whitfield Design" },
   });
   const customerId = customer["customerId"] as number;
+  world.customerId = customerId;
   const order = await api("POST", "/v1/orders", { order: { customerId, total: 249, currency: "EUR" } });
   const orders = await api("GET", `/v1/orders?filter=${encodeURIComponent(`id == ${order["orderId"]}`)}`);
   world.orderNumber = orders["orders"][0].orderNumber;
@@ -147,7 +151,6 @@ beforeAll(async () => {
       Application__AdminUsername: "admin",
       Application__AdminPassword: "Portal-12345",
       Application__AdminApiKey: KEY,
-      Portal__Title: "Acme Software customer portal",
       Portal__AccentColor: "#0f766e",
       Portal__LogoUrl: LOGO_URL,
     },
@@ -161,6 +164,8 @@ beforeAll(async () => {
   });
   base = worker.url.toString();
   origin = new URL(base).origin;
+  // The title as a vendor sets it in the console's settings (a database setting; the last test changes it there).
+  await api("PUT", "/v1/settings", { settings: [{ name: "Portal:Title", value: "Acme Software customer portal" }] });
   await makeWorld();
   browser = await chromium.launch({ executablePath, args: CHROMIUM_ARGS });
   const context = await browser.newContext({ viewport: { width: 1180, height: 900 }, acceptDownloads: true });
@@ -350,6 +355,56 @@ describe("the customer portal in Chromium", () => {
     expect(logo.headers.get("content-type")).toBe("image/svg+xml");
     expect(logo.headers.get("content-security-policy")).toContain("sandbox");
     expect(await logo.text()).toBe(LOGO);
+  });
+
+  it("the console shows the customer's portal activity, and edits the portal's settings", async () => {
+    // Another customer signs in to the portal too: their entry is theirs, not Dana's.
+    const other = await api("POST", "/v1/customers", { customer: { firstName: "Olu", lastName: "Other" } });
+    const otherLicense = await api("POST", "/v1/licenses", {
+      license: { productId: world.productId, customerId: other["customerId"], licensingMode: "Activation" },
+    });
+    const otherKey = (
+      await api("GET", `/v1/licenses?filter=${encodeURIComponent(`id == ${otherLicense["id"]}`)}&select=userKey`)
+    )["licenses"][0].userKey;
+    const signedIn = await fetch(new URL("/v1/portal/sign-in", base), {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ userKey: otherKey }),
+    });
+    expect(signedIn.status).toBe(200);
+
+    await page.goto(new URL("/console/", base).href);
+    await page.getByLabel("User name").fill("admin");
+    await page.getByLabel("Password").fill("Portal-12345");
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.getByRole("heading", { name: "Overview" }).waitFor();
+    await page.goto(new URL(`/console/#/customers/${world.customerId}/portal`, base).href);
+    await page.getByRole("heading", { name: `Customer ${world.customerId}: portal activity` }).waitFor();
+    const table = page.getByRole("table", { name: /Portal activity/ });
+    await expect.poll(() => table.getByRole("row").count()).toBeGreaterThan(1);
+    const text = await table.textContent();
+    for (const done of [
+      `Machine DANA-OLD-LAPTOP of ${world.licenseId} deactivated in the customer portal`,
+      `Machine STUDIO-MAC of ${world.licenseId} deactivated in the customer portal`,
+      `Licensee of ${world.licenseId} changed in the customer portal`,
+      `Customer portal sign-in with the user key of ${world.licenseId}`,
+      "Customer portal sign-in with an emailed link",
+    ])
+      expect(text).toContain(done);
+    // The refused fourth deactivation changed nothing and is not among the customer's doings.
+    expect(text).not.toContain("Machine DANA-DESKTOP");
+    expect(text).not.toContain(otherLicense["licenseId"]);
+
+    await page.goto(new URL("/console/#/settings", base).href);
+    const accent = page.getByRole("row", { name: /Portal:AccentColor/ });
+    await accent.waitFor();
+    expect(await accent.textContent()).toContain("The customer portal's accent colour");
+    const title = page.getByRole("row", { name: /Portal:Title/ });
+    await title.getByLabel("Portal:Title").fill("Acme Help Centre");
+    await title.getByRole("button", { name: "Save" }).click();
+    await expect.poll(() => page.getByRole("status").first().textContent()).toContain("Portal:Title saved");
+    await page.goto(new URL("/portal/", base).href);
+    await expect.poll(() => page.textContent("h1")).toBe("Acme Help Centre");
   });
 
   it("is gone while Portal:Enabled is off", async () => {
