@@ -12,7 +12,7 @@ import { downloadTokens, revokedTokens } from "./db/schema";
 import { pruneIdempotencyKeys } from "./http/idempotency";
 import { pruneLogs } from "./logging";
 import { pruneDeliveries } from "./webhooks/history";
-import { pruneInlineReports, pruneStoredReports, pruneTraces } from "./licensing/retention";
+import { pruneInlineReports, pruneLicenseFiles, pruneStoredReports, pruneTraces } from "./licensing/retention";
 import { pruneOutbox } from "./mail/send";
 import { pruneAdoption } from "./updates/adoption";
 import { prunePortalCredentials } from "./portal/portal-session";
@@ -36,6 +36,8 @@ export async function housekeeping(env: Bindings, now: Date): Promise<Record<str
     licenseTraces: d1Statement(db, pruneTraces(db, config, now)),
     // Release adoption days older than Updates:AdoptionRetentionDays.
     releaseAdoption: d1Statement(db, pruneAdoption(db, config, now)),
+    // Records of license files expired longer than Licensing:TraceRetentionDays ago.
+    licenseFiles: d1Statement(db, pruneLicenseFiles(db, config, now)),
     reports: d1Statement(db, pruneInlineReports(db, config, now)),
     emailOutbox: d1Statement(db, pruneOutbox(db, config, now)),
     // Admin console sessions past their expiry or their idle timeout (their API keys can no longer be used).

@@ -95,6 +95,12 @@ describe("license files (POST /v1/license/checkout)", () => {
       .bind(license.id)
       .all();
     expect(files.results).toHaveLength(4);
+    // Kept for Licensing:TraceRetentionDays (365) after they expire, then pruned by the cron.
+    const latest = Date.parse(long.body.expiresAt);
+    await housekeeping(env, new Date(Date.parse(short.body.expiresAt) + 364 * 86_400_000));
+    expect(await countRows(`license_files WHERE license_id = ${license.id}`)).toBe(4);
+    expect((await housekeeping(env, new Date(latest + 366 * 86_400_000)))["licenseFiles"]).toBeGreaterThanOrEqual(4);
+    expect(await countRows(`license_files WHERE license_id = ${license.id}`)).toBe(0);
   });
 
   it("encrypts for the machine: readable with the user key and that machine id only", async () => {

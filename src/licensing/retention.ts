@@ -8,7 +8,7 @@
 import { and, asc, isNotNull, isNull, lt, sql } from "drizzle-orm";
 import type { Config } from "../config";
 import type { Db } from "../db/client";
-import { reports } from "../db/schema";
+import { licenseFiles, reports } from "../db/schema";
 import { deleteTracesQuery } from "./traces";
 
 const DAY = 86_400_000;
@@ -24,6 +24,14 @@ const oldReport = (config: Config, now: Date) =>
 /** The statement removing old traces (the Management API's trace deletion, before the retention's cutoff). */
 export function pruneTraces(db: Db, config: Config, now: Date) {
   return deleteTracesQuery(db, { before: cutoff(config["Licensing:TraceRetentionDays"], now) });
+}
+
+/**
+ * The statement removing the records of license files (license_files, CONTRACT 11) that expired longer than
+ * Licensing:TraceRetentionDays ago: an expired file no longer verifies, and the console lists what is recent.
+ */
+export function pruneLicenseFiles(db: Db, config: Config, now: Date) {
+  return db.delete(licenseFiles).where(lt(licenseFiles.expiresAt, cutoff(config["Licensing:TraceRetentionDays"], now)));
 }
 
 /** The statement removing old reports whose content is in the row. */
