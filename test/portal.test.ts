@@ -220,6 +220,13 @@ describe("customer portal sign-in by user key", () => {
     expect(blocked.res.status).toBe(500);
     expect(blocked.res.body["message"]).toMatch(/Too many failed logins/);
     expect(blocked.setCookie).toBe("");
+    // An emailed link cannot be asked for from the blocked address either.
+    const mailed = await call("POST", "/v1/portal/sign-in", {
+      body: { email: w.email },
+      headers: { "cf-connecting-ip": ip },
+    });
+    expect(mailed.status).toBe(500);
+    expect(mailed.body["message"]).toMatch(/Too many failed logins/);
     // Another address is not blocked.
     expect((await signIn(w.userKey)).res.status).toBe(200);
   });

@@ -245,10 +245,13 @@ export function registerPortal(app: Router): void {
       if (email !== undefined) {
         const address = typedEmail(email);
         const from = origin(c);
-        // After the answer: an unknown address answers the same, as fast (no enumeration by text or timing).
-        ctx.waitUntil(
-          sendSignInLinks(ctx, address, from).catch((e: unknown) => console.error("portal: sign-in link failed", e)),
-        );
+        // An address past the login limit asks for no link either (refused like a login); the request itself is no
+        // failure. After the answer: an unknown address answers the same, as fast (no enumeration by text or timing).
+        await protectLogin(ctx, USER_KEY_ATTEMPT, async () => {
+          ctx.waitUntil(
+            sendSignInLinks(ctx, address, from).catch((e: unknown) => console.error("portal: sign-in link failed", e)),
+          );
+        });
         return ok(c, { signedIn: false, message: LINK_SENT });
       }
       const who = await signInWithKey(ctx, userKey!);
