@@ -227,6 +227,8 @@ export interface TemplateDefaults {
   features: string[] | null;
   expireDays: number | null;
   supportDays: number | null;
+  /** Days a license may go without checking in (CONTRACT 11); copied as the other limits. */
+  checkInDays: number | null;
 }
 
 /** The date `days` days after an ISO date, as an ISO date. */
@@ -240,7 +242,7 @@ export function addDays(iso: string, days: number): string {
  */
 export function applyTemplate(values: Record<string, unknown>, template: TemplateDefaults): Record<string, unknown> {
   const out = { ...values };
-  for (const key of ["licenseType", "edition", "licensingMode", "maxClients", "features"] as const) {
+  for (const key of ["licenseType", "edition", "licensingMode", "maxClients", "features", "checkInDays"] as const) {
     if (out[key] === undefined && template[key] !== null) out[key] = template[key];
   }
   const issueDate = out["issueDate"] as string;
