@@ -247,6 +247,10 @@ describe("customer portal sign-in by email", () => {
     expect(malformed.body["message"]).toMatch(/email address is malformed/);
 
     const link = pathOf(await linkSentTo(w.email));
+    // The link's token is no session: as the cookie, it opens nothing.
+    const token = link.split("/").pop()!;
+    expect((await call("GET", "/v1/portal/me", { headers: { cookie: `${COOKIE}=${token}` } })).status).toBe(401);
+    expect((await call("GET", "/v1/portal/me", { headers: { cookie: `${COOKIE}=pts_${token}` } })).status).toBe(401);
     const raw = await exports.default.fetch(`${BASE}${link}`, {
       headers: { "cf-connecting-ip": freshIp() },
       redirect: "manual",
