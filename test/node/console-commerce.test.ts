@@ -88,11 +88,32 @@ describe("commerce in the console", () => {
     await page.getByLabel("License template id").fill(templateId);
     await page.getByLabel("Quantity makes").selectOption("licenses");
     await page.getByLabel("Description").fill("Studio, yearly");
+    // The first Create reaches the service but its answer is lost (the page sees a network error): Create again
+    // sends the same Idempotency-Key, and the service answers the first answer rather than make a second mapping.
+    const keys: string[] = [];
+    let lose = true;
+    await page.route("**/v1/commerce/mappings", async (route) => {
+      const request = route.request();
+      if (request.method() !== "POST") return route.continue();
+      keys.push(request.headers()["idempotency-key"] ?? "");
+      if (!lose) return route.continue();
+      lose = false;
+      await route.fetch();
+      return route.abort("failed");
+    });
+    await page.getByRole("button", { name: "Create" }).click();
+    await expect.poll(() => keys.length).toBe(1);
+    await page.getByRole("alert").first().waitFor();
     await page.getByRole("button", { name: "Create" }).click();
     const row = page.getByRole("row").filter({ hasText: "Studio, yearly" });
     await row.getByRole("cell", { name: "Lemon Squeezy" }).waitFor();
     await row.getByRole("cell", { name: "22", exact: true }).waitFor();
+    await page.unroute("**/v1/commerce/mappings");
+    expect(keys).toHaveLength(2);
+    expect(keys[0]).toMatch(/^[0-9a-f-]{36}$/);
+    expect(keys[1]).toBe(keys[0]);
     const mappings = await rest("GET", "/v1/commerce/mappings");
+    expect(mappings.body["mappings"]).toHaveLength(1);
     expect(mappings.body["mappings"]).toMatchObject([
       { provider: "lemonsqueezy", externalId: "22", templateId: Number(templateId), quantityMode: "licenses" },
     ]);

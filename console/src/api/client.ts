@@ -1,7 +1,8 @@
 /**
  * The console's one client of the REST API: openapi-fetch typed by schema.ts, which openapi-typescript generates
  * from the service's OpenAPI document (`npm run console:schema`). The session's API key travels in the HttpOnly
- * cookie set by sign-in; this module adds the CSRF token sign-in returned to every request.
+ * cookie set by sign-in; this module adds the CSRF token sign-in returned to every request, and an Idempotency-Key
+ * to every management POST.
  */
 import createClient, { type Middleware } from "openapi-fetch";
 import type { paths } from "./schema";
@@ -64,8 +65,42 @@ const csrf: Middleware = {
   },
 };
 
+/**
+ * `Idempotency-Key` on every management POST (CONTRACT 10): one key per submission, and the same key again when
+ * the same request is sent again after it got no answer (the network failed), a 409 (the first is still running)
+ * or a 5xx; so a submission repeated because its answer was lost is answered the first answer, never made twice.
+ * After any other answer the next submission, even of the same values, is a new one with a new key.
+ */
+const pendingKeys = new Map<string, string>();
+const keyOfRequest = new Map<string, string>();
+
+const idempotency: Middleware = {
+  async onRequest({ request, id }) {
+    const url = new URL(request.url);
+    if (request.method !== "POST" || url.pathname.startsWith("/v1/auth/") || request.headers.has("Idempotency-Key"))
+      return request;
+    if (!(request.headers.get("content-type") ?? "").includes("json")) return request;
+    const fingerprint = `${url.pathname}${url.search}\n${await request.clone().text()}`;
+    const key = pendingKeys.get(fingerprint) ?? crypto.randomUUID();
+    pendingKeys.set(fingerprint, key);
+    keyOfRequest.set(id, fingerprint);
+    request.headers.set("Idempotency-Key", key);
+    return request;
+  },
+  onResponse({ response, id }) {
+    const fingerprint = keyOfRequest.get(id);
+    keyOfRequest.delete(id);
+    if (fingerprint !== undefined && response.status !== 409 && response.status < 500) pendingKeys.delete(fingerprint);
+    return response;
+  },
+  onError({ id }) {
+    // No answer: the key stays for the same request sent again.
+    keyOfRequest.delete(id);
+  },
+};
+
 export const api = createClient<paths>({ baseUrl: location.origin, credentials: "same-origin" });
-api.use(csrf);
+api.use(csrf, idempotency);
 
 /** What an API error says, as the API words it: the envelope's message, or the problem details' title and errors. */
 export function errorText(error: unknown, response?: Response): string {
