@@ -362,21 +362,6 @@ export const settingDefinitions = {
     90,
     "Days a report (and its body in R2) is kept; the cron trigger prunes older ones.",
   ),
-  "Licensing:UserKeyFormat": def(
-    text(/^[X-]*X[X-]*$/),
-    "XXXXX-XXXXX-XXXXX-XXXXX-XXXXX",
-    "Shape of generated user keys (X = a Crockford base32 character).",
-  ),
-  "Licensing:MaxDeactivationsPerMonth": def(
-    int(0, 1_000),
-    3,
-    "Machines a customer may deactivate per license per calendar month (UTC) in the customer portal (/v1/portal); more answer 429 until the next month. 0 = no limit.",
-  ),
-  "Webhooks:Enabled": def(bool, true, "Deliver webhooks."),
-  "Webhooks:AllowInsecureUrls": def(bool, false, "Allow http:// and private-address webhook URLs (local development)."),
-  "Webhooks:EventRetentionDays": def(
-    int(1, 36_500),
-    30,
   "Licensing:LicenseFileLifetime": def(
     durationAtLeast(60_000),
     30 * 86_400_000,
@@ -392,6 +377,21 @@ export const settingDefinitions = {
     7,
     "Days the client package keeps a license usable offline after its last signed validation; every signed validation carries it (offlineGraceDays).",
   ),
+  "Licensing:UserKeyFormat": def(
+    text(/^[X-]*X[X-]*$/),
+    "XXXXX-XXXXX-XXXXX-XXXXX-XXXXX",
+    "Shape of generated user keys (X = a Crockford base32 character).",
+  ),
+  "Licensing:MaxDeactivationsPerMonth": def(
+    int(0, 1_000),
+    3,
+    "Machines a customer may deactivate per license per calendar month (UTC) in the customer portal (/v1/portal); more answer 429 until the next month. 0 = no limit.",
+  ),
+  "Webhooks:Enabled": def(bool, true, "Deliver webhooks."),
+  "Webhooks:AllowInsecureUrls": def(bool, false, "Allow http:// and private-address webhook URLs (local development)."),
+  "Webhooks:EventRetentionDays": def(
+    int(1, 36_500),
+    30,
     "Days webhook delivery history (delivery events) is kept; the cron trigger prunes older ones.",
   ),
   "Updates:FeedCacheSeconds": def(int(0, 86_400), 60, "max-age of cached anonymous feed and update-check answers."),
