@@ -8,9 +8,18 @@
  * duplicate finds the row and changes nothing. A failure marks the row `failed` and answers 500, so the provider's
  * retry tries again.
  *
- * Any order: an event finds its purchase by any id the provider uses for it (commerce_refs). The purchase row
- * keeps the state events left (refunded, canceling, the period's end), so an event that arrives before the payment
- * it is about is `remembered` and the payment, when it comes, makes what the later state says:
+ * Never half-written: a purchase is made by one purchase event at a time (`claimMaking`, one conditional UPDATE on
+ * the purchase row), and a retry of one that failed part-way takes the order it made, adds the missing lines and
+ * only the missing licenses (those of the order counted per template), then completes the purchase (`claimCompletion`,
+ * once) and sends the license email with every key. Licenses are stored in D1 batches (`issueLicenses`), and a
+ * purchase of more than Commerce:MaxLicensesPerPurchase writes nothing and stays retryable.
+ *
+ * Any order: an event finds its purchase by any id the provider uses for it (commerce_refs); the purchase is found
+ * or opened and every id linked to it in one D1 batch, so events of one purchase arriving at once open one row. The
+ * purchase row keeps the state events left (refunded, canceling, the period's end), each saved in one conditional
+ * UPDATE. Until the purchase is complete an event about it is `remembered`, and the purchase event, completing it,
+ * applies the state it reads in the same statement that completes it (so an event arriving while the licenses are
+ * made is applied by one side or the other, never lost):
  *
  * | purchase state when the payment arrives | order                        | licenses                        | email |
  * |-----------------------------------------|------------------------------|---------------------------------|-------|
@@ -18,7 +27,7 @@
  * | canceling, canceled                     | Completed, Paid              | made; expire at the cancellation | yes  |
  * | refunded, disputed                      | Cancelled, Refunded / Paid   | none                            | no    |
  *
- * With an order, events act on its licenses at once:
+ * Once the purchase is complete, events act on its licenses at once:
  *   renewal            expireDate and supportExpireDate -> the period's end (the latest period known only)
  *   refund, dispute    revoked; the order Cancelled (refund: payment Refunded)
  *   cancel             at the end of the period (scheduled before, or at the known period end): expire then;
