@@ -9,7 +9,9 @@
  * The webhook answers: 404 when the provider has no secret configured; 400 for a missing or bad signature, a stale
  * timestamp or a body changed after signing (nothing written), and for a body that is not JSON or not the
  * provider's documented shape after a good signature (logged once, nothing written); 200 for everything else the
- * provider should not send again: applied, remembered, ignored, unmapped (logged) and duplicates.
+ * provider should not send again: applied, remembered, ignored, unmapped (logged), duplicates, and failed for a
+ * purchase over Commerce:MaxLicensesPerPurchase (logged, nothing written; redelivered after raising it, it is made).
+ * A failure part-way answers 500 (the event `failed`): the provider's retry finishes the purchase.
  */
 import { createRoute, z } from "@hono/zod-openapi";
 import { Roles, access } from "../auth/guard";
