@@ -106,6 +106,32 @@ async function makeWorld(): Promise<void> {
   world.userKey = listed["licenses"][0].userKey;
   for (const machineId of world.machines)
     await api("POST", "/v1/license/activate", { userKey: world.userKey, machineId });
+
+  // A floating license of another product, two seats taken by the studio's render nodes right now.
+  const render = await api("POST", "/v1/products", { product: { code: "acme-render", name: "Acme Render Node" } });
+  const floating = await api("POST", "/v1/licenses", {
+    license: { productId: render["productId"], customerId, licensingMode: "Floating", maxClients: 8 },
+  });
+  const floatingKey = (
+    await api("GET", `/v1/licenses?filter=${encodeURIComponent(`id == ${floating["id"]}`)}&select=userKey`)
+  )["licenses"][0].userKey;
+  const login = await fetch(new URL("/v1/auth/login", base), {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ userKey: floatingKey }),
+  });
+  const token = ((await login.json()) as JsonBody)["token"];
+  for (const [machineId, clientName] of <[string, string][]>[
+    ["RENDER-01", "Render node 1"],
+    ["RENDER-02", "Render node 2"],
+  ]) {
+    const seat = await fetch(new URL("/v1/license/request", base), {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
+      body: JSON.stringify({ userKey: floatingKey, machineId, clientId: machineId.toLowerCase(), clientName }),
+    });
+    expect(seat.status, await seat.clone().text()).toBe(200);
+  }
 }
 
 /** The license as the vendor's staff sees it (management API). */
@@ -233,6 +259,12 @@ describe("the customer portal in Chromium", () => {
     expect(await card().getByRole("link", { name: "Renew" }).getAttribute("href")).toBe(
       "https://shop.acme.example/renew",
     );
+    // The floating license: its live seats, with the names the application gave them.
+    const seats = page
+      .locator("section.card", { has: page.getByRole("heading", { name: /Acme Render Node/ }) })
+      .getByRole("table", { name: "Floating seats in use now" });
+    await seats.waitFor();
+    expect(await seats.textContent()).toMatch(/RENDER-01Render node 1.*RENDER-02Render node 2/);
     const session = (await page.context().cookies()).find((c) => c.name === "__Host-portal-session");
     expect(session).toMatchObject({ httpOnly: true, secure: true, sameSite: "Strict" });
   });
@@ -284,13 +316,13 @@ describe("the customer portal in Chromium", () => {
     await link.waitFor();
     expect(await link.getAttribute("href")).toMatch(/\?token=/);
     const sha256 = createHash("sha256").update(INSTALLER).digest("hex");
-    expect(await page.locator("code.hash").first().textContent()).toBe(sha256);
+    expect(await card().locator("code.hash").first().textContent()).toBe(sha256);
     const [download] = await Promise.all([page.waitForEvent("download"), link.click()]);
     const saved = readFileSync((await download.path())!);
     expect(saved.length).toBe(INSTALLER.length);
     expect(createHash("sha256").update(saved).digest("hex")).toBe(sha256);
     // A platform the Standard edition is not entitled to says so.
-    const linux = page.getByRole("row", { name: /Linux \(x64\)/ });
+    const linux = card().getByRole("row", { name: /Linux \(x64\)/ });
     expect(await linux.textContent()).toMatch(/not entitled/);
   });
 

@@ -308,7 +308,7 @@ function LicenseCard({ licenseId }: { licenseId: string }) {
         <dd>{l.expireDate ? day(l.expireDate) : "Never"}</dd>
         <dt>Support until</dt>
         <dd>{day(l.supportExpireDate ?? l.maintenanceUntil)}</dd>
-        <dt>Machines</dt>
+        <dt>{l.licensingMode === "Floating" ? "Seats" : "Machines"}</dt>
         <dd>
           {l.activeClientCount} of {l.maxClients === 0 ? "unlimited" : l.maxClients} in use
         </dd>
