@@ -441,7 +441,7 @@ function LicenseDownloads({ license }: { license: License }) {
                   </>
                 ) : (
                   <td colSpan={2} class="small">
-                    {d.unavailable ?? "No build for this platform."}
+                    {d.unavailable ? `${d.unavailable.charAt(0).toUpperCase()}${d.unavailable.slice(1)}.` : "No build."}
                   </td>
                 )}
               </tr>
