@@ -183,9 +183,10 @@ beforeAll(async () => {
     // The vendor's web server, as far as the Worker can tell: it serves the logo.
     outbound: (request: Request) => {
       outbound.push(request.url);
-      return request.url === LOGO_URL
-        ? new Response(LOGO, { headers: { "content-type": "image/svg+xml" } })
-        : new Response("not here", { status: 404 });
+      if (request.url === LOGO_URL) return new Response(LOGO, { headers: { "content-type": "image/svg+xml" } });
+      if (request.url.endsWith("/about.html"))
+        return new Response("<script>alert(1)</script>", { headers: { "content-type": "text/html" } });
+      return new Response("not here", { status: 404 });
     },
   });
   base = worker.url.toString();
@@ -387,6 +388,19 @@ describe("the customer portal in Chromium", () => {
     expect(logo.headers.get("content-type")).toBe("image/svg+xml");
     expect(logo.headers.get("content-security-policy")).toContain("sandbox");
     expect(await logo.text()).toBe(LOGO);
+
+    // A logo URL that is not a picture, or not there, is passed on as nothing but a 502 naming the setting.
+    for (const [url, words] of [
+      ["https://brand.acme.example/about.html", "is not a picture (Content-Type text/html)"],
+      ["https://brand.acme.example/gone.png", "answered HTTP 404"],
+    ]) {
+      await api("PUT", "/v1/settings", { settings: [{ name: "Portal:LogoUrl", value: url }] });
+      const refused = await fetch(new URL("/portal/logo", base));
+      expect(refused.status).toBe(502);
+      expect(((await refused.json()) as JsonBody)["message"]).toBe(`The logo at Portal:LogoUrl ${words}`);
+    }
+    await api("PUT", "/v1/settings", { settings: [{ name: "Portal:LogoUrl", value: null }] });
+    expect((await fetch(new URL("/portal/logo", base))).status).toBe(200);
   });
 
   it("the console shows the customer's portal activity, and edits the portal's settings", async () => {
