@@ -31,6 +31,7 @@ const DOCUMENTED = [
   "short-digests",
   "signing-key-reports",
   "signing-keys",
+  "stripe-sdk",
   "unsafe-verdicts",
   "verified-tokens",
 ];
