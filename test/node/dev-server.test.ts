@@ -109,8 +109,11 @@ describe("the tests and a developer's .dev.vars", () => {
   function projectWithDevVars(): string {
     const dir = mkdtempSync(join(tmpdir(), "dev-vars-"));
     cleanup.push(dir);
-    for (const path of ["src", "test", "migrations", "scripts", "proto"]) {
-      if (existsSync(join(root, path))) cpSync(join(root, path), join(dir, path), { recursive: true });
+    // client/src: the service shares the air-gapped codes' one definition with the client package (offline-codes.ts).
+    for (const path of ["src", "test", "migrations", "scripts", "proto", "client/src"]) {
+      if (!existsSync(join(root, path))) continue;
+      mkdirSync(join(dir, path, ".."), { recursive: true });
+      cpSync(join(root, path), join(dir, path), { recursive: true });
     }
     for (const file of ["wrangler.toml", "vitest.config.ts", "package.json", "tsconfig.json", ".dev.vars.example"])
       copyFileSync(join(root, file), join(dir, file));
