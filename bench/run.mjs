@@ -30,6 +30,9 @@
 //   bench/profiles/ with a summary printed; profiling slows the service, so a profiled run's numbers are not results
 //   BENCH_BUNDLE: a bundle built beforehand (inside the project) instead of bundling the working tree, to compare
 //   builds side by side
+//   BENCH_AB: the bundle of an older build (inside the project): the A/B comparison instead of all the above, the old
+//   build and the new one (BENCH_BUNDLE, else the working tree) in slices taken in turn in one run (bench/ab.mjs;
+//   BENCH_AB_LABELS "old,new" names them, e.g. by commit)
 // Results: printed, and written to bench/results/<date>.md (BENCH_RESULTS_FILE overrides the path).
 import { execFile } from "node:child_process";
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -37,7 +40,6 @@ import { cpus, loadavg, totalmem, release as osRelease } from "node:os";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
 import { gzipSync } from "node:zlib";
-import { Log, LogLevel } from "miniflare";
 import { bundleWorker, root, startLocalWorker } from "../scripts/local-worker.mjs";
 import { MemorySampler, workerdChildren } from "./memory.mjs";
 import { startNginx } from "./nginx.mjs";
@@ -45,9 +47,16 @@ import { ensurePackage } from "./apt.mjs";
 import { profileWhile, report } from "./profile.mjs";
 import { FLOORS, startFloorWorker } from "./floors.mjs";
 import { noLogicWorker } from "./no-logic.mjs";
-import { fillLicenses, verifyIntegrity } from "./seed.mjs";
+import { fillLicenses } from "./seed.mjs";
+import { ENCRYPTION_KEY, MiB, RuntimeLog, SERVICE_BINDINGS, cpuMsOf, requestOf, seedService } from "./service.mjs";
 import { wrk } from "./wrk.mjs";
-import { COMMERCE_SECRET, commerceBurst, commerceRows } from "./commerce-burst.mjs";
+import { commerceBurst, commerceRows } from "./commerce-burst.mjs";
+
+// A/B mode (BENCH_AB): two builds side by side in one run, bench/ab.mjs; none of the rest.
+if (process.env.BENCH_AB) {
+  await import("./ab.mjs");
+  process.exit(0);
+}
 
 const run = promisify(execFile);
 const env = process.env;
@@ -70,9 +79,6 @@ const only = env.BENCH_ONLY?.split(",")
   .map((s) => s.trim().toLowerCase())
   .filter(Boolean);
 const wanted = (name) => !only || only.some((prefix) => name.toLowerCase().startsWith(prefix));
-const ADMIN_KEY = "api_BenchAdminKey0000000000000000000";
-const ENCRYPTION_KEY = "bench-encryption-key";
-const MiB = 1024 * 1024;
 const started = Date.now();
 const notes = [];
 
@@ -92,22 +98,6 @@ if (!env.BENCH_BUNDLE) process.on("exit", () => rmSync(dirname(script), { recurs
 const bundle = readFileSync(script);
 const bundleSize = { raw: bundle.length, gzip: gzipSync(bundle, { level: 9 }).length };
 
-/**
- * Miniflare's warnings, printed and counted: Miniflare restarts a workerd that crashed, and a run with a restart
- * in it is reported as such rather than read as a slow scenario.
- */
-class RuntimeLog extends Log {
-  crashes = 0;
-
-  constructor(name) {
-    super(LogLevel.WARN, { prefix: name });
-  }
-
-  logWithLevel(level, message) {
-    if (level <= LogLevel.WARN && /crashed unexpectedly/.test(message)) this.crashes++;
-    super.logWithLevel(level, message);
-  }
-}
 const serviceLog = new RuntimeLog("service");
 const baselineLog = new RuntimeLog("baseline");
 
@@ -118,25 +108,7 @@ const service = await startLocalWorker({
   script,
   log: serviceLog,
   ...(profiling ? { inspectorPort: INSPECTOR_PORT } : {}),
-  bindings: {
-    Application__JwtSecret: "bench-jwt-secret-0123456789abcdef0123456789",
-    Application__EncryptionKey: ENCRYPTION_KEY,
-    Application__AdminUsername: "admin",
-    Application__AdminPassword: "Bench-12345678",
-    Application__AdminApiKey: ADMIN_KEY,
-    // The load comes from one IP: protection stays on with a limit no scenario reaches, so "counted" scenarios
-    // (a client IP that is not whitelisted) pay the RateLimiter call and the others (127.0.0.1, whitelisted) do not.
-    IpFiltering__BruteForceProtection__MaxRequestsPerTimeFrame: "1000000000",
-    // Likewise the per-license budget (Licensing:MaxRequestsPerLicense): every scenario hammers one license, and
-    // its calls must be answered, not refused with 429 (each row's "not 2xx" column shows any that were).
-    Licensing__MaxRequestsPerLicense: "1000000000",
-    // The download scenarios use a release anyone may install (no single-use token per request).
-    Updates__AllowPublicApplicationReleases: "true",
-    // Each answer reports its D1 work (Server-Timing), which the report reads from a sample request.
-    Application__ServerTiming: "true",
-    // The commerce burst's provider (bench/commerce-burst.mjs).
-    Commerce__LemonSqueezy__WebhookSecret: COMMERCE_SECRET,
-  },
+  bindings: SERVICE_BINDINGS,
 });
 const serviceUrl = service.url;
 const servicePids = workerdChildren().filter((pid) => !before.has(pid));
@@ -164,300 +136,11 @@ const memory = new MemorySampler(() =>
 );
 const baselineMemory = new MemorySampler(() => baselinePids);
 
-// 4. Seed through the API.
-async function call(method, path, { body, headers = { "x-api-key": ADMIN_KEY } } = {}) {
-  const res = await fetch(new URL(path, serviceUrl), {
-    method,
-    headers: { ...headers, ...(body === undefined ? {} : { "content-type": "application/json" }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-  return {
-    text,
-    json: text && (res.headers.get("content-type") ?? "").includes("json") ? JSON.parse(text) : undefined,
-  };
-}
-const api = (method, path, body) => call(method, path, { body });
-
-for (let i = 0; i < 200; i++) {
-  await api("POST", "/v1/resources", {
-    resource: { name: `Template ${i}`, type: i % 4 === 0 ? "EmailTemplate" : "File", code: `T-${i}` },
-  });
-}
-// An application with a free release holding a 1 MiB installer.
-const fileName = "Bench Setup 1.0.0.exe";
-const fileBytes = Uint8Array.from({ length: MiB }, (_, i) => i % 251);
-const productId = (
-  await api("POST", "/v1/products", { product: { code: "bench", name: "Bench", isApplication: true } })
-).json.productId;
-const releaseId = (
-  await api("POST", `/v1/products/${productId}/releases`, {
-    productRelease: { version: "1.0.0", public: true, requiresMaintenance: false },
-  })
-).json.productReleaseId;
-const form = new FormData();
-form.set("platform", "win-x64");
-form.set("kind", "installer");
-form.set("file", new Blob([fileBytes]), fileName);
-const uploaded = await fetch(new URL(`/v1/products/${productId}/releases/${releaseId}/downloads`, serviceUrl), {
-  method: "POST",
-  headers: { "x-api-key": ADMIN_KEY },
-  body: form,
-});
-if (uploaded.status !== 201) throw new Error(`seeding the artifact: ${uploaded.status} ${await uploaded.text()}`);
-// The same release as a Squirrel.Windows / Velopack full package (issue 27's package feeds).
-const nupkg = new FormData();
-nupkg.set("platform", "win-x64");
-nupkg.set("kind", "package");
-nupkg.set("file", new Blob([fileBytes.subarray(0, 64 * 1024)]), "Bench-1.0.0-full.nupkg");
-const nupkgUploaded = await fetch(new URL(`/v1/products/${productId}/releases/${releaseId}/downloads`, serviceUrl), {
-  method: "POST",
-  headers: { "x-api-key": ADMIN_KEY },
-  body: nupkg,
-});
-if (nupkgUploaded.status !== 201)
-  throw new Error(`seeding the package: ${nupkgUploaded.status} ${await nupkgUploaded.text()}`);
-// The same release for Tauri (a signed updater archive) and for Sparkle and Squirrel.Mac (a zip with an EdDSA-form
-// signature), on macOS, which the bench opens to every edition so that the anonymous answers are the real ones.
-for (const [kind, name, signature] of [
-  ["archive", "Bench.app.tar.gz", "dW50cnVzdGVkIGNvbW1lbnQ6IGJlbmNoIHRhdXJpIHNpZ25hdHVyZQ=="],
-  ["zip", "Bench-1.0.0-mac.zip", btoa(String.fromCharCode(...fileBytes.subarray(0, 64)))],
-]) {
-  const macForm = new FormData();
-  macForm.set("platform", "darwin-arm64");
-  macForm.set("kind", kind);
-  macForm.set("signature", signature);
-  macForm.set("file", new Blob([fileBytes.subarray(0, 64 * 1024)]), name);
-  const macUploaded = await fetch(new URL(`/v1/products/${productId}/releases/${releaseId}/downloads`, serviceUrl), {
-    method: "POST",
-    headers: { "x-api-key": ADMIN_KEY },
-    body: macForm,
-  });
-  if (macUploaded.status !== 201) throw new Error(`seeding ${name}: ${macUploaded.status} ${await macUploaded.text()}`);
-}
-await api("PUT", "/v1/settings", {
-  settings: [
-    { name: "Updates:PlatformEditions", value: JSON.stringify({ windows: [], mac: [], linux: ["Ultimate"] }) },
-  ],
-});
-
-// Release control (issue 26): a second application whose newest release has a rollout (50 %) and an audience, beside
-// an older release without either; its licensed feed and update check are held against the plain ones above.
-const rcProductId = (
-  await api("POST", "/v1/products", { product: { code: "bench-rc", name: "Bench RC", isApplication: true } })
-).json.productId;
-for (const [version, control] of [
-  ["1.0.0", {}],
-  ["1.1.0", { stagingPercentage: 50, audience: 'edition == "Ultimate" || customerId == 12' }],
-]) {
-  const rcRelease = (
-    await api("POST", `/v1/products/${rcProductId}/releases`, {
-      productRelease: { version, public: true, requiresMaintenance: false, ...control },
-    })
-  ).json.productReleaseId;
-  const rcForm = new FormData();
-  rcForm.set("platform", "win-x64");
-  rcForm.set("kind", "installer");
-  rcForm.set("file", new Blob([fileBytes.subarray(0, 64 * 1024)]), `Bench RC Setup ${version}.exe`);
-  const rcUploaded = await fetch(new URL(`/v1/products/${rcProductId}/releases/${rcRelease}/downloads`, serviceUrl), {
-    method: "POST",
-    headers: { "x-api-key": ADMIN_KEY },
-    body: rcForm,
-  });
-  if (rcUploaded.status !== 201) throw new Error(`seeding bench-rc: ${rcUploaded.status} ${await rcUploaded.text()}`);
-}
-
-/** A license through the API, with its user key and its own bearer token (user-key sign-in, as applications do). */
-async function newLicense(fields = {}, forProduct = productId) {
-  const id = (await api("POST", "/v1/licenses", { license: { productId: forProduct, ...fields } })).json.id;
-  const userKey = (await api("GET", `/v1/licenses?filter=${encodeURIComponent(`id == ${id}`)}&select=userKey`)).json
-    .licenses[0].userKey;
-  const token = (await call("POST", "/v1/auth/login", { body: { userKey }, headers: {} })).json.token;
-  return { id, userKey, bearer: { authorization: `Bearer ${token}` } };
-}
-// The update routes' caller (File mode); a machine activated for validate; a floating seat for heartbeats; and one
-// fresh Activation license per activate run, so earlier runs' activations do not weigh on later ones.
-const updater = await newLicense();
-const rcUpdater = await newLicense({ edition: "Ultimate" }, rcProductId);
-const validating = await newLicense({ licensingMode: 1, maxClients: 0 });
-await call("POST", "/v1/license/activate", {
-  body: { userKey: validating.userKey, machineId: "bench-validate" },
-  headers: validating.bearer,
-});
-const floating = await newLicense({ licensingMode: 2, maxClients: 0 });
-const seat = (
-  await call("POST", "/v1/license/request", {
-    body: { userKey: floating.userKey, machineId: "bench-floating", clientId: "bench" },
-    headers: floating.bearer,
-  })
-).json;
-const activating = [];
-for (let i = 0; i < 1 + scales.length; i++) activating.push(await newLicense({ licensingMode: 1, maxClients: 0 }));
-// A fresh stub at each use: stubs die with a workerd that Miniflare restarts.
-const d1 = () => service.mf.getD1Database("DB");
-await verifyIntegrity(await d1(), ENCRYPTION_KEY, updater.id);
-
-// electron-updater asks with a random noCache parameter (its generic provider); the service ignores it.
-const feedPath = "/v1/updates/bench/latest.yml?noCache=k3n9x2";
-const checkPath = "/v1/updates/bench?platform=win-x64&version=0.9.0";
-const rcFeedPath = "/v1/updates/bench-rc/latest.yml?noCache=k3n9x2";
-const rcCheckPath = "/v1/updates/bench-rc?platform=win-x64&version=0.9.0";
-// An install of the release-control product, as the client package's updater helper asks.
-const rcHeaders = {
-  "X-Service-User-Key": rcUpdater.userKey,
-  "X-Service-Install-Id": "5f0c9a8e-7d1b-4c55-9a43-0d2e8f6b1c77",
-  "X-Service-Current-Version": "0.9.0",
-};
-// The package feeds as Squirrel.Windows and Velopack ask for them (their own query: id, localVersion, arch).
-const squirrelPath = "/v1/updates/bench/squirrel-win/win-x64/RELEASES?id=Bench&localVersion=0.9.0&arch=amd64";
-const velopackPath = "/v1/updates/bench/velopack/win-x64/releases.stable.json?localVersion=0.9.0&id=Bench";
-// Tauri (dynamic, static), Squirrel.Mac and Sparkle as their updaters ask (issue 27).
-const tauriPath = "/v1/updates/bench/tauri/darwin/aarch64/0.9.0";
-const tauriStaticPath = "/v1/updates/bench/tauri.json";
-const squirrelMacPath = "/v1/updates/bench/squirrel-mac/darwin-arm64/0.9.0";
-const appcastPath = "/v1/updates/bench/appcast.xml?platform=darwin-arm64";
-const downloadPath = `/v1/updates/bench/download/win-x64/1.0.0/${encodeURIComponent(fileName)}`;
-// A differential update's request: 200 ranges of 2 KiB spread over the file, as electron-updater sends them.
-const differentialRange = `bytes=${Array.from({ length: 200 }, (_, i) => `${i * 5000}-${i * 5000 + 2047}`).join(", ")}`;
-const resourceListPath = `/v1/resources?filter=${encodeURIComponent('type == "EmailTemplate" && name.StartsWith("Template 1")')}&sort=-id&take=20`;
-const licenseListPath = `/v1/licenses?filter=${encodeURIComponent(`productId == ${productId} && licensingMode == 1 && revoked == false`)}&sort=-id&take=20`;
-const json = { "content-type": "application/json" };
-const validateBody = JSON.stringify({ userKey: validating.userKey, machineId: "bench-validate" });
-const heartbeatBody = JSON.stringify({ licenseToken: seat.licenseToken });
-const loginBody = JSON.stringify({ username: "admin", password: "Bench-12345678" });
-let activateRuns = 0;
-
-// 5. Scenarios. `request` is what the service is sent; the baseline answers a sample of the same answer's bytes.
-// `scale` marks the scenarios whose work depends on the licenses in D1: they run again at each scale. `latency`
-// marks the hot paths, measured again with one connection: at 50 connections every answer waits for the 49 others
-// (latency = connections / throughput), so a per-request latency target is read from the one-connection run.
-const scenarios = [
-  { name: "health", request: { path: "/health" } },
-  { name: "session (API key)", request: { path: "/v1/auth/session", headers: { "x-api-key": ADMIN_KEY } } },
-  {
-    name: "session (API key) from a counted IP",
-    request: { path: "/v1/auth/session", headers: { "x-api-key": ADMIN_KEY, "cf-connecting-ip": "198.51.100.7" } },
-  },
-  { name: "list with filter (API key)", request: { path: resourceListPath, headers: { "x-api-key": ADMIN_KEY } } },
-  // Its scale runs use one connection only, after the hot paths: at 50 connections its count of every matching row
-  // (a million at the last scale) keeps the local D1, which answers one query at a time, busy for minutes, and every
-  // other request (the settings reload included) would wait behind it.
-  {
-    name: "license list with filter (API key)",
-    scale: true,
-    scaleLoaded: false,
-    request: { path: licenseListPath, headers: { "x-api-key": ADMIN_KEY } },
-  },
-  { name: "feed (anonymous, cached)", scale: true, latency: true, request: { path: feedPath } },
-  {
-    name: "feed (user key)",
-    scale: true,
-    latency: true,
-    againstHealth: true,
-    request: { path: feedPath, headers: { "X-Service-User-Key": updater.userKey } },
-  },
-  { name: "Squirrel.Windows RELEASES (anonymous, cached)", latency: true, request: { path: squirrelPath } },
-  {
-    name: "Squirrel.Windows RELEASES (user key)",
-    latency: true,
-    request: { path: squirrelPath, headers: { "X-Service-User-Key": updater.userKey } },
-  },
-  { name: "Velopack feed (anonymous, cached)", latency: true, request: { path: velopackPath } },
-  {
-    name: "Velopack feed (user key)",
-    latency: true,
-    request: { path: velopackPath, headers: { "X-Service-User-Key": updater.userKey } },
-  },
-  { name: "Tauri (anonymous, cached)", latency: true, request: { path: tauriPath } },
-  {
-    name: "Tauri (user key)",
-    latency: true,
-    request: { path: tauriPath, headers: { "X-Service-User-Key": updater.userKey } },
-  },
-  { name: "Tauri static JSON (anonymous, cached)", latency: true, request: { path: tauriStaticPath } },
-  {
-    name: "Tauri static JSON (user key)",
-    latency: true,
-    request: { path: tauriStaticPath, headers: { "X-Service-User-Key": updater.userKey } },
-  },
-  { name: "Squirrel.Mac (anonymous, cached)", latency: true, request: { path: squirrelMacPath } },
-  {
-    name: "Squirrel.Mac (user key)",
-    latency: true,
-    request: { path: squirrelMacPath, headers: { "X-Service-User-Key": updater.userKey } },
-  },
-  { name: "Sparkle appcast (anonymous, cached)", latency: true, request: { path: appcastPath } },
-  {
-    name: "Sparkle appcast (user key)",
-    latency: true,
-    request: { path: appcastPath, headers: { "X-Service-User-Key": updater.userKey } },
-  },
-  {
-    name: "update check (user key, signed)",
-    scale: true,
-    latency: true,
-    againstHealth: true,
-    request: { path: checkPath, headers: { "X-Service-User-Key": updater.userKey } },
-  },
-  {
-    name: "feed (user key, rollout + audience)",
-    latency: true,
-    againstHealth: true,
-    request: { path: rcFeedPath, headers: rcHeaders },
-  },
-  {
-    name: "update check (user key, signed, rollout + audience)",
-    latency: true,
-    againstHealth: true,
-    request: { path: rcCheckPath, headers: rcHeaders },
-  },
-  {
-    name: "license validate (bearer)",
-    scale: true,
-    latency: true,
-    againstHealth: true,
-    request: {
-      path: "/v1/license/validate",
-      method: "POST",
-      body: validateBody,
-      headers: { ...json, ...validating.bearer },
-    },
-  },
-  {
-    name: "floating heartbeat (bearer)",
-    scale: true,
-    latency: true,
-    againstHealth: true,
-    request: {
-      path: "/v1/license/heartbeat",
-      method: "POST",
-      body: heartbeatBody,
-      headers: { ...json, ...floating.bearer },
-    },
-  },
-  {
-    name: "activate, a new machine each (bearer)",
-    scale: true,
-    request: () => {
-      const license = activating[activateRuns++ % activating.length];
-      return {
-        path: "/v1/license/activate",
-        method: "POST",
-        body: JSON.stringify({ userKey: license.userKey, machineId: "bench-[<id>]" }),
-        headers: { ...json, ...license.bearer },
-      };
-    },
-  },
-  { name: "download 1 MiB", request: { path: downloadPath }, nginx: true },
-  { name: "differential: 200 ranges", request: { path: downloadPath, headers: { range: differentialRange } } },
-  {
-    name: "login (PBKDF2, 100k iterations)",
-    request: { path: "/v1/auth/login", method: "POST", body: loginBody, headers: json },
-  },
-].filter((s) => wanted(s.name));
-
-const requestOf = (scenario) => (typeof scenario.request === "function" ? scenario.request() : scenario.request);
+// 4. Seed through the API, and the scenarios over that data (bench/service.mjs: what each is sent, which run at
+// each scale, which are hot paths measured again with one connection).
+const seeded = await seedService({ url: serviceUrl, mf: service.mf, activations: 1 + scales.length });
+const { productId, fileName, fileBytes, d1, api } = seeded;
+const scenarios = seeded.scenarios.filter((s) => wanted(s.name));
 
 /** The baseline's path answering the same bytes (and content type) as one answer of the service. */
 async function baselinePathFor(request) {
@@ -503,36 +186,24 @@ async function load(url, request, duration, conns = connections) {
 }
 
 /** CPU time (user + system, ms) the service's workerd processes have used so far (/proc/<pid>/stat, in clock ticks). */
-const TICK_MS = 1000 / 100;
 const serviceCpuMs = () => cpuMsOf(memory.pids);
-/** CPU time (user + system, ms) these processes have used so far. */
-function cpuMsOf(pids) {
-  let ticks = 0;
-  for (const pid of pids) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      // utime and stime: fields 14 and 15 of the line, 12 and 13 after the command.
-      ticks += Number(fields[11]) + Number(fields[12]);
-    } catch {
-      // The process ended (a restart): its time is not counted.
-    }
-  }
-  return ticks * TICK_MS;
-}
 
 /**
  * Two requests in alternating slices (`SLICES` of `SLICE_SECONDS` each, after a warm-up of both): req/s of each over
  * all its slices, and b's ratio to a.
  */
 async function interleaved(a, b, url = serviceUrl) {
-  await load(url, a, 1);
-  await load(url, b, 1);
+  // A request may name its own Worker (`url`): the cached answers are held against the baseline Worker this way.
+  await load(a.url ?? url, a, 1);
+  await load(b.url ?? url, b, 1);
   const sum = { a: 0, b: 0 };
   for (let i = 0; i < SLICES; i++) {
     // Which goes first alternates too, so neither always follows the other's queue.
     const order = i % 2 === 0 ? ["a", "b"] : ["b", "a"];
-    for (const key of order) sum[key] += (await load(url, key === "a" ? a : b, SLICE_SECONDS)).total;
+    for (const key of order) {
+      const request = key === "a" ? a : b;
+      sum[key] += (await load(request.url ?? url, request, SLICE_SECONDS)).total;
+    }
   }
   const total = SLICES * SLICE_SECONDS;
   return { a: sum.a / total, b: sum.b / total, ratio: sum.b / sum.a };
@@ -644,6 +315,11 @@ console.log(
   `\nMain table: ${connections} connections, ${seconds} s after ${warmup} s warm-up, ${mainLicenses} licenses in D1`,
 );
 memory.phase("main");
+/** Rows held against another row of the table in interleaved slices: what a feature costs its path. */
+const PAIRED = {
+  "feed (user key, rollout + audience)": "feed (user key)",
+  "update check (user key, signed, rollout + audience)": "update check (user key, signed)",
+};
 const rows = [];
 for (const scenario of scenarios) {
   process.stdout.write(`${scenario.name} ... `);
@@ -666,7 +342,30 @@ for (const scenario of scenarios) {
   } else svc = await measure(serviceUrl, request, seconds, warmup);
   const work = await d1WorkOf(requestOf(scenario));
   const base = await measure(baselineUrl, { ...request, path: baselinePath }, seconds, warmup);
-  const row = { scenario: scenario.name, svc, base, ratio: svc.rps / base.rps, load1, work, health };
+  // An anonymous cached answer is held against the no-logic Worker in interleaved slices too: its ratio to the
+  // baseline is the measure (issues 25 and 27), and two runs one after the other move it by the machine's swing.
+  // A path with release control is held against the same path without it in interleaved slices (issue 26: within
+  // 10 % of its cost without a rollout and an audience).
+  const pairedWith = PAIRED[scenario.name];
+  const pairedScenario = pairedWith && !profiling ? scenarios.find((s) => s.name === pairedWith) : undefined;
+  const paired = pairedScenario
+    ? { with: pairedWith, ...(await interleaved(requestOf(pairedScenario), request)) }
+    : undefined;
+  const cached = scenario.name.includes("(anonymous, cached)") && !profiling;
+  const vsBase = cached
+    ? await interleaved({ ...request, path: baselinePath, url: baselineUrl }, { ...request, url: serviceUrl })
+    : undefined;
+  const row = {
+    scenario: scenario.name,
+    svc,
+    base,
+    ratio: vsBase ? vsBase.ratio : svc.rps / base.rps,
+    vsBase,
+    paired,
+    load1,
+    work,
+    health,
+  };
   if (laterBefore !== undefined) {
     // Traces arrive through the queue within its batch timeout (5 s): rows written after the response or by the
     // queue, per request of the scenario (warm-up, run and the sample; plus the requests each connection still had
@@ -781,7 +480,7 @@ const lines = [
   "",
   `## Main table (${mainLicenses} licenses in D1)`,
   "",
-  `Ratios: to the no-logic Worker answering the same bytes behind the same static-assets router (× baseline) and to the one-read route, the health check (× health). The licensed hot paths are held against health in interleaved slices (${SLICES} × ${SLICE_SECONDS} s of each, taken in turn; in brackets the path's req/s, then health's, over those slices): this machine's speed swings by up to ±15 % from one run to the next, which slices taken in turn cancel.`,
+  `Ratios: to the no-logic Worker answering the same bytes behind the same static-assets router (× baseline) and to the one-read route, the health check (× health). The licensed hot paths are held against health in interleaved slices (${SLICES} × ${SLICE_SECONDS} s of each, taken in turn; in brackets the path's req/s, then health's, over those slices): this machine's speed swings by up to ±15 % from one run to the next, which slices taken in turn cancel. The anonymous cached answers are held against the no-logic Worker the same way: their × baseline comes from slices taken in turn with it (in brackets the service's req/s, then the baseline's).`,
   "CPU ms: the service workerd's user + system time per request (10 ms ticks over the run). D1: statements, round trips and rows",
   "written on the request path, from the service's Server-Timing; later rows: rows added per request after the response or by a",
   "queue (traces, download tokens, service log), counted in D1 for the hot paths.",
@@ -790,10 +489,26 @@ const lines = [
   "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
   ...rows.map(
     (r) =>
-      `| ${r.scenario} | ${r.svc.rps.toFixed(0)} | ${r.svc.p50} | ${r.svc.p99} | ${r.base.rps.toFixed(0)} | ${r.ratio.toFixed(2)} | ${toHealth(r)?.toFixed(2) ?? ""}${r.health ? ` (${r.health.b.toFixed(0)} : ${r.health.a.toFixed(0)})` : ""} | ${r.svc.cpuMs?.toFixed(2) ?? ""} | ${r.work.statements ?? ""} | ${r.work["round-trips"] ?? ""} | ${r.work["rows-written"] ?? ""} | ${r.later?.toFixed(2) ?? ""} | ${r.svc.non2xx + r.svc.errors + r.svc.timeouts} | ${r.load1.toFixed(1)} |`,
+      `| ${r.scenario} | ${r.svc.rps.toFixed(0)} | ${r.svc.p50} | ${r.svc.p99} | ${r.base.rps.toFixed(0)} | ${r.ratio.toFixed(2)}${r.vsBase ? ` (${r.vsBase.b.toFixed(0)} : ${r.vsBase.a.toFixed(0)})` : ""} | ${toHealth(r)?.toFixed(2) ?? ""}${r.health ? ` (${r.health.b.toFixed(0)} : ${r.health.a.toFixed(0)})` : ""} | ${r.svc.cpuMs?.toFixed(2) ?? ""} | ${r.work.statements ?? ""} | ${r.work["round-trips"] ?? ""} | ${r.work["rows-written"] ?? ""} | ${r.later?.toFixed(2) ?? ""} | ${r.svc.non2xx + r.svc.errors + r.svc.timeouts} | ${r.load1.toFixed(1)} |`,
   ),
   "",
 ];
+const pairedRows = rows.filter((r) => r.paired);
+if (pairedRows.length > 0) {
+  lines.push(
+    "## Paired rows (a path with a feature against the same path without it)",
+    "",
+    `Interleaved slices (${SLICES} × ${SLICE_SECONDS} s of each, taken in turn) of the two paths on the same service.`,
+    "",
+    "| scenario | against | req/s | against req/s | ratio |",
+    "|---|---|---|---|---|",
+    ...pairedRows.map(
+      (r) =>
+        `| ${r.scenario} | ${r.paired.with} | ${r.paired.b.toFixed(0)} | ${r.paired.a.toFixed(0)} | ${r.paired.ratio.toFixed(2)} |`,
+    ),
+    "",
+  );
+}
 if (commerce) {
   lines.push(
     "## Commerce webhook burst (Lemon Squeezy order_created, bench/commerce-burst.mjs)",
