@@ -191,8 +191,12 @@ export async function seedService({ url, mf, activations = 1, lenient = false })
       });
       // A build from before release control would store the release without them (unknown fields are dropped).
       if (lenient && control.stagingPercentage !== undefined) {
-        const stored = await api("GET", `/v1/products/${rcProductId}/releases/${rcRelease.json.productReleaseId}`);
-        if (stored.json?.productRelease?.stagingPercentage !== control.stagingPercentage)
+        const stored = await (await mf.getD1Database("DB"))
+          .prepare("SELECT staging_percentage AS p FROM product_releases WHERE id = ?")
+          .bind(rcRelease.json.productReleaseId)
+          .first()
+          .catch(() => undefined);
+        if (stored?.p !== control.stagingPercentage)
           throw new Error("seeding bench-rc: 400 the release was stored without its rollout");
       }
       const rcForm = new FormData();
