@@ -367,6 +367,25 @@ describe.each(KITS)("$name webhooks", (kit) => {
     expect(await outbox(sale.email)).toHaveLength(0);
   });
 
+  it("a renewal that arrives before its purchase is remembered: the purchase makes licenses to the renewed period's end", async () => {
+    const sale = kit.sale();
+    const renewed = inDays(60);
+    const early = await deliver(kit, kit.renewal(sale, renewed));
+    expect(early.status, early.text).toBe(200);
+    expect(early.body["orderId"]).toBeUndefined();
+    let orderId: number | undefined;
+    for (const event of kit.purchase(sale, { item: kit.ids.licenses, quantity: 3, periodEnd: inDays(30) })) {
+      const res = await deliver(kit, event);
+      expect(res.status, res.text).toBe(200);
+      orderId ??= res.body["orderId"];
+    }
+    const licenses = await licensesOf(orderId!);
+    expect(licenses).toHaveLength(3);
+    for (const license of licenses)
+      expect(license).toMatchObject({ expireDate: renewed, supportExpireDate: renewed, revoked: false });
+    expect(await outbox(sale.email)).toHaveLength(1);
+  });
+
   it("an unmapped product answers 200 and writes nothing; mapped later, a redelivery makes the order", async () => {
     const sale = kit.sale();
     const [event, ...rest] = kit.purchase(sale, { item: kit.ids.unmapped, quantity: 3, periodEnd: inDays(30) });
