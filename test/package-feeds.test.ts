@@ -467,7 +467,8 @@ describe("gated releases", () => {
     const lic = await license(gatedId);
     const listed = await admin("GET", `/v1/licenses?filter=${encodeURIComponent(`id == ${lic.id}`)}&select=feedToken`);
     const token = listed.body["licenses"][0].feedToken as string;
-    expect(token).toBeTruthy();
+    // `<license id in base 36>.<16-byte mac in base64url>` (licensing/feed-token.ts), naming this license.
+    expect(token).toMatch(new RegExp(`^${lic.id.toString(36)}\\.[0-9A-Za-z_-]{22}$`));
     const url = `/v1/updates/gated/squirrel-win/win-x64/RELEASES?feed=${encodeURIComponent(token)}&id=Gated&localVersion=2.0.0&arch=amd64`;
     const res = await get(url);
     expect(res.headers.get("Cache-Control")).toBe("private, no-store");
