@@ -54,56 +54,10 @@ export async function requestSeat(
   if (license.licensingMode !== Mode.Floating) throw fail(GrpcCode.FailedPrecondition, Messages.notFloating);
   const machineId = required(input.machineId, Messages.machineRequired);
   const clientId = required(input.clientId, Messages.clientRequired);
-  const token = await clientToken(ctx.config, TokenKind.Floating, license.id, machineId, clientId);
-  const digest = await sha256Hex(token);
   const at = now();
-  const grant: SeatGrant = withinBudget(
-    await seats(ctx, license.id).request(
-      {
-        tokenDigest: digest,
-        tokenPrefix: tokenPrefix(token),
-        machineId,
-        clientId,
-        clientName: input.clientName ?? null,
-        address: client.address,
-        maxClients: license.maxClients,
-        leaseMs: leaseMs(ctx.config),
-        now: at.getTime(),
-      },
-      licenseBudget(ctx),
-    ),
-  );
-  if (!grant.granted) throw fail(GrpcCode.ResourceExhausted, Messages.exhausted);
+  const seat = { machineId, clientId, clientName: input.clientName ?? null, address: client.address };
+  const { grant, token } = await takeSeat(ctx, license, seat, at, { ms: leaseMs(ctx.config), borrow: false });
   const expireAt = new Date(grant.expiresAt).toISOString();
-  const stamp = at.toISOString();
-  await ctx.db
-    .insert(licenseTokens)
-    .values({
-      tokenDigest: digest,
-      tokenPrefix: tokenPrefix(token),
-      kind: TokenKind.Floating,
-      licenseId: license.id,
-      machineId,
-      clientId,
-      clientName: input.clientName ?? null,
-      address: client.address,
-      issueDate: stamp,
-      expireDate: expireAt,
-      lastHeartbeat: stamp,
-      createdAt: stamp,
-      updatedAt: stamp,
-    })
-    .onConflictDoUpdate({
-      target: licenseTokens.tokenDigest,
-      set: {
-        expireDate: sql`excluded.expire_date`,
-        lastHeartbeat: sql`excluded.last_heartbeat`,
-        clientName: sql`coalesce(excluded.client_name, ${licenseTokens.clientName})`,
-        address: sql`excluded.address`,
-        updatedAt: sql`excluded.updated_at`,
-      },
-    })
-    .run();
   trace(ctx, license, TraceAction.Request, client, { machineId, clientId, clientName: input.clientName ?? null });
   if (!grant.renewed)
     void emitClientEvent(ctx, "license.seat.requested", license, {
@@ -120,6 +74,72 @@ export async function requestSeat(
     license: await licenseView(ctx, license, { status: "Activated", machineId, clientId, until: grant.expiresAt }),
     newSeat: !grant.renewed,
   };
+}
+
+/** Who takes a floating seat: the machine and client, and what the token row keeps of them. */
+export interface SeatTaker {
+  machineId: string;
+  clientId: string;
+  clientName: string | null;
+  address: string;
+}
+
+/**
+ * A floating seat taken in the license's Durable Object, and its token row written: a request's (`lease.ms` the
+ * heartbeat lease) and a borrow's (`lease.ms` the borrow; `lease.borrow`: renewing the row never shortens its end, and
+ * it keeps no heartbeat) take their seat here, so both are limited and recorded alike. Refuses when no seat is free.
+ */
+export async function takeSeat(
+  ctx: ServiceContext,
+  license: { id: number; maxClients: number },
+  seat: SeatTaker,
+  at: Date,
+  lease: { ms: number; borrow: boolean },
+): Promise<{ grant: Extract<SeatGrant, { granted: true }>; token: string; digest: string }> {
+  const token = await clientToken(ctx.config, TokenKind.Floating, license.id, seat.machineId, seat.clientId);
+  const digest = await sha256Hex(token);
+  const grant: SeatGrant = withinBudget(
+    await seats(ctx, license.id).request(
+      {
+        tokenDigest: digest,
+        tokenPrefix: tokenPrefix(token),
+        ...seat,
+        maxClients: license.maxClients,
+        leaseMs: lease.ms,
+        now: at.getTime(),
+      },
+      licenseBudget(ctx),
+    ),
+  );
+  if (!grant.granted) throw fail(GrpcCode.ResourceExhausted, Messages.exhausted);
+  const stamp = at.toISOString();
+  await ctx.db
+    .insert(licenseTokens)
+    .values({
+      tokenDigest: digest,
+      tokenPrefix: tokenPrefix(token),
+      kind: TokenKind.Floating,
+      licenseId: license.id,
+      ...seat,
+      issueDate: stamp,
+      expireDate: new Date(grant.expiresAt).toISOString(),
+      lastHeartbeat: stamp,
+      createdAt: stamp,
+      updatedAt: stamp,
+    })
+    .onConflictDoUpdate({
+      target: licenseTokens.tokenDigest,
+      set: {
+        ...(lease.borrow
+          ? { expireDate: sql`max(coalesce(${licenseTokens.expireDate}, ''), excluded.expire_date)` }
+          : { expireDate: sql`excluded.expire_date`, lastHeartbeat: sql`excluded.last_heartbeat` }),
+        clientName: sql`coalesce(excluded.client_name, ${licenseTokens.clientName})`,
+        address: sql`excluded.address`,
+        updatedAt: sql`excluded.updated_at`,
+      },
+    })
+    .run();
+  return { grant, token, digest };
 }
 
 // The token's columns are aliased: a D1 batch keys each row by column name, and the license's id, license_id,

@@ -11,14 +11,13 @@ import type { ClientInfo, ServiceContext } from "../http/context";
 import { ApiError, GrpcCode, notFound400 } from "../errors";
 import { clientToken } from "./client-tokens";
 import type { CountResult } from "./activation";
-import { leaseMs, releaseSeat } from "./floating";
+import { leaseMs, releaseSeat, takeSeat } from "./floating";
 import type { BorrowInput, CheckoutInput, ReturnInput } from "./inputs";
 import { emitClientEvent } from "./license-events";
 import { type LicenseFileAnswer, makeLicenseFile } from "./license-file";
-import { licenseBudget, seats, withinBudget } from "./license-limit";
+import { seats } from "./license-limit";
 import { type LicenseWithProduct, Messages, fail, now, openLicense, required } from "./license-lookup";
 import { trace } from "./license-view";
-import { tokenPrefix } from "./tokens";
 import { Mode, TokenKind, TraceAction } from "./vocabulary";
 
 const HOUR_MS = 3_600_000;
@@ -125,60 +124,16 @@ export async function borrowSeat(ctx: ServiceContext, input: BorrowInput, client
   if (license.licensingMode !== Mode.Floating) throw fail(GrpcCode.FailedPrecondition, Messages.notFloating);
   const machineId = required(input.machineId, Messages.machineRequired);
   const clientId = required(input.clientId, Messages.clientRequired);
-  const token = await clientToken(ctx.config, TokenKind.Floating, license.id, machineId, clientId);
-  const digest = await sha256Hex(token);
   const at = now();
   // Never past the license's expiry: the seat would outlive what it is a seat of.
   const ends = [at.getTime() + input.hours * HOUR_MS];
   if (license.expireDate) ends.push(Date.parse(license.expireDate));
   const until = Math.min(...ends);
-  const grant = withinBudget(
-    await seats(ctx, license.id).request(
-      {
-        tokenDigest: digest,
-        tokenPrefix: tokenPrefix(token),
-        machineId,
-        clientId,
-        clientName: input.clientName ?? null,
-        address: client.address,
-        maxClients: license.maxClients,
-        leaseMs: Math.max(until - at.getTime(), leaseMs(ctx.config)),
-        now: at.getTime(),
-      },
-      licenseBudget(ctx),
-    ),
-  );
-  if (!grant.granted) throw fail(GrpcCode.ResourceExhausted, Messages.exhausted);
+  const seat = { machineId, clientId, clientName: input.clientName ?? null, address: client.address };
+  const lease = { ms: Math.max(until - at.getTime(), leaseMs(ctx.config)), borrow: true };
+  const { grant, token, digest } = await takeSeat(ctx, license, seat, at, lease);
   const borrowEnd = grant.expiresAt;
-  const stamp = at.toISOString();
   const expireAt = new Date(borrowEnd).toISOString();
-  await ctx.db
-    .insert(licenseTokens)
-    .values({
-      tokenDigest: digest,
-      tokenPrefix: tokenPrefix(token),
-      kind: TokenKind.Floating,
-      licenseId: license.id,
-      machineId,
-      clientId,
-      clientName: input.clientName ?? null,
-      address: client.address,
-      issueDate: stamp,
-      expireDate: expireAt,
-      lastHeartbeat: stamp,
-      createdAt: stamp,
-      updatedAt: stamp,
-    })
-    .onConflictDoUpdate({
-      target: licenseTokens.tokenDigest,
-      set: {
-        expireDate: sql`max(coalesce(${licenseTokens.expireDate}, ''), excluded.expire_date)`,
-        clientName: sql`coalesce(excluded.client_name, ${licenseTokens.clientName})`,
-        address: sql`excluded.address`,
-        updatedAt: sql`excluded.updated_at`,
-      },
-    })
-    .run();
   const file = await makeLicenseFile(
     ctx,
     license,

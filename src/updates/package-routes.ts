@@ -225,6 +225,43 @@ export function registerPackageRoutes(app: Router): void {
     .max(64)
     .optional()
     .openapi({ description: "The version the updater runs (both updaters send it); it picks the delta chain." });
+  // Velopack's two folders (with and without the feed token in the path) answer alike: one declaration of each part.
+  const velopackDescription =
+    "The feed folder of Velopack's HttpSource/SimpleWebSource. `releases.stable.json` or `releases.insider.json` (Velopack's default channel names of the platform's OS, `releases.win.json`, `releases.osx.json`, `releases.linux.json`, also with the architecture as in `releases.osx-arm64.json`, are stable) lists the full package of the release the caller is offered and, for a caller on an older release, the deltas from its version (when the chain is whole); `Assets` is empty when there is no update. A `.nupkg` name redirects to the download route, tokenised when the caller (user key header or feed token) may install it.";
+  const velopackPlatform = z
+    .enum(["win-x64", "win-arm64", "darwin-arm64", "darwin-x64", "linux-x64", "linux-arm64"])
+    .openapi({ param: { name: "platform", in: "path" } });
+  const velopackFile = z
+    .string()
+    .max(255)
+    .openapi({
+      param: { name: "file", in: "path" },
+      description: "releases.{channel}.json, or the file name of a package it lists",
+    });
+  const velopackQuery = z.object({
+    localVersion,
+    id: z.string().max(255).optional().openapi({ description: "Velopack's package id (sent, not needed)." }),
+    stagingId: z
+      .string()
+      .max(128)
+      .optional()
+      .openapi({
+        description: `Velopack's per-install staging id: the rollout cohort id when no ${INSTALL_ID_HEADER} header is sent.`,
+      }),
+    userKey: userKeyQuery,
+    feed: z.string().max(256).optional().openapi({ description: "The license's feed token." }),
+  });
+  const velopackResponses = {
+    200: {
+      description:
+        'Velopack\'s feed: `{"Assets":[{PackageId, Version, Type: "Full"|"Delta", FileName, SHA1, SHA256, Size, NotesMarkdown, NotesHtml}]}`. ' +
+        "X-Service-Reason says why nothing newer is offered.",
+      headers: reasonHeader(OFFERED_OR_NOT),
+      content: { "application/json": { schema: z.object({ Assets: z.array(z.record(z.string(), z.unknown())) }) } },
+    },
+    302: { description: "A package: its download URL (tokenised when the caller may install it)" },
+    ...problems,
+  };
   documented(
     app,
     createRoute({
@@ -282,48 +319,17 @@ export function registerPackageRoutes(app: Router): void {
       tags: ["Updates"],
       operationId: "getVelopackFile",
       summary: "Velopack: releases.{channel}.json (full and delta assets) or a package it names (redirect)",
-      description:
-        "The feed folder of Velopack's HttpSource/SimpleWebSource. `releases.stable.json` or `releases.insider.json` (Velopack's default channel names of the platform's OS, `releases.win.json`, `releases.osx.json`, `releases.linux.json`, also with the architecture as in `releases.osx-arm64.json`, are stable) lists the full package of the release the caller is offered and, for a caller on an older release, the deltas from its version (when the chain is whole); `Assets` is empty when there is no update. A `.nupkg` name redirects to the download route, tokenised when the caller (user key header or feed token) may install it.",
+      description: velopackDescription,
       ...access.anonymous(),
       request: {
         params: z.object({
           productCode: productCodeParam,
-          platform: z
-            .enum(["win-x64", "win-arm64", "darwin-arm64", "darwin-x64", "linux-x64", "linux-arm64"])
-            .openapi({ param: { name: "platform", in: "path" } }),
-          file: z
-            .string()
-            .max(255)
-            .openapi({
-              param: { name: "file", in: "path" },
-              description: "releases.{channel}.json, or the file name of a package it lists",
-            }),
+          platform: velopackPlatform,
+          file: velopackFile,
         }),
-        query: z.object({
-          localVersion,
-          id: z.string().max(255).optional().openapi({ description: "Velopack's package id (sent, not needed)." }),
-          stagingId: z
-            .string()
-            .max(128)
-            .optional()
-            .openapi({
-              description: `Velopack's per-install staging id: the rollout cohort id when no ${INSTALL_ID_HEADER} header is sent.`,
-            }),
-          userKey: userKeyQuery,
-          feed: z.string().max(256).optional().openapi({ description: "The license's feed token." }),
-        }),
+        query: velopackQuery,
       },
-      responses: {
-        200: {
-          description:
-            'Velopack\'s feed: `{"Assets":[{PackageId, Version, Type: "Full"|"Delta", FileName, SHA1, SHA256, Size, NotesMarkdown, NotesHtml}]}`. ' +
-            "X-Service-Reason says why nothing newer is offered.",
-          headers: reasonHeader(OFFERED_OR_NOT),
-          content: { "application/json": { schema: z.object({ Assets: z.array(z.record(z.string(), z.unknown())) }) } },
-        },
-        302: { description: "A package: its download URL (tokenised when the caller may install it)" },
-        ...problems,
-      },
+      responses: velopackResponses,
     }),
     (c) => velopackResponse(c),
   );
@@ -336,8 +342,7 @@ export function registerPackageRoutes(app: Router): void {
       operationId: "getVelopackFileWithFeedToken",
       summary:
         "Velopack, with the license's feed token as a folder of the URL (for Velopack's Rust core, which keeps no query)",
-      description:
-        "The feed folder of Velopack's HttpSource/SimpleWebSource. `releases.stable.json` or `releases.insider.json` (Velopack's default channel names of the platform's OS, `releases.win.json`, `releases.osx.json`, `releases.linux.json`, also with the architecture as in `releases.osx-arm64.json`, are stable) lists the full package of the release the caller is offered and, for a caller on an older release, the deltas from its version (when the chain is whole); `Assets` is empty when there is no update. A `.nupkg` name redirects to the download route, tokenised when the caller (user key header or feed token) may install it.",
+      description: velopackDescription,
       ...access.anonymous(),
       request: {
         params: z.object({
@@ -350,42 +355,12 @@ export function registerPackageRoutes(app: Router): void {
               description:
                 "The license's feed token (the same value as the `feed` query parameter of the other feeds).",
             }),
-          platform: z
-            .enum(["win-x64", "win-arm64", "darwin-arm64", "darwin-x64", "linux-x64", "linux-arm64"])
-            .openapi({ param: { name: "platform", in: "path" } }),
-          file: z
-            .string()
-            .max(255)
-            .openapi({
-              param: { name: "file", in: "path" },
-              description: "releases.{channel}.json, or the file name of a package it lists",
-            }),
+          platform: velopackPlatform,
+          file: velopackFile,
         }),
-        query: z.object({
-          localVersion,
-          id: z.string().max(255).optional().openapi({ description: "Velopack's package id (sent, not needed)." }),
-          stagingId: z
-            .string()
-            .max(128)
-            .optional()
-            .openapi({
-              description: `Velopack's per-install staging id: the rollout cohort id when no ${INSTALL_ID_HEADER} header is sent.`,
-            }),
-          userKey: userKeyQuery,
-          feed: z.string().max(256).optional().openapi({ description: "The license's feed token." }),
-        }),
+        query: velopackQuery,
       },
-      responses: {
-        200: {
-          description:
-            'Velopack\'s feed: `{"Assets":[{PackageId, Version, Type: "Full"|"Delta", FileName, SHA1, SHA256, Size, NotesMarkdown, NotesHtml}]}`. ' +
-            "X-Service-Reason says why nothing newer is offered.",
-          headers: reasonHeader(OFFERED_OR_NOT),
-          content: { "application/json": { schema: z.object({ Assets: z.array(z.record(z.string(), z.unknown())) }) } },
-        },
-        302: { description: "A package: its download URL (tokenised when the caller may install it)" },
-        ...problems,
-      },
+      responses: velopackResponses,
     }),
     (c) => velopackResponse(c, c.req.param("feed") ?? ""),
   );
