@@ -342,6 +342,16 @@ for (const scenario of scenarios) {
   } else svc = await measure(serviceUrl, request, seconds, warmup);
   const work = await d1WorkOf(requestOf(scenario));
   const base = await measure(baselineUrl, { ...request, path: baselinePath }, seconds, warmup);
+  // Counted before the slices below, which send other requests to the service.
+  let later;
+  if (laterBefore !== undefined) {
+    // Traces arrive through the queue within its batch timeout (5 s): rows written after the response or by the
+    // queue, per request of the scenario (warm-up, run and the sample; plus the requests each connection still had
+    // in flight when wrk stopped, which the service answers but wrk does not count).
+    await new Promise((r) => setTimeout(r, 5500));
+    later =
+      ((await laterRows()) - laterBefore) / (svc.total + svc.warmTotal + 1 + (warmup > 0 ? 2 : 1) * connections);
+  }
   // An anonymous cached answer is held against the no-logic Worker in interleaved slices too: its ratio to the
   // baseline is the measure (issues 25 and 27), and two runs one after the other move it by the machine's swing.
   // A path with release control is held against the same path without it in interleaved slices (issue 26: within
@@ -365,15 +375,8 @@ for (const scenario of scenarios) {
     load1,
     work,
     health,
+    later,
   };
-  if (laterBefore !== undefined) {
-    // Traces arrive through the queue within its batch timeout (5 s): rows written after the response or by the
-    // queue, per request of the scenario (warm-up, run and the sample; plus the requests each connection still had
-    // in flight when wrk stopped, which the service answers but wrk does not count).
-    await new Promise((r) => setTimeout(r, 5500));
-    row.later =
-      ((await laterRows()) - laterBefore) / (svc.total + svc.warmTotal + 1 + (warmup > 0 ? 2 : 1) * connections);
-  }
   if (scenario.nginx && nginx) {
     row.nginx = await measure(nginx.url, { path: `/${encodeURIComponent(fileName)}` }, seconds, warmup);
     row.nginxRatio = svc.rps / row.nginx.rps;

@@ -8,12 +8,13 @@
 import { type SQL, eq, sql } from "drizzle-orm";
 import { SQLiteSyncDialect } from "drizzle-orm/sqlite-core";
 import type { Db } from "../db/client";
-import { type CompiledQuery, type Params, batchReads, compiled } from "../db/compiled";
+import { type Params, batchReads, compiled } from "../db/compiled";
 import { licenses } from "../db/schema";
 import { ApiError } from "../errors";
 import { MAX_FILTER_PARAMETERS, compileFilter } from "../http/filter";
 import { License } from "../licensing/license-records";
 import { userKeyIs } from "../licensing/user-key";
+import { callerRead } from "./caller";
 import { memo } from "../memo";
 
 const compiledAudiences = memo<string, { condition: SQL; params: number }>("audiences", {
@@ -55,45 +56,45 @@ export interface WithAudience {
 /** Which license an audience read looks at: the one with a user key (compact form), or by its integer key. */
 export type AudienceLicense = { key: string } | { id: number };
 
-type AudienceRows = { matched: string }[];
 /**
- * The audience reads of a set of audiences, described once per isolate (db/compiled.ts: a poll binds its values to
- * SQL made the first time): by the license's user key and by its id.
+ * The audience reads of a chunk of audiences: the caller's row, read as the license read of an update route reads it
+ * (caller.ts callerRead: by user key, or by id for a feed token), with the audiences' verdicts as one more column, a
+ * JSON array of 0 and 1. So the first of them is the license read itself, and a licensed poll of a release with an
+ * audience sends one statement, not two.
  */
-const audienceChecks = memo<
-  string,
-  { byKey: CompiledQuery<{ key: string }, AudienceRows>; byId: CompiledQuery<{ id: number }, AudienceRows> }
->("audience-checks", {
+function describeChecks(chunk: readonly string[]) {
+  const matched = sql<string>`json_array(${sql.join(
+    chunk.map((text) => sql`CASE WHEN ${audienceCondition(text).condition} THEN 1 ELSE 0 END`),
+    sql`, `,
+  )})`.as("audience_matched");
+  return {
+    byKey: compiled((db, p: Params<{ productId: number; key: string }>) =>
+      callerRead(db, p.productId, userKeyIs(p.key), { matched }),
+    ),
+    byId: compiled((db, p: Params<{ productId: number; id: number }>) =>
+      callerRead(db, p.productId, eq(licenses.id, p.id), { matched }),
+    ),
+  };
+}
+
+/** The audience reads, described once per isolate (db/compiled.ts: a poll binds its values to SQL made the first time). */
+const audienceChecks = memo<string, ReturnType<typeof describeChecks>>("audience-checks", {
   key: "a chunk of release audiences (their texts, in order)",
   max: 256,
 });
 
 function checksOf(chunk: readonly string[]) {
   const key = chunk.join("\u0000");
-  let checks = audienceChecks.get(key);
-  if (!checks) {
-    const matched = sql<string>`json_array(${sql.join(
-      chunk.map((text) => sql`CASE WHEN ${audienceCondition(text).condition} THEN 1 ELSE 0 END`),
-      sql`, `,
-    )})`;
-    checks = audienceChecks.keep(key, {
-      byKey: compiled((db, p: Params<{ key: string }>) =>
-        db.select({ matched }).from(licenses).where(userKeyIs(p.key)).limit(1),
-      ),
-      byId: compiled((db, p: Params<{ id: number }>) =>
-        db.select({ matched }).from(licenses).where(eq(licenses.id, p.id)).limit(1),
-      ),
-    });
-  }
-  return checks;
+  return audienceChecks.get(key) ?? audienceChecks.keep(key, describeChecks(chunk));
 }
 
 /**
  * The reads that tell which of `releases`' audiences the license `which` matches, unexecuted (a route sends them in
- * the batch of its other reads), and how to read their rows. No read when no visible release has an audience; one
- * statement per ~90 bound values (D1 binds at most 100 per statement).
+ * the batch of its other reads), and how to read their rows. Each read is also the caller's license read for the
+ * product `productId` (callerRead), so a route sends the first in place of its license read. No read when no visible
+ * release has an audience; one statement per ~90 bound values (D1 binds at most 100 per statement).
  */
-export function audienceReads(which: AudienceLicense, releases: readonly WithAudience[]) {
+export function audienceReads(which: AudienceLicense, releases: readonly WithAudience[], productId = 0) {
   const texts = [...new Set(releases.filter((r) => r.audience && !r.halted).map((r) => r.audience as string))];
   const chunks: string[][] = [];
   let size = MAX_FILTER_PARAMETERS;
@@ -105,7 +106,9 @@ export function audienceReads(which: AudienceLicense, releases: readonly WithAud
   }
   const queries = chunks.map((chunk) => {
     const checks = checksOf(chunk);
-    return "key" in which ? checks.byKey.with({ key: which.key }) : checks.byId.with({ id: which.id });
+    return "key" in which
+      ? checks.byKey.with({ productId, key: which.key })
+      : checks.byId.with({ productId, id: which.id });
   });
   /** The ids of the releases whose audience matched, from the rows of `queries` (in their order). */
   const matched = (rows: readonly (readonly { matched: string }[])[]): Set<number> => {

@@ -3,8 +3,9 @@
  * license. A revoked, expired or tampered license is refused outright (403 `License revoked or expired`, SPEC
  * rule 5; the download route answers it with the token's message). The download tokens a licensed caller's URLs carry for gated releases are in download-tokens.ts.
  */
-import { eq, sql } from "drizzle-orm";
+import { type Placeholder, type SQL, eq, sql } from "drizzle-orm";
 import { clock } from "../clock";
+import type { Db } from "../db/client";
 import { type Params, compiled } from "../db/compiled";
 import { customers, licenses } from "../db/schema";
 import { INSTALL_ID_HEADER, INSTALL_ID_PATTERN, type ServiceContext } from "../http/context";
@@ -81,21 +82,33 @@ export function callerKey(userKey: string | undefined): string | undefined {
  * The caller behind a user key, unexecuted (a route sends it in one D1 batch with its other reads): the license with
  * this user key, its customer's name, and the product the route serves (`askedProductId`), so the license policy
  * judges the product like every other path (a license of another product is refused as such, after tampered,
- * revoked and expired).
+ * revoked and expired). `extra`: columns read beside it in the same statement (a release's audiences: audience.ts).
+ * The feed token's read (credential.ts) and the audience reads are this read with another `where`.
  */
-const callerLicense = compiled((db, p: Params<{ productId: number; key: string }>) =>
-  db
+export function callerRead<E extends Record<string, SQL.Aliased>>(
+  db: Db,
+  productId: Placeholder<"productId", number>,
+  where: SQL,
+  extra: E,
+) {
+  return db
     .select({
       license: licenses,
       customer: { company: customers.company, firstName: customers.firstName, lastName: customers.lastName },
-      askedProductId: sql<number>`${p.productId}`.mapWith(Number).as("asked_product_id"),
+      askedProductId: sql<number>`${productId}`.mapWith(Number).as("asked_product_id"),
+      ...extra,
     })
     .from(licenses)
     .leftJoin(customers, eq(customers.id, licenses.customerId))
-    .where(userKeyIs(p.key))
-    .limit(1),
+    .where(where)
+    .limit(1);
+}
+
+const callerLicense = compiled((db, p: Params<{ productId: number; key: string }>) =>
+  callerRead(db, p.productId, userKeyIs(p.key), {}),
 );
 
+/** The caller behind a user key (callerRead), unexecuted. */
 export function callerLicenseQuery(productId: number, key: string) {
   return callerLicense.with({ productId, key });
 }

@@ -6,12 +6,12 @@
  * revoked or expired license is refused with 403 whichever names it; a token that is not the license's current one
  * (its key changed, the license deleted, a made-up token) names no license, as an unknown key does.
  */
-import { eq, sql } from "drizzle-orm";
+import { eq } from "drizzle-orm";
 import { type Params, compiled } from "../db/compiled";
-import { customers, licenses } from "../db/schema";
+import { licenses } from "../db/schema";
 import type { ServiceContext } from "../http/context";
 import { feedTokenHolds, feedTokenLicenseId } from "../licensing/feed-token";
-import { type Caller, USER_KEY_HEADER, callerKey, callerLicenseQuery, judgeCaller } from "./caller";
+import { type Caller, USER_KEY_HEADER, callerKey, callerLicenseQuery, callerRead, judgeCaller } from "./caller";
 
 /** The query parameter of a feed token. */
 export const FEED_TOKEN_QUERY = "feed";
@@ -36,16 +36,7 @@ export function credentialOf(
 
 /** The license a feed token names by its id, with its customer's name: the same row as callerLicenseQuery's. */
 const callerLicenseById = compiled((db, p: Params<{ productId: number; id: number }>) =>
-  db
-    .select({
-      license: licenses,
-      customer: { company: customers.company, firstName: customers.firstName, lastName: customers.lastName },
-      askedProductId: sql<number>`${p.productId}`.mapWith(Number).as("asked_product_id"),
-    })
-    .from(licenses)
-    .leftJoin(customers, eq(customers.id, licenses.customerId))
-    .where(eq(licenses.id, p.id))
-    .limit(1),
+  callerRead(db, p.productId, eq(licenses.id, p.id), {}),
 );
 
 type CallerRow = Parameters<typeof judgeCaller>[1];

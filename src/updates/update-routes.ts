@@ -303,14 +303,22 @@ export async function callerAndReleases(
   let audienceMatched: ReadonlySet<number> | undefined;
   if (releases) {
     if (licenseQuery) {
-      // The audiences of the releases (release control, audience.ts) are matched in the license's round trip.
+      // The audiences of the releases (release control, audience.ts) are matched in the license's own statement:
+      // their first read is the license read with one more column.
       const audiences = audienceReads(
         credentialLicense(credential!),
         releases.map((r) => r.release),
+        product.id,
       );
-      const [license, ...matches] = await batchReads(ctx.db, [licenseQuery, ...audiences.queries]);
-      licenseRows = license;
-      audienceMatched = audiences.matched(matches as { matched: string }[][]);
+      const [first, ...rest] = audiences.queries;
+      if (first) {
+        const rows = await batchReads(ctx.db, [first, ...rest]);
+        licenseRows = rows[0];
+        audienceMatched = audiences.matched(rows);
+      } else {
+        [licenseRows] = await batchReads(ctx.db, [licenseQuery]);
+        audienceMatched = new Set();
+      }
     }
   } else {
     const [releasesQuery, filesQuery] = offeredReleaseReads(ctx.db, product.id, platform, channel);
