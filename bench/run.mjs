@@ -349,8 +349,7 @@ for (const scenario of scenarios) {
     // queue, per request of the scenario (warm-up, run and the sample; plus the requests each connection still had
     // in flight when wrk stopped, which the service answers but wrk does not count).
     await new Promise((r) => setTimeout(r, 5500));
-    later =
-      ((await laterRows()) - laterBefore) / (svc.total + svc.warmTotal + 1 + (warmup > 0 ? 2 : 1) * connections);
+    later = ((await laterRows()) - laterBefore) / (svc.total + svc.warmTotal + 1 + (warmup > 0 ? 2 : 1) * connections);
   }
   // An anonymous cached answer is held against the no-logic Worker in interleaved slices too: its ratio to the
   // baseline is the measure (issues 25 and 27), and two runs one after the other move it by the machine's swing.

@@ -95,5 +95,17 @@ describe("the front door", () => {
     });
     // An unknown key is "anonymous" to the rules, but its answer is private, never the shared public one.
     expect(res.headers.get("cache-control")).toBe("private, no-store");
+    // In the query too, whatever its order, and with its name percent-encoded (caller.ts namesUserKey reads the query's
+    // text before parsing it), each after the same URL without it was answered and kept.
+    for (const query of [
+      "?userKey=NO-SUCH-KEY",
+      "?a=1&us%65rKey=NO-SUCH-KEY",
+      "?feed=nope",
+      "?f%65ed=nope&noCache=1",
+    ]) {
+      expect((await poll(query.replace(/(userKey|%65rKey|feed|%65ed)=[^&]*/, "x=1"))).status, query).toBe(200);
+      const named = await poll(query);
+      expect(named.headers.get("cache-control"), query).toBe("private, no-store");
+    }
   });
 });

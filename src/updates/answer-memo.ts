@@ -92,7 +92,7 @@ interface Front {
 }
 const MAX_FRONTS = 4096;
 const fronts = memo<string, Front>("fronts", {
-  key: "request URL (origin, path, sorted query without noCache)",
+  key: "request URL (origin, path, sorted query without noCache), and the URL as it came when it has no noCache",
   max: MAX_FRONTS,
   lifetime: "until the product memo's trust in the release generation ends (PRODUCT_MEMO_MS after its read)",
   forgetOn: ["releases", "settings"],
@@ -106,7 +106,7 @@ const fronts = memo<string, Front>("fronts", {
  * another's).
  */
 function frontKey(url: URL): string {
-  if (url.search === "") return `${url.origin}${url.pathname}?`;
+  if (url.search === "") return `${url.origin}${url.pathname}`;
   const params = [...url.searchParams].filter(([name]) => name !== "noCache").sort(([a], [b]) => (a < b ? -1 : 1));
   return `${url.origin}${url.pathname}?${new URLSearchParams(params).toString()}`;
 }
@@ -115,12 +115,17 @@ function frontKey(url: URL): string {
  * Remembers that the anonymous request at `url` was answered with the answer kept under `key`, which is trusted
  * until `until` (when the isolate would ask for the product's release generation again): past it, the request goes
  * through the app, so a release change made elsewhere reaches these answers as soon as it reaches the app's.
+ * The URL as it came is remembered too, unless it carries a `noCache` (new in every poll): an updater asks with the
+ * same URL every time, and the front door then finds it without putting its query in order. Each entry holds its own
+ * key and trust, so one left behind by a later pointing of the same answer is never trusted longer than it was told.
  */
 export function pointFront(url: URL, key: string, until: number): void {
-  const front = frontKey(url);
-  const old = fronts.get(front);
-  if (old?.key === key && old.until === until) return;
-  fronts.keep(front, { key, until });
+  const normal = frontKey(url);
+  const names = url.href === normal || url.searchParams.has("noCache") ? [normal] : [normal, url.href];
+  for (const name of names) {
+    const old = fronts.get(name);
+    if (old?.key !== key || old.until !== until) fronts.keep(name, { key, until });
+  }
 }
 
 /**
@@ -129,7 +134,7 @@ export function pointFront(url: URL, key: string, until: number): void {
  */
 export function rememberedAnonymousAnswer(url: URL, now: number): (() => Response) | undefined {
   if (!url.pathname.startsWith("/v1/updates/")) return undefined;
-  const front = fronts.get(frontKey(url));
+  const front = fronts.get(url.href) ?? fronts.get(frontKey(url));
   if (front === undefined || now >= front.until) return undefined;
   const entry = kept.get(front.key);
   if (!entry || !fresh(entry.keptAt, now, entry.expiresAt - entry.keptAt)) return undefined;

@@ -51,7 +51,11 @@ export const CURRENT_VERSION_HEADER = "X-Service-Current-Version";
 
 /** Whether a request names a user key (or a feed token, credential.ts) at all (before the app: the front door, app.ts). */
 export function namesUserKey(headers: Headers, url: URL): boolean {
-  return headers.has(USER_KEY_HEADER) || url.searchParams.has("userKey") || url.searchParams.has("feed");
+  if (headers.has(USER_KEY_HEADER)) return true;
+  // The query is parsed only when its text could name one (a name may be percent-encoded): most polls' queries do not.
+  const query = url.search;
+  if (!(query.includes("userKey") || query.includes("feed") || query.includes("%"))) return false;
+  return url.searchParams.has("userKey") || url.searchParams.has("feed");
 }
 
 /**
