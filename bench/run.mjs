@@ -197,16 +197,26 @@ async function interleaved(a, b, url = serviceUrl) {
   await load(a.url ?? url, a, 1);
   await load(b.url ?? url, b, 1);
   const sum = { a: 0, b: 0 };
+  // The service's CPU over each side's slices (the service's side only: a baseline's is not the service's work).
+  const cpu = { a: 0, b: 0 };
   for (let i = 0; i < SLICES; i++) {
     // Which goes first alternates too, so neither always follows the other's queue.
     const order = i % 2 === 0 ? ["a", "b"] : ["b", "a"];
     for (const key of order) {
       const request = key === "a" ? a : b;
+      const before = serviceCpuMs();
       sum[key] += (await load(request.url ?? url, request, SLICE_SECONDS)).total;
+      cpu[key] += serviceCpuMs() - before;
     }
   }
   const total = SLICES * SLICE_SECONDS;
-  return { a: sum.a / total, b: sum.b / total, ratio: sum.b / sum.a };
+  return {
+    a: sum.a / total,
+    b: sum.b / total,
+    ratio: sum.b / sum.a,
+    cpuA: cpu.a / sum.a,
+    cpuB: cpu.b / sum.b,
+  };
 }
 
 /** One warm-up and measured run; the CPU per request of `pids` (the service's workerd when none are given). */
@@ -500,13 +510,13 @@ if (pairedRows.length > 0) {
   lines.push(
     "## Paired rows (a path with a feature against the same path without it)",
     "",
-    `Interleaved slices (${SLICES} × ${SLICE_SECONDS} s of each, taken in turn) of the two paths on the same service.`,
+    `Interleaved slices (${SLICES} × ${SLICE_SECONDS} s of each, taken in turn) of the two paths on the same service; CPU ms/req: the service workerd's over each path's slices.`,
     "",
-    "| scenario | against | req/s | against req/s | ratio |",
-    "|---|---|---|---|---|",
+    "| scenario | against | req/s | against req/s | ratio | CPU ms/req | against CPU ms/req |",
+    "|---|---|---|---|---|---|---|",
     ...pairedRows.map(
       (r) =>
-        `| ${r.scenario} | ${r.paired.with} | ${r.paired.b.toFixed(0)} | ${r.paired.a.toFixed(0)} | ${r.paired.ratio.toFixed(2)} |`,
+        `| ${r.scenario} | ${r.paired.with} | ${r.paired.b.toFixed(0)} | ${r.paired.a.toFixed(0)} | ${r.paired.ratio.toFixed(2)} | ${r.paired.cpuB.toFixed(2)} | ${r.paired.cpuA.toFixed(2)} |`,
     ),
     "",
   );

@@ -13,7 +13,7 @@ import { API_KEY_SCHEME, BEARER_SCHEME } from "./auth/guard";
 import { serviceContext, settleFirst } from "./http/context";
 import { registerAuth } from "./auth/auth-routes";
 import { registerConsoleAuth } from "./auth/console-routes";
-import { type Config, unsafeSetting } from "./config";
+import { type Config, keptConfig, unsafeSetting } from "./config";
 import { loadConfig } from "./settings-store";
 import { openRequestDb, reportRequestDb, serverTiming, serverTimingOn } from "./http/d1-session";
 import { D1Work } from "./db/work";
@@ -176,7 +176,7 @@ export interface DoorRequest {
   config: Config;
   now: number;
   /** The client's address (protection/client-ip.ts), worked out once when a gate first asks. */
-  clientIp(): Promise<string>;
+  clientIp(): string | Promise<string>;
 }
 
 /**
@@ -206,7 +206,11 @@ export const PRE_ROUTE: readonly PreRouteGate[] = [
   {
     name: "ipProtection",
     middleware: ipProtection,
-    quietFor: async (door) => ipVerdict(await door.clientIp(), door.url.pathname, door.config) === "free",
+    quietFor: (door) => {
+      const free = (ip: string) => ipVerdict(ip, door.url.pathname, door.config) === "free";
+      const ip = door.clientIp();
+      return typeof ip === "string" ? free(ip) : ip.then(free);
+    },
   },
   {
     name: "health",
@@ -219,6 +223,9 @@ export const PRE_ROUTE: readonly PreRouteGate[] = [
   // A GET has no body.
   { name: "jsonBodyLimit", middleware: jsonBodyLimit, quietFor: () => true },
 ];
+
+/** The Server-Timing of an answer that did no D1 work. */
+const NO_D1_WORK = serverTiming(new D1Work());
 
 /**
  * The front door of the hottest route, an auto-updater's anonymous poll of a feed or update check: answered from the
@@ -237,8 +244,8 @@ export async function frontDoor(
   const now = clock.now().getTime();
   const kept = saysWhoAsks(request.headers, url) ? undefined : rememberedAnonymousAnswer(url, now);
   if (!kept) return undefined;
-  const { config } = await loadConfig(env, env.DB);
-  let ip: Promise<string> | undefined;
+  const { config } = keptConfig() ?? (await loadConfig(env, env.DB));
+  let ip: string | Promise<string> | undefined;
   const door: DoorRequest = {
     url,
     headers: request.headers,
@@ -255,7 +262,7 @@ export async function frontDoor(
     if (quiet === false || (quiet !== true && !(await quiet))) return undefined;
   }
   const res = notModifiedFor(request.headers.get("if-none-match") ?? undefined, kept());
-  if (serverTimingOn(config)) res.headers.append("Server-Timing", serverTiming(new D1Work()));
+  if (serverTimingOn(config)) res.headers.append("Server-Timing", NO_D1_WORK);
   return res;
 }
 

@@ -734,6 +734,21 @@ forgettable(
 export type SettingsReader = (db: D1Database) => Promise<readonly SettingRow[]>;
 
 /**
+ * The configuration this isolate keeps, while it is fresh (loadConfigFrom's own test); undefined when it must be read.
+ * For the front door (app.ts), which answers without a promise when it can.
+ */
+export function keptConfig(): Cached | undefined {
+  const now = clock.now().getTime();
+  if (
+    cached &&
+    now >= cached.loadedAt &&
+    now - cached.loadedAt < cached.config["Application:SettingsCacheSeconds"] * 1000
+  )
+    return cached;
+  return undefined;
+}
+
+/**
  * The effective configuration for a request, from the settings table as `read` reads it (settings-store.ts
  * loadConfig is what callers use). Cached per isolate and re-read after `Application:SettingsCacheSeconds`;
  * `invalidateConfig()` makes a write visible at once in the writing isolate.
@@ -743,13 +758,9 @@ export async function loadConfigFrom(
   db: D1Database,
   read: SettingsReader,
 ): Promise<Cached> {
+  const kept = keptConfig();
+  if (kept) return kept;
   const now = clock.now().getTime();
-  if (
-    cached &&
-    now >= cached.loadedAt &&
-    now - cached.loadedAt < cached.config["Application:SettingsCacheSeconds"] * 1000
-  )
-    return cached;
   if (loading) return loading;
   const load = readConfig(vars, db, read, now);
   loading = load;

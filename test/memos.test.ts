@@ -14,6 +14,7 @@ const DOCUMENTED = [
   "api-keys",
   "audience-checks",
   "audiences",
+  "cohort-buckets",
   "console-last-use",
   "db-clients",
   "derived-keys",

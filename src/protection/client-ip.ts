@@ -69,14 +69,22 @@ export async function signedByGateway(headers: Headers, config: Config, now: num
   return Boolean(signed && secret && (await gatewayClient(secret, signed, Math.floor(now / 1000))));
 }
 
-/** The request's client address (see the file comment); `now` in milliseconds. */
-export async function clientAddress(headers: Headers, config: Config, now: number): Promise<string> {
+/**
+ * The request's client address (see the file comment); `now` in milliseconds. A promise only when a gateway's
+ * signature must be checked: the front door (app.ts) asks it on every kept poll.
+ */
+export function clientAddress(headers: Headers, config: Config, now: number): string | Promise<string> {
   const signed = headers.get(GATEWAY_CLIENT_HEADER);
   const secret = config["IpFiltering:GatewaySecret"];
-  if (signed && secret) {
-    const ip = await gatewayClient(secret, signed, Math.floor(now / 1000));
-    if (ip) return isLoopback(ip) ? UNKNOWN_CLIENT : ip;
-  }
+  if (signed && secret)
+    return gatewayClient(secret, signed, Math.floor(now / 1000)).then((ip) =>
+      ip ? (isLoopback(ip) ? UNKNOWN_CLIENT : ip) : unsignedAddress(headers, config),
+    );
+  return unsignedAddress(headers, config);
+}
+
+/** The address CF-Connecting-IP names (127.0.0.1 in development without it). */
+function unsignedAddress(headers: Headers, config: Config): string {
   const cf = headers.get("cf-connecting-ip");
   if (cf) return cf;
   return isDevelopment(config) ? "127.0.0.1" : UNKNOWN_CLIENT;

@@ -6,6 +6,7 @@
  * A caller is admitted when its bucket is below the effective percentage. A caller with neither (anonymous, no install
  * id) is not decided here: its answer carries the percentage and electron-updater decides, as before.
  */
+import { memo } from "../memo";
 import type { ReleaseRow } from "./catalog";
 
 /** A rollout step: `percentage` applies from `at` (an ISO instant) on. */
@@ -40,10 +41,23 @@ export function isStaged(release: RolloutOf, now: number): boolean {
   return percentage !== undefined && percentage < 100;
 }
 
+/**
+ * Cohort buckets worked out by this isolate: an install polls every few minutes, and its bucket for a release never
+ * changes, so its digest is taken once.
+ */
+const buckets = memo<string, number>("cohort-buckets", {
+  key: "release id and cohort id (`<releaseId>:<id>`)",
+  max: 10_000,
+  lifetime: "while kept (a bucket never changes)",
+});
+
 /** The cohort bucket (0-99) of `id` (an install id, else a license's `licenseId`) for a release. */
 export async function cohortBucket(releaseId: number, id: string): Promise<number> {
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(`${releaseId}:${id}`));
-  return new DataView(digest).getUint32(0, false) % 100;
+  const key = `${releaseId}:${id}`;
+  const known = buckets.get(key);
+  if (known !== undefined) return known;
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(key));
+  return buckets.keep(key, new DataView(digest).getUint32(0, false) % 100);
 }
 
 /**

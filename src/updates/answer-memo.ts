@@ -19,7 +19,8 @@ const MAX_ANSWER_BYTES = 256 * 1024;
 interface Kept {
   body: Uint8Array;
   status: number;
-  headers: [string, string][];
+  /** Never changed once kept: a Response made from it has its own copy. */
+  headers: Headers;
   keptAt: number;
   expiresAt: number;
 }
@@ -68,7 +69,7 @@ export async function keepAnswer(key: string, response: Response, now: number, m
   kept.set(key, {
     body,
     status: response.status,
-    headers: [...response.headers],
+    headers: new Headers(response.headers),
     keptAt: now,
     expiresAt: now + Math.min(maxAgeMs, ANSWER_MEMO_MS),
   });
