@@ -8,6 +8,7 @@
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { clock } from "../src/clock";
+import { PROCESSING_LEASE_MS } from "../src/commerce/purchases";
 import { OrderStatus, PaymentStatus } from "../src/licensing/orders";
 import { KITS, type ProviderKit, type Sale, deliver, stripeKit } from "./commerce-kit";
 import { admin, call, countRows, keyFor, movableClock, setSetting } from "./helpers";
@@ -497,6 +498,47 @@ describe("large and half-made purchases", () => {
     expect(third.body["result"], third.text).toBe("applied");
     expect(await licensesOf(orderId)).toHaveLength(53);
     expect(await outbox(sale.email)).toHaveLength(1);
+  });
+
+  it("a purchase whose request stopped half-way (its event left processing) is a duplicate within the lease and completed by a retry after it", async () => {
+    const kit = stripeKit;
+    const sale = kit.sale();
+    const [event] = kit.purchase(sale, { item: kit.ids.licenses, quantity: 52, periodEnd: inDays(30) });
+    const made = async () =>
+      (await env.DB.prepare("SELECT count(*) AS n FROM licenses WHERE licensee_email = ?")
+        .bind(sale.email)
+        .first<{ n: number }>())!.n;
+    // Half-way, as in the test above; then the row as a Worker stopped mid-purchase leaves it: still processing.
+    const trigger = `commerce_stop_${sale.u}`;
+    await env.DB.prepare(
+      `CREATE TRIGGER ${trigger} BEFORE INSERT ON licenses WHEN NEW.licensee_email = '${sale.email}' AND (SELECT count(*) FROM licenses WHERE licensee_email = '${sale.email}') >= 50 BEGIN SELECT RAISE(ABORT, 'injected failure'); END`,
+    ).run();
+    try {
+      expect((await deliver(kit, event!)).status).toBe(500);
+    } finally {
+      await env.DB.prepare(`DROP TRIGGER ${trigger}`).run();
+    }
+    await env.DB.prepare("UPDATE commerce_events SET status = 'processing' WHERE provider = 'stripe' AND event_id = ?")
+      .bind((event as { id: string }).id)
+      .run();
+    expect(await made()).toBe(50);
+    // Within the lease the request that took it may still be at work: a redelivery changes nothing.
+    testClock.move(PROCESSING_LEASE_MS - 60_000);
+    const early = await deliver(kit, event!);
+    expect(early.status, early.text).toBe(200);
+    expect(early.body["result"], early.text).toBe("duplicate");
+    expect(await made()).toBe(50);
+    expect(await outbox(sale.email)).toHaveLength(0);
+    // Past it, the retry takes the event back and completes the purchase: the missing licenses, one email.
+    testClock.move(2 * 60_000);
+    const late = await deliver(kit, event!);
+    expect(late.body["result"], late.text).toBe("applied");
+    expect(await made()).toBe(52);
+    const mails = await outbox(sale.email);
+    expect(mails).toHaveLength(1);
+    for (const license of await licensesOf(late.body["orderId"] as number))
+      expect(mails[0]!.body).toContain(license.userKey);
+    expect((await deliver(kit, event!)).body["result"]).toBe("duplicate");
   });
 
   it("a refund that arrives while its purchase is half-made is applied when the retry completes it: revoked, no email", async () => {

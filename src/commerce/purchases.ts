@@ -6,7 +6,8 @@
  * Exactly once: the event's row in commerce_events is claimed with one INSERT … ON CONFLICT statement, and only the
  * request whose statement inserted (or took back an `unmapped` / `failed` row) acts; a redelivery or a concurrent
  * duplicate finds the row and changes nothing. A failure marks the row `failed` and answers 500, so the provider's
- * retry tries again.
+ * retry tries again; a request that stopped without marking it (its Worker ended) leaves it `processing`, which a
+ * retry takes back after PROCESSING_LEASE_MS.
  *
  * Never half-written: a purchase is made by one purchase event at a time (`claimMaking`, one conditional UPDATE on
  * the purchase row), and a retry of one that failed part-way takes the order it made, adds the missing lines and
@@ -84,9 +85,18 @@ const ENDED: readonly PurchaseState[] = ["refunded", "disputed"];
 /** A cancellation this close to the known period end is the end of the period, not an immediate one. */
 const PERIOD_END_SLACK_MS = 3_600_000;
 
+/**
+ * How long a claimed event may stay `processing` before a redelivery takes it back. A request that acts on an event
+ * ends within seconds or marks it `failed`; one that never came back (its Worker stopped: a deploy, a CPU limit) left
+ * it `processing`, and the provider's retry must still complete it. Within the lease a redelivery is a concurrent
+ * duplicate (CONTRACT section 10: 200, nothing changed); past it, the request that took the event is gone.
+ */
+export const PROCESSING_LEASE_MS = 10 * 60_000;
+
 /** Claims the event: the row's id when this request is the one to act on it, undefined for a duplicate. */
 async function claim(db: Db, provider: Provider, event: ProviderEvent): Promise<number | undefined> {
   const now = nowIso();
+  const leaseEnded = new Date(clock.now().getTime() - PROCESSING_LEASE_MS).toISOString();
   const [row] = await db
     .insert(commerceEvents)
     .values({
@@ -102,8 +112,9 @@ async function claim(db: Db, provider: Provider, event: ProviderEvent): Promise<
     .onConflictDoUpdate({
       target: [commerceEvents.provider, commerceEvents.eventId],
       set: { status: "processing", updatedAt: now },
-      // Only an event that wrote nothing before may be taken again (a mapping added since, a failure retried).
-      setWhere: sql`${commerceEvents.status} IN ('unmapped', 'failed')`,
+      // Only an event that did not finish may be taken again: one that wrote nothing (a mapping added since, a failure
+      // retried), or one whose request stopped half-way past the lease (its work is completed as a failure's is).
+      setWhere: sql`${commerceEvents.status} IN ('unmapped', 'failed') OR (${commerceEvents.status} = 'processing' AND ${commerceEvents.updatedAt} < ${leaseEnded})`,
     })
     .returning({ id: commerceEvents.id });
   return row?.id;
