@@ -12,7 +12,8 @@ import worker from "../src/index";
 import { describe, expect, it } from "vitest";
 import { Authentication } from "../src/gen/licensing/v1/authentication_pb";
 import { LicenseServer } from "../src/gen/licensing/v1/license_server_pb";
-import { ADMIN, BASE, admin, call, queuedTraces } from "./helpers";
+import { CHECK_IN_RESOLUTION_MS } from "../src/licensing/traces";
+import { ADMIN, BASE, admin, call, movableClock, queuedTraces } from "./helpers";
 import { blockmapOf, bytesOf, newRelease, upload } from "./artifacts-kit";
 import { newLicense } from "./samples/licensing";
 
@@ -270,11 +271,15 @@ describe("downloads: one round trip to decide, one to record a token's use", () 
   });
 });
 
+const testClock = await movableClock();
+
 describe("traces through the queue", () => {
   it("a validation writes no trace to D1, even after its response: the trace is a message, and the consumer writes it", async () => {
     const lic = await newLicense("Activation");
     await call("POST", "/v1/license/activate", { key: ADMIN.key, body: { userKey: lic.userKey, machineId: "q" } });
     expect(await queuedTraces(lic.id, 1)).toEqual([0]);
+    // The activation checked the license in; a minute on, the validation checks it in again (once a minute at most).
+    testClock.move(CHECK_IN_RESOLUTION_MS);
     // The Worker with a TRACES producer that keeps what it is sent, and every waitUntil awaited.
     const sent: unknown[] = [];
     const traces = {

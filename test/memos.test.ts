@@ -14,6 +14,7 @@ const DOCUMENTED = [
   "api-keys",
   "audience-checks",
   "audiences",
+  "check-ins-gathered",
   "cohort-buckets",
   "console-last-use",
   "db-clients",

@@ -1,5 +1,7 @@
 /** License traces (CONTRACT section 3): what happened to a license, and when; free of HTTP. */
 import { and, eq, lt } from "drizzle-orm";
+import { clock } from "../clock";
+import { fresh, memo } from "../memo";
 import type { Db } from "../db/client";
 import { licenseTraces } from "../db/schema";
 import type { Job } from "../jobs";
@@ -98,10 +100,30 @@ function gatheringFor(ctx: Gatherer, bytes: number): Gathering {
 }
 
 /**
+ * How finely a license's last check-in is kept: an isolate gathers a license's check-in at most once in this time.
+ * Check-in intervals are counted in days (`checkInDays`), and a floating seat's heartbeat every few seconds would
+ * otherwise keep a gathering open, and a queue message going, for nothing but a newer second.
+ */
+export const CHECK_IN_RESOLUTION_MS = 60_000;
+
+/** When this isolate last gathered each license's check-in (ms since the epoch). */
+const checkInsGathered = memo<number, number>("check-ins-gathered", {
+  key: "license row id",
+  max: 10_000,
+  ttlMs: CHECK_IN_RESOLUTION_MS,
+  lifetime: `${CHECK_IN_RESOLUTION_MS} ms: a license's check-in is gathered again after it`,
+});
+
+/**
  * Records that a license checked in (an online licensing operation, CONTRACT 11): gathered with the traces, off the
  * response path and off D1, whether or not the license traces; the consumer moves `licenses.last_check_in` forward.
+ * At most once per CHECK_IN_RESOLUTION_MS per license and isolate, so `lastCheckIn` is exact to about a minute.
  */
 export function recordCheckIn(ctx: Gatherer, licenseId: number, at: string): void {
+  const now = clock.now().getTime();
+  const gathered = checkInsGathered.get(licenseId);
+  if (gathered !== undefined && fresh(gathered, now, CHECK_IN_RESOLUTION_MS)) return;
+  checkInsGathered.keep(licenseId, now);
   const batch = gatheringFor(ctx, 40);
   const known = batch.checkIns.get(licenseId);
   if (known === undefined) batch.bytes += 40;
