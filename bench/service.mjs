@@ -40,6 +40,9 @@ export const SERVICE_BINDINGS = {
   // Likewise the per-license budget (Licensing:MaxRequestsPerLicense): every scenario hammers one license, and
   // its calls must be answered, not refused with 429 (each row's "not 2xx" column shows any that were).
   Licensing__MaxRequestsPerLicense: "1000000000",
+  // The heartbeat scenario's seat is taken at seeding and beats only in its own rows, which a full run reaches more
+  // than 2 x 5 min + 30 s later (a seat's life at the default interval): a seat that lives the whole run.
+  Licensing__HeartbeatInterval: "02:00:00",
   // The download scenarios use a release anyone may install (no single-use token per request).
   Updates__AllowPublicApplicationReleases: "true",
   // Each answer reports its D1 work (Server-Timing), which the report reads from a sample request.
