@@ -459,29 +459,38 @@ const licenseCount = async (orderId: number) =>
   (await env.DB.prepare("SELECT count(*) AS n FROM licenses WHERE order_id = ?").bind(orderId).first<{ n: number }>())!
     .n;
 
+/** The licenses made for the buyer of `sale`. */
+const licensesMadeFor = async (sale: Sale) =>
+  (await env.DB.prepare("SELECT count(*) AS n FROM licenses WHERE licensee_email = ?")
+    .bind(sale.email)
+    .first<{ n: number }>())!.n;
+
+/** Runs `attempt` while a failure follows the first batch of licenses (50 a batch): the buyer's 51st insert is refused. */
+async function failingAfterFirstBatch(sale: Sale, attempt: () => Promise<unknown>): Promise<void> {
+  const trigger = `commerce_fail_${sale.u}`;
+  await env.DB.prepare(
+    `CREATE TRIGGER ${trigger} BEFORE INSERT ON licenses WHEN NEW.licensee_email = '${sale.email}' AND (SELECT count(*) FROM licenses WHERE licensee_email = '${sale.email}') >= 50 BEGIN SELECT RAISE(ABORT, 'injected failure'); END`,
+  ).run();
+  try {
+    await attempt();
+  } finally {
+    await env.DB.prepare(`DROP TRIGGER ${trigger}`).run();
+  }
+}
+
 describe("large and half-made purchases", () => {
   it("a purchase that failed half-way is completed by the provider's retry: only the missing licenses, one email with every key", async () => {
     const kit = stripeKit;
     const sale = kit.sale();
     const [event] = kit.purchase(sale, { item: kit.ids.licenses, quantity: 53, periodEnd: inDays(30) });
     const orders = await countRows("orders");
-    const made = async () =>
-      (await env.DB.prepare("SELECT count(*) AS n FROM licenses WHERE licensee_email = ?")
-        .bind(sale.email)
-        .first<{ n: number }>())!.n;
-    // A failure after the first batch of licenses (50 a batch): the 51st insert of this buyer is refused.
-    const trigger = `commerce_fail_${sale.u}`;
-    await env.DB.prepare(
-      `CREATE TRIGGER ${trigger} BEFORE INSERT ON licenses WHEN NEW.licensee_email = '${sale.email}' AND (SELECT count(*) FROM licenses WHERE licensee_email = '${sale.email}') >= 50 BEGIN SELECT RAISE(ABORT, 'injected failure'); END`,
-    ).run();
-    try {
+    const made = () => licensesMadeFor(sale);
+    await failingAfterFirstBatch(sale, async () => {
       const failed = await deliver(kit, event!);
       expect(failed.status, failed.text).toBe(500);
       expect(await made()).toBe(50);
       expect(await outbox(sale.email)).toHaveLength(0);
-    } finally {
-      await env.DB.prepare(`DROP TRIGGER ${trigger}`).run();
-    }
+    });
     const retry = await deliver(kit, event!);
     expect(retry.status, retry.text).toBe(200);
     expect(retry.body["result"], retry.text).toBe("applied");
@@ -504,20 +513,9 @@ describe("large and half-made purchases", () => {
     const kit = stripeKit;
     const sale = kit.sale();
     const [event] = kit.purchase(sale, { item: kit.ids.licenses, quantity: 52, periodEnd: inDays(30) });
-    const made = async () =>
-      (await env.DB.prepare("SELECT count(*) AS n FROM licenses WHERE licensee_email = ?")
-        .bind(sale.email)
-        .first<{ n: number }>())!.n;
+    const made = () => licensesMadeFor(sale);
     // Half-way, as in the test above; then the row as a Worker stopped mid-purchase leaves it: still processing.
-    const trigger = `commerce_stop_${sale.u}`;
-    await env.DB.prepare(
-      `CREATE TRIGGER ${trigger} BEFORE INSERT ON licenses WHEN NEW.licensee_email = '${sale.email}' AND (SELECT count(*) FROM licenses WHERE licensee_email = '${sale.email}') >= 50 BEGIN SELECT RAISE(ABORT, 'injected failure'); END`,
-    ).run();
-    try {
-      expect((await deliver(kit, event!)).status).toBe(500);
-    } finally {
-      await env.DB.prepare(`DROP TRIGGER ${trigger}`).run();
-    }
+    await failingAfterFirstBatch(sale, async () => expect((await deliver(kit, event!)).status).toBe(500));
     await env.DB.prepare("UPDATE commerce_events SET status = 'processing' WHERE provider = 'stripe' AND event_id = ?")
       .bind((event as { id: string }).id)
       .run();
