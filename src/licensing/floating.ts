@@ -18,6 +18,7 @@ import type { ClientInfo } from "../http/context";
 import { licenseView, trace } from "./license-view";
 import { recordCheckIn } from "./traces";
 import {
+  type LicenseWithProduct,
   Messages,
   fail,
   firstReads,
@@ -50,24 +51,13 @@ export async function requestSeat(
   input: RequestInput,
   client: ClientInfo,
 ): Promise<RequestResult> {
-  const license = await openLicense(ctx, input.userKey);
-  if (license.licensingMode !== Mode.Floating) throw fail(GrpcCode.FailedPrecondition, Messages.notFloating);
-  const machineId = required(input.machineId, Messages.machineRequired);
-  const clientId = required(input.clientId, Messages.clientRequired);
+  const { license, seat } = await seatAsked(ctx, input, client);
   const at = now();
-  const seat = { machineId, clientId, clientName: input.clientName ?? null, address: client.address };
-  const { grant, token } = await takeSeat(ctx, license, seat, at, { ms: leaseMs(ctx.config), borrow: false });
-  const expireAt = new Date(grant.expiresAt).toISOString();
-  trace(ctx, license, TraceAction.Request, client, { machineId, clientId, clientName: input.clientName ?? null });
-  if (!grant.renewed)
-    void emitClientEvent(ctx, "license.seat.requested", license, {
-      machineId,
-      clientId,
-      clientName: input.clientName ?? null,
-    });
+  const { grant, token } = await takeSeat(ctx, license, seat, client, at, { ms: leaseMs(ctx.config), borrow: false });
+  const { machineId, clientId } = seat;
   return {
     licenseToken: token,
-    tokenExpireAt: expireAt,
+    tokenExpireAt: new Date(grant.expiresAt).toISOString(),
     heartbeatInterval: Math.round(ctx.config["Licensing:HeartbeatInterval"] / 1000),
     activeClientCount: grant.active,
     maxClientCount: license.maxClients,
@@ -85,14 +75,32 @@ export interface SeatTaker {
 }
 
 /**
- * A floating seat taken in the license's Durable Object, and its token row written: a request's (`lease.ms` the
- * heartbeat lease) and a borrow's (`lease.ms` the borrow; `lease.borrow`: renewing the row never shortens its end, and
- * it keeps no heartbeat) take their seat here, so both are limited and recorded alike. Refuses when no seat is free.
+ * The floating license a seat request or a borrow names, and who asks for the seat: refused when the license is not
+ * floating, or without a machine or a client.
+ */
+export async function seatAsked(
+  ctx: ServiceContext,
+  input: RequestInput,
+  client: ClientInfo,
+): Promise<{ license: LicenseWithProduct; seat: SeatTaker }> {
+  const license = await openLicense(ctx, input.userKey);
+  if (license.licensingMode !== Mode.Floating) throw fail(GrpcCode.FailedPrecondition, Messages.notFloating);
+  const machineId = required(input.machineId, Messages.machineRequired);
+  const clientId = required(input.clientId, Messages.clientRequired);
+  return { license, seat: { machineId, clientId, clientName: input.clientName ?? null, address: client.address } };
+}
+
+/**
+ * A floating seat taken in the license's Durable Object, its token row written, its trace kept and, for a seat the
+ * client did not hold, `license.seat.requested` emitted: a request's (`lease.ms` the heartbeat lease) and a borrow's
+ * (`lease.ms` the borrow; `lease.borrow`: renewing the row never shortens its end, and it keeps no heartbeat) take
+ * their seat here, so both are limited and recorded alike. Refuses when no seat is free.
  */
 export async function takeSeat(
   ctx: ServiceContext,
-  license: { id: number; maxClients: number },
+  license: LicenseWithProduct,
   seat: SeatTaker,
+  client: ClientInfo,
   at: Date,
   lease: { ms: number; borrow: boolean },
 ): Promise<{ grant: Extract<SeatGrant, { granted: true }>; token: string; digest: string }> {
@@ -139,6 +147,9 @@ export async function takeSeat(
       },
     })
     .run();
+  const who = { machineId: seat.machineId, clientId: seat.clientId, clientName: seat.clientName };
+  trace(ctx, license, lease.borrow ? TraceAction.Borrow : TraceAction.Request, client, who);
+  if (!grant.renewed) void emitClientEvent(ctx, "license.seat.requested", license, who);
   return { grant, token, digest };
 }
 

@@ -11,7 +11,7 @@ import type { ClientInfo, ServiceContext } from "../http/context";
 import { ApiError, GrpcCode, notFound400 } from "../errors";
 import { clientToken } from "./client-tokens";
 import type { CountResult } from "./activation";
-import { leaseMs, releaseSeat, takeSeat } from "./floating";
+import { leaseMs, releaseSeat, seatAsked, takeSeat } from "./floating";
 import type { BorrowInput, CheckoutInput, ReturnInput } from "./inputs";
 import { emitClientEvent } from "./license-events";
 import { type LicenseFileAnswer, makeLicenseFile } from "./license-file";
@@ -120,18 +120,15 @@ export async function borrowSeat(ctx: ServiceContext, input: BorrowInput, client
       400,
       `hours must be a whole number of hours from 1 to ${max} (Licensing:MaxBorrowHours), got ${input.hours}`,
     );
-  const license = await openLicense(ctx, input.userKey);
-  if (license.licensingMode !== Mode.Floating) throw fail(GrpcCode.FailedPrecondition, Messages.notFloating);
-  const machineId = required(input.machineId, Messages.machineRequired);
-  const clientId = required(input.clientId, Messages.clientRequired);
+  const { license, seat } = await seatAsked(ctx, input, client);
+  const { machineId, clientId } = seat;
   const at = now();
   // Never past the license's expiry: the seat would outlive what it is a seat of.
   const ends = [at.getTime() + input.hours * HOUR_MS];
   if (license.expireDate) ends.push(Date.parse(license.expireDate));
   const until = Math.min(...ends);
-  const seat = { machineId, clientId, clientName: input.clientName ?? null, address: client.address };
   const lease = { ms: Math.max(until - at.getTime(), leaseMs(ctx.config)), borrow: true };
-  const { grant, token, digest } = await takeSeat(ctx, license, seat, at, lease);
+  const { grant, token, digest } = await takeSeat(ctx, license, seat, client, at, lease);
   const borrowEnd = grant.expiresAt;
   const expireAt = new Date(borrowEnd).toISOString();
   const file = await makeLicenseFile(
@@ -146,13 +143,6 @@ export async function borrowSeat(ctx: ServiceContext, input: BorrowInput, client
     },
     at,
   );
-  trace(ctx, license, TraceAction.Borrow, client, { machineId, clientId, clientName: input.clientName ?? null });
-  if (!grant.renewed)
-    void emitClientEvent(ctx, "license.seat.requested", license, {
-      machineId,
-      clientId,
-      clientName: input.clientName ?? null,
-    });
   return {
     ...file,
     licenseToken: token,
