@@ -559,6 +559,27 @@ describe.each(formats)("$name", (format) => {
     expect((await format.ask(g.code, "0.9.0", { key: lic.userKey })).version).toBe("3.0.0");
   });
 
+  it("an audience: offered to a license it matches, by key and by feed token; not to another license, nor anonymously", async () => {
+    const g = await fixture();
+    const id = await addRelease(g, "3.0.0", {
+      audience: 'edition == "Ultimate"',
+      releaseDate: "2026-09-01T00:00:00.000Z",
+    });
+    await addSigned(g, "3.0.0", id);
+    const matching = await licenseOf(g.productId);
+    const other = await licenseOf(g.productId, { edition: "Standard" });
+    const expectedAnonymous = format.name === "Squirrel.Mac" ? "1.5.0" : "1.0.0";
+    // Twice: the first poll may read the releases; the next has them remembered, and its license read carries the
+    // audience's verdict as a column (by user key, or by the license id a feed token names).
+    for (let poll = 0; poll < 2; poll++) {
+      for (const who of [{ key: matching.userKey }, { feed: matching.feedToken }])
+        expect((await format.ask(g.code, "0.9.0", who)).version, JSON.stringify(who)).toBe("3.0.0");
+      for (const who of [{ key: other.userKey }, { feed: other.feedToken }])
+        expect((await format.ask(g.code, "0.9.0", who)).version, JSON.stringify(who)).toBe("2.0.0");
+      expect((await format.ask(g.code, "0.9.0")).version).toBe(expectedAnonymous);
+    }
+  });
+
   it("a halted release: the previous admissible release instead", async () => {
     const g = await fixture();
     const lic = await licenseOf(g.productId);
