@@ -1,27 +1,49 @@
 /**
- * The layers of DESIGN.md "Layers and layout", kept by `npm run lint:deps` (part of `npm test`). Imports point one way:
- * kernel -> db -> http -> auth -> domains (licensing, updates, webhooks, mail) -> route modules -> app.
- * Layer membership is by path: route modules are management/, rpc/ and any `*routes.ts` (so auth/'s route modules
- * may use the domains; auth/'s services may not). Type-only imports count (tsPreCompilationDeps), so no circle hides
- * in types.
+ * The layers of DESIGN.md "Layers and layout", kept by `npm run lint:deps` (part of `npm test`). A layer is a folder
+ * of src/, and imports point one way, from a folder to the folders listed before it:
+ *
+ *   gen -> kernel -> db -> durable -> http -> auth, protection -> records -> webhooks, mail -> licensing -> updates
+ *       -> delivery -> commerce, portal -> routes -> app -> index.ts
+ *
+ * Folders of the same step (auth and protection; webhooks and mail; commerce and
+ * portal) do not import each other. Inside routes/, an audience's folder (routes/management/, routes/updates/, …)
+ * imports the shared route builders (routes/*.ts) and its own files, never another audience's; only app/ assembles
+ * routes. Type-only imports count (tsPreCompilationDeps), so no circle hides in types.
  */
-const KERNEL = "^src/(clock|config|errors|crypto|secrets|version|jobs|memo)\\.ts$|^src/gen/";
-const DB = "^src/(db|durable)/|^src/(logging|settings-store)\\.ts$";
-const HTTP = "^src/http/";
-const ROUTES = "^src/(management|rpc)/|^src/[^/]+/[^/]*routes\\.ts$";
-const AUTH = "^src/(auth|protection)/";
-const DOMAINS = "^src/(licensing|updates|webhooks|mail|commerce|portal)/";
-const APP = "^src/(app|index|housekeeping)\\.ts$|^src/[^/]+\\.d\\.ts$";
-const any = (...parts) => parts.join("|");
+const ORDER = [
+  ["gen"],
+  ["kernel"],
+  ["db"],
+  ["durable"],
+  ["http"],
+  ["auth", "protection"],
+  ["records"],
+  ["webhooks", "mail"],
+  ["licensing"],
+  ["updates"],
+  ["delivery"],
+  ["commerce", "portal"],
+  ["routes"],
+  ["app"],
+];
 
-/** A rule: files of `from` (minus `fromNot`) must not import files of `to`. */
-const layer = (name, comment, from, to, fromNot) => ({
-  name,
-  comment,
+/** The folders a file of `folder` may import: its own and every folder of an earlier step. */
+function allowed(folder) {
+  const step = ORDER.findIndex((folders) => folders.includes(folder));
+  return [folder, ...ORDER.slice(0, step).flat()];
+}
+
+const folderRules = ORDER.flat().map((folder) => ({
+  name: `layer-${folder}`,
+  comment: `src/${folder}/ imports only ${
+    allowed(folder)
+      .filter((f) => f !== folder)
+      .join(", ") || "no other folder"
+  } (and itself).`,
   severity: "error",
-  from: { path: from, ...(fromNot ? { pathNot: fromNot } : {}) },
-  to: { path: to },
-});
+  from: { path: `^src/${folder}/` },
+  to: { path: "^src/", pathNot: [`^src/(${allowed(folder).join("|")})/`, "^src/[^/]+\\.d\\.ts$"] },
+}));
 
 module.exports = {
   forbidden: [
@@ -32,40 +54,29 @@ module.exports = {
       from: { path: "^src/" },
       to: { circular: true },
     },
-    layer(
-      "layer-kernel",
-      "The kernel (clock, config, errors, crypto, secrets, version, jobs, gen/) imports no other layer.",
-      KERNEL,
-      any(DB, HTTP, AUTH, DOMAINS, ROUTES, APP),
-    ),
-    layer(
-      "layer-db",
-      "db/, durable/, logging and the settings store import only the kernel.",
-      DB,
-      any(HTTP, AUTH, DOMAINS, ROUTES, APP),
-    ),
-    layer("layer-http", "http/ conventions import only the kernel and db.", HTTP, any(AUTH, DOMAINS, ROUTES, APP)),
-    layer(
-      "layer-auth",
-      "auth/ and protection/ import only kernel, db and http.",
-      AUTH,
-      any(DOMAINS, ROUTES, APP),
-      ROUTES,
-    ),
-    layer(
-      "layer-domains",
-      "Domains (licensing, updates, webhooks, mail) never import route modules or the app.",
-      DOMAINS,
-      any(ROUTES, APP),
-      ROUTES,
-    ),
-    layer("layer-routes", "Route modules (management/, rpc/, *routes.ts) never import the app.", ROUTES, APP),
+    ...folderRules,
     {
-      name: "durable-objects-know-no-domain",
-      comment: "Durable Objects hold state with small typed RPC methods; they know no domain (DESIGN.md).",
+      name: "routes-by-audience",
+      comment:
+        "A route module imports the shared route builders (routes/*.ts) and its own audience's files, never another audience's.",
       severity: "error",
-      from: { path: "^src/durable/" },
-      to: { path: any(HTTP, AUTH, DOMAINS, ROUTES, APP) },
+      from: { path: "^src/routes/([^/]+)/" },
+      to: { path: "^src/routes/[^/]+/", pathNot: "^src/routes/$1/" },
+    },
+    {
+      name: "only-the-app-assembles-routes",
+      comment: "Route modules are registered by app/ alone: nothing but app/ and routes/ imports routes/.",
+      severity: "error",
+      from: { path: "^src/", pathNot: "^src/(app|routes)/" },
+      to: { path: "^src/routes/" },
+    },
+    {
+      name: "no-loose-files",
+      comment:
+        "Every module of src/ lives in its layer's folder; only the Worker entry and declarations stand at the top.",
+      severity: "error",
+      from: { path: "^src/[^/]+$", pathNot: "^src/(index\\.ts|[^/]+\\.d\\.ts)$" },
+      to: {},
     },
     {
       name: "not-to-unresolvable",

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Part of `npm run console:build`: Swagger UI's files (swagger-ui-dist, pinned in package.json) are copied into the
-// Worker's static assets (wrangler.toml [assets], console/dist) under swagger/assets/, where src/swagger-ui.ts serves
+// Worker's static assets (wrangler.toml [assets], console/dist) under swagger/assets/, where src/routes/swagger-ui.ts serves
 // them. As static assets they stay out of the Worker's bundle, whose size every cold start pays for.
 import { copyFileSync, mkdirSync } from "node:fs";
 import { createRequire } from "node:module";

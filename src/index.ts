@@ -1,17 +1,17 @@
 /** Worker entry: fetch (the Hono app), queue (its job handlers in one table) and scheduled (housekeeping). */
-import { createApp, frontDoor } from "./app";
-import { type JobHandlerEntry, type JobHandlers, consumeBatch } from "./jobs";
+import { createApp, frontDoor } from "./app/app";
+import { type JobHandlerEntry, type JobHandlers, consumeBatch } from "./kernel/jobs";
 import { consumeExpiredSeats } from "./licensing/license-events";
 import { writeTraces } from "./licensing/traces";
 import { writeDownloadCounts } from "./updates/download-counts";
 import { writeAdoption } from "./updates/adoption";
 import { DEAD_LETTER_QUEUE, consumeDeadLetter } from "./webhooks/dead-letter";
 import { consumeDelivery } from "./webhooks/deliver";
-import { housekeeping } from "./housekeeping";
+import { housekeeping } from "./app/housekeeping";
 
 const app = createApp();
 
-/** The queue's job handlers, one per kind of jobs.ts (a missing one does not type-check). */
+/** The queue's job handlers, one per kind of kernel/jobs.ts (a missing one does not type-check). */
 const jobs: JobHandlers = {
   "webhook.delivery": consumeDelivery,
   "license.seats.expired": consumeExpiredSeats,
@@ -22,7 +22,7 @@ const jobs: JobHandlers = {
 
 /**
  * The handlers of the webhook dead-letter queue (told apart by its name): what ends there is recorded as given up,
- * never delivered. A message of another kind there is logged and acknowledged like a stray (jobs.ts).
+ * never delivered. A message of another kind there is logged and acknowledged like a stray (kernel/jobs.ts).
  */
 const deadLetters: Readonly<Record<string, JobHandlerEntry>> = { "webhook.delivery": consumeDeadLetter };
 

@@ -9,7 +9,7 @@ import type { RateLimiter } from "./durable/rate-limiter";
 declare global {
   /**
    * The Worker's bindings (wrangler.toml) plus its string variables. Settings arrive as `Section__Name` variables
-   * (CONTRACT section 1) and are read through `config.ts`, never directly.
+   * (CONTRACT section 1) and are read through `kernel/config.ts`, never directly.
    */
   interface Bindings {
     DB: D1Database;

@@ -9,7 +9,7 @@ import { Code, type ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcWebTransport } from "@connectrpc/connect-web";
 import { describe, expect, it } from "vitest";
 import { ensureAdmin } from "../src/auth/bootstrap";
-import { buildConfig } from "../src/config";
+import { buildConfig } from "../src/kernel/config";
 import { LicenseServer } from "../src/gen/licensing/v1/license_server_pb";
 import { BASE, admin, call, login } from "./helpers";
 

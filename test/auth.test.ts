@@ -6,7 +6,7 @@ import { env } from "cloudflare:workers";
 import { SignJWT, UnsecuredJWT } from "jose";
 import { describe, expect, it } from "vitest";
 import { ensureAdmin } from "../src/auth/bootstrap";
-import { buildConfig } from "../src/config";
+import { buildConfig } from "../src/kernel/config";
 import { ADMIN, admin, call, keyFor, login, movableClock, setSetting } from "./helpers";
 
 const SECRET = new TextEncoder().encode("test-jwt-secret-at-least-32-bytes-long!!");

@@ -6,11 +6,11 @@ import { createExecutionContext, createMessageBatch, createScheduledController, 
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import worker from "../src/index";
-import { buildConfig } from "../src/config";
+import { buildConfig } from "../src/kernel/config";
 import { getDb } from "../src/db/client";
 import { listBody } from "../src/http/list";
-import { type JobHandler, consumeBatch } from "../src/jobs";
-import { Resource } from "../src/management/resources";
+import { type JobHandler, consumeBatch } from "../src/kernel/jobs";
+import { Resource } from "../src/routes/management/resources";
 import { admin } from "./helpers";
 
 describe("queue consumer", () => {

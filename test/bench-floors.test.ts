@@ -8,7 +8,7 @@ import { HEARTBEAT_READ, VALIDATE_READ } from "../bench/floor-statements.mjs";
 import { loggedOutColumn } from "../src/auth/bearer";
 import { seatToBeat } from "../src/licensing/floating";
 import { licenseToValidate } from "../src/licensing/validation";
-import { TokenKind } from "../src/licensing/vocabulary";
+import { TokenKind } from "../src/records/vocabulary";
 
 // A license's sign-in token carries no user id: its check is the logout shape (src/auth/bearer.ts).
 const check = loggedOutColumn({ jti: "floor-jti", issuedAt: 0 });

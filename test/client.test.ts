@@ -35,8 +35,8 @@ import {
 import { licenseStatus, licenseType, licensingMode } from "../client/src/wire";
 // Registers transport: "grpc-web" (its own entry point, @licensing/client/grpc-web).
 import "../client/src/grpc-web";
-import { clock } from "../src/clock";
-import { loadConfig } from "../src/settings-store";
+import { clock } from "../src/kernel/clock";
+import { loadConfig } from "../src/db/settings-store";
 import { getDb } from "../src/db/client";
 import { signBytes } from "../src/auth/signing-keys";
 import { ADMIN, BASE, admin } from "./helpers";

@@ -6,8 +6,8 @@
  * HMAC-SHA256 of the body. Secrets are vitest.config.ts's Commerce__* bindings.
  */
 import Stripe from "stripe";
-import { clock } from "../src/clock";
-import { toHex } from "../src/crypto";
+import { clock } from "../src/kernel/clock";
+import { toHex } from "../src/kernel/crypto";
 import { call } from "./helpers";
 
 export type ProviderName = "stripe" | "paddle" | "lemonsqueezy";

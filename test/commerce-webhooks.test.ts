@@ -7,14 +7,14 @@
  */
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { clock } from "../src/clock";
+import { clock } from "../src/kernel/clock";
 import { PROCESSING_LEASE_MS } from "../src/commerce/purchases";
-import { OrderStatus, PaymentStatus } from "../src/licensing/orders";
+import { OrderStatus, PaymentStatus } from "../src/records/orders";
 import { KITS, type ProviderKit, type Sale, deliver, stripeKit } from "./commerce-kit";
 import { admin, call, countRows, keyFor, movableClock, setSetting } from "./helpers";
 
 const DAY = 86_400_000;
-// Order and payment statuses as the API writes them (numbers by default; src/licensing/orders.ts).
+// Order and payment statuses as the API writes them (numbers by default; src/records/orders.ts).
 const [COMPLETED, CANCELLED] = [OrderStatus.indexOf("Completed"), OrderStatus.indexOf("Cancelled")];
 const [PAID, REFUNDED] = [PaymentStatus.indexOf("Paid"), PaymentStatus.indexOf("Refunded")];
 const q = (expr: string) => encodeURIComponent(expr);

@@ -5,7 +5,7 @@
  * document lists the parameters.
  */
 import { describe, expect, it } from "vitest";
-import { settingDefinitions } from "../src/config";
+import { settingDefinitions } from "../src/kernel/config";
 import { admin, call } from "./helpers";
 
 const ROLES = ["Administrator", "LicenseManager", "Sales", "Customer", "Application"];

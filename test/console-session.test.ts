@@ -6,7 +6,7 @@
 import { createExecutionContext, createScheduledController, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { clock } from "../src/clock";
+import { clock } from "../src/kernel/clock";
 import worker from "../src/index";
 import { ADMIN, admin, call, movableClock, setSetting } from "./helpers";
 

@@ -8,7 +8,7 @@
 import { env, exports } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { parse as parseYaml } from "yaml";
-import { housekeeping } from "../src/housekeeping";
+import { housekeeping } from "../src/app/housekeeping";
 import { blockmapOf, bytesOf, newRelease, send, upload } from "./artifacts-kit";
 import { BASE, admin, call, keyFor, movableClock, setSetting } from "./helpers";
 

@@ -6,7 +6,7 @@
  */
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { loadConfig } from "../src/settings-store";
+import { loadConfig } from "../src/db/settings-store";
 import { artifactBucket } from "../src/updates/artifacts";
 import { MiB, blockmapOf, bytesOf, hashesOf, newRelease, send, unique, upload } from "./artifacts-kit";
 import { ADMIN, BASE, admin, countRows, setSetting } from "./helpers";

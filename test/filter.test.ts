@@ -3,7 +3,7 @@ import { and, eq } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import { SQLiteSyncDialect } from "drizzle-orm/sqlite-core";
 import { beforeAll, describe, expect, it } from "vitest";
-import { ApiError } from "../src/errors";
+import { ApiError } from "../src/kernel/errors";
 import { compileFilter, resolveProperty } from "../src/http/filter";
 import { filterItems } from "./filter-items";
 

@@ -1,5 +1,5 @@
 /**
- * The front door (src/app.ts): an anonymous feed poll or update check whose answer the isolate keeps is answered
+ * The front door (src/app/app.ts): an anonymous feed poll or update check whose answer the isolate keeps is answered
  * before the app is entered. These tests prove it answers as the app does, and that every rule the app applies
  * before the route still holds for a kept answer: the IP blacklist and request limit, a closed API, CORS.
  */

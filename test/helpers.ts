@@ -79,7 +79,7 @@ export async function keyFor(
  */
 export async function setSetting(name: string, value: string | null): Promise<void> {
   const { env } = await import("cloudflare:workers");
-  const { invalidateConfig } = await import("../src/config");
+  const { invalidateConfig } = await import("../src/kernel/config");
   const now = new Date().toISOString();
   if (value === null) await env.DB.prepare("DELETE FROM settings WHERE name = ?").bind(name).run();
   else
@@ -121,7 +121,7 @@ export async function queuedTraces(licenseId: number, n: number, timeoutMs = 20_
  * shares the test's isolate, so it sees the moved clock.
  */
 export async function movableClock(): Promise<{ move(ms: number): void }> {
-  const { clock } = await import("../src/clock");
+  const { clock } = await import("../src/kernel/clock");
   const { afterEach } = await import("vitest");
   const real = clock.now;
   let ahead = 0;

@@ -106,13 +106,13 @@ describe("hot paths write nothing to D1 on the request path", () => {
       exports.default.fetch(`${BASE}/v1/updates/${app.code}?platform=win-x64&version=0.9.0`, {
         headers: { "X-Service-User-Key": userKey, ...headers },
       });
-    // The first check also reads the product and the signing key, which the isolate then keeps (updates/product-memo.ts).
+    // The first check also reads the product and the signing key, which the isolate then keeps (delivery/product-memo.ts).
     const first = await checkUpdates();
     expect(first.status, await first.text()).toBe(200);
     expect(d1Work(first.headers)["rows-written"], "first update check").toBe(0);
     const check = await checkUpdates();
     expect(check.status, await check.clone().text()).toBe(200);
-    // The releases are the isolate's now (updates/release-memo.ts): the caller's license is the one statement.
+    // The releases are the isolate's now (delivery/release-memo.ts): the caller's license is the one statement.
     expect(d1Work(check.headers), "update check").toMatchObject({ "rows-written": 0, "round-trips": 1, statements: 1 });
 
     // The traces, written by the queue consumer and listed through the API.
@@ -392,7 +392,7 @@ describe("the package feeds' licensed answers", () => {
       `${BASE}/v1/updates/${code}/velopack/win-x64/releases.stable.json?localVersion=0.9.0`,
     ]) {
       const poll = () => exports.default.fetch(url, { headers: { "X-Service-User-Key": userKey } });
-      // The first poll also reads the releases, which the isolate then keeps (updates/release-memo.ts).
+      // The first poll also reads the releases, which the isolate then keeps (delivery/release-memo.ts).
       const first = await poll();
       expect(first.status, await first.text()).toBe(200);
       expect(d1Work(first.headers)["rows-written"], url).toBe(0);
@@ -485,7 +485,7 @@ describe("the Tauri, Squirrel.Mac and Sparkle feeds' licensed answers", () => {
         ["feed token", `${BASE}${path}${path.includes("?") ? "&" : "?"}feed=${license.feedToken}`, {}],
       ] as const) {
         const poll = () => exports.default.fetch(url, { headers });
-        // The first poll also reads the releases, which the isolate then keeps (updates/release-memo.ts).
+        // The first poll also reads the releases, which the isolate then keeps (delivery/release-memo.ts).
         const first = await poll();
         expect(first.status, `${path} ${how}: ${await first.text()}`).toBe(200);
         expect(d1Work(first.headers)["rows-written"], path).toBe(0);

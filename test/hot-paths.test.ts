@@ -8,13 +8,13 @@ import { env, exports } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
 import { parse as parseYaml } from "yaml";
 import { access } from "../src/auth/guard";
-import { clock } from "../src/clock";
-import { loadConfig } from "../src/settings-store";
+import { clock } from "../src/kernel/clock";
+import { loadConfig } from "../src/db/settings-store";
 import { getDb } from "../src/db/client";
 import { renderError } from "../src/http/respond";
 import { createRouter } from "../src/http/router";
-import { ANSWER_MEMO_MS, forgetAnswers, keepAnswer, recallAnswer } from "../src/updates/answer-memo";
-import { PRODUCT_MEMO_MS, productByCodeMemo } from "../src/updates/product-memo";
+import { ANSWER_MEMO_MS, forgetAnswers, keepAnswer, recallAnswer } from "../src/delivery/answer-memo";
+import { PRODUCT_MEMO_MS, productByCodeMemo } from "../src/delivery/product-memo";
 import { ADMIN, BASE, admin, call, login, movableClock, setSetting } from "./helpers";
 
 const moveClock = (await movableClock()).move;

@@ -6,7 +6,7 @@
  */
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { housekeeping } from "../src/housekeeping";
+import { housekeeping } from "../src/app/housekeeping";
 import { bytesOf, newRelease } from "./artifacts-kit";
 import { ADMIN, BASE, call, countRows, keyFor, movableClock } from "./helpers";
 

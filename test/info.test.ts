@@ -3,7 +3,7 @@
  * per entity and the feature switches of the effective configuration.
  */
 import { describe, expect, it } from "vitest";
-import { SERVICE_VERSION } from "../src/app";
+import { SERVICE_VERSION } from "../src/app/app";
 import { admin, call, keyFor, setSetting } from "./helpers";
 
 describe("GET /v1/info", () => {

@@ -7,7 +7,7 @@ import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { compactVerify, createLocalJWKSet, type JSONWebKeySet } from "jose";
 import { describe, expect, it } from "vitest";
-import { clock } from "../src/clock";
+import { clock } from "../src/kernel/clock";
 import { admin, call, countRows, movableClock, queuedTraces } from "./helpers";
 import { newLicense } from "./samples/licensing";
 import { Messages, Reasons } from "../src/licensing/license-lookup";

@@ -8,12 +8,12 @@ import { env } from "cloudflare:workers";
 import type { Handler } from "hono";
 import { describe, expect, it } from "vitest";
 import type { AppEnv } from "../src/http/app-env";
-import { createApp } from "../src/app";
+import { createApp } from "../src/app/app";
 import { getDb } from "../src/db/client";
-import { ApiError, GrpcCode, LicensingError } from "../src/errors";
-import { housekeeping } from "../src/housekeeping";
+import { ApiError, GrpcCode, LicensingError } from "../src/kernel/errors";
+import { housekeeping } from "../src/app/housekeeping";
 import worker from "../src/index";
-import { LOG_LEVELS, ServiceLog, exceptionText } from "../src/logging";
+import { LOG_LEVELS, ServiceLog, exceptionText } from "../src/db/logging";
 import { BASE, admin, call, keyFor, setSetting } from "./helpers";
 
 type Entry = {

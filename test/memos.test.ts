@@ -1,10 +1,10 @@
 /**
- * Per-isolate memos have one home (src/memo.ts): with the Worker loaded, its registry lists every memo
+ * Per-isolate memos have one home (src/kernel/memo.ts): with the Worker loaded, its registry lists every memo
  * docs/architecture.md lists ("Per-isolate memos"), and forgetting by topic forgets the memos of that topic only.
  */
 import "../src/index";
 import { describe, expect, it } from "vitest";
-import { forgetAll, memo, memos } from "../src/memo";
+import { forgetAll, memo, memos } from "../src/kernel/memo";
 
 /** The memos of docs/architecture.md, "Per-isolate memos". */
 const DOCUMENTED = [
@@ -39,7 +39,7 @@ const DOCUMENTED = [
 ];
 
 describe("per-isolate memos", () => {
-  it("are all declared through src/memo.ts, as docs/architecture.md lists them", () => {
+  it("are all declared through src/kernel/memo.ts, as docs/architecture.md lists them", () => {
     expect(
       memos()
         .map((m) => m.name)

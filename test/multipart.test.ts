@@ -1,10 +1,10 @@
 /**
- * The streaming multipart/form-data reader (src/updates/multipart.ts) on bodies cut into arbitrary network chunks,
+ * The streaming multipart/form-data reader (src/http/multipart.ts) on bodies cut into arbitrary network chunks,
  * down to one byte: parts, names, file names, bytes that nearly match the delimiter, and malformed bodies.
  */
 import { describe, expect, it } from "vitest";
-import { ValidationProblem } from "../src/errors";
-import { MultipartReader, formBoundary } from "../src/updates/multipart";
+import { ValidationProblem } from "../src/kernel/errors";
+import { MultipartReader, formBoundary } from "../src/http/multipart";
 import { bytesOf } from "./artifacts-kit";
 
 const enc = new TextEncoder();

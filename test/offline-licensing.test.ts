@@ -12,7 +12,7 @@ import { admin, call, countRows, movableClock, setSetting } from "./helpers";
 import { newLicense } from "./samples/licensing";
 import { newProduct } from "./samples/commerce";
 import { emitted, settledTypes, subscribe } from "./webhooks-kit";
-import { housekeeping } from "../src/housekeeping";
+import { housekeeping } from "../src/app/housekeeping";
 
 const moveClock = (await movableClock()).move;
 const HOUR = 3_600_000;

@@ -1,13 +1,13 @@
 /**
- * One list of pre-route gates (src/app.ts PRE_ROUTE): the app's middleware chain is the list, and the front door
+ * One list of pre-route gates (src/app/app.ts PRE_ROUTE): the app's middleware chain is the list, and the front door
  * asks every gate of it before it answers from the isolate's kept answers. A gate added to the list applies to kept
  * answers too: here a test gate refuses requests that carry a header, in the app and at the front door alike.
  */
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PRE_ROUTE, type PreRouteGate, createApp, frontDoor } from "../src/app";
-import { ApiError } from "../src/errors";
+import { PRE_ROUTE, type PreRouteGate, createApp, frontDoor } from "../src/app/app";
+import { ApiError } from "../src/kernel/errors";
 import { BASE, admin, setSetting } from "./helpers";
 import { bytesOf, newProduct, upload } from "./artifacts-kit";
 

@@ -3,7 +3,7 @@
  * service refuses to run, every route answering 500 naming the setting, with a short JwtSecret or EncryptionKey, a
  * secret published in `.dev.vars.example`, or insecure webhook URLs; `PUT /v1/settings` cannot turn those checks
  * off. Swagger is off by default outside development. "Trust at the edges": a guessable JwtSecret, EncryptionKey,
- * AdminApiKey or gateway secret (under 128 bits by the estimate of config.ts, whatever its length) is refused the same
+ * AdminApiKey or gateway secret (under 128 bits by the estimate of kernel/config.ts, whatever its length) is refused the same
  * way, the message showing how to generate one; the EncryptionKey must be the base64 of 32 bytes or more.
  *
  * The suite's own Worker runs as Development (vitest.config.ts); these tests call the same Worker entry with a
@@ -12,9 +12,9 @@
 import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import devVarsExample from "../.dev.vars.example?raw";
-import { MIN_SECRET_BYTES, PUBLISHED_SECRETS, settingDefinitions } from "../src/config";
+import { MIN_SECRET_BYTES, PUBLISHED_SECRETS, settingDefinitions } from "../src/kernel/config";
 import { generateApiKey } from "../src/auth/api-key-service";
-import { sha256Hex } from "../src/crypto";
+import { sha256Hex } from "../src/kernel/crypto";
 import { ADMIN, admin, setSetting } from "./helpers";
 import { fetchAs, production } from "./production-kit";
 

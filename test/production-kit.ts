@@ -4,7 +4,7 @@
  */
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { invalidateConfig } from "../src/config";
+import { invalidateConfig } from "../src/kernel/config";
 import worker from "../src/index";
 import { BASE } from "./helpers";
 

@@ -1,7 +1,7 @@
 /** Pure logic of the update routes: Range header parsing, span coalescing, version precedence. */
 import { describe, expect, it } from "vitest";
-import { MAX_RANGE_BACKTRACKS, MAX_SPANS, coalesce, parseRange } from "../src/updates/ranges";
-import { compareVersions, isReleaseVersion } from "../src/updates/versions";
+import { MAX_RANGE_BACKTRACKS, MAX_SPANS, coalesce, parseRange } from "../src/http/ranges";
+import { compareVersions, isReleaseVersion } from "../src/records/versions";
 
 describe("parseRange", () => {
   const size = 1000;

@@ -12,7 +12,7 @@ import electronDoc from "../docs/electron.md?raw";
 import { Authentication } from "../src/gen/licensing/v1/authentication_pb";
 import { LicenseServer } from "../src/gen/licensing/v1/license_server_pb";
 import { ADMIN, BASE, admin, call, setSetting } from "./helpers";
-import { forgetAnswers } from "../src/updates/answer-memo";
+import { forgetAnswers } from "../src/delivery/answer-memo";
 import { bytesOf, newProduct, upload } from "./artifacts-kit";
 import { AuthenticationError, LicensingClient } from "../client/src/index";
 // Registers transport: "grpc-web".

@@ -1,6 +1,6 @@
 /**
  * The release generation changes in one place (src/http/repository.ts for products, releases and artifacts;
- * src/settings-store.ts for settings), so no writer can forget it: after a write through each writer path, the next
+ * src/db/settings-store.ts for settings), so no writer can forget it: after a write through each writer path, the next
  * anonymous feed poll in the same isolate is a new answer, not the one this isolate kept (answer-memo.ts, the front
  * door) nor the Cache API's copy under the old generation.
  */

@@ -5,8 +5,8 @@
  */
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
-import { clock } from "../src/clock";
-import { settingDefinitions } from "../src/config";
+import { clock } from "../src/kernel/clock";
+import { settingDefinitions } from "../src/kernel/config";
 import { ADMIN, admin, call, countRows, keyFor, setSetting } from "./helpers";
 
 type Setting = {

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { buildConfig, duration, list, parseSetting, settingDefinitions } from "../src/config";
+import { buildConfig, duration, list, parseSetting, settingDefinitions } from "../src/kernel/config";
 import { integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
 import { defineEntity, f } from "../src/http/entity";
 import { ADMIN, admin, call, setSetting } from "./helpers";

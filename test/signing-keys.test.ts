@@ -5,7 +5,7 @@
 import { env } from "cloudflare:workers";
 import { compactVerify, createLocalJWKSet, importJWK } from "jose";
 import { describe, expect, it } from "vitest";
-import { buildConfig } from "../src/config";
+import { buildConfig } from "../src/kernel/config";
 import { getDb } from "../src/db/client";
 import { forgetSigningKeys, signBytes, signJws, signingKeys } from "../src/auth/signing-keys";
 import { call, setSetting } from "./helpers";

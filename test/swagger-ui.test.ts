@@ -4,7 +4,7 @@
  * CDN can change what runs next to an administrator's API key. test/node/swagger-ui.test.ts opens it in Chromium.
  */
 import { describe, expect, it } from "vitest";
-import { OPENAPI_PATH } from "../src/app";
+import { OPENAPI_PATH } from "../src/app/app";
 import { call } from "./helpers";
 
 describe("Swagger UI", () => {

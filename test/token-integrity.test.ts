@@ -10,7 +10,7 @@ import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcWebTransport } from "@connectrpc/connect-web";
 import { describe, expect, it } from "vitest";
 import { LicenseServer } from "../src/gen/licensing/v1/license_server_pb";
-import { sha256Hex } from "../src/crypto";
+import { sha256Hex } from "../src/kernel/crypto";
 import { ADMIN, BASE, call } from "./helpers";
 import { newLicense } from "./samples/licensing";
 

@@ -10,7 +10,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { parse as parseYaml } from "yaml";
 import { ADMIN, BASE, admin, call, movableClock, queuedTraces, setSetting } from "./helpers";
 import { blockmapOf } from "./artifacts-kit";
-import { UpdateCheckData } from "../src/updates/update-check";
+import { UpdateCheckData } from "../src/delivery/update-check";
 import type { JsonBody } from "./json-body.ts";
 
 const clockAhead = (await movableClock()).move;

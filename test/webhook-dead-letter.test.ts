@@ -9,7 +9,7 @@ import { createExecutionContext, createMessageBatch, getQueueResult } from "clou
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../src/index";
-import { buildConfig } from "../src/config";
+import { buildConfig } from "../src/kernel/config";
 import { getDb } from "../src/db/client";
 import { DEAD_LETTER_QUEUE } from "../src/webhooks/dead-letter";
 import { deliveryTiming } from "../src/webhooks/deliver";

@@ -17,7 +17,7 @@ import { Webhook } from "standardwebhooks";
 import { afterEach, describe, expect, it } from "vitest";
 import worker from "../src/index";
 import { getDb } from "../src/db/client";
-import { buildConfig } from "../src/config";
+import { buildConfig } from "../src/kernel/config";
 import { RETRY_SCHEDULE_SECONDS, deliveryTiming, retryDelaySeconds } from "../src/webhooks/deliver";
 import { DELIVERY_JOB, buildPayload, recordDeliveries } from "../src/webhooks/emit";
 import { admin, setSetting } from "./helpers";

@@ -6,7 +6,7 @@
  */
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
-import { decryptSecret } from "../src/secrets";
+import { decryptSecret } from "../src/kernel/secrets";
 import { admin, setSetting } from "./helpers";
 import { RECEIVER, eventRows, received, receiverPath, subscribe } from "./webhooks-kit";
 

@@ -32,7 +32,7 @@ export interface SignIn extends Answer<"login"> {}
 /** A request whose user key the client has filled in. */
 export type WithResolvedUserKey<T> = T & { userKey: string };
 
-/** One wire's implementation of the licensing operations. Every method throws the errors of `errors.ts`. */
+/** One wire's implementation of the licensing operations. Every method throws the errors of `kernel/errors.ts`. */
 export interface LicensingTransport {
   authenticate(userKey: string): Promise<SignIn>;
   activate(request: WithResolvedUserKey<ActivateRequest>, headers: CredentialHeaders): Promise<ActivateResult>;

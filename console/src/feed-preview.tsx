@@ -7,7 +7,7 @@
  */
 import { useState } from "preact/hooks";
 import { call } from "./api/client";
-import { UPDATE_REASONS, type UpdateReason } from "../../src/updates/reason-words";
+import { UPDATE_REASONS, type UpdateReason } from "../../src/delivery/reason-words";
 import { ErrorBox, useAction } from "./ui";
 
 const PLATFORMS = ["win-x64", "win-arm64", "darwin-arm64", "darwin-x64", "linux-x64", "linux-arm64"];

@@ -1,6 +1,6 @@
 /**
  * A customer's own doings in the customer portal (issue 30), on the customer's page: the audit entries whose actor is
- * that customer (`"actor":{"kind":"customer","customerId":N}` in the entry's properties, src/logging.ts), newest
+ * that customer (`"actor":{"kind":"customer","customerId":N}` in the entry's properties, src/db/logging.ts), newest
  * first: sign-ins, machines freed, licensee names changed. The audit trail is the Administrators' (GET /v1/log).
  */
 import { ListView } from "./ui";

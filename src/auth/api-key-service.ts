@@ -8,13 +8,13 @@
  */
 import { type SQL, eq, sql } from "drizzle-orm";
 import { ROLES, type Principal, type Role } from "../http/app-env";
-import { clock } from "../clock";
-import { forgetAll, memo } from "../memo";
-import type { Config } from "../config";
+import { clock } from "../kernel/clock";
+import { forgetAll, memo } from "../kernel/memo";
+import type { Config } from "../kernel/config";
 import type { Db } from "../db/client";
 import { apiKeys, users } from "../db/schema";
 import { keyIsLive } from "../db/rules";
-import { randomString, sha256Hex } from "../crypto";
+import { randomString, sha256Hex } from "../kernel/crypto";
 import { type BoundQuery, type CheckColumn, compiled } from "../db/compiled";
 import { defineEntity, f } from "../http/entity";
 import { int32 } from "../http/openapi";

@@ -7,13 +7,13 @@
 import { type SQL, sql } from "drizzle-orm";
 import { SignJWT, jwtVerify } from "jose";
 import { ROLES, type Principal, type Role } from "../http/app-env";
-import { clock } from "../clock";
-import { type Config, ConfigError } from "../config";
+import { clock } from "../kernel/clock";
+import { type Config, ConfigError } from "../kernel/config";
 import type { Db } from "../db/client";
 import { type CheckColumn, batchReads, compiled } from "../db/compiled";
 import { revokedTokens, users } from "../db/schema";
-import { randomString } from "../crypto";
-import { memo, weakMemo } from "../memo";
+import { randomString } from "../kernel/crypto";
+import { memo, weakMemo } from "../kernel/memo";
 
 const ISSUER = "licensing-service";
 const keys = memo<string, Promise<CryptoKey>>("jwt-keys", {

@@ -7,14 +7,14 @@
  * Safe when several isolates run it at once: one batch, in which the isolate whose claim landed creates the rest.
  */
 import { and, eq, exists, sql } from "drizzle-orm";
-import { nowIso } from "../clock";
-import { type Config, ConfigError } from "../config";
+import { nowIso } from "../kernel/clock";
+import { type Config, ConfigError } from "../kernel/config";
 import { generateApiKey, keyPrefix } from "./api-key-service";
-import { sha256Hex } from "../crypto";
+import { sha256Hex } from "../kernel/crypto";
 import { getDb } from "../db/client";
 import { insertedRow } from "../db/insert-select";
 import { adminBootstraps, apiKeys, logs, users } from "../db/schema";
-import { forgettable } from "../memo";
+import { forgettable } from "../kernel/memo";
 import { MIN_PASSWORD_LENGTH, hashPassword } from "./passwords";
 
 const BOOTSTRAP_KEY_NAME = "Administrator (bootstrap)";
@@ -117,7 +117,7 @@ export async function ensureAdmin(d1: D1Database, config: Config, trigger: { cli
       )
       .onConflictDoNothing({ target: apiKeys.keyDigest })
       .returning({ id: apiKeys.id }),
-    // The audit trail's first entry (logging.ts ServiceLog.audit writes the same shape).
+    // The audit trail's first entry (db/logging.ts ServiceLog.audit writes the same shape).
     db.insert(logs).select(
       db
         .select(

@@ -19,11 +19,11 @@ import type { Db } from "../db/client";
 import { apiKeys } from "../db/schema";
 import { keyIsLiveSql } from "../db/rules";
 import type { AppEnv } from "../http/app-env";
-import { clock } from "../clock";
-import type { Config } from "../config";
-import { timingSafeEqualText, toBase64Url } from "../crypto";
+import { clock } from "../kernel/clock";
+import type { Config } from "../kernel/config";
+import { timingSafeEqualText, toBase64Url } from "../kernel/crypto";
 import { invalidateApiKeyCache } from "./api-key-service";
-import { memo } from "../memo";
+import { memo } from "../kernel/memo";
 
 /** `__Host-`: only ever set by this origin over HTTPS, for path `/`, with no Domain (RFC 6265bis). */
 export const CONSOLE_COOKIE = "__Host-console-key";

@@ -13,7 +13,7 @@ import { firstBatchOf } from "../http/context";
 import { batchReads } from "../db/compiled";
 import type { PendingCheck } from "../http/first-batch";
 import { idempotentPost } from "../http/idempotency";
-import { forbidden, unauthorized } from "../errors";
+import { forbidden, unauthorized } from "../kernel/errors";
 import { type KeyRecheck, authenticateApiKey, permissionFor } from "./api-key-service";
 import { loggedOutColumn, loggedOutQuery, verifyToken, verifyTokenClaims } from "./bearer";
 import { consoleSessionActive, consoleSessionKey } from "./console-session";

@@ -2,7 +2,7 @@
  * Password hashing: PBKDF2-SHA256, 100,000 iterations (the Workers runtime's maximum), 16-byte random salt,
  * stored as `pbkdf2-sha256$<iterations>$<salt b64>$<hash b64>` (CONTRACT section 3).
  */
-import { fromBase64, timingSafeEqual, toBase64 } from "../crypto";
+import { fromBase64, timingSafeEqual, toBase64 } from "../kernel/crypto";
 
 const ITERATIONS = 100_000;
 

@@ -5,9 +5,9 @@
  */
 import type { Role } from "../http/app-env";
 import { issueToken } from "./bearer";
-import { nowIso } from "../clock";
+import { nowIso } from "../kernel/clock";
 import type { ServiceContext } from "../http/context";
-import { ApiError } from "../errors";
+import { ApiError } from "../kernel/errors";
 import { eq } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { users } from "../db/schema";

@@ -6,21 +6,21 @@
  * (DESIGN: no per-request key import); a key added, changed or retired elsewhere is seen within KEY_CACHE_MS.
  *
  * They are the service's own (issue 12): only an Administrator creates, changes or deletes them
- * (management/resources.ts), their private part is never returned, and a row that is malformed or does not decrypt
+ * (routes/management/resources.ts), their private part is never returned, and a row that is malformed or does not decrypt
  * never breaks signing: it is skipped (and logged once per isolate). Deleting a key retires it (`retireSigningKey`):
  * its row becomes a `RetiredSignatureKey` that no longer signs and stays published until every license key it can
  * have signed has expired (Licensing:LicenseKeyLifetime after its retirement).
  */
 import { calculateJwkThumbprint } from "jose";
-import { decryptSecret, encryptSecret } from "../secrets";
-import { clock } from "../clock";
-import type { Config } from "../config";
+import { decryptSecret, encryptSecret } from "../kernel/secrets";
+import { clock } from "../kernel/clock";
+import type { Config } from "../kernel/config";
 import { and, desc, eq, inArray, isNotNull, notExists, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { insertedRow } from "../db/insert-select";
 import { resources } from "../db/schema";
-import { toBase64, toBase64Url } from "../crypto";
-import { forgettable, memo } from "../memo";
+import { toBase64, toBase64Url } from "../kernel/crypto";
+import { forgettable, memo } from "../kernel/memo";
 
 export const SIGNATURE_KEY_TYPE = "SignatureKey";
 /** A deleted signing key: it signs no more, and is published until `meta.publishedUntil`. */
@@ -37,7 +37,7 @@ export function signingKeyState(type: unknown): "active" | "retired" | undefined
       return undefined;
   }
 }
-/** Every resource type a signing key's row has: its `data` (the private part) is never shown (management/resources.ts). */
+/** Every resource type a signing key's row has: its `data` (the private part) is never shown (routes/management/resources.ts). */
 export const SIGNING_KEY_TYPES = [SIGNATURE_KEY_TYPE, RETIRED_SIGNATURE_KEY_TYPE] as const;
 const KEY_CACHE_MS = 60_000;
 

@@ -2,6 +2,7 @@
 import { ROLES } from "../http/app-env";
 import { MIN_PASSWORD_LENGTH, hashPassword } from "./passwords";
 import type { Row } from "../http/repository";
+import type { ServiceContext } from "../http/context";
 import { userSettings, users } from "../db/schema";
 import { DECEPTIVE_CHARACTERS, defineEntity, f } from "../http/entity";
 
@@ -75,4 +76,56 @@ export async function userWriteValues(values: Row): Promise<Row> {
   if (password === null) out["passwordHash"] = null;
   if (Array.isArray(rest["roles"])) out["roles"] = [...new Set(rest["roles"] as string[])];
   return out;
+}
+
+/**
+ * Whether a write to a user ends that user's bearer tokens: a new password, or a role taken away (a token carries
+ * its roles, so it would keep acting with the old ones).
+ */
+export function endsTokens(values: Row, existing: Row): boolean {
+  if (values["passwordHash"] !== undefined) return true;
+  if (!Array.isArray(values["roles"])) return false;
+  const next = new Set(values["roles"] as string[]);
+  return ((existing["roles"] as string[] | null) ?? []).some((role) => !next.has(role));
+}
+
+/** Columns a user write changes that are no audit event of their own (derived or bookkeeping). */
+const UNAUDITED = new Set([
+  "passwordHash",
+  "normalizedUserName",
+  "updatedAt",
+  "tokensValidAfter",
+  "lastLogIn",
+  "roles",
+]);
+
+/** The audit entries of a user write, from the row before and after: never the password or its hash. */
+export function auditUserWrite(
+  ctx: ServiceContext,
+  operation: "create" | "update" | "delete",
+  row: Row,
+  previous?: Row,
+): void {
+  const name = String(row["userName"]);
+  const about = { targetUserId: row["id"], targetUserName: name };
+  if (operation !== "update" || !previous) {
+    ctx.log?.audit(operation === "create" ? "UserCreated" : "UserDeleted", `User ${name} ${operation}d`, ctx, {
+      ...about,
+      roles: row["roles"] ?? [],
+    });
+    return;
+  }
+  if (row["passwordHash"] !== previous["passwordHash"])
+    ctx.log?.audit("PasswordChanged", `Password of user ${name} changed`, ctx, about);
+  const before = JSON.stringify(previous["roles"] ?? []);
+  if (JSON.stringify(row["roles"] ?? []) !== before)
+    ctx.log?.audit("RolesChanged", `Roles of user ${name} changed`, ctx, {
+      ...about,
+      from: previous["roles"] ?? [],
+      to: row["roles"] ?? [],
+    });
+  const fields = Object.keys(row).filter(
+    (k) => !UNAUDITED.has(k) && JSON.stringify(row[k] ?? null) !== JSON.stringify(previous[k] ?? null),
+  );
+  if (fields.length > 0) ctx.log?.audit("UserChanged", `User ${name} changed`, ctx, { ...about, fields });
 }

@@ -37,7 +37,7 @@
  *   pastDue            expireDate -> now + Commerce:GraceDays when it ended before that (a perpetual one stays)
  */
 import { and, eq, inArray, isNull, sql } from "drizzle-orm";
-import { clock, nowIso } from "../clock";
+import { clock, nowIso } from "../kernel/clock";
 import type { Db } from "../db/client";
 import {
   commerceEvents,
@@ -53,10 +53,10 @@ import {
 import { insertedRow } from "../db/insert-select";
 import type { ServiceContext } from "../http/context";
 import { type Row, insertRow, requireById } from "../http/repository";
-import { Customer, newCustomerValues } from "../licensing/customers";
+import { Customer, newCustomerValues } from "../records/customers";
 import { changeLicense, issueLicenses } from "../licensing/license-writes";
 import { addOrderLine, changeOrder, createOrder } from "../licensing/order-writes";
-import { Order, OrderStatus, PaymentStatus } from "../licensing/orders";
+import { Order, OrderStatus, PaymentStatus } from "../records/orders";
 import { licensesMail } from "../mail/license-mail";
 import { sendMail } from "../mail/send";
 import type { Happening, Provider, ProviderEvent, PurchaseLine } from "./provider-events";

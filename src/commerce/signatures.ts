@@ -10,8 +10,8 @@
  *                 (a replayed body is the same event: provider-events.ts readLemonSqueezy)
  */
 import type Stripe from "stripe";
-import { timingSafeEqualText, toHex } from "../crypto";
-import { memo } from "../memo";
+import { timingSafeEqualText, toHex } from "../kernel/crypto";
+import { memo } from "../kernel/memo";
 import type { Provider } from "./provider-events";
 
 /** Stripe's default tolerance for `t=` (seconds). */

@@ -1,5 +1,5 @@
 import { drizzle } from "drizzle-orm/d1";
-import { weakMemo } from "../memo";
+import { weakMemo } from "../kernel/memo";
 /**
  * The drizzle client over D1. Queries name their tables from ./schema; no relational schema is given, because the
  * service does not use drizzle's relational queries (`db.query`) and their builders would be made per client.

@@ -141,7 +141,7 @@ function statementOf(db: Db, item: ReadItem): Statement {
 
 /**
  * A drizzle query as a D1 statement, for one D1 batch beside statements drizzle did not build (the cron's steps,
- * housekeeping.ts). The statement answers as D1 does (meta.changes), not as drizzle maps it.
+ * app/housekeeping.ts). The statement answers as D1 does (meta.changes), not as drizzle maps it.
  */
 export function d1Statement(db: Db, query: BatchItem<"sqlite">): D1PreparedStatement {
   return statementOf(db, query).statement;

@@ -18,7 +18,7 @@
  * - raw SQL only where drizzle has no place or cannot say it: the Durable Objects' own SQLite storage (private
  *   tables, run synchronously so a decision has no await in it; their rules come from here as text), the trace
  *   writer's multi-row INSERT from a VALUES list that skips rows of deleted licenses (licensing/traces.ts), and the
- *   health check's `SELECT 1` (app.ts: it asks only whether D1 answers, of no table, so there is no query to build).
+ *   health check's `SELECT 1` (app/app.ts: it asks only whether D1 answers, of no table, so there is no query to build).
  */
 import { type SQL, type SQLWrapper, sql } from "drizzle-orm";
 import { apiKeys, licenseTokens } from "./schema";
@@ -56,7 +56,7 @@ export function lapsedText(expiry: string, at: string): string {
 /**
  * THE rule "an API key has not expired" (SPEC "Authentication" rule 7): it has no expiry date, or the date is still
  * ahead of the moment `at` (at its expiry date it is expired). Revocation is a rule of its own. The key check
- * (auth/api-key-service.ts) and the signed-in user's profile (auth/auth-routes.ts) ask it of a row (keyIsLive); the
+ * (auth/api-key-service.ts) and the signed-in user's profile (routes/auth/auth.ts) ask it of a row (keyIsLive); the
  * cron's removal of ended console sessions (auth/console-session.ts) states it in SQL (keyIsLiveSql): the same
  * template as a token's, over api_keys.expire_date (ISO text, so text order is time order).
  */

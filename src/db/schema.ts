@@ -265,7 +265,7 @@ export const productReleases = sqliteTable(
     public: bool("public").notNull().default(false),
     requiresMaintenance: bool("requires_maintenance").notNull().default(true),
     stagingPercentage: integer("staging_percentage"),
-    /** Release control (CONTRACT section 8, updates/admission.ts): scheduled rollout steps `[{ percentage, at }]`. */
+    /** Release control (CONTRACT section 8, delivery/admission.ts): scheduled rollout steps `[{ percentage, at }]`. */
     rolloutSchedule: json<{ percentage: number; at: string }[]>("rollout_schedule"),
     halted: bool("halted").notNull().default(false),
     haltedAt: text("halted_at"),
@@ -327,7 +327,7 @@ export const artifactChunks = sqliteTable(
 );
 
 /**
- * The use of download tokens (updates/download-tokens.ts): tokens are stateless (signed), so a row is written only
+ * The use of download tokens (delivery/download-tokens.ts): tokens are stateless (signed), so a row is written only
  * when a token first serves bytes, keyed by the token's digest, and kept until the token expires.
  */
 export const downloadTokens = sqliteTable(
@@ -677,7 +677,7 @@ export const logs = sqliteTable(
     id: id(),
     timestamp: text("timestamp").notNull(),
     level: integer("level").notNull(),
-    /** `Service` or `Audit` (logging.ts LOG_CATEGORIES): audit entries are for Administrators only. */
+    /** `Service` or `Audit` (db/logging.ts LOG_CATEGORIES): audit entries are for Administrators only. */
     category: text("category").notNull().default("Service"),
     message: text("message").notNull(),
     exception: text("exception"),

@@ -18,9 +18,9 @@
  * by the rule of every license token (db/rules.ts).
  */
 import { DurableObject } from "cloudflare:workers";
-import { clock } from "../clock";
+import { clock } from "../kernel/clock";
 import { lapsedText, liveText } from "../db/rules";
-import type { JobOf } from "../jobs";
+import type { JobOf } from "../kernel/jobs";
 import { FixedWindow } from "./fixed-window";
 
 // A seat follows the rule of every license token (db/rules.ts): live while its expiry is ahead, lapsed otherwise.

@@ -1,6 +1,6 @@
-import type { Config } from "../config";
+import type { Config } from "../kernel/config";
 import type { Db } from "../db/client";
-import type { ServiceLog } from "../logging";
+import type { ServiceLog } from "../db/logging";
 import type { FirstBatch } from "./first-batch";
 
 /** The roles of SPEC "Authentication" rule 12. */
@@ -31,8 +31,8 @@ export interface Principal {
 }
 
 /**
- * A route's declaration that its anonymous answer may be kept (updates/answer-memo.ts): the route sets it, the
- * answer-memo layer (app.ts PRE_ROUTE) keeps it after the route answered, so no route fills the memo itself.
+ * A route's declaration that its anonymous answer may be kept (delivery/answer-memo.ts): the route sets it, the
+ * answer-memo layer (app/app.ts PRE_ROUTE) keeps it after the route answered, so no route fills the memo itself.
  */
 export interface AnswerKeeping {
   /** The answer's normalised key (it carries the product's release generation and the origin of its URLs). */
@@ -70,7 +70,7 @@ export interface AppEnv {
     firstBatch: FirstBatch;
     /** Set when the request's API key was refused: it counts like a failed login (protection/limits.ts). */
     refusedApiKey: boolean;
-    /** How the route's answer may be kept in the isolate's answer memo; kept by app.ts's answer-memo layer. */
+    /** How the route's answer may be kept in the isolate's answer memo; kept by app/app.ts's answer-memo layer. */
     keep: AnswerKeeping | undefined;
     /** A customer portal session's scope, set by the portal's guard (portal/portal-session.ts). */
     portal: PortalScope;

@@ -7,7 +7,7 @@
 import type { MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import type { AppEnv } from "./app-env";
-import { ApiError } from "../errors";
+import { ApiError } from "../kernel/errors";
 
 /**
  * Largest JSON body: room for the largest field any route takes (a resource's `data`, 1,000,000 characters, or a

@@ -1,9 +1,9 @@
 import type { Context } from "hono";
 import type { AppEnv, Principal } from "./app-env";
 import { FirstBatch } from "./first-batch";
-import type { Config } from "../config";
+import type { Config } from "../kernel/config";
 import type { Db } from "../db/client";
-import type { ServiceLog } from "../logging";
+import type { ServiceLog } from "../db/logging";
 
 /** What services get from a request: its dependencies, never the HTTP request itself (DESIGN house style). */
 export interface ServiceContext {
@@ -15,7 +15,7 @@ export interface ServiceContext {
   clientIp: string;
   /** Work that may finish after the response (events, logs). */
   waitUntil(promise: Promise<unknown>): void;
-  /** The service log of the request: warnings and errors written after the response (logging.ts). */
+  /** The service log of the request: warnings and errors written after the response (db/logging.ts). */
   log?: ServiceLog;
   /** Checks waiting for the request's first D1 batch (http/first-batch.ts); services read through `firstReads`. */
   firstBatch?: FirstBatch | undefined;
@@ -99,4 +99,13 @@ export async function settleFirst(c: Context<AppEnv>, error: Error): Promise<Err
   } catch (refusal) {
     return refusal instanceof Error ? refusal : error;
   }
+}
+
+/**
+ * The origin of every absolute URL the service hands out (download URLs, links in feeds): Application:PublicUrl,
+ * which the production checks require outside Development; in Development without it, the request's own (its URL's
+ * scheme and host; X-Forwarded-Host and the like are never read).
+ */
+export function publicOrigin(c: Context<AppEnv>): string {
+  return c.get("config")["Application:PublicUrl"] ?? new URL(c.req.url).origin;
 }

@@ -7,7 +7,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { cors } from "hono/cors";
 import type { AppEnv } from "./app-env";
-import type { Config } from "../config";
+import type { Config } from "../kernel/config";
 
 /** Paths browsers may call: the application-facing surface, nothing of the Management API. */
 const BROWSER_PATHS =

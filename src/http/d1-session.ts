@@ -7,7 +7,7 @@
 import type { Context } from "hono";
 import type { AppEnv } from "./app-env";
 import { type D1Work, type RequestDb, requestDb } from "../db/work";
-import type { Config } from "../config";
+import type { Config } from "../kernel/config";
 
 /** Whether answers carry their D1 work in Server-Timing: always in development, by setting elsewhere. */
 export function serverTimingOn(config: Config): boolean {

@@ -14,7 +14,7 @@
 import { z } from "@hono/zod-openapi";
 import { type SQL, sql } from "drizzle-orm";
 import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
-import type { Config } from "../config";
+import type { Config } from "../kernel/config";
 import type { FieldType, QuerySchema } from "./filter";
 import { INT32_MAX, INT32_MIN, int32 } from "./openapi";
 

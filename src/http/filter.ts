@@ -21,7 +21,7 @@ import { type SQL, sql } from "drizzle-orm";
 import { type SQLiteColumn, SQLiteSyncDialect } from "drizzle-orm/sqlite-core";
 // A filter the parser refuses answers 500 (SPEC list rule 4) but is the client's mistake, not a failure of the
 // service: RefusalError keeps it out of the service log.
-import { ApiError, RefusalError } from "../errors";
+import { ApiError, RefusalError } from "../kernel/errors";
 
 /** How a property is stored and compared. Dates are ISO-8601 UTC text "yyyy-MM-ddTHH:mm:ss.fffZ"; booleans 0/1
  * integers; enums integers (compare with a number or with a member name string, case-insensitive); "json" columns

@@ -18,16 +18,16 @@
  * compare. The body is hashed as the route reads it (a pass-through stream, so an artifact upload is never buffered)
  * and what the route left unread is hashed after it; a repeat's body is hashed without being read into memory. A
  * form's boundary is not part of the fingerprint: a client re-encoding the same upload draws a new one.
- * Housekeeping removes expired rows (housekeeping.ts).
+ * Housekeeping removes expired rows (app/housekeeping.ts).
  */
 import { and, eq, isNull, lt, or } from "drizzle-orm";
 import type { Context, MiddlewareHandler } from "hono";
 import type { AppEnv, Principal } from "./app-env";
 import type { Db } from "../db/client";
 import { idempotencyKeys } from "../db/schema";
-import { clock } from "../clock";
-import { toHex } from "../crypto";
-import { ApiError } from "../errors";
+import { clock } from "../kernel/clock";
+import { toHex } from "../kernel/crypto";
+import { ApiError } from "../kernel/errors";
 import { formBoundary } from "./media-type";
 
 export const IDEMPOTENCY_HEADER = "Idempotency-Key";
@@ -39,7 +39,7 @@ export const IDEMPOTENCY_CLAIM_MS = 10 * 60 * 1000;
 const MAX_KEPT_ANSWER_CHARS = 512 * 1024;
 const KEY_SHAPE = /^[\x21-\x7e]{1,255}$/;
 
-/** The header as the OpenAPI document declares it on every POST the layer serves (app.ts complete). */
+/** The header as the OpenAPI document declares it on every POST the layer serves (app/app.ts complete). */
 export const IDEMPOTENCY_PARAMETER = {
   name: IDEMPOTENCY_HEADER,
   in: "header",

@@ -7,10 +7,10 @@
 import { z } from "@hono/zod-openapi";
 import { type SQL, and, asc, count, desc, getTableColumns, getTableName, sql } from "drizzle-orm";
 import type { SQLiteTable } from "drizzle-orm/sqlite-core";
-import type { Config } from "../config";
+import type { Config } from "../kernel/config";
 import type { Db } from "../db/client";
 import type { Entity } from "./entity";
-import { type ApiError, RefusalError } from "../errors";
+import { type ApiError, RefusalError } from "../kernel/errors";
 import { MAX_FILTER_LENGTH, compileFilter, resolveProperty } from "./filter";
 import { INT32_MAX } from "./openapi";
 

@@ -4,18 +4,18 @@
  *
  * Writes of rows that feed the update answers (an entity with `releaseGeneration`: products, releases, artifacts)
  * bump their product's release generation here, in the same batch as the write where it can be, and make this
- * isolate forget its release memos (memo.ts, "releases"): the one place the generation changes, so no writer of
+ * isolate forget its release memos (kernel/memo.ts, "releases"): the one place the generation changes, so no writer of
  * those rows can forget it (docs/architecture.md, "Per-isolate memos").
  */
 import { type SQL, and, count, eq, sql } from "drizzle-orm";
 import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
-import { CROCKFORD32, randomString } from "../crypto";
-import { nowIso } from "../clock";
+import { CROCKFORD32, randomString } from "../kernel/crypto";
+import { nowIso } from "../kernel/clock";
 import type { Entity } from "./entity";
-import { ApiError, notFound400 } from "../errors";
+import { ApiError, notFound400 } from "../kernel/errors";
 import type { Db } from "../db/client";
 import { products } from "../db/schema";
-import { forgetAll } from "../memo";
+import { forgetAll } from "../kernel/memo";
 
 export type Row = Record<string, unknown>;
 export type Id = number | string;

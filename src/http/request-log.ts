@@ -1,12 +1,12 @@
 /**
- * The service log of a request (logging.ts): the middleware that gives every request a ServiceLog and writes its
+ * The service log of a request (db/logging.ts): the middleware that gives every request a ServiceLog and writes its
  * entries after the response, in one batch, through `waitUntil`; and the entry the one error path (renderError)
  * adds for every request that fails with a 5xx status. Nothing here can change or delay the response.
  */
 import type { Context, MiddlewareHandler } from "hono";
 import type { AppEnv } from "./app-env";
 import { getDb } from "../db/client";
-import { ServiceLog } from "../logging";
+import { ServiceLog } from "../db/logging";
 
 /** Hands `promise` to the runtime so it may finish after the response; without an execution context it just runs. */
 function afterResponse(c: Context<AppEnv>, promise: Promise<unknown>): void {

@@ -8,8 +8,8 @@ import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { ZodError } from "zod";
 import type { AppEnv } from "./app-env";
-import { ConfigError } from "../config";
-import { ApiError, LicensingError, RefusalError, ValidationProblem } from "../errors";
+import { ConfigError } from "../kernel/config";
+import { ApiError, LicensingError, RefusalError, ValidationProblem } from "../kernel/errors";
 import { logFailure } from "./request-log";
 
 export const TOON_TYPE = "application/toon";
@@ -162,7 +162,7 @@ export function renderError(err: Error, c: Context<AppEnv>): Response {
 
 /**
  * What the client is told of `err`: the ApiError (status, message, reason) or the problem details; a 5xx that is no
- * refusal is written to the service log. renderError's, and the gRPC services' (rpc/interceptors.ts `errors`, which
+ * refusal is written to the service log. renderError's, and the gRPC services' (routes/rpc/interceptors.ts `errors`, which
  * turn the answer into a gRPC status).
  */
 export function answerFor(err: Error, c: Context<AppEnv>): ApiError | ValidationProblem {

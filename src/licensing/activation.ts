@@ -1,13 +1,13 @@
 /** Activation mode (CONTRACT section 4): activate and deactivate a machine. Free of HTTP: REST and gRPC call these. */
 import { and, eq } from "drizzle-orm";
-import { sha256Hex } from "../crypto";
+import { sha256Hex } from "../kernel/crypto";
 import { licenseTokens } from "../db/schema";
 import type { ServiceContext } from "../http/context";
-import { GrpcCode } from "../errors";
+import { GrpcCode } from "../kernel/errors";
 import { emitClientEvent } from "./license-events";
 import { activeClientCountsQuery, clientCount } from "./license-core";
 import { activationInsert } from "./tokens";
-import { Mode, TokenKind, TraceAction } from "./vocabulary";
+import { Mode, TokenKind, TraceAction } from "../records/vocabulary";
 import type { ClientInfo } from "../http/context";
 import { type LicenseView, licenseView, trace, activeClients } from "./license-view";
 import { Messages, fail, openLicense, now, required } from "./license-lookup";

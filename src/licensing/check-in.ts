@@ -1,13 +1,13 @@
 /**
  * Check-in intervals (CONTRACT section 11): a license whose template gave it `checkInDays` is expected to be seen
  * online (its `lastCheckIn`, written off the request path by the trace writer, traces.ts) at least that often. The
- * cron (housekeeping.ts) finds the licenses overdue and emits `license.check-in-overdue` once per overdue period:
+ * cron (app/housekeeping.ts) finds the licenses overdue and emits `license.check-in-overdue` once per overdue period:
  * the statement that finds them also marks them (`check_in_overdue_for` = the check-in they are overdue from), so a
  * later run, or two runs at once, never emits the same period again; the next check-in opens a new period. A license
  * that never checked in, is revoked or has expired is not expected to check in. Free of HTTP.
  */
 import { and, eq, gt, inArray, isNotNull, isNull, ne, or, sql } from "drizzle-orm";
-import type { Config } from "../config";
+import type { Config } from "../kernel/config";
 import type { Db } from "../db/client";
 import { licenses } from "../db/schema";
 import { emit } from "../webhooks/emit";

@@ -2,10 +2,10 @@
  * Client tokens (CONTRACT section 3): derived, not stored; an HMAC of the kind, license, machine and client keyed from
  * Application:EncryptionKey.
  */
-import { BASE62 } from "../crypto";
-import { deriveKey, requireEncryptionKey } from "../secrets";
-import type { Config } from "../config";
-import { TOKEN_PREFIXES, type TokenKind } from "./vocabulary";
+import { BASE62 } from "../kernel/crypto";
+import { deriveKey, requireEncryptionKey } from "../kernel/secrets";
+import type { Config } from "../kernel/config";
+import { TOKEN_PREFIXES, type TokenKind } from "../records/vocabulary";
 
 /**
  * What a client token's HMAC covers, one text per (kind, license, machine, client). Ids without a line feed keep the

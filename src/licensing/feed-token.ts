@@ -6,8 +6,8 @@
  * whenever it is shown or presented, so deleting the license, or giving it another user key, makes every earlier token
  * name nothing, and revoking or expiring it refuses the token exactly as it refuses the key.
  */
-import { timingSafeEqualText, toBase64Url } from "../crypto";
-import { deriveKey, requireEncryptionKey } from "../secrets";
+import { timingSafeEqualText, toBase64Url } from "../kernel/crypto";
+import { deriveKey, requireEncryptionKey } from "../kernel/secrets";
 import { compactUserKey } from "./user-key";
 
 const TOKEN = /^([0-9a-z]{1,11})\.([0-9A-Za-z_-]{22})$/;

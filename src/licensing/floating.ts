@@ -2,18 +2,18 @@
  * Floating mode (CONTRACT section 4): seats requested, kept alive and released through the LicenseSeats Durable Object.
  */
 import { and, eq, sql } from "drizzle-orm";
-import { sha256Hex, timingSafeEqualText } from "../crypto";
-import type { Config } from "../config";
+import { sha256Hex, timingSafeEqualText } from "../kernel/crypto";
+import type { Config } from "../kernel/config";
 import { type CheckableQuery, type Params, checkable } from "../db/compiled";
 import { licenseTokens, licenses, products } from "../db/schema";
 import type { SeatGrant } from "../durable/license-seats";
 import type { ServiceContext } from "../http/context";
-import { GrpcCode } from "../errors";
+import { GrpcCode } from "../kernel/errors";
 import { emitClientEvent } from "./license-events";
 import { judgedLicenseColumns } from "./license-core";
 import { tokenPrefix } from "./tokens";
 import { licenseBudget, seats, withinBudget } from "./license-limit";
-import { Mode, TokenKind, TraceAction } from "./vocabulary";
+import { Mode, TokenKind, TraceAction } from "../records/vocabulary";
 import type { ClientInfo } from "../http/context";
 import { licenseView, trace } from "./license-view";
 import { recordCheckIn } from "./traces";

@@ -9,7 +9,7 @@ import { type SQL, and, eq, isNotNull, isNull, sql } from "drizzle-orm";
 import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import type { Db } from "../db/client";
 import { licenseTraces, reports } from "../db/schema";
-import { ApiError } from "../errors";
+import { ApiError } from "../kernel/errors";
 
 export const GEO_SETTING = "Application:GeoLocationService";
 /** How long one lookup may take. */

@@ -4,15 +4,15 @@
  * computed status (CONTRACT section 4) and the one way a license is stored.
  */
 import { and, eq, isNull, sql } from "drizzle-orm";
-import { CROCKFORD32, randomString, timingSafeEqualText, toHex } from "../crypto";
-import { deriveKey, requireEncryptionKey } from "../secrets";
-import { memo } from "../memo";
+import { CROCKFORD32, randomString, timingSafeEqualText, toHex } from "../kernel/crypto";
+import { deriveKey, requireEncryptionKey } from "../kernel/secrets";
+import { memo } from "../kernel/memo";
 import type { Db } from "../db/client";
 import { tokenIsLive } from "../db/rules";
 import { licenseTokens, licenses } from "../db/schema";
-import { Mode } from "./vocabulary";
+import { Mode } from "../records/vocabulary";
 
-export { LICENSE_STATUSES, type LicenseStatus, Mode } from "./vocabulary";
+export { LICENSE_STATUSES, type LicenseStatus, Mode } from "../records/vocabulary";
 
 /** A stored license row, as drizzle reads it. */
 export type LicenseRow = typeof licenses.$inferSelect;
@@ -123,7 +123,7 @@ export function canonicalLicense(license: LicenseCore): string {
 
 /**
  * The HMAC key, derived from Application:EncryptionKey for this one purpose and imported once per isolate (the same
- * setting also keys AES-GCM encryption of secrets at rest: secrets.ts).
+ * setting also keys AES-GCM encryption of secrets at rest: kernel/secrets.ts).
  */
 function integrityKey(secret: string): Promise<CryptoKey> {
   return deriveKey(secret, "licensing/license-integrity/v1", { name: "HMAC", hash: "SHA-256", length: 256 }, ["sign"]);

@@ -5,7 +5,7 @@
  * LicenseSeats alarm's queue job (consumeExpiredSeats), for lapsed seats it reclaimed.
  */
 import { eq } from "drizzle-orm";
-import type { Job, JobOf } from "../jobs";
+import type { Job, JobOf } from "../kernel/jobs";
 import { licenses } from "../db/schema";
 import { type EmitContext, backgroundContext, emit } from "../webhooks/emit";
 import type { EventType } from "../webhooks/events";

@@ -8,7 +8,7 @@
  * (license_files) for the console. Free of HTTP: checkout, borrow and the air-gapped activation make files here.
  */
 import { signJws } from "../auth/signing-keys";
-import { randomString, toBase64Url, toHex } from "../crypto";
+import { randomString, toBase64Url, toHex } from "../kernel/crypto";
 import { licenseFiles } from "../db/schema";
 import type { ServiceContext } from "../http/context";
 import { defineEntity, f } from "../http/entity";
@@ -16,7 +16,7 @@ import type { ViewedLicense } from "./license-core";
 import { licenseReference } from "./license-records";
 import { type LicenseView, licenseView } from "./license-view";
 import { compactUserKey } from "./user-key";
-import { LICENSE_TYPES } from "./vocabulary";
+import { LICENSE_TYPES } from "../records/vocabulary";
 
 /** The JWS header `typ` of a license file. */
 export const LICENSE_FILE_TYP = "license-file+jwt";

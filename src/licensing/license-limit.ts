@@ -6,10 +6,10 @@
  * counted in the same call that serves them, a report by a call of its own. Over it the call answers 429 with
  * Retry-After (gRPC ResourceExhausted) until the time frame ends.
  */
-import { clock } from "../clock";
+import { clock } from "../kernel/clock";
 import type { ServiceContext } from "../http/context";
 import type { Budget, OverBudget } from "../durable/license-seats";
-import { ApiError } from "../errors";
+import { ApiError } from "../kernel/errors";
 
 /** The license's LicenseSeats object: its seats and its request budget. */
 export function seats(ctx: Pick<ServiceContext, "env">, licenseRowId: number) {

@@ -2,11 +2,11 @@
  * Finding a license by its user key and refusing it in CONTRACT section 4's order; the operations' shared vocabulary
  * (messages, trace actions). Free of HTTP.
  */
-import { GrpcCode, LicensingError } from "../errors";
+import { GrpcCode, LicensingError } from "../kernel/errors";
 import type { LicenseRow, ViewedLicense } from "./license-core";
 import { eq, sql } from "drizzle-orm";
-import { clock } from "../clock";
-import type { Config } from "../config";
+import { clock } from "../kernel/clock";
+import type { Config } from "../kernel/config";
 import type { Db } from "../db/client";
 import { licenses, products } from "../db/schema";
 import type { ServiceContext } from "../http/context";

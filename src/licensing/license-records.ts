@@ -4,8 +4,8 @@
  */
 import { sql } from "drizzle-orm";
 import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
-import { clock } from "../clock";
-import type { Config } from "../config";
+import { clock } from "../kernel/clock";
+import type { Config } from "../kernel/config";
 import type { Db } from "../db/client";
 import type { Row } from "../http/repository";
 import { licenses } from "../db/schema";
@@ -13,7 +13,7 @@ import { type Field, defineEntity, f } from "../http/entity";
 import { LICENSE_STATUSES, type LicenseRow, publicLicenseIds } from "./license-core";
 import { describeLicenses } from "./policy";
 import { feedTokenOf } from "./feed-token";
-import { LicenseType, LicensingMode } from "./license-templates";
+import { LicenseType, LicensingMode } from "../records/license-templates";
 
 export const License = defineEntity({
   name: "License",

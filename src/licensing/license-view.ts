@@ -1,10 +1,10 @@
-import type { Config } from "../config";
+import type { Config } from "../kernel/config";
 import type { Db } from "../db/client";
 import type { ServiceContext } from "../http/context";
 import { signJws } from "../auth/signing-keys";
 import { type LicenseRow, type ViewedLicense, activeClientCounts, clientCount } from "./license-core";
 import { recordCheckIn, recordTrace } from "./traces";
-import { LICENSE_TYPES, LICENSING_MODES, type LicenseStatus } from "./vocabulary";
+import { LICENSE_TYPES, LICENSING_MODES, type LicenseStatus } from "../records/vocabulary";
 import type { ClientInfo } from "../http/context";
 import { now } from "./license-lookup";
 

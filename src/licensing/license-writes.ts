@@ -1,14 +1,14 @@
 /**
  * The one way a license is created or changed from outside the licensing runtime, free of HTTP: the Management API
- * (management/licenses.ts) and the commerce webhooks (commerce/) both go through here, so defaults, the template,
+ * (routes/management/licenses.ts) and the commerce webhooks (commerce/) both go through here, so defaults, the template,
  * the integrity HMAC, webhook events and the audit trail follow every change alike.
  */
 import { eq } from "drizzle-orm";
-import { clock, nowIso } from "../clock";
+import { clock, nowIso } from "../kernel/clock";
 import { type Id, type Row, constraintError, requireById } from "../http/repository";
 import { licenseTemplates } from "../db/schema";
 import type { ServiceContext } from "../http/context";
-import { ApiError, notFound400 } from "../errors";
+import { ApiError, notFound400 } from "../kernel/errors";
 import {
   LicenseConflictError,
   type LicenseRow,
@@ -20,7 +20,7 @@ import {
 } from "./license-core";
 import { dropSeats } from "./tokens";
 import { changedFields, emit, emitEach } from "../webhooks/emit";
-import { LicenseTemplate } from "./license-templates";
+import { LicenseTemplate } from "../records/license-templates";
 import { License, licenseRecords } from "./license-records";
 
 /** Stored with a default and never null: an omitted or null value on create takes the default (or the template's). */
@@ -68,7 +68,7 @@ export async function licenseWritten(
   // The row goes first, its tokens with it (foreign key), then its seats: a delete that fails keeps every client.
   if (operation === "delete") await dropSeats(ctx.env, row["id"] as number);
   emitLicenseChange(ctx, operation, row, previous);
-  // The audit trail (logging.ts): revocations and deletions, by whom; never the user key.
+  // The audit trail (db/logging.ts): revocations and deletions, by whom; never the user key.
   const about = { licenseId: row["licenseId"], id: row["id"] };
   if (operation === "delete")
     ctx.log?.audit("LicenseDeleted", `License ${String(row["licenseId"])} deleted`, ctx, about);

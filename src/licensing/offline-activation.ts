@@ -12,13 +12,13 @@ import {
   encodeResponseCode,
 } from "../../client/src/offline-codes";
 import type { ClientInfo, ServiceContext } from "../http/context";
-import { ApiError } from "../errors";
+import { ApiError } from "../kernel/errors";
 import { activate } from "./activation";
 import { ActivateRequest } from "./inputs";
 import type { LicenseFileAnswer } from "./license-file";
 import { openLicense } from "./license-lookup";
 import { checkout } from "./offline";
-import { Mode } from "./vocabulary";
+import { Mode } from "../records/vocabulary";
 
 /** Why a request code is refused (the answer's `reason`), by the decoder's problem. */
 const CODE_REASONS: Record<OfflineCodeError["problem"], string> = {

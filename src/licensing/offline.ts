@@ -4,11 +4,11 @@
  * itself is made by license-file.ts.
  */
 import { and, eq, inArray, isNotNull, isNull, sql } from "drizzle-orm";
-import { sha256Hex } from "../crypto";
+import { sha256Hex } from "../kernel/crypto";
 import { tokenIsLive } from "../db/rules";
 import { licenseFiles, licenseTokens, licenses } from "../db/schema";
 import type { ClientInfo, ServiceContext } from "../http/context";
-import { ApiError, GrpcCode, notFound400 } from "../errors";
+import { ApiError, GrpcCode, notFound400 } from "../kernel/errors";
 import { clientToken } from "./client-tokens";
 import type { CountResult } from "./activation";
 import { leaseMs, releaseSeat, seatAsked, takeSeat } from "./floating";
@@ -18,7 +18,7 @@ import { type LicenseFileAnswer, makeLicenseFile } from "./license-file";
 import { seats } from "./license-limit";
 import { type LicenseWithProduct, Messages, fail, now, openLicense, required } from "./license-lookup";
 import { trace } from "./license-view";
-import { Mode, TokenKind, TraceAction } from "./vocabulary";
+import { Mode, TokenKind, TraceAction } from "../records/vocabulary";
 
 const HOUR_MS = 3_600_000;
 

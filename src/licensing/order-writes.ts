@@ -1,13 +1,13 @@
 /**
  * The one way orders and their lines are written from outside their routes, free of HTTP: the Management API
- * (management/orders.ts) and the commerce webhooks (commerce/) share it, so generated numbers and webhook events
+ * (routes/management/orders.ts) and the commerce webhooks (commerce/) share it, so generated numbers and webhook events
  * follow every change alike.
  */
 import { generateCode, insertRow, requireById, type Row, updateRow } from "../http/repository";
 import type { ServiceContext } from "../http/context";
 import { changedFields, emit } from "../webhooks/emit";
 import type { EventType } from "../webhooks/events";
-import { Order, OrderProduct } from "./orders";
+import { Order, OrderProduct } from "../records/orders";
 
 const ORDER_EVENTS: Record<"create" | "update" | "delete", EventType> = {
   create: "order.created",

@@ -7,11 +7,11 @@
  * order are this function's: not found -> tampered -> revoked -> expired -> wrong product (CONTRACT section 4).
  *
  * Maintenance and editions are not part of it: they decide which releases and platforms a usable license may
- * install (updates/catalog.ts), never whether the license itself may be used.
+ * install (delivery/catalog.ts), never whether the license itself may be used.
  */
 import type { Db } from "../db/client";
 import { type LicenseCore, type LicenseRow, activeClientCounts, clientCount, isLicenseIntact } from "./license-core";
-import { type LicenseStatus, Mode } from "./vocabulary";
+import { type LicenseStatus, Mode } from "../records/vocabulary";
 
 /** Why a license may not be used, in the order the policy checks. */
 export type LicenseRefusal = "notFound" | "tampered" | "revoked" | "expired" | "wrongProduct";

@@ -5,13 +5,13 @@
  * report: it is kept without a license (a crash report from an unlicensed copy is still worth having).
  */
 import { eq } from "drizzle-orm";
-import { nowIso } from "../clock";
+import { nowIso } from "../kernel/clock";
 import { licenses, reports } from "../db/schema";
 import type { ServiceContext } from "../http/context";
-import { ApiError, GrpcCode } from "../errors";
+import { ApiError, GrpcCode } from "../kernel/errors";
 import { emit } from "../webhooks/emit";
-import { haltOnReports } from "../updates/release-control";
-import { TraceAction } from "./vocabulary";
+import { react } from "./reactions";
+import { TraceAction } from "../records/vocabulary";
 import { licenseBudget, spendLicenseBudget } from "./license-limit";
 import { spendCredentialBudget } from "../protection/limits";
 import { recordTrace } from "./traces";
@@ -19,7 +19,7 @@ import type { ClientInfo } from "../http/context";
 import { Messages, fail } from "./license-lookup";
 import { compactUserKey, userKeyIs } from "./user-key";
 import { z } from "@hono/zod-openapi";
-import type { Config } from "../config";
+import type { Config } from "../kernel/config";
 import type { Db } from "../db/client";
 import type { Row } from "../http/repository";
 import { type Field, defineEntity, f } from "../http/entity";
@@ -88,8 +88,8 @@ export async function storeReport(ctx: ServiceContext, input: ReportInput, clien
     .returning();
   if (!row) throw new Error("report insert returned no row");
   emit(ctx, "report.received", async () => ({ data: await reportRecord(ctx.db, ctx.config, row) }));
-  // A release of the license's product with this version may halt itself on its reports (haltOnReports).
-  if (license && row.version) await haltOnReports(ctx, license.id, row.version);
+  // A release of the license's product with this version may halt itself on its reports (app/reactions.ts).
+  if (license && row.version) await react(ctx, "report.stored", { licenseId: license.id, version: row.version });
   if (license?.trace) {
     recordTrace(
       ctx,

@@ -1,12 +1,12 @@
 /**
  * Retention of what licensed clients write (issue 14, "Abuse and growth"; DESIGN: keep traces under retention):
  * license traces older than Licensing:TraceRetentionDays and reports older than Licensing:ReportRetentionDays are
- * removed by the cron trigger (housekeeping.ts), a report's R2 body (large content) before its row, so no body is
+ * removed by the cron trigger (app/housekeeping.ts), a report's R2 body (large content) before its row, so no body is
  * left without its row; a body R2 fails to delete keeps its row for the next run. drizzle queries, as every query
  * off the hot paths (db/rules.ts); the first two are unexecuted, for the cron's one batch.
  */
 import { and, asc, isNotNull, isNull, lt, sql } from "drizzle-orm";
-import type { Config } from "../config";
+import type { Config } from "../kernel/config";
 import type { Db } from "../db/client";
 import { licenseFiles, reports } from "../db/schema";
 import { deleteTracesQuery } from "./traces";

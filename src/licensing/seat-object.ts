@@ -4,13 +4,13 @@
  * every seat is reclaimed), and a reclaimed seat's token row goes and it records a TokenExpired trace.
  */
 import { and, eq } from "drizzle-orm";
-import { loadConfig } from "../settings-store";
+import { loadConfig } from "../db/settings-store";
 import { getDb } from "../db/client";
 import { insertedRow } from "../db/insert-select";
 import { licenseTokens, licenseTraces, licenses } from "../db/schema";
 import { type ReclaimedSeat, SeatStore } from "../durable/license-seats";
 import { judgeLicense } from "./policy";
-import { TraceAction } from "./vocabulary";
+import { TraceAction } from "../records/vocabulary";
 
 export class LicenseSeats extends SeatStore {
   protected async licenseUsable(licenseId: number, now: Date): Promise<boolean> {

@@ -5,9 +5,9 @@
  * The user name and password sign-in is auth's (auth/sign-in.ts).
  */
 import { issueToken } from "../auth/bearer";
-import { clock } from "../clock";
+import { clock } from "../kernel/clock";
 import { batchReads } from "../db/compiled";
-import { ApiError, LicensingError } from "../errors";
+import { ApiError, LicensingError } from "../kernel/errors";
 import type { Role } from "../http/app-env";
 import type { ServiceContext } from "../http/context";
 import { Reasons, licenseByUserKey, userKeyOf } from "./license-lookup";

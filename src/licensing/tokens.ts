@@ -5,12 +5,12 @@
  */
 import { and, eq, exists, or, sql } from "drizzle-orm";
 import { alias } from "drizzle-orm/sqlite-core";
-import { BASE62, randomString, sha256Hex } from "../crypto";
+import { BASE62, randomString, sha256Hex } from "../kernel/crypto";
 import type { Db } from "../db/client";
 import { insertedRow } from "../db/insert-select";
 import { tokenIsLive } from "../db/rules";
 import { licenseTokens, licenses } from "../db/schema";
-import { TOKEN_KINDS, TOKEN_PREFIXES, TokenKind } from "./vocabulary";
+import { TOKEN_KINDS, TOKEN_PREFIXES, TokenKind } from "../records/vocabulary";
 import { defineEntity, f } from "../http/entity";
 import { licenseReference } from "./license-records";
 

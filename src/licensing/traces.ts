@@ -1,15 +1,15 @@
 /** License traces (CONTRACT section 3): what happened to a license, and when; free of HTTP. */
 import { and, eq, lt } from "drizzle-orm";
-import { clock } from "../clock";
-import { fresh, memo } from "../memo";
+import { clock } from "../kernel/clock";
+import { fresh, memo } from "../kernel/memo";
 import type { Db } from "../db/client";
 import { licenseTraces } from "../db/schema";
-import type { Job } from "../jobs";
+import type { Job } from "../kernel/jobs";
 import { defineEntity, f } from "../http/entity";
-import { TRACE_ACTIONS } from "./vocabulary";
+import { TRACE_ACTIONS } from "../records/vocabulary";
 import { licenseReference } from "./license-records";
 
-export { TRACE_ACTIONS } from "./vocabulary";
+export { TRACE_ACTIONS } from "../records/vocabulary";
 
 export interface TraceSelection {
   /** Only traces created before this ISO date. */
@@ -49,7 +49,7 @@ export interface TraceSubject {
   meta?: string | null | undefined;
 }
 
-/** The queue job carrying traces to write (jobs.ts): the traces an isolate gathered, written many at a time. */
+/** The queue job carrying traces to write (kernel/jobs.ts): the traces an isolate gathered, written many at a time. */
 export const TRACE_JOB = "license.traces";
 
 /** A trace as queued: TraceSubject with its time. */

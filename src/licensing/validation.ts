@@ -1,16 +1,16 @@
 /** Validation (CONTRACT section 4): is this license, and this machine's activation, good now? Free of HTTP. */
 import { eq, sql } from "drizzle-orm";
-import { sha256Hex } from "../crypto";
+import { sha256Hex } from "../kernel/crypto";
 import { type Params, checkable } from "../db/compiled";
 import { tokenIsLive } from "../db/rules";
 import { licenseTokens, licenses, products } from "../db/schema";
 import type { ServiceContext } from "../http/context";
-import { GrpcCode } from "../errors";
+import { GrpcCode } from "../kernel/errors";
 import { type ViewedLicense, viewedLicenseColumns } from "./license-core";
-import { type LicenseStatus, Mode, TokenKind, TraceAction } from "./vocabulary";
+import { type LicenseStatus, Mode, TokenKind, TraceAction } from "../records/vocabulary";
 import type { ClientInfo } from "../http/context";
-import { adoptionRunning } from "../updates/adoption";
-import { isReleaseVersion } from "../updates/versions";
+import { react } from "./reactions";
+import { isReleaseVersion } from "../records/versions";
 import { type LicenseView, licenseView, trace } from "./license-view";
 import {
   Messages,
@@ -89,9 +89,9 @@ export async function validate(ctx: ServiceContext, input: ValidateInput, client
   if (license.licensingMode !== Mode.File && named && !token)
     throw fail(GrpcCode.FailedPrecondition, Messages.notActivated);
   trace(ctx, license, TraceAction.Validate, client, { machineId: machineId ?? null, clientId: clientId || null });
-  // Release adoption: the install runs this version (off the request path, like the trace).
+  // The install runs this version: release adoption hears of it (app/reactions.ts), off the request path.
   if (input.version !== undefined && isReleaseVersion(input.version))
-    adoptionRunning(ctx, {
+    await react(ctx, "license.validated", {
       productId: license.productId,
       version: input.version,
       installId: client.installId,

@@ -8,7 +8,7 @@ import { asc, desc, eq, sql } from "drizzle-orm";
 import { z } from "zod";
 import type { Db } from "../db/client";
 import { customers, licenses, products, resources } from "../db/schema";
-import { ApiError, notFound400 } from "../errors";
+import { ApiError, notFound400 } from "../kernel/errors";
 import type { OutgoingMail } from "./send";
 
 /** The resource `type` of license email templates. */

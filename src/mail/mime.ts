@@ -4,7 +4,7 @@
  * too long and no byte is misread), and HTML sent as multipart/alternative with a plain-text part for clients that
  * show no HTML. Pure: the date and message id are arguments.
  */
-import { toBase64 } from "../crypto";
+import { toBase64 } from "../kernel/crypto";
 
 const CRLF = "\r\n";
 /** Longest encoded word (RFC 2047: 75 characters) minus `=?UTF-8?B?` and `?=`. */

@@ -5,11 +5,11 @@
  */
 import { EmailMessage } from "cloudflare:email";
 import { lt } from "drizzle-orm";
-import { clock } from "../clock";
-import { type Config, ConfigError } from "../config";
+import { clock } from "../kernel/clock";
+import { type Config, ConfigError } from "../kernel/config";
 import type { Db } from "../db/client";
 import { emailOutbox } from "../db/schema";
-import { ApiError } from "../errors";
+import { ApiError } from "../kernel/errors";
 import { buildMime } from "./mime";
 
 /** A message to send: one recipient, a subject, a text or HTML body. */
@@ -64,7 +64,7 @@ export async function sendMail(deps: MailDeps, mail: OutgoingMail): Promise<Mail
   return { status: "sent", emailId: await record(deps.db, mail, "sent", now.toISOString()), messageId };
 }
 
-/** The cron trigger's statement removing outbox messages older than Email:OutboxRetentionDays (housekeeping.ts). */
+/** The cron trigger's statement removing outbox messages older than Email:OutboxRetentionDays (app/housekeeping.ts). */
 export function pruneOutbox(db: Db, config: Config, now: Date) {
   const cutoff = new Date(now.getTime() - config["Email:OutboxRetentionDays"] * 86_400_000).toISOString();
   return db.delete(emailOutbox).where(lt(emailOutbox.createdAt, cutoff));

@@ -8,13 +8,13 @@
  * so integrity HMACs, webhooks, traces and audit entries follow, naming the customer as the actor.
  */
 import { and, asc, eq, inArray, sql } from "drizzle-orm";
-import { clock } from "../clock";
+import { clock } from "../kernel/clock";
 import { batchReads } from "../db/compiled";
 import { tokenIsLive } from "../db/rules";
 import { customers, licenseTokens, licenses, orderProducts, orders, products } from "../db/schema";
 import type { PortalScope } from "../http/app-env";
 import type { ClientInfo, ServiceContext } from "../http/context";
-import { ApiError } from "../errors";
+import { ApiError } from "../kernel/errors";
 import { sendMail } from "../mail/send";
 import { USER_KEY_ATTEMPT, protectLogin } from "../protection/limits";
 import { deactivate } from "../licensing/activation";
@@ -23,10 +23,10 @@ import type { LicenseRow } from "../licensing/license-core";
 import { judgeLicense } from "../licensing/policy";
 import { licenseByUserKey } from "../licensing/license-lookup";
 import { MAX_TYPED_USER_KEY, compactUserKey } from "../licensing/user-key";
-import { LICENSE_TYPES, LICENSING_MODES, Mode, TokenKind } from "../licensing/vocabulary";
-import { OrderStatus, PaymentStatus } from "../licensing/orders";
-import { maintenanceEnd } from "../updates/catalog";
-import { CROCKFORD32 } from "../crypto";
+import { LICENSE_TYPES, LICENSING_MODES, Mode, TokenKind } from "../records/vocabulary";
+import { OrderStatus, PaymentStatus } from "../records/orders";
+import { maintenanceEnd } from "../delivery/catalog";
+import { CROCKFORD32 } from "../kernel/crypto";
 import { type SessionFor, newLinkToken } from "./portal-session";
 import { portalCredentials } from "../db/schema";
 

@@ -17,18 +17,18 @@
 import { and, eq, gt, isNull, sql } from "drizzle-orm";
 import type { Context, MiddlewareHandler } from "hono";
 import { generateCookie, getCookie } from "hono/cookie";
-import { clock } from "../clock";
-import { randomString, sha256Hex, timingSafeEqualText, toBase64Url } from "../crypto";
+import { clock } from "../kernel/clock";
+import { randomString, sha256Hex, timingSafeEqualText, toBase64Url } from "../kernel/crypto";
 import { licenses, portalCredentials } from "../db/schema";
 import type { AppEnv, PortalScope } from "../http/app-env";
 import type { ServiceContext } from "../http/context";
-import { ApiError } from "../errors";
+import { ApiError } from "../kernel/errors";
 import { CSRF_HEADER } from "../auth/console-session";
 
 /** `__Host-`: only ever set by this origin over HTTPS, for path `/`, with no Domain (RFC 6265bis). */
 export const PORTAL_COOKIE = "__Host-portal-session";
 export { CSRF_HEADER };
-/** The OpenAPI security scheme of the portal's routes (app.ts registers it). */
+/** The OpenAPI security scheme of the portal's routes (app/app.ts registers it). */
 export const PORTAL_SCHEME = "PortalSession";
 
 /** 401 of the portal's guard: no session, an ended one, or a write without its CSRF token. */

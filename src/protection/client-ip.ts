@@ -10,9 +10,9 @@
  * - A request with neither is "unknown" outside development: its own bucket, never whitelisted (the whitelist
  *   holds addresses, and "unknown" is none). Under Development it is 127.0.0.1, as `wrangler dev` would set.
  */
-import { type Config, isDevelopment } from "../config";
+import { type Config, isDevelopment } from "../kernel/config";
 import { parseIp } from "./ip";
-import { memo } from "../memo";
+import { memo } from "../kernel/memo";
 
 export const GATEWAY_CLIENT_HEADER = "x-licensing-gateway-client";
 /** The client of a request that says nothing about its address, outside development. */
@@ -71,7 +71,7 @@ export async function signedByGateway(headers: Headers, config: Config, now: num
 
 /**
  * The request's client address (see the file comment); `now` in milliseconds. A promise only when a gateway's
- * signature must be checked: the front door (app.ts) asks it on every kept poll.
+ * signature must be checked: the front door (app/app.ts) asks it on every kept poll.
  */
 export function clientAddress(headers: Headers, config: Config, now: number): string | Promise<string> {
   const signed = headers.get(GATEWAY_CLIENT_HEADER);

@@ -2,7 +2,7 @@
  * IP addresses for the IP lists (SPEC "Limits": Whitelist, Blacklist): IPv4 and IPv6 in any spelling
  * (`::1` = `0:0:0:0:0:0:0:1`, `::ffff:127.0.0.1` = `127.0.0.1`), single addresses or CIDR ranges.
  */
-import { memo, weakMemo } from "../memo";
+import { memo, weakMemo } from "../kernel/memo";
 
 /** The address as bytes: 4 for IPv4 (and IPv4-mapped IPv6), 16 for IPv6; undefined when not an address. */
 export function parseIp(text: string): Uint8Array | undefined {

@@ -9,11 +9,11 @@
  */
 import type { MiddlewareHandler } from "hono";
 import type { AppEnv, Principal } from "../http/app-env";
-import { clock } from "../clock";
-import type { Config } from "../config";
+import { clock } from "../kernel/clock";
+import type { Config } from "../kernel/config";
 import { type ServiceContext, serviceContext } from "../http/context";
-import { ApiError, RefusalError } from "../errors";
-import { ServiceLog } from "../logging";
+import { ApiError, RefusalError } from "../kernel/errors";
+import { ServiceLog } from "../db/logging";
 import { ipInList, parseIp } from "./ip";
 
 /**

@@ -14,18 +14,18 @@
  * caller without an install id cannot be told apart from others and is not counted.
  */
 import { and, count, countDistinct, eq, gte, lt, lte } from "drizzle-orm";
-import { clock } from "../clock";
-import type { Config } from "../config";
+import { clock } from "../kernel/clock";
+import type { Config } from "../kernel/config";
 import type { Db } from "../db/client";
 import { releaseAdoption } from "../db/schema";
-import type { Job, JobOf } from "../jobs";
-import { memo } from "../memo";
+import type { Job, JobOf } from "../kernel/jobs";
+import { memo } from "../kernel/memo";
 
 /** The stages, by their stored number. */
 export const ADOPTION_STAGES = ["offered", "downloaded", "running"] as const;
 export type AdoptionStage = (typeof ADOPTION_STAGES)[number];
 
-/** The queue job carrying gathered sightings (jobs.ts). */
+/** The queue job carrying gathered sightings (kernel/jobs.ts). */
 export const ADOPTION_JOB = "release.adoption" as const;
 
 /** How long an isolate gathers sightings before it queues them as one message. */
@@ -258,7 +258,7 @@ export async function readAdoption(db: Db, releaseId: number, from: string, to: 
   return { from, to, totals, days };
 }
 
-/** The statement removing adoption days older than Updates:AdoptionRetentionDays (housekeeping.ts), unexecuted. */
+/** The statement removing adoption days older than Updates:AdoptionRetentionDays (app/housekeeping.ts), unexecuted. */
 export function pruneAdoption(db: Db, config: Config, now: Date) {
   const cutoff = new Date(now.getTime() - config["Updates:AdoptionRetentionDays"] * 86_400_000);
   return db.delete(releaseAdoption).where(lt(releaseAdoption.day, cutoff.toISOString().slice(0, 10)));

@@ -5,10 +5,10 @@
  * "Platform limits": 128 MB per isolate). Every sink can discard what it stored, so a failed upload leaves nothing.
  */
 import { sql } from "drizzle-orm";
-import { toBase64, toHex } from "../crypto";
+import { toBase64, toHex } from "../kernel/crypto";
 import type { Db } from "../db/client";
 import { artifactChunks } from "../db/schema";
-import { ApiError } from "../errors";
+import { ApiError } from "../kernel/errors";
 
 /**
  * Size and digests of stored bytes, as an artifact row holds them: SHA-256 lowercase hex, SHA-512 base64, SHA-1

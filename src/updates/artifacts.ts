@@ -7,14 +7,14 @@
  */
 import { refuseUnsignedArchive, requireSparkleSignature } from "./vendor-signatures";
 import { and, eq, inArray, like, lt } from "drizzle-orm";
-import { randomString } from "../crypto";
-import { clock } from "../clock";
-import type { Config } from "../config";
+import { randomString } from "../kernel/crypto";
+import { clock } from "../kernel/clock";
+import type { Config } from "../kernel/config";
 import type { Db } from "../db/client";
 import { type Row, insertRow, updateRow } from "../http/repository";
 import { artifactChunks, productReleases, products, releaseDownloads } from "../db/schema";
 import type { ServiceContext } from "../http/context";
-import { ApiError, notFound400 } from "../errors";
+import { ApiError, notFound400 } from "../kernel/errors";
 import { ChunkSink, type Digests, R2Sink, digestStream, storeStream } from "./artifact-writer";
 import {
   PENDING_PLATFORM,

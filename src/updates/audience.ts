@@ -1,21 +1,16 @@
 /**
- * A release's `audience` (CONTRACT section 8): an expression in the list filter language (http/filter.ts) over the
- * license's fields, compiled by the same compiler with the same whitelist and limits as `GET /v1/licenses?filter=`
- * (the License entity's query schema: write-only and masked fields are unknown names). Saving a release compiles it
- * (checkAudience: 400 naming `audience` with the filter language's own message). A caller's license is matched in
- * D1, in the statement that reads it or one beside it (audienceReads): the SQL that lists licenses is the one rule.
+ * A release's `audience` as a rule of the release (CONTRACT section 8): an expression in the list filter language
+ * (http/filter.ts) over the license's fields, compiled by the same compiler with the same whitelist and limits as
+ * `GET /v1/licenses?filter=` (the License entity's query schema: write-only and masked fields are unknown names).
+ * Saving a release compiles it (checkAudience: 400 naming `audience` with the filter language's own message); the
+ * poll side matches a caller's license against the compiled condition (delivery/audience.ts).
  */
-import { type SQL, eq, sql } from "drizzle-orm";
+import type { SQL } from "drizzle-orm";
 import { SQLiteSyncDialect } from "drizzle-orm/sqlite-core";
-import type { Db } from "../db/client";
-import { type Params, batchReads, compiled } from "../db/compiled";
-import { licenses } from "../db/schema";
-import { ApiError } from "../errors";
-import { MAX_FILTER_PARAMETERS, compileFilter } from "../http/filter";
+import { ApiError } from "../kernel/errors";
+import { compileFilter } from "../http/filter";
 import { License } from "../licensing/license-records";
-import { userKeyIs } from "../licensing/user-key";
-import { callerRead } from "./caller";
-import { memo } from "../memo";
+import { memo } from "../kernel/memo";
 
 const compiledAudiences = memo<string, { condition: SQL; params: number }>("audiences", {
   key: "a release's audience text",
@@ -24,7 +19,7 @@ const compiledAudiences = memo<string, { condition: SQL; params: number }>("audi
 const dialect = new SQLiteSyncDialect();
 
 /** The audience as an SQL condition over `licenses` (throws the filter language's errors). */
-function audienceCondition(audience: string): { condition: SQL; params: number } {
+export function audienceCondition(audience: string): { condition: SQL; params: number } {
   let known = compiledAudiences.get(audience);
   if (!known) {
     const condition = compileFilter(License.query, audience);
@@ -44,90 +39,4 @@ export function checkAudience(audience: string): void {
     if (!(e instanceof ApiError)) throw e;
     throw new ApiError(400, `audience: ${e.message}`);
   }
-}
-
-/** What audienceReads needs of a release. */
-export interface WithAudience {
-  id: number;
-  audience: string | null;
-  halted?: boolean;
-}
-
-/** Which license an audience read looks at: the one with a user key (compact form), or by its integer key. */
-export type AudienceLicense = { key: string } | { id: number };
-
-/**
- * The audience reads of a chunk of audiences: the caller's row, read as the license read of an update route reads it
- * (caller.ts callerRead: by user key, or by id for a feed token), with the audiences' verdicts as one more column, a
- * JSON array of 0 and 1. So the first of them is the license read itself, and a licensed poll of a release with an
- * audience sends one statement, not two.
- */
-function describeChecks(chunk: readonly string[]) {
-  const matched = sql<string>`json_array(${sql.join(
-    chunk.map((text) => sql`CASE WHEN ${audienceCondition(text).condition} THEN 1 ELSE 0 END`),
-    sql`, `,
-  )})`.as("audience_matched");
-  return {
-    byKey: compiled((db, p: Params<{ productId: number; key: string }>) =>
-      callerRead(db, p.productId, userKeyIs(p.key), { matched }),
-    ),
-    byId: compiled((db, p: Params<{ productId: number; id: number }>) =>
-      callerRead(db, p.productId, eq(licenses.id, p.id), { matched }),
-    ),
-  };
-}
-
-/** The audience reads, described once per isolate (db/compiled.ts: a poll binds its values to SQL made the first time). */
-const audienceChecks = memo<string, ReturnType<typeof describeChecks>>("audience-checks", {
-  key: "a chunk of release audiences (their texts, in order)",
-  max: 256,
-});
-
-function checksOf(chunk: readonly string[]) {
-  const key = chunk.join("\u0000");
-  return audienceChecks.get(key) ?? audienceChecks.keep(key, describeChecks(chunk));
-}
-
-/**
- * The reads that tell which of `releases`' audiences the license `which` matches, unexecuted (a route sends them in
- * the batch of its other reads), and how to read their rows. Each read is also the caller's license read for the
- * product `productId` (callerRead), so a route sends the first in place of its license read. No read when no visible
- * release has an audience; one statement per ~90 bound values (D1 binds at most 100 per statement).
- */
-export function audienceReads(which: AudienceLicense, releases: readonly WithAudience[], productId = 0) {
-  const texts = [...new Set(releases.filter((r) => r.audience && !r.halted).map((r) => r.audience as string))];
-  const chunks: string[][] = [];
-  let size = MAX_FILTER_PARAMETERS;
-  for (const text of texts) {
-    const { params } = audienceCondition(text);
-    if (size + params > MAX_FILTER_PARAMETERS) chunks.push([]);
-    chunks.at(-1)!.push(text);
-    size = chunks.at(-1)!.length === 1 ? params : size + params;
-  }
-  const queries = chunks.map((chunk) => {
-    const checks = checksOf(chunk);
-    return "key" in which
-      ? checks.byKey.with({ productId, key: which.key })
-      : checks.byId.with({ productId, id: which.id });
-  });
-  /** The ids of the releases whose audience matched, from the rows of `queries` (in their order). */
-  const matched = (rows: readonly (readonly { matched: string }[])[]): Set<number> => {
-    const yes = new Set<string>();
-    chunks.forEach((chunk, i) => {
-      const flags = JSON.parse(rows[i]?.[0]?.matched ?? "[]") as number[];
-      chunk.forEach((text, j) => {
-        if (flags[j] === 1) yes.add(text);
-      });
-    });
-    return new Set(releases.filter((r) => r.audience && yes.has(r.audience)).map((r) => r.id));
-  };
-  return { queries, matched };
-}
-
-/** Which releases' audiences the license `licenseId` (integer key) matches: one statement (or none). */
-export async function matchedAudiences(db: Db, licenseId: number, releases: readonly WithAudience[]) {
-  const { queries, matched } = audienceReads({ id: licenseId }, releases);
-  const [first, ...rest] = queries;
-  if (!first) return new Set<number>();
-  return matched(await batchReads(db, [first, ...rest]));
 }

@@ -9,7 +9,7 @@
  */
 import { sql } from "drizzle-orm";
 import { releaseDownloads } from "../db/schema";
-import { ApiError } from "../errors";
+import { ApiError } from "../kernel/errors";
 
 /** The file name suffix a blockmap carries: electron-updater derives a blockmap's URL as the installer's + this. */
 export const BLOCKMAP_SUFFIX = ".blockmap";

@@ -13,9 +13,9 @@
 import { eq, sql } from "drizzle-orm";
 import { getDb } from "../db/client";
 import { releaseDownloads } from "../db/schema";
-import type { Job, JobOf } from "../jobs";
+import type { Job, JobOf } from "../kernel/jobs";
 
-/** The queue job carrying gathered download counts (jobs.ts). */
+/** The queue job carrying gathered download counts (kernel/jobs.ts). */
 export const DOWNLOAD_COUNT_JOB = "release.downloads.counted" as const;
 
 /** How long an isolate gathers counts before it queues them as one message. */

@@ -5,15 +5,15 @@
  * `release.resumed`). What the answers make of these fields is admission.ts and feed.ts's feedRelease.
  */
 import { and, eq, sql } from "drizzle-orm";
-import { clock, nowIso } from "../clock";
+import { clock, nowIso } from "../kernel/clock";
 import { licenses, productReleases, reports } from "../db/schema";
-import { ApiError } from "../errors";
+import { ApiError } from "../kernel/errors";
 import type { ServiceContext } from "../http/context";
 import { type Row, requireById, updateRow } from "../http/repository";
 import { emit } from "../webhooks/emit";
 import { checkAudience } from "./audience";
-import { type HaltReason, ProductRelease } from "./release";
-import { compareVersions, isReleaseVersion } from "./versions";
+import { type HaltReason, ProductRelease } from "../records/releases";
+import { compareVersions, isReleaseVersion } from "../records/versions";
 
 /** The wire record of a release row (the webhook events' `data`). */
 function releaseRecord(ctx: ServiceContext, row: Row): Record<string, unknown> {

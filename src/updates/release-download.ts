@@ -7,7 +7,7 @@ import { sql } from "drizzle-orm";
 import { productReleases, releaseDownloads } from "../db/schema";
 import { DECEPTIVE_CHARACTERS, defineEntity, f } from "../http/entity";
 import { int64 } from "../http/openapi";
-import { PLATFORMS } from "./catalog";
+import { PLATFORMS } from "../records/vocabulary";
 
 export { PLATFORMS };
 /**

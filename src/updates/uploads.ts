@@ -8,11 +8,11 @@
  * Completing assembles the parts, hashes the object by streaming it once, and inserts the row like the POST does.
  */
 import { refuseUnsignedArchive, requireSparkleSignature } from "./vendor-signatures";
-import { randomString } from "../crypto";
-import { nowIso } from "../clock";
+import { randomString } from "../kernel/crypto";
+import { nowIso } from "../kernel/clock";
 import { type Row, insertRow } from "../http/repository";
 import type { ServiceContext } from "../http/context";
-import { ApiError } from "../errors";
+import { ApiError } from "../kernel/errors";
 import { type Digests, R2_MIN_PART_BYTES, digestStream } from "./artifact-writer";
 import {
   type DeclaredHashes,

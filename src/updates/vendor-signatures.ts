@@ -9,8 +9,8 @@
  *     as they stream (formats/ed25519.ts).
  * Hosted artifacts (sourceKind url) are not the service's bytes: only the first rule applies to them.
  */
-import { ApiError } from "../errors";
-import { isSparkleSignature, sparkleSignatureHolds } from "./formats/sparkle";
+import { ApiError } from "../kernel/errors";
+import { ed25519Verify } from "./ed25519";
 
 interface Signed {
   platform: string;
@@ -48,4 +48,46 @@ export async function requireSparkleSignature(
       400,
       "The signature is not an EdDSA signature of this file under the product's sparklePublicKey (sign_update's edSignature of exactly these bytes): refused, nothing was stored or changed",
     );
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Sparkle's EdDSA signatures (sign_update): Ed25519 over the archive's bytes, standard base64 (64 bytes), with the
+// public key the app carries as SUPublicEDKey (standard base64 of 32 bytes).
+
+const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
+
+function base64Bytes(text: string, length: number): Uint8Array | undefined {
+  const trimmed = text.trim();
+  if (!BASE64.test(trimmed)) return undefined;
+  try {
+    const bytes = Uint8Array.from(atob(trimmed), (c) => c.charCodeAt(0));
+    return bytes.byteLength === length ? bytes : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether `text` is a Sparkle public key (SUPublicEDKey: base64 of a 32-byte Ed25519 key). */
+export function isSparklePublicKey(text: string): boolean {
+  return base64Bytes(text, 32) !== undefined;
+}
+
+/** Whether `text` has the form of sign_update's edSignature (base64 of 64 bytes), not another vendor's signature. */
+export function isSparkleSignature(text: string): boolean {
+  return base64Bytes(text, 64) !== undefined;
+}
+
+/**
+ * Whether `signature` (sign_update's sparkle:edSignature) is the Ed25519 signature of the bytes `chunks` streams under
+ * `publicKey` (ed25519.ts: the file is hashed as it streams, never held whole).
+ */
+export async function sparkleSignatureHolds(
+  publicKey: string,
+  signature: string,
+  chunks: AsyncIterable<Uint8Array> | ReadableStream<Uint8Array>,
+): Promise<boolean> {
+  const key = base64Bytes(publicKey, 32);
+  const sig = base64Bytes(signature, 64);
+  if (!key || !sig) return false;
+  return ed25519Verify(key, sig, chunks);
 }

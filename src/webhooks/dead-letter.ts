@@ -12,12 +12,12 @@
  * consumer attempts it (retryCount + 1) and, failing, dead-letters it again.
  */
 import { and, eq, isNotNull, isNull } from "drizzle-orm";
-import { nowIso } from "../clock";
-import { ApiError } from "../errors";
+import { nowIso } from "../kernel/clock";
+import { ApiError } from "../kernel/errors";
 import { getDb, type Db } from "../db/client";
 import { webhookEvents } from "../db/schema";
-import type { Job } from "../jobs";
-import { ServiceLog } from "../logging";
+import type { Job } from "../kernel/jobs";
+import { ServiceLog } from "../db/logging";
 import { DELIVERY_JOB, type DeliveryJob, isDeliveryJob } from "./emit";
 import type { EventRow } from "./subscriptions";
 

@@ -16,14 +16,14 @@
  * inactive subscription or `Webhooks:Enabled` false records why and stops.
  */
 import { and, eq } from "drizzle-orm";
-import { decryptSecret } from "../secrets";
-import { clock, nowIso } from "../clock";
-import type { Config } from "../config";
-import { loadConfig } from "../settings-store";
+import { decryptSecret } from "../kernel/secrets";
+import { clock, nowIso } from "../kernel/clock";
+import type { Config } from "../kernel/config";
+import { loadConfig } from "../db/settings-store";
 import { type Db, getDb } from "../db/client";
 import { webhookEvents, webhookSubscriptions } from "../db/schema";
-import type { Job } from "../jobs";
-import { SERVICE_VERSION } from "../version";
+import type { Job } from "../kernel/jobs";
+import { SERVICE_VERSION } from "../kernel/version";
 import { deadLetterOf } from "./dead-letter";
 import { type DeliveryJob, isDeliveryJob } from "./emit";
 import { signatureHeaders } from "./signing";

@@ -6,18 +6,18 @@
  * `webhook.delivery` message per subscription goes to the WEBHOOKS queue for the consumer (deliver.ts).
  */
 import { sql } from "drizzle-orm";
-import { BASE62, randomString } from "../crypto";
-import { nowIso } from "../clock";
-import type { Config } from "../config";
-import { loadConfig } from "../settings-store";
+import { BASE62, randomString } from "../kernel/crypto";
+import { nowIso } from "../kernel/clock";
+import type { Config } from "../kernel/config";
+import { loadConfig } from "../db/settings-store";
 import { type Db, getDb } from "../db/client";
 import { webhookEvents, webhookSubscriptions } from "../db/schema";
 import { omitNulls } from "../http/respond";
-import type { Job, JobKind, JobOf } from "../jobs";
+import type { Job, JobKind, JobOf } from "../kernel/jobs";
 import { ALL_EVENTS, type EventType } from "./events";
-import { type AuditPrincipal, customerActor } from "../logging";
+import { type AuditPrincipal, customerActor } from "../db/logging";
 
-/** The queue message kind the delivery consumer handles (jobs.ts). */
+/** The queue message kind the delivery consumer handles (kernel/jobs.ts). */
 export const DELIVERY_JOB = "webhook.delivery" satisfies JobKind;
 
 /** What a `webhook.delivery` message carries: the delivery event row it delivers, by its unique key. */
@@ -34,7 +34,7 @@ export interface EmitContext {
   config: Config;
   env: Bindings;
   waitUntil(promise: Promise<unknown>): void;
-  /** Who caused the change: a customer portal session marks its events with `actor` (logging.ts customerActor). */
+  /** Who caused the change: a customer portal session marks its events with `actor` (db/logging.ts customerActor). */
   principal?: AuditPrincipal | undefined;
 }
 

@@ -4,7 +4,7 @@
  * settled within a day of its event (the retry schedule spans about 23 hours), so only settled history is pruned.
  */
 import { lt } from "drizzle-orm";
-import type { Config } from "../config";
+import type { Config } from "../kernel/config";
 import type { Db } from "../db/client";
 import { webhookEvents } from "../db/schema";
 

@@ -5,7 +5,7 @@
  *   webhook-signature:   v1,<base64 HMAC-SHA256(base64-decoded part after whsec_, "<id>.<t>.<body>")>
  * the second with `webhook-id` and `webhook-timestamp`, so receivers can verify with the standardwebhooks library.
  */
-import { fromBase64, toBase64, toHex } from "../crypto";
+import { fromBase64, toBase64, toHex } from "../kernel/crypto";
 
 export const SECRET_PREFIX = "whsec_";
 const SECRET_BYTES = 32;

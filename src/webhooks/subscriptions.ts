@@ -2,20 +2,20 @@
  * Webhook subscriptions and their delivery events as records (CONTRACT section 6), free of HTTP: the entity
  * declarations the routes and lists use, and the rules a subscription's values follow. The URL must pass the SSRF
  * policy (url-policy.ts), the secret is generated unless given (then it must be a `whsec_` secret), stored
- * AES-GCM-encrypted (secrets.ts) and shown only by the create answer; extra headers may never replace the
+ * AES-GCM-encrypted (kernel/secrets.ts) and shown only by the create answer; extra headers may never replace the
  * headers the service signs and sets itself. Extra header values (often a receiver's credentials) are stored
  * AES-GCM-encrypted too and shown masked; rows from before that are read as they were stored (`openHeaders`).
  * Unknown ids answer 404 (SPEC: webhook routes).
  */
 import { z } from "@hono/zod-openapi";
 import { and, eq, isNotNull, sql } from "drizzle-orm";
-import { decryptSecret, encryptSecret } from "../secrets";
-import { nowIso } from "../clock";
-import type { Config } from "../config";
+import { decryptSecret, encryptSecret } from "../kernel/secrets";
+import { nowIso } from "../kernel/clock";
+import type { Config } from "../kernel/config";
 import type { Db } from "../db/client";
 import { webhookEvents, webhookSubscriptions } from "../db/schema";
 import { type Field, defineEntity, f } from "../http/entity";
-import { ApiError } from "../errors";
+import { ApiError } from "../kernel/errors";
 import { SUBSCRIBABLE } from "./events";
 import { generateSecret, secretProblem } from "./signing";
 import { webhookUrlProblem } from "./url-policy";

@@ -1,12 +1,12 @@
 /**
  * A test-only Worker entry: the service's own entry (src/index.ts), plus `PUT /__test/clock` with a body of
- * milliseconds that sets the service's clock (src/clock.ts) that far ahead of real time, for Node-side tests that need
+ * milliseconds that sets the service's clock (src/kernel/clock.ts) that far ahead of real time, for Node-side tests that need
  * time to pass (a scheduled rollout step turning on). It exists only here: tests bundle it with
- * `startLocalWorker({ entry: CLOCK_ENTRY })` and move the clock with moveClock (clock.ts); wrangler.toml's `main`
+ * `startLocalWorker({ entry: CLOCK_ENTRY })` and move the clock with moveClock (kernel/clock.ts); wrangler.toml's `main`
  * (production) never includes it.
  * The clock keeps running from the moved instant, as the workerd tests' movableClock does within a test.
  */
-import { clock } from "../../src/clock";
+import { clock } from "../../src/kernel/clock";
 import service from "../../src/index";
 import { CLOCK_PATH } from "./clock.ts";
 

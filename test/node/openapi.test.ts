@@ -17,16 +17,16 @@ import * as clientGenerated from "../../client/src/gen/openapi";
 import * as consoleGenerated from "../../console/src/api/schema";
 import { ENUMS } from "../../console/src/words";
 import { ROLES } from "../../src/http/app-env";
-import { OrderStatus, PaymentStatus } from "../../src/licensing/orders";
+import { OrderStatus, PaymentStatus } from "../../src/records/orders";
 import {
   LICENSE_STATUSES,
   LICENSE_TYPES,
   LICENSING_MODES,
   TOKEN_KINDS,
   TRACE_ACTIONS,
-} from "../../src/licensing/vocabulary";
-import { LOG_LEVELS } from "../../src/logging";
-import { WITHHELD_REASONS } from "../../src/updates/update-check";
+} from "../../src/records/vocabulary";
+import { LOG_LEVELS } from "../../src/db/logging";
+import { WITHHELD_REASONS } from "../../src/delivery/update-check";
 
 type Schema = {
   $ref?: string;

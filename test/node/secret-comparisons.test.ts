@@ -3,7 +3,7 @@
  * the service, the client library and the tools is scanned for `==`/`!=`/`===`/`!==` where an operand names a secret
  * (token, secret, password, HMAC, signature, digest, integrity); comparisons with a literal, `undefined`, `null` or a
  * type are not comparisons of secrets. What remains must be a reviewed comparison below, each with the reason it is
- * safe; a new one fails this test until it is made constant-time (src/crypto.ts `timingSafeEqual`) or
+ * safe; a new one fails this test until it is made constant-time (src/kernel/crypto.ts `timingSafeEqual`) or
  * digest-indexed, or reviewed here. Runs in Node: it reads the source files.
  */
 import { readFileSync, readdirSync, statSync } from "node:fs";
@@ -27,7 +27,7 @@ const REVIEWED: { file: string; comparison: string; reason: string }[] = [
       "the publisher tells whether an updater signature (public: served in feeds) changed since the last upload, to update it in place; no secret",
   },
   {
-    file: "src/management/users.ts",
+    file: "src/routes/management/users.ts",
     comparison: 'row["passwordHash"] !== previous["passwordHash"]',
     reason:
       "two stored PBKDF2 hashes (the new one freshly salted) compared to tell whether a write changed the password, for the audit trail; no client input",

@@ -1,12 +1,12 @@
 /**
- * Property tests of the byte encoders (src/crypto.ts), which use the runtime's own Uint8Array.prototype.toHex and
+ * Property tests of the byte encoders (src/kernel/crypto.ts), which use the runtime's own Uint8Array.prototype.toHex and
  * toBase64 where it has them (workerd, where these tests run): for any bytes, given as a Uint8Array, a view into a
  * larger buffer or an ArrayBuffer, the answers are those of the definitions (RFC 4648 base64 with padding, base64url
  * without, lowercase hex), written here by hand, and decode back to the same bytes.
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { fromBase64, toBase64, toBase64Url, toHex } from "../../src/crypto";
+import { fromBase64, toBase64, toBase64Url, toHex } from "../../src/kernel/crypto";
 
 const ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 

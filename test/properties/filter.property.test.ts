@@ -16,7 +16,7 @@ import { drizzle } from "drizzle-orm/d1";
 import { SQLiteSyncDialect } from "drizzle-orm/sqlite-core";
 import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
-import { ApiError } from "../../src/errors";
+import { ApiError } from "../../src/kernel/errors";
 import { compileFilter } from "../../src/http/filter";
 import { KINDS, filterItems } from "../filter-items";
 

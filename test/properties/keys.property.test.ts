@@ -7,8 +7,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { generateApiKey, generateClientSecret } from "../../src/auth/api-key-service";
-import { BASE62, CROCKFORD32, randomString } from "../../src/crypto";
-import { buildConfig } from "../../src/config";
+import { BASE62, CROCKFORD32, randomString } from "../../src/kernel/crypto";
+import { buildConfig } from "../../src/kernel/config";
 import { generateCode } from "../../src/http/repository";
 import { generateLicenseId, generateUserKey } from "../../src/licensing/license-core";
 import { TokenKind, generateToken } from "../../src/licensing/tokens";

@@ -6,8 +6,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { admin } from "../helpers";
-import { Customer } from "../../src/licensing/customers";
-import { Order, OrderStatus, PaymentStatus } from "../../src/licensing/orders";
+import { Customer } from "../../src/records/customers";
+import { Order, OrderStatus, PaymentStatus } from "../../src/records/orders";
 
 /** Text of 1 to `max` UTF-16 units (the unit zod counts), any graphemes. */
 const text = (max: number) =>

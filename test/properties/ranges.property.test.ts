@@ -1,5 +1,5 @@
 /**
- * Property tests of Range handling (src/updates/ranges.ts), with fast-check. `parseRange` is compared with a model
+ * Property tests of Range handling (src/http/ranges.ts), with fast-check. `parseRange` is compared with a model
  * of RFC 9110 section 14 as the service applies it: each satisfiable range becomes one span holding exactly the
  * bytes it asks for, in request order; a malformed or reversed header, more than 1,000 ranges, or ranges out of
  * proportion (more bytes than the file, more than 20 backtracks) mean the whole file; nothing satisfiable means 416.
@@ -14,7 +14,7 @@ import {
   type Span,
   coalesce,
   parseRange,
-} from "../../src/updates/ranges";
+} from "../../src/http/ranges";
 
 type Spec =
   | { kind: "range"; start: number; end: number }

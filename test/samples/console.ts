@@ -1,4 +1,4 @@
-/** Sample requests of the admin console's sign-in and sign-out (src/auth/console-routes.ts). */
+/** Sample requests of the admin console's sign-in and sign-out (src/routes/auth/console.ts). */
 import { ADMIN } from "../helpers";
 import type { Samples } from "./kit";
 

@@ -1,5 +1,5 @@
 /** Sample requests for payments to licenses (CONTRACT section 10): the providers' webhook, mappings, purchases, events. */
-import { toHex } from "../../src/crypto";
+import { toHex } from "../../src/kernel/crypto";
 import { newTemplate } from "./commerce";
 import { type Samples, created } from "./kit";
 

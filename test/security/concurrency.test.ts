@@ -8,7 +8,7 @@
 import { env, exports } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { ensureAdmin } from "../../src/auth/bootstrap";
-import { buildConfig } from "../../src/config";
+import { buildConfig } from "../../src/kernel/config";
 import { BASE, admin, call } from "../helpers";
 import { bytesOf, newRelease, upload } from "../artifacts-kit";
 import { newLicense } from "../samples/licensing";

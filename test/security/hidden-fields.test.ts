@@ -12,7 +12,7 @@
  */
 import { exports } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import "../../src/app";
+import "../../src/app/app";
 import { type Entity, declaredEntity } from "../../src/http/entity";
 import { BASE, admin, call, keyFor } from "../helpers";
 import { SAMPLES } from "../samples";

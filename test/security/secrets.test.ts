@@ -9,7 +9,7 @@
 import { env, exports } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { timingSafeEqual, timingSafeEqualText } from "../../src/crypto";
+import { timingSafeEqual, timingSafeEqualText } from "../../src/kernel/crypto";
 import { hashPassword, verifyPassword } from "../../src/auth/passwords";
 import { BASE, admin, call, login } from "../helpers";
 import { bytesOf, newRelease, upload } from "../artifacts-kit";
@@ -127,9 +127,9 @@ describe("secrets at rest", () => {
 
 describe("secrets stored in plain text before encryption at rest", () => {
   it("are read as stored, then encrypted in place by the cron trigger; deliveries still send the header", async () => {
-    const { decryptSecret } = await import("../../src/secrets");
+    const { decryptSecret } = await import("../../src/kernel/secrets");
     const { openHeaders } = await import("../../src/webhooks/subscriptions");
-    const { buildConfig } = await import("../../src/config");
+    const { buildConfig } = await import("../../src/kernel/config");
     const { createExecutionContext, createScheduledController, waitOnExecutionContext } = await import(
       "cloudflare:test"
     );

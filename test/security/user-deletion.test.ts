@@ -4,7 +4,7 @@
  * isolate has cached the keys; then the user is deleted, through the API in this isolate or by another isolate
  * (whose cache invalidation never reaches this one), and each credential is refused 401 on a Management route, on
  * `GET /v1/auth/session` and on the licensing routes over REST and gRPC-Web, without waiting for
- * Application:ApiKeyCacheDuration (src/auth/api-key-service.ts `recheck`, src/management/users.ts `removeUser`).
+ * Application:ApiKeyCacheDuration (src/auth/api-key-service.ts `recheck`, src/routes/management/users.ts `removeUser`).
  */
 import { env, exports } from "cloudflare:workers";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";

@@ -55,7 +55,7 @@ export interface GatewayOptions {
 export const GATEWAY_CLIENT_HEADER = "x-licensing-gateway-client";
 
 /**
- * The Worker's largest gRPC message (src/rpc/router.ts MAX_MESSAGE_BYTES: a 4 MiB report plus 64 KiB of the
+ * The Worker's largest gRPC message (src/routes/rpc/router.ts MAX_MESSAGE_BYTES: a 4 MiB report plus 64 KiB of the
  * rest). The gateway runs apart from the Worker's modules, so the number is repeated here; the gateway test checks
  * that a message one byte over is refused by both, and one at the limit passes the gateway.
  */

@@ -4560,7 +4560,7 @@ export interface components {
         Setting: {
             /**
              * Format: int32
-             * @description The setting's place in the order config.ts declares them: the list's order unsorted.
+             * @description The setting's place in the order kernel/config.ts declares them: the list's order unsorted.
              */
             id?: number;
             name?: string;

@@ -1,0 +1,78 @@
+/** The product release record (SPEC "Product release", CONTRACT section 3), shared by releases, templates and updates. */
+import { z } from "@hono/zod-openapi";
+import { sql } from "drizzle-orm";
+import { productReleases } from "../db/schema";
+import { CHANNELS } from "./vocabulary";
+import { type Field, defineEntity, f } from "../http/entity";
+import { int32 } from "../http/openapi";
+import { MAX_FILTER_LENGTH } from "../http/filter";
+
+export { CHANNELS };
+
+/** Why a release is halted: by hand (POST .../halt) or by its reports (haltOnReports). */
+export const HALT_REASONS = ["manual", "reports"] as const;
+export type HaltReason = (typeof HALT_REASONS)[number];
+
+/** A JSON value stored as text, neither filtered nor sorted. */
+function json<T extends z.ZodType>(schema: T, description: string): Field<T, T> {
+  const described = schema.openapi({ description }) as T;
+  return { output: described, input: described };
+}
+
+export const ProductRelease = defineEntity({
+  name: "ProductRelease",
+  singular: "productRelease",
+  plural: "productReleases",
+  table: productReleases,
+  // A release's writes bump its product's release generation (http/repository.ts).
+  releaseGeneration: (id) =>
+    sql`(SELECT ${productReleases.productId} FROM ${productReleases} WHERE ${productReleases.id} = ${id})`,
+  fields: {
+    id: f.id(),
+    productId: f.int({ readOnly: true }),
+    version: f.string({
+      max: 64,
+      pattern: /^\S+$/,
+      description: "major.minor.patch (optionally -prerelease) for releases that receive downloads.",
+    }),
+    name: f.string({ max: 256 }),
+    description: f.string(),
+    releaseNotes: f.string({ max: 100_000 }),
+    releaseDate: f.date(),
+    channel: f.oneOf(CHANNELS, { description: "stable (default) or insider." }),
+    public: f.bool(),
+    requiresMaintenance: f.bool({
+      description: "Default true: installable only while the license's maintenance covers the release date.",
+    }),
+    stagingPercentage: f.int({
+      min: 0,
+      max: 100,
+      description:
+        "Rollout: the share of callers admitted (by install id, else license; CONTRACT section 8). Unset = 100.",
+    }),
+    rolloutSchedule: json(
+      z.array(z.object({ percentage: int32(0, 100), at: z.string().max(64).openapi({ format: "date-time" }) })).max(50),
+      "Scheduled rollout steps, strictly increasing in `at` and in the future when saved: the effective percentage " +
+        "is that of the last step whose `at` has passed, else stagingPercentage.",
+    ),
+    halted: f.bool({ readOnly: true, description: "Stopped for everyone not yet on it (POST .../halt, .../resume)." }),
+    haltedAt: f.date({ readOnly: true }),
+    haltReason: f.oneOf(HALT_REASONS, { readOnly: true, description: "manual (POST .../halt) or reports." }),
+    rollback: f.bool({
+      description: "While halted, callers running it are offered the previous admissible release (a downgrade).",
+    }),
+    critical: f.bool({ description: "Callers below it get `required: true` in the update check." }),
+    audience: f.string({
+      max: MAX_FILTER_LENGTH,
+      description:
+        'Who the release is for: a filter over the license\'s fields (`edition == "Ultimate"`); anonymous callers never match.',
+    }),
+    haltOnReports: json(
+      z.object({ count: int32(1), minutes: int32(1, 525_600) }),
+      "Halt the release itself when `count` reports naming its version arrive within `minutes`.",
+    ),
+    createdAt: f.date({ readOnly: true }),
+    updatedAt: f.date({ readOnly: true }),
+  },
+  required: ["version"],
+});

@@ -1,0 +1,54 @@
+/**
+ * Products (`/v1/products`). A product's code is unique; `isApplication` products receive releases with downloads.
+ * Deleting a product is refused while releases, license templates, licenses or order lines point at it.
+ */
+import { eq } from "drizzle-orm";
+import { Roles } from "../../auth/guard";
+import { refuseIfReferenced } from "../../http/repository";
+import { licenseTemplates, licenses, orderProducts, productReleases, releaseDownloads } from "../../db/schema";
+import { crud } from "../crud";
+import type { ServiceContext } from "../../http/context";
+import { ApiError } from "../../kernel/errors";
+import type { Router } from "../../http/router";
+import { Product } from "../../records/products";
+
+export function registerProducts(app: Router): void {
+  const all = Roles.management;
+  crud(app, {
+    entity: Product,
+    path: "/v1/products",
+    tag: "Products",
+    roles: { list: all, create: all, update: all, delete: all },
+    hooks: {
+      update: async (ctx, values, existing) => {
+        if (values["isApplication"] === false && existing["isApplication"])
+          await refuseIfDownloads(ctx, existing["id"] as number);
+        return values;
+      },
+      delete: (ctx, existing) =>
+        refuseIfReferenced(ctx.db, Product, existing["id"] as number, [
+          { label: "releases", table: productReleases, column: productReleases.productId },
+          { label: "license templates", table: licenseTemplates, column: licenseTemplates.productId },
+          { label: "licenses", table: licenses, column: licenses.productId },
+          { label: "order lines", table: orderProducts, column: orderProducts.productId },
+        ]),
+      // The update routes remember products by code: the repository bumps a written product's release generation
+      // and forgets the isolate's release memos (Product.releaseGeneration), so a change applies at once here.
+    },
+  });
+}
+
+/**
+ * A product whose releases have downloads stays an application (400): the update routes serve them, and their gates
+ * (delivery/catalog.ts `requiresMaintenance`) count on it.
+ */
+async function refuseIfDownloads(ctx: ServiceContext, productId: number): Promise<void> {
+  const any = await ctx.db
+    .select({ id: releaseDownloads.id })
+    .from(releaseDownloads)
+    .innerJoin(productReleases, eq(productReleases.id, releaseDownloads.releaseId))
+    .where(eq(productReleases.productId, productId))
+    .limit(1)
+    .get();
+  if (any) throw new ApiError(400, "isApplication cannot be turned off while releases of the product have downloads");
+}
