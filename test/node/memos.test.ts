@@ -34,6 +34,11 @@ const REVIEWED: { file: string; name: string; reason: string }[] = [
     name: "keptBytes",
     reason: "the answers memo's byte count (its cleared hook)",
   },
+  {
+    file: "src/licensing/reactions.ts",
+    name: "wired",
+    reason: "the reactions app/app.ts wires once when it assembles the app: a table, never stale",
+  },
   { file: "src/kernel/config.ts", name: "cached", reason: "declared with forgettable('settings')" },
   { file: "src/kernel/config.ts", name: "loading", reason: "the settings read in flight; forgettable('settings')" },
   { file: "src/auth/bootstrap.ts", name: "done", reason: "declared with forgettable('admin-bootstrap')" },

@@ -1,0 +1,464 @@
+/**
+ * Every setting the service reads (CONTRACT section 1), declared once: its parser, its default (and the development
+ * default where one differs) and what it does. The configuration object (config.ts), `GET /v1/settings`, the console's
+ * Settings page and the settings reference (docs/settings.md, generated from this file by `npm run docs:settings`)
+ * all read these definitions.
+ */
+import { z } from "zod";
+
+/** Parses one raw string into a setting's value; throws with a human message when the text is not valid. */
+type Parser<T> = (raw: string) => T;
+
+export interface SettingDefinition<T> {
+  parse: Parser<T>;
+  default: T;
+  /** Secrets are never returned by `GET /v1/settings`. */
+  secret?: boolean;
+  description: string;
+  /** The default while `Application:Environment` is Development, when it differs from `default`. */
+  developmentDefault?: T;
+}
+
+const bool: Parser<boolean> = (raw) => {
+  const v = raw.trim().toLowerCase();
+  if (v === "true" || v === "1" || v === "yes") return true;
+  if (v === "false" || v === "0" || v === "no") return false;
+  throw new Error(`expected true or false, got "${raw}"`);
+};
+
+const int =
+  (min: number, max = Number.MAX_SAFE_INTEGER): Parser<number> =>
+  (raw) => {
+    const v = raw.trim();
+    if (!/^-?\d+$/.test(v)) throw new Error(`expected an integer, got "${raw}"`);
+    const n = Number(v);
+    if (n < min || n > max) throw new Error(`expected an integer from ${min} to ${max}, got ${n}`);
+    return n;
+  };
+
+/** `hh:mm:ss`, `d.hh:mm:ss` (optionally with `.fff` seconds), as SPEC writes durations; the value is milliseconds. */
+export const duration: Parser<number> = (raw) => {
+  const m = /^(?:(\d+)\.)?(\d{1,2}):(\d{2}):(\d{2})(?:\.(\d{1,3}))?$/.exec(raw.trim());
+  if (!m) throw new Error(`expected a duration hh:mm:ss or d.hh:mm:ss, got "${raw}"`);
+  const [, d, h, min, s, frac] = m;
+  if (Number(min) > 59 || Number(s) > 59 || Number(h) > 23) throw new Error(`duration out of range: "${raw}"`);
+  return (
+    ((Number(d ?? 0) * 24 + Number(h)) * 60 + Number(min)) * 60_000 +
+    Number(s) * 1000 +
+    Number((frac ?? "0").padEnd(3, "0"))
+  );
+};
+
+/** A duration of at most `maxMs` (a ceiling that keeps a security promise, such as how late a revocation applies). */
+function durationUpTo(maxMs: number, why: string): Parser<number> {
+  const parse: Parser<number> = (raw) => {
+    const ms = duration(raw);
+    if (ms > maxMs) throw new Error(`at most ${maxMs / 60_000} minutes (${why}), got "${raw}"`);
+    return ms;
+  };
+  DURATION_PARSERS.add(parse);
+  return parse;
+}
+
+/** A duration of at least `minMs` (a zero would end what it times at once). */
+function durationAtLeast(minMs: number): Parser<number> {
+  const parse: Parser<number> = (raw) => {
+    const ms = duration(raw);
+    if (ms < minMs) throw new Error(`at least ${minMs / 1000} seconds, got "${raw}"`);
+    return ms;
+  };
+  DURATION_PARSERS.add(parse);
+  return parse;
+}
+
+/** The parsers whose settings are durations (written `hh:mm:ss` in the settings list). */
+export const DURATION_PARSERS = new Set<(raw: string) => unknown>([duration]);
+
+const text =
+  (pattern?: RegExp): Parser<string> =>
+  (raw) => {
+    if (pattern && !pattern.test(raw)) throw new Error(`"${raw}" does not match ${pattern}`);
+    return raw;
+  };
+
+const optionalText: Parser<string | undefined> = (raw) => (raw.trim() === "" ? undefined : raw);
+
+/** An absolute https URL without credentials (a logo an https page may show), or nothing. */
+const optionalHttpsUrl: Parser<string | undefined> = (raw) => {
+  const v = raw.trim();
+  if (v === "") return undefined;
+  const url = URL.canParse(v) ? new URL(v) : undefined;
+  if (url?.protocol !== "https:" || url.username !== "" || url.password !== "")
+    throw new Error(`expected an https URL such as https://example.com/logo.svg, got "${raw}"`);
+  return url.href;
+};
+
+/** A bare email address (`name@domain`), or nothing. */
+const optionalEmail: Parser<string | undefined> = (raw) => {
+  const v = raw.trim();
+  if (v === "") return undefined;
+  if (!/^[^\s@<>",;]+@[^\s@<>",;]+$/.test(v))
+    throw new Error(`expected an email address such as licensing@example.com, got "${raw}"`);
+  return v;
+};
+
+// Schemas are built once per isolate, not each time the settings are read again (every SettingsCacheSeconds).
+const StringList = z.array(z.string());
+const PlatformEditionsSchema = z
+  .object({
+    windows: z.array(z.string()).default([]),
+    mac: z.array(z.string()).default([]),
+    linux: z.array(z.string()).default([]),
+  })
+  .strict();
+
+/** A JSON array of strings, or a comma-separated string. */
+export const list: Parser<string[]> = (raw) => {
+  const v = raw.trim();
+  if (v.startsWith("[")) {
+    const parsed = StringList.safeParse(safeJson(v));
+    if (!parsed.success) throw new Error(`expected a JSON array of strings, got ${raw}`);
+    return parsed.data.map((s) => s.trim()).filter(Boolean);
+  }
+  return v
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
+};
+
+function safeJson(raw: string): unknown {
+  try {
+    return JSON.parse(raw);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * An https origin (`https://licensing.example.com`, a port allowed; no path, query, fragment or credentials), or
+ * nothing. The value is the origin as URL writes it (lowercase host, no default port, no trailing slash).
+ */
+const optionalHttpsOrigin: Parser<string | undefined> = (raw) => {
+  const v = raw.trim();
+  if (v === "") return undefined;
+  const url = URL.canParse(v) ? new URL(v) : undefined;
+  if (
+    url?.protocol !== "https:" ||
+    url.username !== "" ||
+    url.password !== "" ||
+    url.pathname !== "/" ||
+    /[?#]/.test(v) ||
+    !/^https:\/\/[^/]+\/?$/i.test(v)
+  )
+    throw new Error(`expected an https origin such as https://licensing.example.com (no path or query), got "${raw}"`);
+  return url.origin;
+};
+
+/** Platform family -> license editions allowed on it; a family that is absent or empty is open to every edition. */
+export type PlatformEditions = Record<"windows" | "mac" | "linux", string[]>;
+const platformEditions: Parser<PlatformEditions> = (raw) => {
+  const parsed = PlatformEditionsSchema.safeParse(safeJson(raw));
+  if (!parsed.success) throw new Error(`expected a JSON object {"windows":[…],"mac":[…],"linux":[…]}, got ${raw}`);
+  return parsed.data;
+};
+
+const def = <T>(parse: Parser<T>, dflt: T, description: string, secret = false): SettingDefinition<T> => ({
+  parse,
+  default: dflt,
+  description,
+  secret,
+});
+
+/** A setting whose default differs in development (`developmentDefault`) from every other environment (`dflt`). */
+const devDef = <T>(parse: Parser<T>, dflt: T, developmentDefault: T, description: string): SettingDefinition<T> => ({
+  ...def(parse, dflt, description),
+  developmentDefault,
+});
+
+const MiB = 1024 * 1024;
+
+/** Every setting the service reads, with SPEC.md's name, its default and what it does. */
+export const settingDefinitions = {
+  "Application:Environment": def(
+    text(/^[A-Za-z][A-Za-z0-9-]{0,31}$/),
+    "Production",
+    "Development, or any other name (Production, Staging …). Outside Development weak or published secrets and insecure webhook URLs stop the service; read from the environment only.",
+  ),
+  "Application:EnableWebApi": def(bool, true, "Serve the REST API under /v1 (404 when false)."),
+  "Application:EnableSwagger": devDef(
+    bool,
+    false,
+    true,
+    "Serve the OpenAPI document at /swagger/v1/swagger.json and the UI at /swagger (default: on in Development only).",
+  ),
+  "Application:EnableGrpcWeb": def(
+    bool,
+    true,
+    "Serve the gRPC services with gRPC-Web and Connect on the main endpoint.",
+  ),
+  "Application:EnableHealthCheck": def(bool, true, "Serve the health check."),
+  "Application:HealthCheckEndPoint": def(text(/^\/[^\s?#]*$/), "/health", "Path of the health check."),
+  "Application:SerializeJSonEnumAsString": def(bool, false, "Write enumerations as names instead of numbers."),
+  "Application:IgnoreJSonDefaultValues": def(bool, true, "Omit properties whose value is null from responses."),
+  "Application:CorsOrigins": def(
+    list,
+    [],
+    "Origins (https://app.example.com; * for any) that browsers and Electron renderers may call the licensing operations, update routes, signing keys and gRPC-Web from; none by default, never the Management API.",
+  ),
+  "Application:PublicUrl": def(
+    optionalHttpsOrigin,
+    undefined,
+    "The service's public https origin (https://licensing.example.com): every absolute URL of feeds, update checks and downloads starts with it. Required outside Development; in Development, when unset, the request's own origin is used.",
+  ),
+  "Application:ApiKeyHeaderName": def(text(/^[A-Za-z0-9-]+$/), "x-api-key", "Request header that carries the API key."),
+  "Application:ApiKeyCacheDuration": def(
+    durationUpTo(600_000, "a revoked or deleted key must stop working within it"),
+    180_000,
+    "How long a validated API key is cached per isolate (at most 00:10:00).",
+  ),
+  "Application:TokenExpiration": def(duration, 1_800_000, "Lifetime of bearer tokens issued by login."),
+  "Application:ConsoleSessionLifetime": def(
+    duration,
+    28_800_000,
+    "Lifetime of the API key a console sign-in holds in its cookie (the admin console at /console).",
+  ),
+  "Application:ConsoleIdleTimeout": def(
+    durationAtLeast(1000),
+    1_800_000,
+    "A console session ends after this long without a request (besides its lifetime); it may end up to a minute sooner, as the last use is recorded at most once a minute.",
+  ),
+  "Application:JwtSecret": def(
+    optionalText,
+    undefined,
+    "HS256 key of bearer tokens (secret; required for login).",
+    true,
+  ),
+  "Application:EncryptionKey": def(
+    optionalText,
+    undefined,
+    "Key for secrets at rest and license integrity (secret).",
+    true,
+  ),
+  "Application:AdminUsername": def(optionalText, undefined, "Administrator account created at startup."),
+  "Application:AdminPassword": def(optionalText, undefined, "Password of that administrator (secret).", true),
+  "Application:AdminApiKey": def(
+    optionalText,
+    undefined,
+    "Value of the administrator's API key (secret; generated and logged once when unset).",
+    true,
+  ),
+  "Application:MaxPageSize": def(int(1, 100_000), 1000, "Largest `take` of a list; larger values are clamped."),
+  "Application:DefaultPageSize": def(int(1, 100_000), 100, "`take` of a list when omitted."),
+  "Application:GeoLocationService": def(
+    optionalText,
+    undefined,
+    "URL template with {ip} used to fill missing geolocations.",
+  ),
+  "Application:ServerTiming": def(
+    bool,
+    false,
+    "Report each request's D1 work (statements, round trips, rows written and read, time) in a Server-Timing header.",
+  ),
+  "Application:SettingsCacheSeconds": def(
+    int(0, 3600),
+    5,
+    "How long other isolates may use settings before re-reading the table.",
+  ),
+  "Application:LogRetentionDays": def(
+    int(1, 36_500),
+    30,
+    "Days the service log keeps an entry; the cron trigger prunes older ones.",
+  ),
+  "Email:OutboxRetentionDays": def(
+    int(1, 36_500),
+    30,
+    "Days a message of the email outbox is kept; the cron trigger prunes older ones.",
+  ),
+  "Email:From": def(
+    optionalEmail,
+    undefined,
+    "Sender address of mail sent through the EMAIL send_email binding (required when it is bound).",
+  ),
+  "IpFiltering:BruteForceProtection:Enabled": def(
+    bool,
+    true,
+    "Count requests per client IP and block IPs over the limit.",
+  ),
+  "IpFiltering:BruteForceProtection:MaxRequestsPerTimeFrame": def(int(1), 60, "Requests allowed per time frame."),
+  "IpFiltering:BruteForceProtection:TimeFrameDuration": def(duration, 60_000, "Length of the time frame."),
+  "IpFiltering:BruteForceProtection:RequestsBlockDuration": def(
+    duration,
+    900_000,
+    "Block time for an IP over the limit.",
+  ),
+  "IpFiltering:BruteForceProtection:ExcludedPaths": def(
+    list,
+    [
+      "/v1/license/request",
+      "/v1/license/release",
+      "/v1/license/heartbeat",
+      "/licensing.v1.LicenseServer/RequestFloatingLicense",
+      "/licensing.v1.LicenseServer/ReleaseFloatingLicense",
+      "/licensing.v1.LicenseServer/Heartbeat",
+      "/v1/auth/login",
+      "/licensing.v1.Authentication/Authenticate",
+    ],
+    "Path prefixes never counted or blocked.",
+  ),
+  "IpFiltering:Whitelist": def(list, ["127.0.0.1", "::1"], "IPs never rate limited."),
+  "IpFiltering:GatewaySecret": def(
+    optionalText,
+    undefined,
+    "Shared secret of the native gRPC gateway (tools/grpc-gateway): the client address it signs with it is the only one believed besides CF-Connecting-IP (secret).",
+    true,
+  ),
+  "IpFiltering:Blacklist": def(list, [], "IPs that always get 403."),
+  "IpFiltering:AuthenticationProtection:MaxFailedAttempts": def(
+    int(1),
+    5,
+    "Failed logins before the IP is blocked from logging in.",
+  ),
+  "IpFiltering:AuthenticationProtection:LoginBlockDuration": def(duration, 300_000, "How long login stays blocked."),
+  "IpFiltering:AuthenticationProtection:MaxLoginRequestsPerTimeFrame": def(
+    int(1),
+    120,
+    "Login requests (REST and gRPC Authenticate) allowed per IP and TimeFrameDuration, counted apart from the request limit; over it: 429 until the frame ends.",
+  ),
+  "Extensions:TokenLifetimeMinutes": def(int(1, 10_080), 10, "Lifetime of download tokens, in minutes."),
+  "Extensions:DownloadRoot": def(
+    optionalText,
+    undefined,
+    "Key prefix of uploaded artifacts in the ARTIFACTS R2 bucket.",
+  ),
+  "Extensions:MaxResourceArtifactBytes": def(
+    int(0),
+    64 * MiB,
+    "Largest artifact stored in the database (sourceKind=resource).",
+  ),
+  "Licensing:HeartbeatInterval": def(
+    duration,
+    300_000,
+    "Interval floating clients heartbeat at; a seat lives 2x this + 30 s.",
+  ),
+  "Licensing:LicenseKeyLifetime": def(
+    duration,
+    7 * 86_400_000,
+    "How long a license key (the signed JWS in licensing answers) stays valid offline from its issue; never past the license's expiry, the activation or the seat. A deactivation or revocation is not seen offline until the keys issued before it expire, so keep it short: an application validates online at least this often.",
+  ),
+  "Licensing:MaxRequestsPerLicense": def(
+    int(1),
+    600,
+    "Floating requests, heartbeats, releases and reports one license may make per Licensing:LicenseRequestTimeFrame (REST and gRPC together); more answer 429. Reports naming no license count the same way per credential (API key, user).",
+  ),
+  "Licensing:LicenseRequestTimeFrame": def(duration, 60_000, "Time frame of Licensing:MaxRequestsPerLicense."),
+  "Licensing:TraceRetentionDays": def(
+    int(1, 36_500),
+    365,
+    "Days a license trace is kept; the cron trigger prunes older ones.",
+  ),
+  "Licensing:ReportRetentionDays": def(
+    int(1, 36_500),
+    90,
+    "Days a report (and its body in R2) is kept; the cron trigger prunes older ones.",
+  ),
+  "Licensing:LicenseFileLifetime": def(
+    durationAtLeast(60_000),
+    30 * 86_400_000,
+    "How long a license file (POST /v1/license/checkout) stays valid offline from its issue; a checkout's ttl can shorten it. Never past the license's expiry or, for a borrowed seat, the borrow's end.",
+  ),
+  "Licensing:MaxBorrowHours": def(
+    int(1, 8_760),
+    168,
+    "Longest a floating seat may be borrowed (POST /v1/license/borrow `hours`), in hours.",
+  ),
+  "Licensing:OfflineGraceDays": def(
+    int(0, 365),
+    7,
+    "Days the client package keeps a license usable offline after its last signed validation; every signed validation carries it (offlineGraceDays).",
+  ),
+  "Licensing:UserKeyFormat": def(
+    text(/^[X-]*X[X-]*$/),
+    "XXXXX-XXXXX-XXXXX-XXXXX-XXXXX",
+    "Shape of generated user keys (X = a Crockford base32 character).",
+  ),
+  "Licensing:MaxDeactivationsPerMonth": def(
+    int(0, 1_000),
+    3,
+    "Machines a customer may deactivate per license per calendar month (UTC) in the customer portal (/v1/portal); more answer 429 until the next month. 0 = no limit.",
+  ),
+  "Webhooks:Enabled": def(bool, true, "Deliver webhooks."),
+  "Webhooks:AllowInsecureUrls": def(bool, false, "Allow http:// and private-address webhook URLs (local development)."),
+  "Webhooks:EventRetentionDays": def(
+    int(1, 36_500),
+    30,
+    "Days webhook delivery history (delivery events) is kept; the cron trigger prunes older ones.",
+  ),
+  "Updates:FeedCacheSeconds": def(int(0, 86_400), 60, "max-age of cached anonymous feed and update-check answers."),
+  "Updates:AdoptionRetentionDays": def(
+    int(1, 36_500),
+    400,
+    "Days of release adoption (GET .../adoption) kept; the cron trigger prunes older days.",
+  ),
+  "Updates:PlatformEditions": def(
+    platformEditions,
+    { windows: [], mac: ["Ultimate"], linux: ["Ultimate"] },
+    'Editions allowed per platform family, JSON {"windows":[],"mac":["Ultimate"],"linux":["Ultimate"]}; empty = all.',
+  ),
+  "Updates:EnforcePlatformEditions": def(bool, true, "Apply Updates:PlatformEditions."),
+  "Updates:AllowPublicApplicationReleases": def(
+    bool,
+    false,
+    "Allow requiresMaintenance=false on application products.",
+  ),
+  "Updates:EmptyFeedAsYaml": def(bool, false, "Answer an empty feed with 200 and stagingPercentage 0 instead of 204."),
+  "Commerce:Stripe:WebhookSecret": def(
+    optionalText,
+    undefined,
+    "Signing secret (whsec_…) of the Stripe webhook endpoint /v1/commerce/stripe/webhook; unset, that route answers 404 (secret).",
+    true,
+  ),
+  "Commerce:Paddle:WebhookSecret": def(
+    optionalText,
+    undefined,
+    "Secret key (pdl_ntfset_…) of the Paddle notification destination /v1/commerce/paddle/webhook; unset, that route answers 404 (secret).",
+    true,
+  ),
+  "Commerce:LemonSqueezy:WebhookSecret": def(
+    optionalText,
+    undefined,
+    "Signing secret of the Lemon Squeezy webhook /v1/commerce/lemonsqueezy/webhook; unset, that route answers 404 (secret).",
+    true,
+  ),
+  "Commerce:GraceDays": def(
+    int(0, 365),
+    7,
+    "Days a past-due subscription's licenses stay usable after the payment failed.",
+  ),
+  "Commerce:MaxLicensesPerPurchase": def(
+    int(1, 5000),
+    1000,
+    "Most licenses one provider purchase makes (quantities in licenses mode, summed); a larger purchase writes nothing, is logged and answered 200 failed, and a redelivery after raising this makes it.",
+  ),
+  "Portal:Enabled": def(bool, true, "Serve the customer portal (/portal/ and /v1/portal/*); off, both answer 404."),
+  "Portal:Title": def(
+    text(/^[^\r\n]{1,80}$/),
+    "Customer portal",
+    "The customer portal's title (page heading and the sign-in email's subject), 1 to 80 characters.",
+  ),
+  "Portal:AccentColor": def(text(/^#[0-9a-fA-F]{6}$/), "#2563eb", "The customer portal's accent colour, #rrggbb."),
+  "Portal:LogoUrl": def(
+    optionalHttpsUrl,
+    undefined,
+    "An https URL of the logo the customer portal shows beside its title; none by default.",
+  ),
+  "Portal:SignInLinkMinutes": def(
+    int(1, 1_440),
+    15,
+    "Minutes a customer portal sign-in link sent by email stays valid; each link signs in once.",
+  ),
+} as const satisfies Record<string, SettingDefinition<unknown>>;
+
+export type SettingName = keyof typeof settingDefinitions;
+type DefinitionValue<D> = D extends SettingDefinition<infer T> ? T : never;
+/** The effective configuration, keyed by SPEC's setting names. */
+export type Config = { readonly [K in SettingName]: DefinitionValue<(typeof settingDefinitions)[K]> };
