@@ -1,5 +1,5 @@
 /**
- * The bytes of an artifact as the download route (update-routes.ts) serves them, once download-plan.ts has decided
+ * The bytes of an artifact as the download route (routes/updates/updates.ts) serves them, once download-plan.ts has decided
  * what it serves: entity tags and preconditions, the whole file, byte ranges (one, or several as
  * multipart/byteranges) streamed from storage, and the download counted when its last byte has gone out.
  */

@@ -1,5 +1,5 @@
 /**
- * What the download route (update-routes.ts) serves, decided without HTTP (SPEC "Download", CONTRACT section 5): which
+ * What the download route (routes/updates/updates.ts) serves, decided without HTTP (SPEC "Download", CONTRACT section 5): which
  * artifact a request names, whether it is gated, the platform rule, the user key's and the download token's verdicts.
  * The route renders the plan (entity tags, ranges, the bytes: artifact-download.ts) and records the token's use.
  *
@@ -120,7 +120,7 @@ function refuseByPlatform(ctx: ServiceContext, platform: Platform, license: Down
 }
 
 /**
- * 403 `notOffered` when release control keeps the release from the caller, by the rules feedRelease (feed.ts) applies
+ * 403 `notOffered` when release control keeps the release from the caller, by the rules feedRelease (delivery/formats/electron-builder.ts) applies
  * to every answer: halted; an audience the license does not match (anonymous callers never match one: one statement
  * when the release has one); a rollout whose cohort (install id, else license) is outside the percentage.
  */

@@ -152,7 +152,7 @@ async function maintenanceOf(
 
 /**
  * The update check's data for a caller (SPEC withheldReason rules), over the release feedRelease selects (the one
- * selection of every update answer, feed.ts): the check and the feeds never disagree. `release` is the offered
+ * selection of every update answer, delivery/formats/electron-builder.ts): the check and the feeds never disagree. `release` is the offered
  * release (the newest the caller is admitted to), `latest` the newest it may see.
  */
 export async function checkForUpdate(ctx: ServiceContext, input: UpdateCheckInput): Promise<UpdateCheckData> {

@@ -17,7 +17,7 @@ export function notModifiedFor(ifNoneMatch: string | undefined, res: Response): 
 
 /**
  * A feed answer with its entity tag: a digest of its text (a licensed caller's tokens make each one differ). YAML
- * unless told (the other feed formats: format-routes.ts).
+ * unless told (the other feed formats: routes/updates/formats.ts).
  */
 export async function taggedFeed(yaml: string, contentType = "text/yaml; charset=utf-8"): Promise<Response> {
   const etag = `"${(await sha256Hex(yaml)).slice(0, 32)}"`;

@@ -1,6 +1,6 @@
 /**
  * What the licensing operations take (CONTRACT section 4), declared once: each schema validates the REST route's
- * body and names it in the OpenAPI document (licensing-routes.ts), and the service's input type is inferred from it
+ * body and names it in the OpenAPI document (routes/licensing/licensing.ts), and the service's input type is inferred from it
  * (activation.ts, validation.ts, floating.ts, report-store.ts), so the gRPC services (src/rpc) type-check against
  * the same shape. A field added here is in the document, the route and the service at once.
  */

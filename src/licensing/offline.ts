@@ -1,6 +1,6 @@
 /**
  * Offline licensing (CONTRACT section 11): license files checked out for a machine, and floating seats borrowed and
- * returned. Free of HTTP: the REST routes (licensing-routes.ts) and the air-gapped activation call these; the file
+ * returned. Free of HTTP: the REST routes (routes/licensing/licensing.ts) and the air-gapped activation call these; the file
  * itself is made by license-file.ts.
  */
 import { and, eq, inArray, isNotNull, isNull, sql } from "drizzle-orm";

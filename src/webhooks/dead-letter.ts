@@ -137,7 +137,7 @@ export function isDeadLettered(event: EventRow): boolean {
 }
 
 /**
- * Sends a dead-lettered delivery again through the WEBHOOKS queue (Administrator, webhook-routes.ts): the row is
+ * Sends a dead-lettered delivery again through the WEBHOOKS queue (Administrator, routes/management/webhooks.ts): the row is
  * due now and no longer dead-lettered, then its message is queued; when the queue refuses, the row is put back.
  */
 export async function redeliver(db: Db, env: Bindings, event: EventRow): Promise<EventRow> {

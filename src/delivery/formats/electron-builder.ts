@@ -18,7 +18,7 @@ import { compareVersions, isReleaseVersion } from "../../records/versions";
 
 /**
  * Who asks, as release control reads it (CONTRACT section 8): the caller, its install id and running version when it
- * says them, and which audiences its license matches. The update routes' `asking` (update-routes.ts) builds it from a
+ * says them, and which audiences its license matches. The update routes' `asking` (routes/updates/updates.ts) builds it from a
  * request; every feed format and the update check hand it to feedRelease.
  */
 export interface Asking {

@@ -195,7 +195,7 @@ const portalErrors = {
   404: json(Envelope, "No such license or machine among the customer's own (another customer's answers the same)"),
 } as const;
 
-/** The service's public origin, as feeds build their URLs (update-routes.ts urlOrigin). */
+/** The service's public origin, as feeds build their URLs (routes/updates/updates.ts urlOrigin). */
 function origin(c: Context<AppEnv>): string {
   return c.get("config")["Application:PublicUrl"] ?? new URL(c.req.url).origin;
 }

@@ -2,9 +2,9 @@
  * The feeds of the other desktop updaters (CONTRACT section 9): Tauri (dynamic server and static JSON), Electron's
  * built-in autoUpdater on macOS (Squirrel.Mac) and Sparkle's appcast. Each is the same release, gate and release
  * control as the electron-builder feed: the caller comes from the user key (header or `userKey`) or a license's feed
- * token (`?feed=`, credential.ts), the release from feedRelease (feed.ts, THE selection) over the releases that have an
+ * token (`?feed=`, credential.ts), the release from feedRelease (delivery/formats/electron-builder.ts, THE selection) over the releases that have an
  * artifact the format installs, download URLs from downloadFor (tokenised for a licensed caller of a gated release),
- * and anonymous answers go through the same edge cache and answer memo (update-routes.ts throughCache), keyed by
+ * and anonymous answers go through the same edge cache and answer memo (routes/updates/updates.ts throughCache), keyed by
  * everything they depend on (path, channel, platform, running version, release generation and the answer's origin).
  * What each format looks like is in formats/.
  */

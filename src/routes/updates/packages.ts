@@ -2,8 +2,9 @@
  * The package feeds' routes (CONTRACT section 9): Squirrel.Windows' folder `/v1/updates/{productCode}/squirrel-win/
  * {platform}/` (its `RELEASES` and the packages it names) and Velopack's folder `/v1/updates/{productCode}/velopack/
  * {platform}/` (`releases.{channel}.json` and the packages it names). The caller, the releases and THE selection are
- * the update routes' own (update-routes.ts callerAndReleases, feed.ts feedRelease): rollouts, halts, audiences,
- * maintenance and the platform rule apply as on every feed; package-feeds.ts writes the answers.
+ * the update routes' own (routes/updates/updates.ts callerAndReleases, delivery/formats/electron-builder.ts feedRelease): rollouts, halts, audiences,
+ * maintenance and the platform rule apply as on every feed; delivery/formats/ (nupkg.ts, squirrel-windows.ts,
+ * velopack.ts) writes the answers.
  *
  * A package requested by name from the folder (Velopack always does; Squirrel when RELEASES names it bare) is
  * answered with a redirect to the download route, with a download token exactly as the feeds make them when the
@@ -28,13 +29,9 @@ import {
   coveredByMaintenance,
 } from "../../delivery/catalog";
 import { type Selection, feedRelease } from "../../delivery/formats/electron-builder";
-import {
-  PACKAGE,
-  type PackagePlan,
-  packagePlan,
-  squirrelReleases,
-  velopackFeed,
-} from "../../delivery/formats/package-feeds";
+import { PACKAGE, type PackagePlan, packagePlan } from "../../delivery/formats/nupkg";
+import { squirrelReleases } from "../../delivery/formats/squirrel-windows";
+import { velopackChannel, velopackFeed } from "../../delivery/formats/velopack";
 import { type UpdateReason, withReason } from "../../delivery/reasons";
 import { downloadFor } from "../../delivery/update-check";
 import {
@@ -52,30 +49,8 @@ import {
 import { notModifiedFor } from "../../http/conditionals";
 import { requireChannel, requirePlatform, requireProduct, requireVersion } from "../../delivery/poll";
 
-/** Velopack's operating system names, which its default channels are made of. */
-const VELOPACK_OS: Record<string, string> = { win: "win", darwin: "osx", linux: "linux" };
-
 /**
- * The channel a Velopack feed file names: `releases.<channel>.json`, stable or insider; Velopack's default channel of
- * the platform's operating system (a pack without `--channel`: `win`, `osx`, `linux`, or with the architecture,
- * `osx-arm64`) is the stable channel.
- */
-function velopackChannel(file: string, platform: Platform): string | undefined {
-  const m = /^releases\.([A-Za-z0-9_-]{1,32})\.json$/.exec(file);
-  if (!m) return undefined;
-  const name = m[1]!;
-  if ((CHANNELS as readonly string[]).includes(name)) return name;
-  const [family, arch] = platform.split("-") as [string, string];
-  const os = VELOPACK_OS[family]!;
-  if (name === os || name === `${os}-${arch}`) return "stable";
-  throw new ApiError(
-    404,
-    `No channel '${name}': releases.stable.json, releases.insider.json, or releases.${os}.json / releases.${os}-${arch}.json (stable)`,
-  );
-}
-
-/**
- * Who asks and what it runs, as every update answer reads it (update-routes.ts askingFor), and THE selection; the
+ * Who asks and what it runs, as every update answer reads it (routes/updates/updates.ts askingFor), and THE selection; the
  * updater's `localVersion` is the version it runs, and Velopack's `stagingId` (its per-install staging id) is the
  * cohort id when no X-Service-Install-Id header names one.
  */
