@@ -171,10 +171,9 @@ function upperFirst(s: string): string {
   return s.charAt(0).toUpperCase() + s.slice(1);
 }
 
-/** Registers the CRUD routes of one declared resource on `app`. */
-export function crud(app: Router, def: CrudDefinition): void {
+/** What the four operations of one declared resource share: its names, its scope and its referenced ids. */
+function prepare(def: CrudDefinition) {
   const { entity, scope } = def;
-  const ops = new Set(def.operations ?? ["list", "create", "update", "delete"]);
   const label = def.label ?? entity.name.toLowerCase();
   const idParam = def.idParam ?? entity.idName;
   const scopeParams = scope
@@ -213,124 +212,142 @@ export function crud(app: Router, def: CrudDefinition): void {
       .map(([field, target]) => ({ entity: target, id: input[field] as Id, field }));
   }
 
-  if (ops.has("list")) {
-    const query = listQuery(def.listParams ?? DEFAULT_LIST_PARAMS);
-    const route = createRoute({
-      method: "get",
-      path: def.path,
-      tags: [def.tag],
-      ...named("list", opName("list", entity.plural)),
-      summary: `List ${entity.plural}`,
-      ...access.key(def.roles.list),
-      request: { query, ...(scopeParams ? { params: scopeParams } : {}) },
-      responses: {
-        200: json(
-          enveloped({ [entity.plural]: z.array(entity.record), [entity.totalName]: int64() }),
-          `A page of ${label} records and the count of all that match the filter`,
-        ),
-        ...errorResponses,
-      },
-    });
-    register(app, route, async (c) => {
-      const ctx = serviceContext(c);
-      const { where: scoped } = await scopeOf(ctx, c.req.valid("param") ?? {});
-      const where = and(scoped, def.list?.visible?.(ctx));
-      const body = await listBody(ctx.db, entity, c.req.valid("query"), ctx.config, {
-        ...def.list,
-        ...(where ? { scope: where } : {}),
-      });
-      return ok(c, body);
-    });
-  }
+  return { entity, label, idParam, scopeParams, opName, named, scopeOf, references };
+}
 
-  if (ops.has("create")) {
-    const route = createRoute({
-      method: "post",
-      path: def.path,
-      tags: [def.tag],
-      ...named("create", opName("create", entity.name)),
-      summary: `Create a ${label}`,
-      ...access.key(def.roles.create),
-      request: {
-        body: jsonBody(z.object({ [entity.singular]: entity.createInput })),
-        ...(scopeParams ? { params: scopeParams } : {}),
-      },
-      responses: {
-        200: json(
-          enveloped({ [entity.idName]: entity.fields["id"]?.output ?? int32(1), ...def.createdShape }),
-          `The ${label} was created`,
-        ),
-        ...errorResponses,
-      },
-    });
-    register(app, route, async (c) => {
-      const ctx = serviceContext(c);
-      const { values: scoped } = await scopeOf(ctx, c.req.valid("param") ?? {});
-      const input = c.req.valid("json")[entity.singular] ?? {};
-      await checkReferences(ctx.db, references(input));
-      let values: Row = { ...entity.toRow(input), ...scoped };
-      if (def.hooks?.create) values = await def.hooks.create(ctx, values, input);
-      const row = def.hooks?.insert ? await def.hooks.insert(ctx, values) : await insertRow(ctx.db, entity, values);
-      await def.hooks?.written?.(ctx, "create", row);
-      return ok(c, { [entity.idName]: row["id"], ...def.hooks?.created?.(ctx, row, values) });
-    });
-  }
+type Prepared = ReturnType<typeof prepare>;
 
-  if (ops.has("update")) {
-    const route = createRoute({
-      method: "put",
-      path: def.path,
-      tags: [def.tag],
-      ...named("update", opName("update", entity.name)),
-      summary: `Update a ${label} (only the properties sent)`,
-      ...access.key(def.roles.update),
-      request: {
-        body: jsonBody(z.object({ [entity.singular]: entity.updateInput })),
-        ...(scopeParams ? { params: scopeParams } : {}),
-      },
-      responses: { 200: json(enveloped({}), `The ${label} was updated`), ...errorResponses },
-    });
-    register(app, route, async (c) => {
-      const ctx = serviceContext(c);
-      const { where, values: scoped } = await scopeOf(ctx, c.req.valid("param") ?? {});
-      const input = c.req.valid("json")[entity.singular] ?? {};
-      const id = input["id"] as Id;
-      const existing = await requireById(ctx.db, entity, id, where);
-      await checkReferences(ctx.db, references(input));
-      let values = stayInScope(entity.toRow(input), scoped, label);
-      if (def.hooks?.update) values = await def.hooks.update(ctx, values, existing, input);
-      const save =
-        def.hooks?.save ??
-        ((_ctx: ServiceContext, rowId: Id, changes: Row) => updateRow(ctx.db, entity, rowId, changes, where));
-      const row = Object.keys(values).length > 0 ? await save(ctx, id, values, existing) : existing;
-      await def.hooks?.written?.(ctx, "update", row, existing);
-      return ok(c, {});
-    });
-  }
+/** Registers the CRUD routes of one declared resource on `app`, in the order list, create, update, delete. */
+export function crud(app: Router, def: CrudDefinition): void {
+  const ops = new Set(def.operations ?? ["list", "create", "update", "delete"]);
+  const prepared = prepare(def);
+  if (ops.has("list")) registerList(app, def, prepared);
+  if (ops.has("create")) registerCreate(app, def, prepared);
+  if (ops.has("update")) registerUpdate(app, def, prepared);
+  if (ops.has("delete")) registerDelete(app, def, prepared);
+}
 
-  if (ops.has("delete")) {
-    const params = z.object({ ...(scopeParams?.shape ?? {}), [idParam]: idParamSchema(entity, idParam) });
-    const route = createRoute({
-      method: "delete",
-      path: `${def.path}/{${idParam}}`,
-      tags: [def.tag],
-      ...named("delete", opName("delete", entity.name)),
-      summary: `Delete a ${label}`,
-      ...access.key(def.roles.delete),
-      request: { params },
-      responses: { 200: json(enveloped({}), `The ${label} was deleted`), ...errorResponses },
+function registerList(app: Router, def: CrudDefinition, p: Prepared): void {
+  const { entity, label, scopeParams, opName, named, scopeOf } = p;
+  const query = listQuery(def.listParams ?? DEFAULT_LIST_PARAMS);
+  const route = createRoute({
+    method: "get",
+    path: def.path,
+    tags: [def.tag],
+    ...named("list", opName("list", entity.plural)),
+    summary: `List ${entity.plural}`,
+    ...access.key(def.roles.list),
+    request: { query, ...(scopeParams ? { params: scopeParams } : {}) },
+    responses: {
+      200: json(
+        enveloped({ [entity.plural]: z.array(entity.record), [entity.totalName]: int64() }),
+        `A page of ${label} records and the count of all that match the filter`,
+      ),
+      ...errorResponses,
+    },
+  });
+  register(app, route, async (c) => {
+    const ctx = serviceContext(c);
+    const { where: scoped } = await scopeOf(ctx, c.req.valid("param") ?? {});
+    const where = and(scoped, def.list?.visible?.(ctx));
+    const body = await listBody(ctx.db, entity, c.req.valid("query"), ctx.config, {
+      ...def.list,
+      ...(where ? { scope: where } : {}),
     });
-    register(app, route, async (c) => {
-      const ctx = serviceContext(c);
-      const path = c.req.valid("param");
-      const { where } = await scopeOf(ctx, path);
-      const id = await resolveId(ctx.db, entity, path[idParam] as Id);
-      const existing = await requireById(ctx.db, entity, id, where);
-      await def.hooks?.delete?.(ctx, existing);
-      if (def.hooks?.remove) await def.hooks.remove(ctx, id, existing);
-      else await deleteRow(ctx.db, entity, id, where);
-      await def.hooks?.written?.(ctx, "delete", existing, existing);
-      return ok(c, {});
-    });
-  }
+    return ok(c, body);
+  });
+}
+
+function registerCreate(app: Router, def: CrudDefinition, p: Prepared): void {
+  const { entity, label, scopeParams, opName, named, scopeOf, references } = p;
+  const route = createRoute({
+    method: "post",
+    path: def.path,
+    tags: [def.tag],
+    ...named("create", opName("create", entity.name)),
+    summary: `Create a ${label}`,
+    ...access.key(def.roles.create),
+    request: {
+      body: jsonBody(z.object({ [entity.singular]: entity.createInput })),
+      ...(scopeParams ? { params: scopeParams } : {}),
+    },
+    responses: {
+      200: json(
+        enveloped({ [entity.idName]: entity.fields["id"]?.output ?? int32(1), ...def.createdShape }),
+        `The ${label} was created`,
+      ),
+      ...errorResponses,
+    },
+  });
+  register(app, route, async (c) => {
+    const ctx = serviceContext(c);
+    const { values: scoped } = await scopeOf(ctx, c.req.valid("param") ?? {});
+    const input = c.req.valid("json")[entity.singular] ?? {};
+    await checkReferences(ctx.db, references(input));
+    let values: Row = { ...entity.toRow(input), ...scoped };
+    if (def.hooks?.create) values = await def.hooks.create(ctx, values, input);
+    const row = def.hooks?.insert ? await def.hooks.insert(ctx, values) : await insertRow(ctx.db, entity, values);
+    await def.hooks?.written?.(ctx, "create", row);
+    return ok(c, { [entity.idName]: row["id"], ...def.hooks?.created?.(ctx, row, values) });
+  });
+}
+
+function registerUpdate(app: Router, def: CrudDefinition, p: Prepared): void {
+  const { entity, label, scopeParams, opName, named, scopeOf, references } = p;
+  const route = createRoute({
+    method: "put",
+    path: def.path,
+    tags: [def.tag],
+    ...named("update", opName("update", entity.name)),
+    summary: `Update a ${label} (only the properties sent)`,
+    ...access.key(def.roles.update),
+    request: {
+      body: jsonBody(z.object({ [entity.singular]: entity.updateInput })),
+      ...(scopeParams ? { params: scopeParams } : {}),
+    },
+    responses: { 200: json(enveloped({}), `The ${label} was updated`), ...errorResponses },
+  });
+  register(app, route, async (c) => {
+    const ctx = serviceContext(c);
+    const { where, values: scoped } = await scopeOf(ctx, c.req.valid("param") ?? {});
+    const input = c.req.valid("json")[entity.singular] ?? {};
+    const id = input["id"] as Id;
+    const existing = await requireById(ctx.db, entity, id, where);
+    await checkReferences(ctx.db, references(input));
+    let values = stayInScope(entity.toRow(input), scoped, label);
+    if (def.hooks?.update) values = await def.hooks.update(ctx, values, existing, input);
+    const save =
+      def.hooks?.save ??
+      ((_ctx: ServiceContext, rowId: Id, changes: Row) => updateRow(ctx.db, entity, rowId, changes, where));
+    const row = Object.keys(values).length > 0 ? await save(ctx, id, values, existing) : existing;
+    await def.hooks?.written?.(ctx, "update", row, existing);
+    return ok(c, {});
+  });
+}
+
+function registerDelete(app: Router, def: CrudDefinition, p: Prepared): void {
+  const { entity, label, idParam, scopeParams, opName, named, scopeOf } = p;
+  const params = z.object({ ...(scopeParams?.shape ?? {}), [idParam]: idParamSchema(entity, idParam) });
+  const route = createRoute({
+    method: "delete",
+    path: `${def.path}/{${idParam}}`,
+    tags: [def.tag],
+    ...named("delete", opName("delete", entity.name)),
+    summary: `Delete a ${label}`,
+    ...access.key(def.roles.delete),
+    request: { params },
+    responses: { 200: json(enveloped({}), `The ${label} was deleted`), ...errorResponses },
+  });
+  register(app, route, async (c) => {
+    const ctx = serviceContext(c);
+    const path = c.req.valid("param");
+    const { where } = await scopeOf(ctx, path);
+    const id = await resolveId(ctx.db, entity, path[idParam] as Id);
+    const existing = await requireById(ctx.db, entity, id, where);
+    await def.hooks?.delete?.(ctx, existing);
+    if (def.hooks?.remove) await def.hooks.remove(ctx, id, existing);
+    else await deleteRow(ctx.db, entity, id, where);
+    await def.hooks?.written?.(ctx, "delete", existing, existing);
+    return ok(c, {});
+  });
 }

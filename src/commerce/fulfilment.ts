@@ -1,0 +1,335 @@
+/**
+ * What a purchase event makes (CONTRACT section 10), free of HTTP, through the services the Management API uses
+ * (licensing/license-writes.ts, licensing/order-writes.ts, records/customers.ts, mail/): each line mapped to a
+ * template, the buyer's customer, the order and its lines, the licenses, then the license email once. Every step is
+ * safe to repeat: a try that failed half-way is finished by the retry, which makes only what is missing.
+ */
+import { and, eq, inArray, sql } from "drizzle-orm";
+import { nowIso } from "../kernel/clock";
+import type { Db } from "../db/client";
+import { commerceMappings, commercePurchases, customers, licenseTemplates, orderProducts, orders } from "../db/schema";
+import type { ServiceContext } from "../http/context";
+import { type Row, insertRow, requireById } from "../http/repository";
+import { Customer, newCustomerValues } from "../records/customers";
+import { issueLicenses } from "../licensing/license-writes";
+import { addOrderLine, changeOrder, createOrder } from "../licensing/order-writes";
+import { Order } from "../records/orders";
+import { licensesMail } from "../mail/license-mail";
+import { sendMail } from "../mail/send";
+import type { Provider, ProviderEvent, PurchaseLine } from "./provider-events";
+import type { PurchaseState, QuantityMode } from "./records";
+
+import {
+  ENDED,
+  type Purchase,
+  type PurchaseRow,
+  type Result,
+  claimCompletion,
+  claimMaking,
+  laterPeriod,
+  made,
+  moveExpiry,
+  openPurchase,
+  orderStatus,
+  paymentStatus,
+  purchaseLicenses,
+  readPurchase,
+  revokeAll,
+  savePurchase,
+} from "./purchase-state";
+
+// Purchase
+
+interface MappedLine {
+  line: PurchaseLine;
+  mapping: typeof commerceMappings.$inferSelect;
+  template: typeof licenseTemplates.$inferSelect;
+}
+
+/** Each line's mapping (its most specific id that has one) and template, or the lines that have none. */
+async function mapLines(
+  db: Db,
+  provider: Provider,
+  lines: readonly PurchaseLine[],
+): Promise<{ mapped: MappedLine[]; unmapped: PurchaseLine[] }> {
+  const ids = [...new Set(lines.flatMap((l) => l.ids))];
+  const mappings = ids.length
+    ? await db
+        .select()
+        .from(commerceMappings)
+        .where(and(eq(commerceMappings.provider, provider), inArray(commerceMappings.externalId, ids)))
+        .all()
+    : [];
+  const templateIds = [...new Set(mappings.map((m) => m.templateId))];
+  const templates = templateIds.length
+    ? await db.select().from(licenseTemplates).where(inArray(licenseTemplates.id, templateIds)).all()
+    : [];
+  const mapped: MappedLine[] = [];
+  const unmapped: PurchaseLine[] = [];
+  for (const line of lines) {
+    const mapping = line.ids.map((id) => mappings.find((m) => m.externalId === id)).find(Boolean);
+    const template = mapping && templates.find((t) => t.id === mapping.templateId);
+    if (mapping && template) mapped.push({ line, mapping, template });
+    else unmapped.push(line);
+  }
+  return { mapped, unmapped };
+}
+
+/** The customer with the buyer's email, or a new one. */
+async function buyerCustomer(ctx: ServiceContext, purchase: Purchase, fallbackName: string): Promise<Row> {
+  const email = purchase.buyer.email?.trim() || null;
+  if (email) {
+    const found = await ctx.db
+      .select()
+      .from(customers)
+      .where(sql`lower(${customers.email}) = lower(${email})`)
+      .limit(1)
+      .get();
+    if (found) return found;
+  }
+  const words = (purchase.buyer.name ?? "").trim().split(/\s+/).filter(Boolean);
+  const lastName = words.length ? words[words.length - 1] : email ? null : fallbackName;
+  const firstName = words.length > 1 ? words.slice(0, -1).join(" ") : null;
+  return insertRow(ctx.db, Customer, newCustomerValues({ email, firstName, lastName }));
+}
+
+/** How many licenses the mapped lines make: N for a line in licenses mode, one for a line in seats mode. */
+const licensesWanted = (mapped: readonly MappedLine[]) =>
+  mapped.reduce((n, { line, mapping }) => n + (mapping.quantityMode === "seats" ? 1 : line.quantity), 0);
+
+/**
+ * What a purchase event makes, in steps each safe to repeat: refused whole when it cannot be made (an unmapped line,
+ * too many licenses), the purchase claimed by one event, its order found or made, the missing lines and licenses made,
+ * then completed once with the license email.
+ */
+export async function applyPurchase(
+  ctx: ServiceContext,
+  provider: Provider,
+  event: ProviderEvent,
+  happening: Purchase,
+  eventRowId: number,
+): Promise<Result> {
+  const fulfillable = await mappedPurchase(ctx, provider, event, happening);
+  if ("status" in fulfillable) return fulfillable;
+  const { mapped } = fulfillable;
+
+  const opened = await openPurchase(ctx.db, provider, event);
+  if (opened.completedAt) return { status: "applied", detail: made(opened), purchase: opened };
+  // One purchase event makes the order (another event of the same purchase at the same moment leaves it to it);
+  // the retry of one that failed half-way takes it again and makes what is missing.
+  const claimed = await claimMaking(ctx.db, opened.id, eventRowId);
+  if (!claimed) {
+    const now = await readPurchase(ctx.db, opened.id);
+    const detail = now.completedAt ? made(now) : "The order is being made by another event of this purchase";
+    return { status: "applied", detail, purchase: now };
+  }
+  const { order, purchase } = await purchaseOrder(ctx, provider, event, happening, claimed);
+  const orderId = order["id"] as number;
+  await addMissingLines(ctx, orderId, mapped);
+  const expireDate = purchase.periodEnd;
+  await issueMissingLicenses(ctx, purchase, mapped, happening, order);
+  return completePurchase(ctx, purchase, happening, order, expireDate);
+}
+
+/** The lines' mappings, or the refusal of a purchase that cannot be made (nothing written; the event stays retryable). */
+async function mappedPurchase(
+  ctx: ServiceContext,
+  provider: Provider,
+  event: ProviderEvent,
+  happening: Purchase,
+): Promise<Result | { mapped: MappedLine[] }> {
+  // Every line mapped first: an unmapped one writes nothing at all (the event stays retryable).
+  const { mapped, unmapped } = await mapLines(ctx.db, provider, happening.lines);
+  if (happening.lines.length === 0 || unmapped.length > 0) {
+    const named = unmapped.map((l) => l.ids.join(" / ")).join(", ") || "no items";
+    ctx.log?.warning(
+      `Commerce: ${provider} event ${event.eventId} sells what no mapping names (${named}); nothing written`,
+      {
+        properties: { provider, eventId: event.eventId, type: event.type, unmapped: unmapped.map((l) => l.ids) },
+      },
+    );
+    return { status: "unmapped", detail: `No mapping for ${named}: map it, then redeliver the event` };
+  }
+  // Over the most one purchase makes: nothing written, logged, and retryable like an unmapped one.
+  const wanted = licensesWanted(mapped);
+  const most = ctx.config["Commerce:MaxLicensesPerPurchase"];
+  if (wanted > most) {
+    const detail = `The purchase makes ${wanted} licenses, more than Commerce:MaxLicensesPerPurchase (${most}): nothing written; raise it, then redeliver the event`;
+    ctx.log?.warning(`Commerce: ${provider} event ${event.eventId}: ${detail}`, {
+      properties: { provider, eventId: event.eventId, type: event.type, wanted, most },
+    });
+    return { status: "failed", detail };
+  }
+
+  return { mapped };
+}
+
+/** The purchase's order: the one it points at, one a failed try made, or a new one (then pointed at first). */
+async function purchaseOrder(
+  ctx: ServiceContext,
+  provider: Provider,
+  event: ProviderEvent,
+  happening: Purchase,
+  claimed: PurchaseRow,
+): Promise<{ order: Row; purchase: PurchaseRow }> {
+  let purchase = claimed;
+  const purchaseRef = event.refs[0]!;
+  let order: Row | undefined;
+  if (purchase.orderId !== null) order = await requireById(ctx.db, Order, purchase.orderId);
+  else {
+    // An order made by a try that failed before the purchase pointed at it is this purchase's: taken, not made again.
+    order = await ctx.db
+      .select()
+      .from(orders)
+      .where(and(eq(orders.paymentType, provider), eq(orders.paymentNumber, purchaseRef)))
+      .get();
+    const ended = ENDED.includes(purchase.state as PurchaseState);
+    order ??= await createOrder(ctx, {
+      customerId: (await buyerCustomer(ctx, happening, `${provider} ${event.customerRef ?? purchaseRef}`))["id"],
+      status: orderStatus(ended ? "Cancelled" : "Completed"),
+      paymentStatus: paymentStatus(purchase.state === "refunded" ? "Refunded" : "Paid"),
+      total: happening.total,
+      currency: happening.currency,
+      paymentType: provider,
+      paymentNumber: purchaseRef,
+      paymentDate: happening.paidAt ?? nowIso(),
+      description: `${provider} ${purchaseRef}`,
+    });
+    // The purchase points at its order before anything else is made: a retry after a failure makes no second order.
+    purchase =
+      (await savePurchase(ctx.db, purchase.id, {
+        orderId: order["id"],
+        customerRef: sql`coalesce(${commercePurchases.customerRef}, ${event.customerRef})`,
+        periodEnd: laterPeriod(happening.periodEnd),
+      })) ?? purchase;
+  }
+  return { order, purchase };
+}
+
+/** One order line per product of the mapped lines; what a try that failed half-way made is not made again. */
+async function addMissingLines(ctx: ServiceContext, orderId: number, mapped: readonly MappedLine[]): Promise<void> {
+  const perProduct = new Map<number, { quantity: number; unitPrice: number | null; description: string | null }>();
+  for (const { line, template } of mapped) {
+    const seen = perProduct.get(template.productId);
+    perProduct.set(template.productId, {
+      quantity: (seen?.quantity ?? 0) + line.quantity,
+      unitPrice: seen?.unitPrice ?? line.unitPrice,
+      description: seen?.description ?? line.description,
+    });
+  }
+  const lines = await ctx.db
+    .select({ productId: orderProducts.productId })
+    .from(orderProducts)
+    .where(eq(orderProducts.orderId, orderId))
+    .all();
+  for (const [productId, line] of perProduct)
+    if (!lines.some((l) => l.productId === productId)) await addOrderLine(ctx, orderId, productId, line);
+}
+
+/** The licenses the mapped lines make, less those the purchase already holds (a retry makes only what is missing). */
+async function issueMissingLicenses(
+  ctx: ServiceContext,
+  purchase: PurchaseRow,
+  mapped: readonly MappedLine[],
+  happening: Purchase,
+  order: Row,
+): Promise<void> {
+  const orderId = order["id"] as number;
+  const customerId = order["customerId"] as number;
+  const expireDate = purchase.periodEnd;
+  if (!ENDED.includes(purchase.state as PurchaseState)) {
+    const canceled = purchase.state === "canceling" || purchase.state === "canceled";
+    const held = new Map<number, number>();
+    for (const license of await purchaseLicenses(ctx.db, purchase))
+      if (license.templateId !== null) held.set(license.templateId, (held.get(license.templateId) ?? 0) + 1);
+    for (const { line, mapping, template } of mapped) {
+      const seats = (mapping.quantityMode as QuantityMode) === "seats";
+      const want = seats ? 1 : line.quantity;
+      const have = Math.min(want, held.get(template.id) ?? 0);
+      held.set(template.id, (held.get(template.id) ?? 0) - have);
+      if (want === have) continue;
+      const per = template.maxClients ?? 1;
+      await issueLicenses(
+        ctx,
+        {
+          productId: template.productId,
+          templateId: template.id,
+          customerId,
+          orderId,
+          licenseeEmail: happening.buyer.email,
+          licenseeName: happening.buyer.name,
+          ...(expireDate ? { expireDate, ...(canceled ? {} : { supportExpireDate: expireDate }) } : {}),
+          ...(seats ? { maxClients: per === 0 ? 0 : per * line.quantity } : {}),
+        },
+        want - have,
+      );
+    }
+  }
+}
+
+/** Completes the purchase once: the state other events left meanwhile applies now, then the license email. */
+async function completePurchase(
+  ctx: ServiceContext,
+  claimed: PurchaseRow,
+  happening: Purchase,
+  order: Row,
+  expireDate: string | null,
+): Promise<Result> {
+  const orderId = order["id"] as number;
+  let purchase = claimed;
+  // Complete, once: the state other events left while the licenses were made (they were remembered) applies now.
+  const done = await claimCompletion(ctx.db, purchase.id);
+  if (!done) {
+    const now = await readPurchase(ctx.db, purchase.id);
+    return { status: "applied", detail: made(now), purchase: now };
+  }
+  purchase = done;
+  const number = String(order["orderNumber"]);
+  if (ENDED.includes(purchase.state as PurchaseState)) {
+    const n = await revokeAll(ctx, purchase);
+    await changeOrder(ctx, orderId, {
+      status: orderStatus("Cancelled"),
+      ...(purchase.state === "refunded" ? { paymentStatus: paymentStatus("Refunded") } : {}),
+    });
+    return {
+      status: "applied",
+      detail: `Order ${number} recorded as ${purchase.state} (the ${purchase.state === "refunded" ? "refund" : "dispute"} arrived first): ${n ? `${n} license(s) revoked` : "no license made"}, no email`,
+      purchase,
+    };
+  }
+  if (purchase.periodEnd && purchase.periodEnd !== expireDate) {
+    const support = purchase.state === "active" || purchase.state === "pastDue";
+    const to = purchase.periodEnd;
+    await moveExpiry(ctx, purchase, to, (c) => c !== to, support);
+  }
+  const all = await purchaseLicenses(ctx.db, purchase);
+  const mail = await mailLicenses(
+    ctx,
+    all.map((l) => l.id),
+    happening.buyer.email,
+  );
+  const until = purchase.periodEnd ?? expireDate;
+  return {
+    status: "applied",
+    detail:
+      `Order ${number}: ${all.length} license(s) ${all.map((l) => l.licenseId).join(", ")}${until ? ` until ${until}` : ""}; ${mail}`.slice(
+        0,
+        2000,
+      ),
+    purchase,
+  };
+}
+
+/** The license email, once, with every key; a failure to send is logged and said, never undoes the purchase. */
+async function mailLicenses(ctx: ServiceContext, ids: readonly number[], to: string | null): Promise<string> {
+  if (ids.length === 0) return "no email";
+  try {
+    const mail = await licensesMail(ctx.db, ids, to ?? undefined);
+    const outcome = await sendMail({ db: ctx.db, config: ctx.config, transport: ctx.env.EMAIL }, mail);
+    return `license email ${outcome.status} to ${mail.to}`;
+  } catch (e) {
+    const reason = e instanceof Error ? e.message : String(e);
+    ctx.log?.warning(`Commerce: the license email was not sent: ${reason}`, { error: e });
+    return `license email not sent: ${reason}`;
+  }
+}

@@ -1,0 +1,195 @@
+/**
+ * A purchase as the commerce tables hold it (CONTRACT section 10), free of HTTP: its row (opened by the first event
+ * that names any of its ids, one D1 batch), the claims that let one event make its order and one complete it, and
+ * what ends or moves its licenses (a refund revokes them, a renewal or a cancellation moves their expiry). The
+ * events themselves are received in purchases.ts; what a purchase event makes is fulfilment.ts.
+ */
+import { and, eq, isNull, sql } from "drizzle-orm";
+import { nowIso } from "../kernel/clock";
+import type { Db } from "../db/client";
+import { commerceEvents, commercePurchases, commerceRefs, licenses } from "../db/schema";
+import { insertedRow } from "../db/insert-select";
+import type { ServiceContext } from "../http/context";
+import { changeLicense } from "../licensing/license-writes";
+import { OrderStatus, PaymentStatus } from "../records/orders";
+import type { Happening, Provider, ProviderEvent } from "./provider-events";
+import type { EventStatus, PurchaseState } from "./records";
+
+export type PurchaseRow = typeof commercePurchases.$inferSelect;
+export type Purchase = Extract<Happening, { action: "purchase" }>;
+
+export interface Result {
+  status: EventStatus;
+  detail: string;
+  purchase?: PurchaseRow;
+}
+
+export const orderStatus = (name: (typeof OrderStatus)[number]) => OrderStatus.indexOf(name);
+export const paymentStatus = (name: (typeof PaymentStatus)[number]) => PaymentStatus.indexOf(name);
+/** What an event says of a purchase whose order an earlier event made. */
+export const made = (p: PurchaseRow) => `Order ${p.orderId} was made by an earlier event`;
+/** Purchase states in which the licenses are gone (revoked, or never made). */
+export const ENDED: readonly PurchaseState[] = ["refunded", "disputed"];
+/** A cancellation this close to the known period end is the end of the period, not an immediate one. */
+export const PERIOD_END_SLACK_MS = 3_600_000;
+
+/**
+ * The purchase of the event: the one any of its ids names, else a new one, and every id of the event linked to it.
+ * One D1 batch (a transaction), so two events of one purchase arriving at once (an invoice and the refund of its
+ * charge, naming different ids) open one row: the second finds the ids the first linked.
+ */
+export async function openPurchase(db: Db, provider: Provider, event: ProviderEvent): Promise<PurchaseRow> {
+  const refs = event.refs;
+  const ref = refs[0];
+  if (!ref) throw new Error(`commerce ${provider} event ${event.eventId} names no purchase`);
+  const now = nowIso();
+  const named = sql`SELECT value FROM json_each(${JSON.stringify(refs)})`;
+  // The purchase the event's ids already name (the oldest, should two ever have been linked).
+  const known = sql`(SELECT min(${commerceRefs.purchaseId}) FROM ${commerceRefs} WHERE ${commerceRefs.provider} = ${provider} AND ${commerceRefs.ref} IN (${named}))`;
+  const [, , rows] = await db.batch([
+    db
+      .insert(commercePurchases)
+      .select(
+        db
+          .select(
+            insertedRow(commercePurchases, {
+              provider,
+              purchaseRef: ref,
+              customerRef: event.customerRef,
+              createdAt: now,
+              updatedAt: now,
+            }),
+          )
+          .from(sql`(SELECT 1)`)
+          .where(sql`${known} IS NULL`),
+      )
+      .onConflictDoNothing(),
+    db
+      .insert(commerceRefs)
+      .select(
+        db
+          .select(
+            insertedRow(commerceRefs, {
+              provider,
+              ref: sql`value`,
+              purchaseId: sql`coalesce(${known}, (SELECT ${commercePurchases.id} FROM ${commercePurchases} WHERE ${commercePurchases.provider} = ${provider} AND ${commercePurchases.purchaseRef} = ${ref}))`,
+            }),
+          )
+          .from(sql`json_each(${JSON.stringify(refs)})`)
+          .where(sql`true`),
+      )
+      .onConflictDoNothing(),
+    db.select().from(commercePurchases).where(sql`${commercePurchases.id} = ${known}`),
+  ]);
+  const purchase = rows[0];
+  if (!purchase) throw new Error(`commerce purchase ${provider} ${ref} could not be opened`);
+  return purchase;
+}
+
+/**
+ * Saves values on the purchase, unless its state is one of `unless` (checked in the same statement, so an event
+ * never overwrites what a concurrent one decided); the row as saved, or undefined when its state said no.
+ */
+export async function savePurchase(
+  db: Db,
+  id: number,
+  values: Partial<Record<keyof PurchaseRow, unknown>>,
+  unless: readonly PurchaseState[] = [],
+): Promise<PurchaseRow | undefined> {
+  const [row] = await db
+    .update(commercePurchases)
+    .set({ ...(values as Partial<PurchaseRow>), updatedAt: nowIso() })
+    .where(
+      unless.length
+        ? and(
+            eq(commercePurchases.id, id),
+            sql`${commercePurchases.state} NOT IN (SELECT value FROM json_each(${JSON.stringify(unless)}))`,
+          )
+        : eq(commercePurchases.id, id),
+    )
+    .returning();
+  return row;
+}
+
+/** The later of the stored period end and `value` (SQL: concurrent events never move it back). */
+export const laterPeriod = (value: string | null) =>
+  value === null
+    ? sql`${commercePurchases.periodEnd}`
+    : sql`CASE WHEN ${commercePurchases.periodEnd} IS NULL OR ${commercePurchases.periodEnd} < ${value} THEN ${value} ELSE ${commercePurchases.periodEnd} END`;
+
+export async function readPurchase(db: Db, id: number): Promise<PurchaseRow> {
+  const row = await db.select().from(commercePurchases).where(eq(commercePurchases.id, id)).get();
+  if (!row) throw new Error(`commerce purchase ${id} vanished`);
+  return row;
+}
+
+/**
+ * Makes this event (its commerce_events row) the one that makes the purchase's order and licenses, in one UPDATE:
+ * free, already this event's (its retry), or left by an event that is no longer running (it failed). Undefined
+ * when the purchase is complete or another event of it is making it now.
+ */
+export async function claimMaking(db: Db, purchaseId: number, eventRowId: number): Promise<PurchaseRow | undefined> {
+  const maker = commercePurchases.makerEventId;
+  const [row] = await db
+    .update(commercePurchases)
+    .set({ makerEventId: eventRowId, updatedAt: nowIso() })
+    .where(
+      and(
+        eq(commercePurchases.id, purchaseId),
+        isNull(commercePurchases.completedAt),
+        sql`(${maker} IS NULL OR ${maker} = ${eventRowId} OR NOT EXISTS (SELECT 1 FROM ${commerceEvents} WHERE ${commerceEvents.id} = ${maker} AND ${commerceEvents.status} = 'processing'))`,
+      ),
+    )
+    .returning();
+  return row;
+}
+
+/**
+ * Marks the purchase complete (every license made), once: the row with the state other events left meanwhile, or
+ * undefined when it was complete already. Only the request that completes it sends the license email.
+ */
+export async function claimCompletion(db: Db, purchaseId: number): Promise<PurchaseRow | undefined> {
+  const now = nowIso();
+  const [row] = await db
+    .update(commercePurchases)
+    .set({ completedAt: now, updatedAt: now })
+    .where(and(eq(commercePurchases.id, purchaseId), isNull(commercePurchases.completedAt)))
+    .returning();
+  return row;
+}
+
+/** The licenses a purchase's order holds. */
+export function purchaseLicenses(db: Db, purchase: PurchaseRow) {
+  return db
+    .select()
+    .from(licenses)
+    .where(eq(licenses.orderId, purchase.orderId ?? -1))
+    .all();
+}
+
+export async function revokeAll(ctx: ServiceContext, purchase: PurchaseRow): Promise<number> {
+  let n = 0;
+  for (const license of await purchaseLicenses(ctx.db, purchase))
+    if (!license.revoked) {
+      await changeLicense(ctx, license.id, { revoked: true });
+      n++;
+    }
+  return n;
+}
+
+/** Moves the expiry of the purchase's live licenses to `to` where `when` says so. */
+export async function moveExpiry(
+  ctx: ServiceContext,
+  purchase: PurchaseRow,
+  to: string,
+  when: (current: string | null) => boolean,
+  support: boolean,
+): Promise<number> {
+  let n = 0;
+  for (const license of await purchaseLicenses(ctx.db, purchase))
+    if (!license.revoked && when(license.expireDate)) {
+      await changeLicense(ctx, license.id, { expireDate: to, ...(support ? { supportExpireDate: to } : {}) });
+      n++;
+    }
+  return n;
+}
