@@ -4,7 +4,7 @@
  * Application:ApiKeyCacheDuration; revocation or a permission change can take that long in other isolates. A
  * deleted key, or a key whose owner was deleted, ends at once everywhere: a cached validation is used only with a
  * check that the key's row (and its owner's) still exist (`recheck`), which a licensing call's first read carries
- * (http/first-batch.ts) and any other route runs before it acts.
+ * (db/first-batch.ts) and any other route runs before it acts.
  */
 import { type SQL, eq, sql } from "drizzle-orm";
 import { ROLES, type Principal, type Role } from "../http/app-env";
@@ -115,7 +115,7 @@ const goneQueries = [false, true].map((owned) =>
 
 /**
  * The check a validation served from this isolate's cache still needs: that the key and its owner exist, as the
- * column a licensing call's first read carries (http/first-batch.ts) or as a read of its own (`query`). Unlike a
+ * column a licensing call's first read carries (db/first-batch.ts) or as a read of its own (`query`). Unlike a
  * revocation or a permission change (SPEC rule 10: cached), a deletion must end a key at once in every isolate.
  */
 export interface KeyRecheck {

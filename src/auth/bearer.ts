@@ -89,7 +89,7 @@ function endedEarly(userCut: boolean): SQL {
 }
 
 /**
- * The check as a column a licensing call's first read carries (http/first-batch.ts), so that read and the check are
+ * The check as a column a licensing call's first read carries (db/first-batch.ts), so that read and the check are
  * one statement: true when the token has ended early.
  */
 export function loggedOutColumn(token: Pick<Principal, "jti" | "userId" | "issuedAt">): CheckColumn {
@@ -123,7 +123,7 @@ export function tokensEndNow(): SQL {
 
 /**
  * Verifies a bearer token's signature and claims, without the logout check (verifyToken adds it; a route that
- * defers it must run loggedOutQuery before it acts: http/first-batch.ts).
+ * defers it must run loggedOutQuery before it acts: db/first-batch.ts).
  */
 export async function verifyTokenClaims(config: Config, token: string): Promise<Principal | undefined> {
   const key = await signingKey(config);

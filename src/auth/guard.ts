@@ -9,9 +9,8 @@
  */
 import type { Context, MiddlewareHandler } from "hono";
 import type { AppEnv, Principal, Role } from "../http/app-env";
-import { firstBatchOf } from "../http/context";
 import { batchReads } from "../db/compiled";
-import type { PendingCheck } from "../http/first-batch";
+import { type PendingCheck, firstBatchOf, heldFirstBatch } from "../db/first-batch";
 import { idempotentPost } from "../http/idempotency";
 import { forbidden, unauthorized } from "../kernel/errors";
 import { type KeyRecheck, authenticateApiKey, permissionFor } from "./api-key-service";
@@ -68,7 +67,7 @@ function refuseKey(c: Context<AppEnv>): never {
 export interface AuthenticateOptions {
   /**
    * Leave a bearer token's logout check, and a cached API key's existence check, to the route's first D1 batch
-   * (http/first-batch.ts).
+   * (db/first-batch.ts).
    */
   deferLogoutCheck?: boolean;
 }
@@ -96,7 +95,7 @@ export async function authenticate(
     const validated = await authenticateApiKey(db, config, key);
     if (validated?.recheck) {
       // From this isolate's cache: the key and its owner must still exist (a deletion ends a key at once everywhere).
-      if (options.deferLogoutCheck) firstBatchOf(c).add(keyCheck(c, validated.recheck));
+      if (options.deferLogoutCheck) firstBatchOf(db).add(keyCheck(c, validated.recheck));
       else {
         const [gone] = await batchReads(db, [validated.recheck.query()]);
         if (gone.length > 0) refuseKey(c);
@@ -113,7 +112,7 @@ export async function authenticate(
     if (token === undefined) throw unauthorized(accepts === "key" ? API_KEY_SCHEME : BEARER_SCHEME);
     if (options.deferLogoutCheck) {
       principal = await verifyTokenClaims(config, token);
-      if (principal?.jti) firstBatchOf(c).add(logoutCheck(principal));
+      if (principal?.jti) firstBatchOf(db).add(logoutCheck(principal));
     } else {
       principal = await verifyToken(config, db, token);
     }
@@ -138,7 +137,7 @@ function guard(
     c.set("principal", await authenticate(c, accepts, roles, options));
     await next();
     // A route that never batched the check still answers a logged-out token 401 (after the fact, but never 200).
-    await firstBatchOf(c).flush(c.get("db"));
+    await heldFirstBatch(c.get("db"))?.flush(c.get("db"));
   };
 }
 

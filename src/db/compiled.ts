@@ -17,6 +17,7 @@ import { type Placeholder, type SQL, fillPlaceholders, sql } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import { drizzle } from "drizzle-orm/d1";
 import type { Db } from "./client";
+import { pendingChecksOf } from "./work";
 
 /** What drizzle's prepared query offers that a compiled query needs: its SQL and params, and its row mapping. */
 interface Prepared {
@@ -147,8 +148,22 @@ export function d1Statement(db: Db, query: BatchItem<"sqlite">): D1PreparedState
   return statementOf(db, query).statement;
 }
 
-/** Runs `items` in one D1 round trip (one statement alone, else a batch) and answers each item's rows. */
+/**
+ * Runs `items` in one D1 round trip (one statement alone, else a batch) and answers each item's rows. The first such
+ * round trip of a request carries the checks its session holds (db/first-batch.ts: a bearer token's logout check),
+ * settled before any row is answered, so no query has to say it is the first.
+ */
 export async function batchReads<const Q extends readonly [ReadItem, ...ReadItem[]]>(
+  db: Db,
+  items: Q,
+): Promise<ReadResults<Q>> {
+  const pending = pendingChecksOf(db);
+  if (pending?.waiting()) return (await pending.run(db, items)) as ReadResults<Q>;
+  return sendReads(db, items);
+}
+
+/** batchReads without the session's pending checks: the first batch itself sends through this. */
+export async function sendReads<const Q extends readonly [ReadItem, ...ReadItem[]]>(
   db: Db,
   items: Q,
 ): Promise<ReadResults<Q>> {
@@ -159,7 +174,7 @@ export async function batchReads<const Q extends readonly [ReadItem, ...ReadItem
 }
 
 /**
- * A check a request's first read can carry as a column of its own (http/first-batch.ts): an SQL expression, true
+ * A check a request's first read can carry as a column of its own (db/first-batch.ts): an SQL expression, true
  * when the check refuses, over placeholders of its own (named `check…`, apart from the read's), and their values.
  */
 export interface CheckColumn {

@@ -131,7 +131,7 @@ export function describeSetting(name: SettingName, config: Config, source: Setti
   };
 }
 
-/** Every setting, in the order kernel/config.ts declares them. */
+/** Every setting, in the order kernel/settings.ts declares them. */
 export function describeSettings(config: Config, sources: Record<SettingName, SettingSource>): SettingView[] {
   return (Object.keys(settingDefinitions) as SettingName[]).map((name) => describeSetting(name, config, sources[name]));
 }

@@ -88,8 +88,32 @@ class CountedStatement {
   }
 }
 
+/**
+ * Checks a request left for its first D1 round trip (db/first-batch.ts FirstBatch): the session holds them, so the
+ * first batch of reads sent through it carries them, whichever query sends it (db/compiled.ts batchReads).
+ */
+export interface PendingChecks {
+  /** Whether a check waits. */
+  waiting(): boolean;
+  /** Sends `items` with the waiting checks in one round trip; settles the checks before answering the items' rows. */
+  run(db: Db, items: readonly unknown[]): Promise<unknown>;
+}
+
+/** The pending checks of a request's D1 session, when it has any (a queue consumer's D1 has none). */
+export function pendingChecksOf(db: Db): PendingChecks | undefined {
+  return (db.$client as { pending?: PendingChecks }).pending;
+}
+
+/** The request's D1 session, which holds its pending checks; undefined for a D1 that is no request's session. */
+export function requestSession(db: Db): { pending: PendingChecks | undefined } | undefined {
+  return db.$client instanceof CountedD1 ? db.$client : undefined;
+}
+
 /** The D1 API drizzle and the services use (prepare, batch), over a session, counting into `work`. */
 class CountedD1 {
+  /** The request's checks waiting for its first batch of reads (set by db/first-batch.ts firstBatchOf). */
+  pending: PendingChecks | undefined;
+
   constructor(
     private readonly target: D1Database | D1DatabaseSession,
     readonly work: D1Work,

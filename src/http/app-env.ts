@@ -1,7 +1,6 @@
 import type { Config } from "../kernel/config";
 import type { Db } from "../db/client";
 import type { ServiceLog } from "../db/logging";
-import type { FirstBatch } from "./first-batch";
 
 /** The roles of SPEC "Authentication" rule 12. */
 export const ROLES = ["Administrator", "LicenseManager", "Sales", "Customer", "Application"] as const;
@@ -66,8 +65,6 @@ export interface AppEnv {
     principal: Principal;
     /** The request's service log entries, written after the response (http/request-log.ts). */
     log: ServiceLog;
-    /** Checks waiting for the route's first D1 batch (http/first-batch.ts), e.g. a bearer token's logout check. */
-    firstBatch: FirstBatch;
     /** Set when the request's API key was refused: it counts like a failed login (protection/limits.ts). */
     refusedApiKey: boolean;
     /** How the route's answer may be kept in the isolate's answer memo; kept by app/app.ts's answer-memo layer. */

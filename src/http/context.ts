@@ -1,6 +1,6 @@
 import type { Context } from "hono";
 import type { AppEnv, Principal } from "./app-env";
-import { FirstBatch } from "./first-batch";
+import { heldFirstBatch } from "../db/first-batch";
 import type { Config } from "../kernel/config";
 import type { Db } from "../db/client";
 import type { ServiceLog } from "../db/logging";
@@ -17,8 +17,6 @@ export interface ServiceContext {
   waitUntil(promise: Promise<unknown>): void;
   /** The service log of the request: warnings and errors written after the response (db/logging.ts). */
   log?: ServiceLog;
-  /** Checks waiting for the request's first D1 batch (http/first-batch.ts); services read through `firstReads`. */
-  firstBatch?: FirstBatch | undefined;
 }
 
 export function serviceContext(c: Context<AppEnv>): ServiceContext {
@@ -30,7 +28,6 @@ export function serviceContext(c: Context<AppEnv>): ServiceContext {
     requestId: c.get("requestId"),
     clientIp: c.get("clientIp"),
     log: c.get("log"),
-    firstBatch: c.get("firstBatch") as FirstBatch | undefined,
     waitUntil: (p) => {
       try {
         c.executionCtx.waitUntil(p);
@@ -76,22 +73,12 @@ export function clientInfo(c: Context<AppEnv>): ClientInfo {
   };
 }
 
-/** The request's first batch, made on first use. */
-export function firstBatchOf(c: Context<AppEnv>): FirstBatch {
-  let batch = c.get("firstBatch") as FirstBatch | undefined;
-  if (!batch) {
-    batch = new FirstBatch();
-    c.set("firstBatch", batch);
-  }
-  return batch;
-}
-
 /**
  * The error to answer for `error` raised before the request's pending checks were settled: a check's refusal comes
  * first, as it would have from the guard. Called by the app's error handler.
  */
 export async function settleFirst(c: Context<AppEnv>, error: Error): Promise<Error> {
-  const batch = c.get("firstBatch") as FirstBatch | undefined;
+  const batch = heldFirstBatch(c.get("db"));
   if (!batch) return error;
   try {
     await batch.flush(c.get("db"));

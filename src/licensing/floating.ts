@@ -21,13 +21,13 @@ import {
   type LicenseWithProduct,
   Messages,
   fail,
-  firstReads,
   requireUsable,
   requireOwnLicense,
   openLicense,
   now,
   required,
 } from "./license-lookup";
+import { batchReads } from "../db/compiled";
 import { clientToken } from "./client-tokens";
 import { sameUserKey } from "./user-key";
 import type { ActivateResult, CountResult } from "./activation";
@@ -222,7 +222,7 @@ async function findSeatToken<R extends SeatBinding>(
   const token = licenseToken?.trim() ?? "";
   if (token === "") throw fail(GrpcCode.NotFound, Messages.tokenNotFound);
   const digest = await sha256Hex(token);
-  const [rows] = await firstReads(ctx, [query.with({ digest, kind: TokenKind.Floating })]);
+  const [rows] = await batchReads(ctx.db, [query.with({ digest, kind: TokenKind.Floating })]);
   const row = rows[0];
   if (!row) throw fail(GrpcCode.NotFound, Messages.tokenNotFound);
   const { machineId, clientId } = row.token;

@@ -10,8 +10,7 @@ import type { Config } from "../kernel/config";
 import type { Db } from "../db/client";
 import { licenses, products } from "../db/schema";
 import type { ServiceContext } from "../http/context";
-import { firstReads as readFirstBatch } from "../http/first-batch";
-import { type Params, type ReadItem, type ReadResults, batchReads, checkable } from "../db/compiled";
+import { type Params, batchReads, checkable } from "../db/compiled";
 import { type JudgedLicense, type LicenseRefusal, judgeLicense } from "./policy";
 import { MAX_TYPED_USER_KEY, compactUserKey, userKeyIs } from "./user-key";
 
@@ -108,22 +107,10 @@ export async function findByUserKey(db: Db, userKey: string | undefined): Promis
   return foundLicense(row);
 }
 
-/**
- * An operation's first D1 round trip: its reads in one batch, with whatever checks the request's guard left to the
- * first batch (a bearer token's logout check), which are settled before anything read is used. So validate and
- * heartbeat cost one round trip with a bearer token as with a key.
- */
-export function firstReads<const Q extends readonly [ReadItem, ...ReadItem[]]>(
-  ctx: ServiceContext,
-  queries: Q,
-): Promise<ReadResults<Q>> {
-  return readFirstBatch(ctx, queries);
-}
-
-/** findByUserKey as an operation's first read (with the deferred logout check). */
+/** findByUserKey for an operation (its read carries the request's deferred checks: db/first-batch.ts). */
 async function findLicense(ctx: ServiceContext, userKey: string | undefined): Promise<LicenseWithProduct> {
   const key = userKeyOf(userKey);
-  const [rows] = await firstReads(ctx, [licenseByUserKey(key)]);
+  const [rows] = await batchReads(ctx.db, [licenseByUserKey(key)]);
   return foundLicense(rows[0]);
 }
 

@@ -12,16 +12,8 @@ import type { ClientInfo } from "../http/context";
 import { react } from "./reactions";
 import { isReleaseVersion } from "../records/versions";
 import { type LicenseView, licenseView, trace } from "./license-view";
-import {
-  Messages,
-  fail,
-  userKeyOf,
-  foundLicense,
-  firstReads,
-  requireUsable,
-  requireOwnLicense,
-  now,
-} from "./license-lookup";
+import { Messages, fail, userKeyOf, foundLicense, requireUsable, requireOwnLicense, now } from "./license-lookup";
+import { batchReads } from "../db/compiled";
 import { clientToken } from "./client-tokens";
 import { userKeyIs } from "./user-key";
 import { seats } from "./license-limit";
@@ -52,7 +44,7 @@ export async function validate(ctx: ServiceContext, input: ValidateInput, client
   const at = now();
   // One D1 statement: the license and, when the client names a machine or a token, the live tokens that can be
   // the activation it names (which one it is needs the license's id: liveActivation decides).
-  const [rows] = await firstReads(ctx, [
+  const [rows] = await batchReads(ctx.db, [
     licenseToValidate.with({
       key,
       named: named ? 1 : 0,

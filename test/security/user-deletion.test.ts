@@ -178,7 +178,7 @@ describe("deleting a user", () => {
     expect((await validate()).status).toBe(200);
     const cached = await validate();
     expect(cached.status).toBe(200);
-    // The key's existence check rides as a column of the license's read (http/first-batch.ts).
+    // The key's existence check rides as a column of the license's read (db/first-batch.ts).
     expect(cached.headers.get("server-timing")).toMatch(/d1-statements;desc="1".*d1-round-trips;desc="1"/);
   });
 });

@@ -11,6 +11,7 @@ import { authenticate } from "../../auth/guard";
 import { INVALID_LOGIN } from "../../auth/sign-in";
 import { ApiError, LicensingError } from "../../kernel/errors";
 import { clientInfo, serviceContext, settleFirst } from "../../http/context";
+import { heldFirstBatch } from "../../db/first-batch";
 import { answerFor } from "../../http/respond";
 import { MAX_REPORT_BYTES } from "../../licensing/report-store";
 import { callKey, requestOf } from "./call";
@@ -61,7 +62,7 @@ export const errors: Interceptor = (next) => async (req) => {
  * The credential of every call but the `anonymous` methods': an API key or a bearer token (auth/guard.ts, as REST's
  * licensing routes). Checked once, before the service runs; the principal is in the call's service context. As for
  * REST, a bearer token's logout check and a cached API key's existence check ride in the call's first D1 batch
- * (http/first-batch.ts): a licensing call costs one round trip with either credential.
+ * (db/first-batch.ts): a licensing call costs one round trip with either credential.
  */
 export function authentication(anonymous: readonly DescMethod[]): Interceptor {
   const open = new Set(anonymous);
@@ -72,7 +73,7 @@ export function authentication(anonymous: readonly DescMethod[]): Interceptor {
     req.contextValues.set(callKey, { ctx: serviceContext(c), client: clientInfo(c) });
     const res = await next(req);
     // A method that never batched still answers a logged-out token Unauthenticated (after the fact, never OK).
-    if (guarded) await c.get("firstBatch")?.flush(c.get("db"));
+    if (guarded) await heldFirstBatch(c.get("db"))?.flush(c.get("db"));
     return res;
   };
 }

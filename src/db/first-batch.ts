@@ -1,21 +1,16 @@
 /**
- * A request's first D1 round trip, shared. A check that would cost a round trip of its own before the route runs
- * (the guard's bearer-token logout check) is added here instead, and the route's first batch carries it, so a
- * licensing call costs one round trip with a bearer token as with an API key. Services know no check by name: they
- * send their first reads through `firstReads`, and every pending check is settled (and throws its refusal) before
- * anything read is used. An error raised before that settles the pending checks first (`settleFirst` in context.ts, called
- * by the app's error handler), and the guard settles them alone if the route never batched (`flush`), so a check's refusal
+ * A request's first D1 round trip, shared, and owned by the request's D1 session (db/work.ts). A check that would
+ * cost a round trip of its own before the route runs (the guard's bearer-token logout check, a cached API key's
+ * existence check) is left with the session instead, and the first batch of reads sent through it carries the check
+ * (db/compiled.ts batchReads), so a licensing call costs one round trip with a bearer token as with an API key.
+ * Services know no check and no "first read": every pending check is settled (and throws its refusal) before
+ * anything read is used. An error raised before that settles the pending checks first (`settleFirst`, called by the
+ * app's error handler), and the guard settles them alone if the route never batched (`flush`), so a check's refusal
  * always wins, as if it had run up front.
  */
-import type { Db } from "../db/client";
-import {
-  type CheckColumn,
-  type Checked,
-  type ReadItem,
-  type ReadResults,
-  CheckableBound,
-  batchReads,
-} from "../db/compiled";
+import type { Db } from "./client";
+import { type CheckColumn, type Checked, type ReadItem, type ReadResults, CheckableBound, sendReads } from "./compiled";
+import { type PendingChecks, requestSession } from "./work";
 
 /** A check waiting for the request's first batch. */
 export interface PendingCheck {
@@ -32,12 +27,16 @@ export interface PendingCheck {
 
 type Queries = readonly [ReadItem, ...ReadItem[]];
 
-export class FirstBatch {
+export class FirstBatch implements PendingChecks {
   private pending: PendingCheck[] = [];
 
   /** Adds a check to the first batch of the request. */
   add(check: PendingCheck): void {
     this.pending.push(check);
+  }
+
+  waiting(): boolean {
+    return this.pending.length > 0;
   }
 
   /** The pending checks, handed out once: whoever takes them settles them. */
@@ -50,7 +49,7 @@ export class FirstBatch {
   /** Runs `queries` with the pending checks in one batch; settles the checks before returning the queries' rows. */
   async run<const Q extends Queries>(db: Db, queries: Q): Promise<ReadResults<Q>> {
     const checks = this.take();
-    if (checks.length === 0) return batchReads(db, queries);
+    if (checks.length === 0) return sendReads(db, queries);
     const [read] = queries;
     const [check] = checks as [PendingCheck];
     if (checks.length === 1 && queries.length === 1 && read instanceof CheckableBound && check.column) {
@@ -60,7 +59,7 @@ export class FirstBatch {
       else check.settle(rows[0]!.checked ? rows.slice(0, 1) : []);
       return [rows] as unknown as ReadResults<Q>;
     }
-    const rows = (await batchReads(db, [
+    const rows = (await sendReads(db, [
       ...checks.map((check) => check.query(db)),
       ...queries,
     ] as unknown as Q)) as readonly unknown[];
@@ -76,15 +75,24 @@ export class FirstBatch {
   private async settleAlone(db: Db, checks: readonly PendingCheck[]): Promise<void> {
     if (checks.length === 0) return;
     const queries = checks.map((check) => check.query(db)) as unknown as Queries;
-    const rows = (await batchReads(db, queries)) as readonly unknown[];
+    const rows = (await sendReads(db, queries)) as readonly unknown[];
     checks.forEach((check, i) => check.settle(rows[i] as readonly unknown[]));
   }
 }
 
-/** A service's first reads: in one batch with the request's pending checks, if any (none outside a request). */
-export function firstReads<const Q extends Queries>(
-  ctx: { db: Db; firstBatch?: FirstBatch | undefined },
-  queries: Q,
-): Promise<ReadResults<Q>> {
-  return ctx.firstBatch ? ctx.firstBatch.run(ctx.db, queries) : batchReads(ctx.db, queries);
+/** The first batch of a request's D1 session, made on first use. */
+export function firstBatchOf(db: Db): FirstBatch {
+  const session = requestSession(db);
+  // Only a request's own session may hold checks: a shared D1 binding would carry them into other requests.
+  if (!session) throw new Error("a check was left for the first batch of a D1 that is no request's session");
+  if (session.pending instanceof FirstBatch) return session.pending;
+  const batch = new FirstBatch();
+  session.pending = batch;
+  return batch;
+}
+
+/** The first batch a request's session holds, if one was made. */
+export function heldFirstBatch(db: Db): FirstBatch | undefined {
+  const pending = requestSession(db)?.pending;
+  return pending instanceof FirstBatch ? pending : undefined;
 }
