@@ -180,6 +180,13 @@ function feedFiles(entry: ReleaseWithFiles, platform: Platform) {
   );
 }
 
+/** The selection's release when it is newer than the running version (or a rollback to an older one). */
+export function newerOffer(selection: Selection, version: string): ReleaseWithFiles | undefined {
+  const entry = selection.entry;
+  if (!entry) return undefined;
+  return selection.rollback || compareVersions(entry.release.version, version) > 0 ? entry : undefined;
+}
+
 /** YAML 1.1 rules, so that js-yaml (electron-updater's parser) reads every version and date as a string. */
 const YAML_OPTIONS = {
   version: "1.1",

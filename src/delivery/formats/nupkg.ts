@@ -10,6 +10,7 @@
  * to it, and a broken chain would fail on the client).
  */
 import type { DownloadRow, Offerable, ReleaseWithFiles } from "../catalog";
+import type { UpdateReason } from "../reasons";
 import type { Selection } from "./electron-builder";
 import { compareVersions } from "../../records/versions";
 
@@ -101,4 +102,14 @@ function deltaChain(
 /** The steps a plan lists, in the order the updaters write their own files: by version, a delta before its full. */
 export function listed(plan: PackagePlan): PackageStep[] {
   return plan.target ? [...plan.deltas, plan.target] : [];
+}
+
+/**
+ * Why a package feed offers nothing newer: the selection's reason, else "nothing newer" when it has no target (or,
+ * for Velopack, "not offered" when a rollout it cannot apply withholds the target).
+ */
+export function planReason(selection: Selection, plan: PackagePlan, appliesStaging: boolean): UpdateReason | undefined {
+  if (selection.reason) return selection.reason;
+  if (!plan.target) return "nothingNewer";
+  return plan.staged !== undefined && !appliesStaging ? "notOffered" : undefined;
 }

@@ -4,7 +4,8 @@
  * sign-in), no role and no permission bit. Thin: each route validates its body and calls the licensing service that
  * gRPC calls too.
  */
-import { createRoute, z } from "@hono/zod-openapi";
+import { type RouteHandler, createRoute, z } from "@hono/zod-openapi";
+import type { AppEnv } from "../../http/app-env";
 import { bodyLimit } from "hono/body-limit";
 import { access } from "../../auth/guard";
 import { serviceContext, clientInfo } from "../../http/context";
@@ -114,152 +115,169 @@ function route<B extends z.ZodType, R extends z.ZodRawShape>(
   });
 }
 
-export function registerLicensingRoutes(app: Router): void {
-  app.openapi(
-    route(
-      "/v1/license/activate",
-      "activateLicense",
-      "Activate a machine (idempotent per machine and client)",
-      ActivateRequest,
-      { licenseToken: z.string(), tokenExpireAt: z.string().optional(), ...counts, license: LicenseView },
-    ),
-    async (c) => {
-      const { newMachine: _new, ...result } = await activate(serviceContext(c), c.req.valid("json"), clientInfo(c));
-      return ok(c, result);
-    },
-  );
-  app.openapi(
-    route("/v1/license/deactivate", "deactivateLicense", "Free a machine's activation", DeactivateRequest, {
-      licenseId: z.string(),
-      ...counts,
-    }),
-    async (c) => ok(c, await deactivate(serviceContext(c), c.req.valid("json"), clientInfo(c))),
-  );
-  app.openapi(
-    route(
-      "/v1/license/validate",
-      "validateLicense",
-      "Validate a license (for a machine, client or token when given)",
-      ValidateRequest,
-      {
-        licenseId: z.string(),
-        status: z.enum(LICENSE_STATUSES).openapi("LicenseStatusName"),
-        license: LicenseView,
-        licenseToken: z.string().optional(),
-        tokenExpireAt: z.string().optional(),
-        serverTime: z.string(),
-        nonce: z.string().optional(),
-        offlineGraceDays: int32(0).openapi({
-          description:
-            "Licensing:OfflineGraceDays: days the application may keep using the license offline after this validation (signed in license.licenseKey too).",
-        }),
-      },
-    ),
-    async (c) => ok(c, await validate(serviceContext(c), c.req.valid("json"), clientInfo(c))),
-  );
-  app.openapi(
-    route(
-      "/v1/license/request",
-      "requestFloatingLicense",
-      "Take a floating seat (or the seat this machine and client already hold)",
-      FloatingRequest,
-      {
-        licenseToken: z.string(),
-        tokenExpireAt: z.string(),
-        heartbeatInterval: int32(0).openapi({ description: "Seconds between heartbeats." }),
-        ...counts,
-        license: LicenseView,
-      },
-    ),
-    async (c) => {
-      const { newSeat: _new, ...result } = await requestSeat(serviceContext(c), c.req.valid("json"), clientInfo(c));
-      return ok(c, result);
-    },
-  );
-  app.openapi(
-    route("/v1/license/heartbeat", "heartbeat", "Keep a floating seat alive", HeartbeatRequest, {
-      tokenExpireAt: z.string(),
-      heartbeatInterval: int32(0),
-      ...counts,
-    }),
-    async (c) => ok(c, await heartbeat(serviceContext(c), c.req.valid("json"))),
-  );
-  app.openapi(
-    route("/v1/license/release", "releaseFloatingLicense", "Free a floating seat", ReleaseRequest, {
-      licenseId: z.string(),
-      ...counts,
-    }),
-    async (c) => ok(c, await releaseSeat(serviceContext(c), c.req.valid("json"), clientInfo(c))),
-  );
+const activateLicenseRoute = route(
+  "/v1/license/activate",
+  "activateLicense",
+  "Activate a machine (idempotent per machine and client)",
+  ActivateRequest,
+  { licenseToken: z.string(), tokenExpireAt: z.string().optional(), ...counts, license: LicenseView },
+);
 
-  const fileAnswer = {
-    licenseFile: z.string().openapi({
+const deactivateLicenseRoute = route(
+  "/v1/license/deactivate",
+  "deactivateLicense",
+  "Free a machine's activation",
+  DeactivateRequest,
+  { licenseId: z.string(), ...counts },
+);
+
+const validateLicenseRoute = route(
+  "/v1/license/validate",
+  "validateLicense",
+  "Validate a license (for a machine, client or token when given)",
+  ValidateRequest,
+  {
+    licenseId: z.string(),
+    status: z.enum(LICENSE_STATUSES).openapi("LicenseStatusName"),
+    license: LicenseView,
+    licenseToken: z.string().optional(),
+    tokenExpireAt: z.string().optional(),
+    serverTime: z.string(),
+    nonce: z.string().optional(),
+    offlineGraceDays: int32(0).openapi({
       description:
-        "Compact JWS (ES256, header typ license-file+jwt, kid in GET /v1/extensions/keys) over the license file; save it as <licenseId>.lic.",
+        "Licensing:OfflineGraceDays: days the application may keep using the license offline after this validation (signed in license.licenseKey too).",
     }),
-    issuedAt: z.string(),
-    expiresAt: z.string(),
-    encrypted: z.boolean(),
-  };
-  app.openapi(
-    route(
-      "/v1/license/checkout",
-      "checkoutLicenseFile",
-      "Check out a signed license file for a machine (to run offline)",
-      CheckoutRequest,
-      fileAnswer,
-    ),
-    async (c) => ok(c, await checkout(serviceContext(c), c.req.valid("json"), clientInfo(c))),
-  );
-  app.openapi(
-    route(
-      "/v1/license/borrow",
-      "borrowFloatingLicense",
-      "Borrow a floating seat for some hours, with a license file that ends with it",
-      BorrowRequest,
-      {
-        ...fileAnswer,
-        licenseToken: z.string(),
-        borrowUntil: z.string(),
-        ...counts,
-      },
-    ),
-    async (c) => ok(c, await borrowSeat(serviceContext(c), c.req.valid("json"), clientInfo(c))),
-  );
-  app.openapi(
-    route("/v1/license/return", "returnFloatingLicense", "Return a borrowed floating seat early", ReturnRequest, {
-      licenseId: z.string(),
-      ...counts,
-    }),
-    async (c) => ok(c, await returnSeat(serviceContext(c), c.req.valid("json"), clientInfo(c))),
-  );
+  },
+);
 
-  const reportRoute = createRoute({
-    method: "post",
-    path: "/v1/report",
-    tags: ["Licensing"],
-    operationId: "sendReport",
-    summary: "Send a report (exception, license or custom) from an application",
-    ...access.either(),
-    middleware: [
-      bodyLimit({
-        maxSize: MAX_REPORT_BYTES,
-        onError: () => {
-          throw new ApiError(413, `The report is larger than ${MAX_REPORT_BYTES / 1024 / 1024} MiB`);
-        },
-      }),
-      ...access.either().middleware,
-    ],
-    request: {
-      body: jsonBody(SendReportRequest),
-    },
-    responses: {
-      200: json(enveloped({ reportId: int32(1) }), "The report was stored"),
-      ...errorResponses,
-      413: { description: "The request body is over 4 MiB.", content: { "application/json": { schema: Envelope } } },
-    },
-  });
-  app.openapi(reportRoute, async (c) =>
-    ok(c, { reportId: await storeReport(serviceContext(c), c.req.valid("json"), clientInfo(c)) }),
-  );
+const requestFloatingLicenseRoute = route(
+  "/v1/license/request",
+  "requestFloatingLicense",
+  "Take a floating seat (or the seat this machine and client already hold)",
+  FloatingRequest,
+  {
+    licenseToken: z.string(),
+    tokenExpireAt: z.string(),
+    heartbeatInterval: int32(0).openapi({ description: "Seconds between heartbeats." }),
+    ...counts,
+    license: LicenseView,
+  },
+);
+
+const heartbeatRoute = route("/v1/license/heartbeat", "heartbeat", "Keep a floating seat alive", HeartbeatRequest, {
+  tokenExpireAt: z.string(),
+  heartbeatInterval: int32(0),
+  ...counts,
+});
+
+const releaseFloatingLicenseRoute = route(
+  "/v1/license/release",
+  "releaseFloatingLicense",
+  "Free a floating seat",
+  ReleaseRequest,
+  { licenseId: z.string(), ...counts },
+);
+
+const fileAnswer = {
+  licenseFile: z.string().openapi({
+    description:
+      "Compact JWS (ES256, header typ license-file+jwt, kid in GET /v1/extensions/keys) over the license file; save it as <licenseId>.lic.",
+  }),
+  issuedAt: z.string(),
+  expiresAt: z.string(),
+  encrypted: z.boolean(),
+};
+
+const checkoutLicenseFileRoute = route(
+  "/v1/license/checkout",
+  "checkoutLicenseFile",
+  "Check out a signed license file for a machine (to run offline)",
+  CheckoutRequest,
+  fileAnswer,
+);
+
+const borrowFloatingLicenseRoute = route(
+  "/v1/license/borrow",
+  "borrowFloatingLicense",
+  "Borrow a floating seat for some hours, with a license file that ends with it",
+  BorrowRequest,
+  {
+    ...fileAnswer,
+    licenseToken: z.string(),
+    borrowUntil: z.string(),
+    ...counts,
+  },
+);
+
+const returnFloatingLicenseRoute = route(
+  "/v1/license/return",
+  "returnFloatingLicense",
+  "Return a borrowed floating seat early",
+  ReturnRequest,
+  { licenseId: z.string(), ...counts },
+);
+
+const sendReportRoute = createRoute({
+  method: "post",
+  path: "/v1/report",
+  tags: ["Licensing"],
+  operationId: "sendReport",
+  summary: "Send a report (exception, license or custom) from an application",
+  ...access.either(),
+  middleware: [
+    bodyLimit({
+      maxSize: MAX_REPORT_BYTES,
+      onError: () => {
+        throw new ApiError(413, `The report is larger than ${MAX_REPORT_BYTES / 1024 / 1024} MiB`);
+      },
+    }),
+    ...access.either().middleware,
+  ],
+  request: {
+    body: jsonBody(SendReportRequest),
+  },
+  responses: {
+    200: json(enveloped({ reportId: int32(1) }), "The report was stored"),
+    ...errorResponses,
+    413: { description: "The request body is over 4 MiB.", content: { "application/json": { schema: Envelope } } },
+  },
+});
+
+const activateLicenseHandler: RouteHandler<typeof activateLicenseRoute, AppEnv> = async (c) => {
+  const { newMachine: _new, ...result } = await activate(serviceContext(c), c.req.valid("json"), clientInfo(c));
+  return ok(c, result);
+};
+const deactivateLicenseHandler: RouteHandler<typeof deactivateLicenseRoute, AppEnv> = async (c) =>
+  ok(c, await deactivate(serviceContext(c), c.req.valid("json"), clientInfo(c)));
+const validateLicenseHandler: RouteHandler<typeof validateLicenseRoute, AppEnv> = async (c) =>
+  ok(c, await validate(serviceContext(c), c.req.valid("json"), clientInfo(c)));
+const requestFloatingLicenseHandler: RouteHandler<typeof requestFloatingLicenseRoute, AppEnv> = async (c) => {
+  const { newSeat: _new, ...result } = await requestSeat(serviceContext(c), c.req.valid("json"), clientInfo(c));
+  return ok(c, result);
+};
+const heartbeatHandler: RouteHandler<typeof heartbeatRoute, AppEnv> = async (c) =>
+  ok(c, await heartbeat(serviceContext(c), c.req.valid("json")));
+const releaseFloatingLicenseHandler: RouteHandler<typeof releaseFloatingLicenseRoute, AppEnv> = async (c) =>
+  ok(c, await releaseSeat(serviceContext(c), c.req.valid("json"), clientInfo(c)));
+const checkoutLicenseFileHandler: RouteHandler<typeof checkoutLicenseFileRoute, AppEnv> = async (c) =>
+  ok(c, await checkout(serviceContext(c), c.req.valid("json"), clientInfo(c)));
+const borrowFloatingLicenseHandler: RouteHandler<typeof borrowFloatingLicenseRoute, AppEnv> = async (c) =>
+  ok(c, await borrowSeat(serviceContext(c), c.req.valid("json"), clientInfo(c)));
+const returnFloatingLicenseHandler: RouteHandler<typeof returnFloatingLicenseRoute, AppEnv> = async (c) =>
+  ok(c, await returnSeat(serviceContext(c), c.req.valid("json"), clientInfo(c)));
+const sendReportHandler: RouteHandler<typeof sendReportRoute, AppEnv> = async (c) =>
+  ok(c, { reportId: await storeReport(serviceContext(c), c.req.valid("json"), clientInfo(c)) });
+
+export function registerLicensingRoutes(app: Router): void {
+  app.openapi(activateLicenseRoute, activateLicenseHandler);
+  app.openapi(deactivateLicenseRoute, deactivateLicenseHandler);
+  app.openapi(validateLicenseRoute, validateLicenseHandler);
+  app.openapi(requestFloatingLicenseRoute, requestFloatingLicenseHandler);
+  app.openapi(heartbeatRoute, heartbeatHandler);
+  app.openapi(releaseFloatingLicenseRoute, releaseFloatingLicenseHandler);
+  app.openapi(checkoutLicenseFileRoute, checkoutLicenseFileHandler);
+  app.openapi(borrowFloatingLicenseRoute, borrowFloatingLicenseHandler);
+  app.openapi(returnFloatingLicenseRoute, returnFloatingLicenseHandler);
+  app.openapi(sendReportRoute, sendReportHandler);
 }

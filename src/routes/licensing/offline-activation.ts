@@ -5,7 +5,8 @@
  * checked under login protection like a user-key sign-in, so guessing keys here is blocked as on /v1/auth/login, and
  * the route counts against the per-IP request limit like every anonymous route.
  */
-import { createRoute, z } from "@hono/zod-openapi";
+import { type RouteHandler, createRoute, z } from "@hono/zod-openapi";
+import type { AppEnv } from "../../http/app-env";
 import { access } from "../../auth/guard";
 import { ApiError, GrpcCode } from "../../kernel/errors";
 import { clientInfo, serviceContext } from "../../http/context";
@@ -41,53 +42,54 @@ const licensingRefusal = (description: string) => ({
   content: { "application/json": { schema: Envelope } },
 });
 
-export function registerOfflineActivation(app: Router): void {
-  app.openapi(
-    createRoute({
-      method: "post",
-      path: "/v1/license/offline-activation",
-      tags: ["Licensing"],
-      operationId: "offlineActivation",
-      summary: "Activate a machine from its request code (air-gapped) and answer its license file",
-      description:
-        "Anonymous: the request code carries the license's user key. Activates exactly as POST /v1/license/activate " +
-        "(Activation mode; it counts against the license's machines), then answers a license file bound to the machine " +
-        "and the request's nonce, as a compact JWS and as a response code (LRS1-…). A mistyped code, a response code " +
-        "where the request code belongs, or another product's license is refused and changes nothing.",
-      ...access.anonymous(),
-      request: { body: jsonBody(OfflineActivationRequest) },
-      responses: {
-        200: json(
-          enveloped({
-            responseCode: z.string().openapi({ description: "LRS1-…: the license file as a code to type in." }),
-            licenseFile: z.string().openapi({ description: "The license file (compact JWS, typ license-file+jwt)." }),
-            fileName: z.string().openapi({ description: "<licenseId>.lic" }),
-            issuedAt: z.string(),
-            expiresAt: z.string(),
-            encrypted: z.boolean(),
-            licenseId: z.string(),
-            activeClientCount: int32(0),
-            maxClientCount: int32(0).openapi({ description: "0 = unlimited" }),
-          }),
-          "The machine is activated; its license file",
-        ),
-        ...anonymousErrorResponses,
-        523: licensingRefusal("InvalidArgument: `Invalid license key`."),
-        525: licensingRefusal("NotFound: `License key not found`."),
-        526: licensingRefusal("AlreadyExists: the activation limit is reached on other machines."),
-        527: licensingRefusal("PermissionDenied: revoked, expired, or not valid for the request's product."),
-        529: licensingRefusal("FailedPrecondition: a floating license (borrow a seat instead)."),
-        535: licensingRefusal("DataLoss: the license has been tampered."),
-      },
-    }),
-    async (c) => {
-      const ctx = serviceContext(c);
-      const { requestCode } = c.req.valid("json");
-      return ok(
-        c,
-        await protectLogin(ctx, USER_KEY_ATTEMPT, () => offlineActivation(ctx, requestCode, clientInfo(c)), unknownKey),
-      );
-    },
+const offlineActivationRoute = createRoute({
+  method: "post",
+  path: "/v1/license/offline-activation",
+  tags: ["Licensing"],
+  operationId: "offlineActivation",
+  summary: "Activate a machine from its request code (air-gapped) and answer its license file",
+  description:
+    "Anonymous: the request code carries the license's user key. Activates exactly as POST /v1/license/activate " +
+    "(Activation mode; it counts against the license's machines), then answers a license file bound to the machine " +
+    "and the request's nonce, as a compact JWS and as a response code (LRS1-…). A mistyped code, a response code " +
+    "where the request code belongs, or another product's license is refused and changes nothing.",
+  ...access.anonymous(),
+  request: { body: jsonBody(OfflineActivationRequest) },
+  responses: {
+    200: json(
+      enveloped({
+        responseCode: z.string().openapi({ description: "LRS1-…: the license file as a code to type in." }),
+        licenseFile: z.string().openapi({ description: "The license file (compact JWS, typ license-file+jwt)." }),
+        fileName: z.string().openapi({ description: "<licenseId>.lic" }),
+        issuedAt: z.string(),
+        expiresAt: z.string(),
+        encrypted: z.boolean(),
+        licenseId: z.string(),
+        activeClientCount: int32(0),
+        maxClientCount: int32(0).openapi({ description: "0 = unlimited" }),
+      }),
+      "The machine is activated; its license file",
+    ),
+    ...anonymousErrorResponses,
+    523: licensingRefusal("InvalidArgument: `Invalid license key`."),
+    525: licensingRefusal("NotFound: `License key not found`."),
+    526: licensingRefusal("AlreadyExists: the activation limit is reached on other machines."),
+    527: licensingRefusal("PermissionDenied: revoked, expired, or not valid for the request's product."),
+    529: licensingRefusal("FailedPrecondition: a floating license (borrow a seat instead)."),
+    535: licensingRefusal("DataLoss: the license has been tampered."),
+  },
+});
+
+const offlineActivationHandler: RouteHandler<typeof offlineActivationRoute, AppEnv> = async (c) => {
+  const ctx = serviceContext(c);
+  const { requestCode } = c.req.valid("json");
+  return ok(
+    c,
+    await protectLogin(ctx, USER_KEY_ATTEMPT, () => offlineActivation(ctx, requestCode, clientInfo(c)), unknownKey),
   );
+};
+
+export function registerOfflineActivation(app: Router): void {
+  app.openapi(offlineActivationRoute, offlineActivationHandler);
   registerStaticPages(app, ACTIVATE_PAGE_PATH, "activation page");
 }

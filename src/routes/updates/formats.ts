@@ -9,7 +9,7 @@
  * What each format looks like is in formats/.
  */
 import { createRoute, z } from "@hono/zod-openapi";
-import type { Context } from "hono";
+import type { Context, Handler } from "hono";
 import { access } from "../../auth/guard";
 import { clock } from "../../kernel/clock";
 import type { AppEnv } from "../../http/app-env";
@@ -20,7 +20,13 @@ import { effectivePercentage } from "../../delivery/admission";
 import { CURRENT_VERSION_HEADER, INSTALL_ID_HEADER, USER_KEY_HEADER, licenseOf } from "../../delivery/caller";
 import type { Offerable, Platform, ProductRow, ReleaseWithFiles } from "../../delivery/catalog";
 import { FEED_TOKEN_QUERY } from "../../delivery/credential";
-import { type Asking, type FeedInput, type Selection, feedRelease } from "../../delivery/formats/electron-builder";
+import {
+  type Asking,
+  type FeedInput,
+  type Selection,
+  feedRelease,
+  newerOffer,
+} from "../../delivery/formats/electron-builder";
 import {
   SQUIRREL_MAC_FILES,
   SQUIRREL_MAC_PLATFORMS,
@@ -146,13 +152,6 @@ export async function formatAnswer(
   return notModifiedFor(c.req.header("if-none-match"), res);
 }
 
-/** The selection's release when it is newer than the running version (or a rollback to an older one). */
-function newerOffer(selection: Selection, version: string): ReleaseWithFiles | undefined {
-  const entry = selection.entry;
-  if (!entry) return undefined;
-  return selection.rollback || compareVersions(entry.release.version, version) > 0 ? entry : undefined;
-}
-
 /** 204 with why nothing is offered (reasons.ts). */
 function noUpdate(reason: UpdateReason | undefined): Response {
   return withReason(new Response(null, { status: 204 }), reason);
@@ -223,225 +222,218 @@ const SquirrelMacUpdate = z
 // ---------------------------------------------------------------------------------------------------------------
 // Routes
 
+const getTauriUpdateRoute = createRoute({
+  method: "get",
+  path: "/v1/updates/{productCode}/tauri/{target}/{arch}/{currentVersion}",
+  tags: ["Updates"],
+  operationId: "getTauriUpdate",
+  summary: "Tauri updater (dynamic server): the update for a target, arch and running version, or 204",
+  ...access.anonymous(),
+  request: {
+    params: z.object({
+      productCode: productCodeParam,
+      target: z.enum(TAURI_TARGETS).openapi({ param: { name: "target", in: "path" } }),
+      arch: z.enum(TAURI_ARCHES).openapi({ param: { name: "arch", in: "path" } }),
+      currentVersion: versionPath,
+    }),
+    query: feedQuery,
+    headers: askingHeaders,
+  },
+  responses: {
+    200: { description: "The update", content: { "application/json": { schema: TauriUpdate } } },
+    204: noUpdateResponse,
+    ...formatProblems,
+  },
+});
+
+const getTauriUpdateHandler: Handler<AppEnv> = async (c) => {
+  const platform = tauriPlatform(c.req.param("target") ?? "", c.req.param("arch") ?? "");
+  const version = requireVersion(c.req.param("currentVersion"));
+  const channel = requireChannel(c.req.query("channel"));
+  const product = await requireProduct(serviceContext(c), c.req.param("productCode") ?? "");
+  return formatAnswer(c, product, ["tauri", channel, platform, version], async () => {
+    const request = { product, platform, channel, offerable: TAURI_FILES, staging: "none" as const, version };
+    const { input, selection } = await formatOffer(c, request);
+    const entry = newerOffer(selection, version);
+    const file = entry && tauriFile(entry);
+    if (!entry || !file) return noUpdate(selection.reason ?? "nothingNewer");
+    const { url } = await downloadFor(serviceContext(c), input, entry, file);
+    return withReason(await json(tauriUpdate(entry, file, url)), selection.reason);
+  });
+};
+
+const getTauriStaticManifestRoute = createRoute({
+  method: "get",
+  path: "/v1/updates/{productCode}/tauri.json",
+  tags: ["Updates"],
+  operationId: "getTauriStaticManifest",
+  summary: "Tauri updater (static JSON): the newest release and the platforms it is offered on",
+  description:
+    "One version for every platform: the newest release offered on any platform, listed under each platform " +
+    "whose offer is that release. Per-platform rollouts, entitlements and rollbacks are the dynamic route's.",
+  ...access.anonymous(),
+  request: { params: z.object({ productCode: productCodeParam }), query: feedQuery, headers: askingHeaders },
+  responses: {
+    200: { description: "The manifest", content: { "application/json": { schema: TauriStatic } } },
+    204: noUpdateResponse,
+    ...formatProblems,
+  },
+});
+
+const getTauriStaticManifestHandler: Handler<AppEnv> = async (c) => {
+  const ctx = serviceContext(c);
+  const channel = requireChannel(c.req.query("channel"));
+  const product = await requireProduct(ctx, c.req.param("productCode") ?? "");
+  return formatAnswer(c, product, ["tauri.json", channel], async () => {
+    const platforms = Object.keys(TAURI_KEY_OF) as Platform[];
+    // The caller once (one statement for a licensed one); the other platforms' releases beside it.
+    const first = await askingFor(c, product, platforms[0]!, channel, { offerable: TAURI_FILES });
+    const offers = await Promise.all(
+      platforms.map(async (platform, i) => {
+        const asked =
+          i === 0
+            ? first
+            : {
+                ...first,
+                releases: (await callerAndReleases(ctx, product, undefined, platform, channel, TAURI_FILES)).releases,
+              };
+        const request = { product, platform, channel, offerable: TAURI_FILES, staging: "none" as const };
+        const { input, selection } = await formatOffer(c, request, asked);
+        const file = selection.entry && tauriFile(selection.entry);
+        return { platform, input, selection, file };
+      }),
+    );
+    traceFor(c, licenseOf(first.caller), TraceAction.UpdateCheck);
+    let newest: ReleaseWithFiles | undefined;
+    for (const o of offers)
+      if (
+        o.selection.entry &&
+        o.file &&
+        (!newest || compareVersions(o.selection.entry.release.version, newest.release.version) > 0)
+      )
+        newest = o.selection.entry;
+    if (!newest) return noUpdate(offers[0]?.selection.reason ?? "noRelease");
+    const listed = await Promise.all(
+      offers
+        .filter((o) => o.file && o.selection.entry?.release.id === newest.release.id)
+        .map(async (o) => ({
+          platform: o.platform,
+          file: o.file!,
+          url: (await downloadFor(ctx, o.input, newest, o.file!)).url,
+        })),
+    );
+    // One reason for the answer: why the first platform left out is (a platform without any release says least).
+    const left = offers.filter((o) => !listed.some((l) => l.platform === o.platform) && o.selection.reason);
+    const reason = (left.find((o) => o.selection.reason !== "noRelease") ?? left[0])?.selection.reason;
+    return withReason(await json(tauriStatic(newest, listed)), reason ?? offers[0]?.selection.reason);
+  });
+};
+
+const getSquirrelMacUpdateRoute = createRoute({
+  method: "get",
+  path: "/v1/updates/{productCode}/squirrel-mac/{platform}/{currentVersion}",
+  tags: ["Updates"],
+  operationId: "getSquirrelMacUpdate",
+  summary: "Electron's autoUpdater on macOS (Squirrel.Mac): the update's zip for a running version, or 204",
+  ...access.anonymous(),
+  request: {
+    params: z.object({
+      productCode: productCodeParam,
+      platform: z.enum(SQUIRREL_MAC_PLATFORMS as [string, ...string[]]).openapi({
+        param: { name: "platform", in: "path" },
+        description: "darwin-arm64 or darwin-x64 (and aliases)",
+      }),
+      currentVersion: versionPath,
+    }),
+    query: feedQuery,
+    headers: askingHeaders,
+  },
+  responses: {
+    200: { description: "The update", content: { "application/json": { schema: SquirrelMacUpdate } } },
+    204: noUpdateResponse,
+    ...formatProblems,
+  },
+});
+
+const getSquirrelMacUpdateHandler: Handler<AppEnv> = async (c) => {
+  const platform = squirrelMacPlatform(c.req.param("platform") ?? "");
+  const version = requireVersion(c.req.param("currentVersion"));
+  const channel = requireChannel(c.req.query("channel"));
+  const product = await requireProduct(serviceContext(c), c.req.param("productCode") ?? "");
+  return formatAnswer(c, product, ["squirrel-mac", channel, platform, version], async () => {
+    const request = {
+      product,
+      platform,
+      channel,
+      offerable: SQUIRREL_MAC_FILES,
+      staging: "none" as const,
+      version,
+    };
+    const { input, selection } = await formatOffer(c, request);
+    const entry = newerOffer(selection, version);
+    const file = entry && squirrelMacFile(entry);
+    if (!entry || !file) return noUpdate(selection.reason ?? "nothingNewer");
+    const { url } = await downloadFor(serviceContext(c), input, entry, file);
+    return withReason(await json(squirrelMacUpdate(entry, url)), selection.reason);
+  });
+};
+
+const getSparkleAppcastRoute = createRoute({
+  method: "get",
+  path: "/v1/updates/{productCode}/appcast.xml",
+  tags: ["Updates"],
+  operationId: "getSparkleAppcast",
+  summary: "Sparkle appcast: RSS 2.0 with the release the caller is offered (an empty channel: no update)",
+  ...access.anonymous(),
+  request: {
+    params: z.object({ productCode: productCodeParam }),
+    query: feedQuery.extend({
+      platform: z.enum(SPARKLE_PLATFORMS).optional().openapi({ description: "darwin-arm64 (default) or darwin-x64" }),
+    }),
+    headers: askingHeaders.extend({
+      [CURRENT_VERSION_HEADER.toLowerCase()]: z
+        .string()
+        .max(64)
+        .optional()
+        .openapi({ description: "The version the app runs (rollback, required versions)." }),
+    }),
+  },
+  responses: {
+    200: { description: "The appcast", content: { "application/xml": { schema: z.string() } } },
+    ...formatProblems,
+  },
+});
+
+const getSparkleAppcastHandler: Handler<AppEnv> = async (c) => {
+  const platform = sparklePlatform(c.req.query("platform"));
+  const channel = requireChannel(c.req.query("channel"));
+  const product = await requireProduct(serviceContext(c), c.req.param("productCode") ?? "");
+  return formatAnswer(c, product, ["appcast", channel, platform], async () => {
+    const request = { product, platform, channel, offerable: SPARKLE_FILES, staging: "phased" as const };
+    const { input, selection } = await formatOffer(c, request);
+    const entry = selection.entry;
+    const file = entry && sparkleFile(entry);
+    let item;
+    if (entry && file) {
+      const { url } = await downloadFor(serviceContext(c), input, entry, file);
+      item = {
+        entry,
+        file,
+        url,
+        channel,
+        staged: selection.staged,
+        criticalBelow: criticalBelow(entry, selection.admitted, product.minimumVersion),
+        minimumVersion: product.minimumVersion,
+      };
+    }
+    const xml = appcastXml(product, channel, item);
+    return withReason(await taggedFeed(xml, "application/xml; charset=utf-8"), selection.reason);
+  });
+};
+
 export function registerFormatRoutes(app: Router): void {
-  documented(
-    app,
-    createRoute({
-      method: "get",
-      path: "/v1/updates/{productCode}/tauri/{target}/{arch}/{currentVersion}",
-      tags: ["Updates"],
-      operationId: "getTauriUpdate",
-      summary: "Tauri updater (dynamic server): the update for a target, arch and running version, or 204",
-      ...access.anonymous(),
-      request: {
-        params: z.object({
-          productCode: productCodeParam,
-          target: z.enum(TAURI_TARGETS).openapi({ param: { name: "target", in: "path" } }),
-          arch: z.enum(TAURI_ARCHES).openapi({ param: { name: "arch", in: "path" } }),
-          currentVersion: versionPath,
-        }),
-        query: feedQuery,
-        headers: askingHeaders,
-      },
-      responses: {
-        200: { description: "The update", content: { "application/json": { schema: TauriUpdate } } },
-        204: noUpdateResponse,
-        ...formatProblems,
-      },
-    }),
-    async (c) => {
-      const platform = tauriPlatform(c.req.param("target") ?? "", c.req.param("arch") ?? "");
-      const version = requireVersion(c.req.param("currentVersion"));
-      const channel = requireChannel(c.req.query("channel"));
-      const product = await requireProduct(serviceContext(c), c.req.param("productCode") ?? "");
-      return formatAnswer(c, product, ["tauri", channel, platform, version], async () => {
-        const request = { product, platform, channel, offerable: TAURI_FILES, staging: "none" as const, version };
-        const { input, selection } = await formatOffer(c, request);
-        const entry = newerOffer(selection, version);
-        const file = entry && tauriFile(entry);
-        if (!entry || !file) return noUpdate(selection.reason ?? "nothingNewer");
-        const { url } = await downloadFor(serviceContext(c), input, entry, file);
-        return withReason(await json(tauriUpdate(entry, file, url)), selection.reason);
-      });
-    },
-  );
-
-  documented(
-    app,
-    createRoute({
-      method: "get",
-      path: "/v1/updates/{productCode}/tauri.json",
-      tags: ["Updates"],
-      operationId: "getTauriStaticManifest",
-      summary: "Tauri updater (static JSON): the newest release and the platforms it is offered on",
-      description:
-        "One version for every platform: the newest release offered on any platform, listed under each platform " +
-        "whose offer is that release. Per-platform rollouts, entitlements and rollbacks are the dynamic route's.",
-      ...access.anonymous(),
-      request: { params: z.object({ productCode: productCodeParam }), query: feedQuery, headers: askingHeaders },
-      responses: {
-        200: { description: "The manifest", content: { "application/json": { schema: TauriStatic } } },
-        204: noUpdateResponse,
-        ...formatProblems,
-      },
-    }),
-    async (c) => {
-      const ctx = serviceContext(c);
-      const channel = requireChannel(c.req.query("channel"));
-      const product = await requireProduct(ctx, c.req.param("productCode") ?? "");
-      return formatAnswer(c, product, ["tauri.json", channel], async () => {
-        const platforms = Object.keys(TAURI_KEY_OF) as Platform[];
-        // The caller once (one statement for a licensed one); the other platforms' releases beside it.
-        const first = await askingFor(c, product, platforms[0]!, channel, { offerable: TAURI_FILES });
-        const offers = await Promise.all(
-          platforms.map(async (platform, i) => {
-            const asked =
-              i === 0
-                ? first
-                : {
-                    ...first,
-                    releases: (await callerAndReleases(ctx, product, undefined, platform, channel, TAURI_FILES))
-                      .releases,
-                  };
-            const request = { product, platform, channel, offerable: TAURI_FILES, staging: "none" as const };
-            const { input, selection } = await formatOffer(c, request, asked);
-            const file = selection.entry && tauriFile(selection.entry);
-            return { platform, input, selection, file };
-          }),
-        );
-        traceFor(c, licenseOf(first.caller), TraceAction.UpdateCheck);
-        let newest: ReleaseWithFiles | undefined;
-        for (const o of offers)
-          if (
-            o.selection.entry &&
-            o.file &&
-            (!newest || compareVersions(o.selection.entry.release.version, newest.release.version) > 0)
-          )
-            newest = o.selection.entry;
-        if (!newest) return noUpdate(offers[0]?.selection.reason ?? "noRelease");
-        const listed = await Promise.all(
-          offers
-            .filter((o) => o.file && o.selection.entry?.release.id === newest.release.id)
-            .map(async (o) => ({
-              platform: o.platform,
-              file: o.file!,
-              url: (await downloadFor(ctx, o.input, newest, o.file!)).url,
-            })),
-        );
-        // One reason for the answer: why the first platform left out is (a platform without any release says least).
-        const left = offers.filter((o) => !listed.some((l) => l.platform === o.platform) && o.selection.reason);
-        const reason = (left.find((o) => o.selection.reason !== "noRelease") ?? left[0])?.selection.reason;
-        return withReason(await json(tauriStatic(newest, listed)), reason ?? offers[0]?.selection.reason);
-      });
-    },
-  );
-
-  documented(
-    app,
-    createRoute({
-      method: "get",
-      path: "/v1/updates/{productCode}/squirrel-mac/{platform}/{currentVersion}",
-      tags: ["Updates"],
-      operationId: "getSquirrelMacUpdate",
-      summary: "Electron's autoUpdater on macOS (Squirrel.Mac): the update's zip for a running version, or 204",
-      ...access.anonymous(),
-      request: {
-        params: z.object({
-          productCode: productCodeParam,
-          platform: z.enum(SQUIRREL_MAC_PLATFORMS as [string, ...string[]]).openapi({
-            param: { name: "platform", in: "path" },
-            description: "darwin-arm64 or darwin-x64 (and aliases)",
-          }),
-          currentVersion: versionPath,
-        }),
-        query: feedQuery,
-        headers: askingHeaders,
-      },
-      responses: {
-        200: { description: "The update", content: { "application/json": { schema: SquirrelMacUpdate } } },
-        204: noUpdateResponse,
-        ...formatProblems,
-      },
-    }),
-    async (c) => {
-      const platform = squirrelMacPlatform(c.req.param("platform") ?? "");
-      const version = requireVersion(c.req.param("currentVersion"));
-      const channel = requireChannel(c.req.query("channel"));
-      const product = await requireProduct(serviceContext(c), c.req.param("productCode") ?? "");
-      return formatAnswer(c, product, ["squirrel-mac", channel, platform, version], async () => {
-        const request = {
-          product,
-          platform,
-          channel,
-          offerable: SQUIRREL_MAC_FILES,
-          staging: "none" as const,
-          version,
-        };
-        const { input, selection } = await formatOffer(c, request);
-        const entry = newerOffer(selection, version);
-        const file = entry && squirrelMacFile(entry);
-        if (!entry || !file) return noUpdate(selection.reason ?? "nothingNewer");
-        const { url } = await downloadFor(serviceContext(c), input, entry, file);
-        return withReason(await json(squirrelMacUpdate(entry, url)), selection.reason);
-      });
-    },
-  );
-
-  documented(
-    app,
-    createRoute({
-      method: "get",
-      path: "/v1/updates/{productCode}/appcast.xml",
-      tags: ["Updates"],
-      operationId: "getSparkleAppcast",
-      summary: "Sparkle appcast: RSS 2.0 with the release the caller is offered (an empty channel: no update)",
-      ...access.anonymous(),
-      request: {
-        params: z.object({ productCode: productCodeParam }),
-        query: feedQuery.extend({
-          platform: z
-            .enum(SPARKLE_PLATFORMS)
-            .optional()
-            .openapi({ description: "darwin-arm64 (default) or darwin-x64" }),
-        }),
-        headers: askingHeaders.extend({
-          [CURRENT_VERSION_HEADER.toLowerCase()]: z
-            .string()
-            .max(64)
-            .optional()
-            .openapi({ description: "The version the app runs (rollback, required versions)." }),
-        }),
-      },
-      responses: {
-        200: { description: "The appcast", content: { "application/xml": { schema: z.string() } } },
-        ...formatProblems,
-      },
-    }),
-    async (c) => {
-      const platform = sparklePlatform(c.req.query("platform"));
-      const channel = requireChannel(c.req.query("channel"));
-      const product = await requireProduct(serviceContext(c), c.req.param("productCode") ?? "");
-      return formatAnswer(c, product, ["appcast", channel, platform], async () => {
-        const request = { product, platform, channel, offerable: SPARKLE_FILES, staging: "phased" as const };
-        const { input, selection } = await formatOffer(c, request);
-        const entry = selection.entry;
-        const file = entry && sparkleFile(entry);
-        let item;
-        if (entry && file) {
-          const { url } = await downloadFor(serviceContext(c), input, entry, file);
-          item = {
-            entry,
-            file,
-            url,
-            channel,
-            staged: selection.staged,
-            criticalBelow: criticalBelow(entry, selection.admitted, product.minimumVersion),
-            minimumVersion: product.minimumVersion,
-          };
-        }
-        const xml = appcastXml(product, channel, item);
-        return withReason(await taggedFeed(xml, "application/xml; charset=utf-8"), selection.reason);
-      });
-    },
-  );
+  documented(app, getTauriUpdateRoute, getTauriUpdateHandler);
+  documented(app, getTauriStaticManifestRoute, getTauriStaticManifestHandler);
+  documented(app, getSquirrelMacUpdateRoute, getSquirrelMacUpdateHandler);
+  documented(app, getSparkleAppcastRoute, getSparkleAppcastHandler);
 }

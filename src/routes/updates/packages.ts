@@ -28,8 +28,8 @@ import {
   type ReleaseWithFiles,
   coveredByMaintenance,
 } from "../../delivery/catalog";
-import { type Selection, feedRelease } from "../../delivery/formats/electron-builder";
-import { PACKAGE, type PackagePlan, packagePlan } from "../../delivery/formats/nupkg";
+import { feedRelease } from "../../delivery/formats/electron-builder";
+import { PACKAGE, packagePlan, planReason } from "../../delivery/formats/nupkg";
 import { squirrelReleases } from "../../delivery/formats/squirrel-windows";
 import { velopackChannel, velopackFeed } from "../../delivery/formats/velopack";
 import { type UpdateReason, withReason } from "../../delivery/reasons";
@@ -87,16 +87,6 @@ function anonymousRequest(c: Context<AppEnv>, credential: Credential): boolean {
 async function tagged(body: string, contentType: string): Promise<Response> {
   const etag = `"${(await sha256Hex(body)).slice(0, 32)}"`;
   return new Response(body, { status: 200, headers: { "Content-Type": contentType, ETag: etag } });
-}
-
-/**
- * Why a package feed offers nothing newer: the selection's reason, else "nothing newer" when it has no target (or,
- * for Velopack, "not offered" when a rollout it cannot apply withholds the target).
- */
-function planReason(selection: Selection, plan: PackagePlan, appliesStaging: boolean): UpdateReason | undefined {
-  if (selection.reason) return selection.reason;
-  if (!plan.target) return "nothingNewer";
-  return plan.staged !== undefined && !appliesStaging ? "notOffered" : undefined;
 }
 
 /**
@@ -203,149 +193,143 @@ async function velopackResponse(c: Context<AppEnv>, pathToken?: string): Promise
 
 const OFFERED_OR_NOT: readonly UpdateReason[] = [...NOTHING_OFFERED, "nothingNewer"];
 
-export function registerPackageRoutes(app: Router): void {
-  const localVersion = z
-    .string()
-    .max(64)
-    .optional()
-    .openapi({ description: "The version the updater runs (both updaters send it); it picks the delta chain." });
-  // Velopack's two folders (with and without the feed token in the path) answer alike: one declaration of each part.
-  const velopackDescription =
-    "The feed folder of Velopack's HttpSource/SimpleWebSource. `releases.stable.json` or `releases.insider.json` (Velopack's default channel names of the platform's OS, `releases.win.json`, `releases.osx.json`, `releases.linux.json`, also with the architecture as in `releases.osx-arm64.json`, are stable) lists the full package of the release the caller is offered and, for a caller on an older release, the deltas from its version (when the chain is whole); `Assets` is empty when there is no update. A `.nupkg` name redirects to the download route, tokenised when the caller (user key header or feed token) may install it.";
-  const velopackPlatform = z
-    .enum(["win-x64", "win-arm64", "darwin-arm64", "darwin-x64", "linux-x64", "linux-arm64"])
-    .openapi({ param: { name: "platform", in: "path" } });
-  const velopackFile = z
-    .string()
-    .max(255)
-    .openapi({
-      param: { name: "file", in: "path" },
-      description: "releases.{channel}.json, or the file name of a package it lists",
-    });
-  const velopackQuery = z.object({
-    localVersion,
-    id: z.string().max(255).optional().openapi({ description: "Velopack's package id (sent, not needed)." }),
-    stagingId: z
-      .string()
-      .max(128)
-      .optional()
-      .openapi({
-        description: `Velopack's per-install staging id: the rollout cohort id when no ${INSTALL_ID_HEADER} header is sent.`,
-      }),
-    userKey: userKeyQuery,
-    feed: z.string().max(256).optional().openapi({ description: "The license's feed token." }),
+const localVersion = z
+  .string()
+  .max(64)
+  .optional()
+  .openapi({ description: "The version the updater runs (both updaters send it); it picks the delta chain." });
+// Velopack's two folders (with and without the feed token in the path) answer alike: one declaration of each part.
+const velopackDescription =
+  "The feed folder of Velopack's HttpSource/SimpleWebSource. `releases.stable.json` or `releases.insider.json` (Velopack's default channel names of the platform's OS, `releases.win.json`, `releases.osx.json`, `releases.linux.json`, also with the architecture as in `releases.osx-arm64.json`, are stable) lists the full package of the release the caller is offered and, for a caller on an older release, the deltas from its version (when the chain is whole); `Assets` is empty when there is no update. A `.nupkg` name redirects to the download route, tokenised when the caller (user key header or feed token) may install it.";
+const velopackPlatform = z
+  .enum(["win-x64", "win-arm64", "darwin-arm64", "darwin-x64", "linux-x64", "linux-arm64"])
+  .openapi({ param: { name: "platform", in: "path" } });
+const velopackFile = z
+  .string()
+  .max(255)
+  .openapi({
+    param: { name: "file", in: "path" },
+    description: "releases.{channel}.json, or the file name of a package it lists",
   });
-  const velopackResponses = {
+const velopackQuery = z.object({
+  localVersion,
+  id: z.string().max(255).optional().openapi({ description: "Velopack's package id (sent, not needed)." }),
+  stagingId: z
+    .string()
+    .max(128)
+    .optional()
+    .openapi({
+      description: `Velopack's per-install staging id: the rollout cohort id when no ${INSTALL_ID_HEADER} header is sent.`,
+    }),
+  userKey: userKeyQuery,
+  feed: z.string().max(256).optional().openapi({ description: "The license's feed token." }),
+});
+const velopackResponses = {
+  200: {
+    description:
+      'Velopack\'s feed: `{"Assets":[{PackageId, Version, Type: "Full"|"Delta", FileName, SHA1, SHA256, Size, NotesMarkdown, NotesHtml}]}`. ' +
+      "X-Service-Reason says why nothing newer is offered.",
+    headers: reasonHeader(OFFERED_OR_NOT),
+    content: { "application/json": { schema: z.object({ Assets: z.array(z.record(z.string(), z.unknown())) }) } },
+  },
+  302: { description: "A package: its download URL (tokenised when the caller may install it)" },
+  ...problems,
+};
+
+const getSquirrelWindowsFileRoute = createRoute({
+  method: "get",
+  path: "/v1/updates/{productCode}/squirrel-win/{platform}/{file}",
+  tags: ["Updates"],
+  operationId: "getSquirrelWindowsFile",
+  summary: "Squirrel.Windows: RELEASES (SHA1 URL size per package) or a package it names (redirect)",
+  description:
+    "The feed folder of Electron's built-in autoUpdater on Windows (Squirrel.Windows). `RELEASES` lists the full package of the release the caller is offered and, for a caller on an older release, the delta packages from its version (when the chain is whole); each URL is absolute, on the download route, with a download token for a licensed caller of a gated release. A `.nupkg` name redirects to the download route.",
+  ...access.anonymous(),
+  request: {
+    params: z.object({
+      productCode: productCodeParam,
+      platform: z.enum(["win-x64", "win-arm64"]).openapi({ param: { name: "platform", in: "path" } }),
+      file: z
+        .string()
+        .max(255)
+        .openapi({
+          param: { name: "file", in: "path" },
+          description: "RELEASES, or the file name of a package it lists",
+        }),
+    }),
+    query: z.object({
+      localVersion,
+      id: z.string().max(255).optional().openapi({ description: "Squirrel's package id (sent, not needed)." }),
+      arch: z.string().max(16).optional().openapi({ description: "Squirrel's architecture (sent, not needed)." }),
+      channel: z
+        .enum(CHANNELS)
+        .optional()
+        .openapi({ description: "stable (default) or insider: part of the feed URL." }),
+      userKey: userKeyQuery,
+      feed: z.string().max(256).optional().openapi({ description: "The license's feed token." }),
+    }),
+  },
+  responses: {
     200: {
       description:
-        'Velopack\'s feed: `{"Assets":[{PackageId, Version, Type: "Full"|"Delta", FileName, SHA1, SHA256, Size, NotesMarkdown, NotesHtml}]}`. ' +
+        "RELEASES: one `SHA1 URL size` line per package. When nothing is offered, the caller's own full package (Squirrel then finds no update), or an empty body. " +
         "X-Service-Reason says why nothing newer is offered.",
       headers: reasonHeader(OFFERED_OR_NOT),
-      content: { "application/json": { schema: z.object({ Assets: z.array(z.record(z.string(), z.unknown())) }) } },
+      content: { "text/plain": { schema: z.string() } },
     },
     302: { description: "A package: its download URL (tokenised when the caller may install it)" },
     ...problems,
-  };
-  documented(
-    app,
-    createRoute({
-      method: "get",
-      path: "/v1/updates/{productCode}/squirrel-win/{platform}/{file}",
-      tags: ["Updates"],
-      operationId: "getSquirrelWindowsFile",
-      summary: "Squirrel.Windows: RELEASES (SHA1 URL size per package) or a package it names (redirect)",
-      description:
-        "The feed folder of Electron's built-in autoUpdater on Windows (Squirrel.Windows). `RELEASES` lists the full package of the release the caller is offered and, for a caller on an older release, the delta packages from its version (when the chain is whole); each URL is absolute, on the download route, with a download token for a licensed caller of a gated release. A `.nupkg` name redirects to the download route.",
-      ...access.anonymous(),
-      request: {
-        params: z.object({
-          productCode: productCodeParam,
-          platform: z.enum(["win-x64", "win-arm64"]).openapi({ param: { name: "platform", in: "path" } }),
-          file: z
-            .string()
-            .max(255)
-            .openapi({
-              param: { name: "file", in: "path" },
-              description: "RELEASES, or the file name of a package it lists",
-            }),
-        }),
-        query: z.object({
-          localVersion,
-          id: z.string().max(255).optional().openapi({ description: "Squirrel's package id (sent, not needed)." }),
-          arch: z.string().max(16).optional().openapi({ description: "Squirrel's architecture (sent, not needed)." }),
-          channel: z
-            .enum(CHANNELS)
-            .optional()
-            .openapi({ description: "stable (default) or insider: part of the feed URL." }),
-          userKey: userKeyQuery,
-          feed: z.string().max(256).optional().openapi({ description: "The license's feed token." }),
-        }),
-      },
-      responses: {
-        200: {
-          description:
-            "RELEASES: one `SHA1 URL size` line per package. When nothing is offered, the caller's own full package (Squirrel then finds no update), or an empty body. " +
-            "X-Service-Reason says why nothing newer is offered.",
-          headers: reasonHeader(OFFERED_OR_NOT),
-          content: { "text/plain": { schema: z.string() } },
-        },
-        302: { description: "A package: its download URL (tokenised when the caller may install it)" },
-        ...problems,
-      },
+  },
+});
+
+const getVelopackFileRoute = createRoute({
+  method: "get",
+  path: "/v1/updates/{productCode}/velopack/{platform}/{file}",
+  tags: ["Updates"],
+  operationId: "getVelopackFile",
+  summary: "Velopack: releases.{channel}.json (full and delta assets) or a package it names (redirect)",
+  description: velopackDescription,
+  ...access.anonymous(),
+  request: {
+    params: z.object({
+      productCode: productCodeParam,
+      platform: velopackPlatform,
+      file: velopackFile,
     }),
-    squirrelResponse,
-  );
-  documented(
-    app,
-    createRoute({
-      method: "get",
-      path: "/v1/updates/{productCode}/velopack/{platform}/{file}",
-      tags: ["Updates"],
-      operationId: "getVelopackFile",
-      summary: "Velopack: releases.{channel}.json (full and delta assets) or a package it names (redirect)",
-      description: velopackDescription,
-      ...access.anonymous(),
-      request: {
-        params: z.object({
-          productCode: productCodeParam,
-          platform: velopackPlatform,
-          file: velopackFile,
+    query: velopackQuery,
+  },
+  responses: velopackResponses,
+});
+
+const getVelopackFileWithFeedTokenRoute = createRoute({
+  method: "get",
+  path: "/v1/updates/{productCode}/velopack/{platform}/feed/{feed}/{file}",
+  tags: ["Updates"],
+  operationId: "getVelopackFileWithFeedToken",
+  summary:
+    "Velopack, with the license's feed token as a folder of the URL (for Velopack's Rust core, which keeps no query)",
+  description: velopackDescription,
+  ...access.anonymous(),
+  request: {
+    params: z.object({
+      productCode: productCodeParam,
+      feed: z
+        .string()
+        .max(256)
+        .openapi({
+          param: { name: "feed", in: "path" },
+          description: "The license's feed token (the same value as the `feed` query parameter of the other feeds).",
         }),
-        query: velopackQuery,
-      },
-      responses: velopackResponses,
+      platform: velopackPlatform,
+      file: velopackFile,
     }),
-    (c) => velopackResponse(c),
-  );
-  documented(
-    app,
-    createRoute({
-      method: "get",
-      path: "/v1/updates/{productCode}/velopack/{platform}/feed/{feed}/{file}",
-      tags: ["Updates"],
-      operationId: "getVelopackFileWithFeedToken",
-      summary:
-        "Velopack, with the license's feed token as a folder of the URL (for Velopack's Rust core, which keeps no query)",
-      description: velopackDescription,
-      ...access.anonymous(),
-      request: {
-        params: z.object({
-          productCode: productCodeParam,
-          feed: z
-            .string()
-            .max(256)
-            .openapi({
-              param: { name: "feed", in: "path" },
-              description:
-                "The license's feed token (the same value as the `feed` query parameter of the other feeds).",
-            }),
-          platform: velopackPlatform,
-          file: velopackFile,
-        }),
-        query: velopackQuery,
-      },
-      responses: velopackResponses,
-    }),
-    (c) => velopackResponse(c, c.req.param("feed") ?? ""),
-  );
+    query: velopackQuery,
+  },
+  responses: velopackResponses,
+});
+
+export function registerPackageRoutes(app: Router): void {
+  documented(app, getSquirrelWindowsFileRoute, squirrelResponse);
+  documented(app, getVelopackFileRoute, (c) => velopackResponse(c));
+  documented(app, getVelopackFileWithFeedTokenRoute, (c) => velopackResponse(c, c.req.param("feed") ?? ""));
 }

@@ -7,7 +7,7 @@
  * any change to the product's releases bumps the generation, so a stale answer is never served.
  */
 import { createRoute, z } from "@hono/zod-openapi";
-import type { Context } from "hono";
+import type { Context, Handler } from "hono";
 import type { AppEnv } from "../../http/app-env";
 import { access } from "../../auth/guard";
 import { serviceContext } from "../../http/context";
@@ -165,193 +165,181 @@ const feedResponses = {
   ...problems,
 } as const;
 
-export function registerUpdateRoutes(app: Router): void {
-  documented(
-    app,
-    createRoute({
-      method: "get",
-      path: "/v1/updates/{productCode}",
-      tags: ["Updates"],
-      operationId: "checkForUpdate",
-      summary:
-        "Signed update check: the newest release, whether the caller may install it, and the caller's maintenance",
-      ...access.anonymous(),
-      request: {
-        params: z.object({ productCode: productCodeParam }),
-        query: z.object({
-          platform: platformParam,
-          version: versionParam.openapi({ description: "The caller's current major.minor.patch." }),
-          channel: channelParam.optional().openapi({ description: "stable (default) or insider" }),
-          userKey: userKeyQuery,
-        }),
-      },
-      responses: {
-        200: {
-          ...json(
-            z
-              .object({
-                success: z.boolean(),
-                data: UpdateCheckData,
-                signature: z.string().openapi({
-                  description:
-                    "Base64 of the 64-byte ES256 (P1363) signature over the RFC 8785 canonical JSON of data.",
-                }),
-                keyId: z.string().openapi({ description: "The key's kid in GET /v1/extensions/keys." }),
-              })
-              .openapi("SignedUpdateCheck"),
-            "The signed update check. When it offers no download, or the user key names no license, " +
-              reasonsDescription([...NOTHING_OFFERED, "nothingNewer"]),
-          ),
-          headers: reasonHeader([...NOTHING_OFFERED, "nothingNewer"]),
-        },
-        ...problems,
-      },
+const checkForUpdateRoute = createRoute({
+  method: "get",
+  path: "/v1/updates/{productCode}",
+  tags: ["Updates"],
+  operationId: "checkForUpdate",
+  summary: "Signed update check: the newest release, whether the caller may install it, and the caller's maintenance",
+  ...access.anonymous(),
+  request: {
+    params: z.object({ productCode: productCodeParam }),
+    query: z.object({
+      platform: platformParam,
+      version: versionParam.openapi({ description: "The caller's current major.minor.patch." }),
+      channel: channelParam.optional().openapi({ description: "stable (default) or insider" }),
+      userKey: userKeyQuery,
     }),
-    async (c) => {
-      const ctx = serviceContext(c);
-      const platform = requirePlatform(c.req.query("platform"));
-      const channel = requireChannel(c.req.query("channel"));
-      const version = requireVersion(c.req.query("version"));
-      const product = await requireProduct(ctx, c.req.param("productCode") ?? "");
-      const credential = credentialFrom(c);
-      return throughCache(
-        c,
+  },
+  responses: {
+    200: {
+      ...json(
+        z
+          .object({
+            success: z.boolean(),
+            data: UpdateCheckData,
+            signature: z.string().openapi({
+              description: "Base64 of the 64-byte ES256 (P1363) signature over the RFC 8785 canonical JSON of data.",
+            }),
+            keyId: z.string().openapi({ description: "The key's kid in GET /v1/extensions/keys." }),
+          })
+          .openapi("SignedUpdateCheck"),
+        "The signed update check. When it offers no download, or the user key names no license, " +
+          reasonsDescription([...NOTHING_OFFERED, "nothingNewer"]),
+      ),
+      headers: reasonHeader([...NOTHING_OFFERED, "nothingNewer"]),
+    },
+    ...problems,
+  },
+});
+
+const checkForUpdateHandler: Handler<AppEnv> = async (c) => {
+  const ctx = serviceContext(c);
+  const platform = requirePlatform(c.req.query("platform"));
+  const channel = requireChannel(c.req.query("channel"));
+  const version = requireVersion(c.req.query("version"));
+  const product = await requireProduct(ctx, c.req.param("productCode") ?? "");
+  const credential = credentialFrom(c);
+  return throughCache(
+    c,
+    product,
+    [product.code, String(product.releaseGeneration), "check", channel, platform, version],
+    sharedAnswer(c, credential),
+    async () => {
+      const asking = await askingFor(c, product, platform, channel, { version });
+      const data = await checkForUpdate(ctx, {
+        ...asking,
         product,
-        [product.code, String(product.releaseGeneration), "check", channel, platform, version],
-        sharedAnswer(c, credential),
-        async () => {
-          const asking = await askingFor(c, product, platform, channel, { version });
-          const data = await checkForUpdate(ctx, {
-            ...asking,
-            product,
-            platform,
-            version,
-            channel,
-            downloadUrl: downloadUrlBuilder(c, product, platform),
-          });
-          traceFor(c, licenseOf(asking.caller), TRACE_UPDATE_CHECK, version);
-          return withReason(send(c, await signUpdateCheck(ctx, data)), updateCheckReason(asking.caller, data));
-        },
-      );
+        platform,
+        version,
+        channel,
+        downloadUrl: downloadUrlBuilder(c, product, platform),
+      });
+      traceFor(c, licenseOf(asking.caller), TRACE_UPDATE_CHECK, version);
+      return withReason(send(c, await signUpdateCheck(ctx, data)), updateCheckReason(asking.caller, data));
     },
   );
+};
 
-  documented(
-    app,
-    createRoute({
-      method: "get",
-      path: "/v1/updates/{productCode}/feed/{channel}/{platform}/{file}",
-      tags: ["Updates"],
-      operationId: "getFeed",
-      summary: "Feed manifest (the feed directory of an electron-updater generic provider)",
-      ...access.anonymous(),
-      request: {
-        params: z.object({
-          productCode: productCodeParam,
-          channel: channelParam.openapi({ param: { name: "channel", in: "path" } }),
-          platform: platformParam.openapi({ param: { name: "platform", in: "path" } }),
-          file: z.enum(["latest.yml", "latest-mac.yml", "latest-linux.yml", "latest-linux-arm64.yml"]).openapi({
-            param: { name: "file", in: "path" },
-            description:
-              "latest.yml (Windows), latest-mac.yml (macOS), latest-linux.yml or latest-linux-arm64.yml (Linux)",
-          }),
-        }),
-        query: z.object({ userKey: userKeyQuery }),
-      },
-      responses: feedResponses,
-    }),
-    (c) =>
-      feedResponse(
-        c,
-        c.req.param("productCode") ?? "",
-        c.req.param("channel"),
-        c.req.param("platform"),
-        c.req.param("file") ?? "",
-      ),
-  );
-
-  const aliases: [string, Platform][] = [
-    ["latest.yml", "win-x64"],
-    ["latest-mac.yml", "darwin-arm64"],
-    ["latest-linux.yml", "linux-x64"],
-    ["latest-linux-arm64.yml", "linux-arm64"],
-  ];
-  for (const [file, fallback] of aliases) {
-    documented(
-      app,
-      createRoute({
-        method: "get",
-        path: `/v1/updates/{productCode}/${file}`,
-        tags: ["Updates"],
-        operationId: `getFeedAlias${file.replace(/[^A-Za-z0-9]+(.)?/g, (_, ch: string | undefined) => (ch ?? "").toUpperCase())}`,
-        summary: `Feed manifest ${file} (platform defaults to ${fallback})`,
-        ...access.anonymous(),
-        request: {
-          params: z.object({ productCode: productCodeParam }),
-          query: z.object({
-            channel: channelParam.optional(),
-            platform: platformParam.optional(),
-            userKey: userKeyQuery,
-          }),
-        },
-        responses: feedResponses,
+const getFeedRoute = createRoute({
+  method: "get",
+  path: "/v1/updates/{productCode}/feed/{channel}/{platform}/{file}",
+  tags: ["Updates"],
+  operationId: "getFeed",
+  summary: "Feed manifest (the feed directory of an electron-updater generic provider)",
+  ...access.anonymous(),
+  request: {
+    params: z.object({
+      productCode: productCodeParam,
+      channel: channelParam.openapi({ param: { name: "channel", in: "path" } }),
+      platform: platformParam.openapi({ param: { name: "platform", in: "path" } }),
+      file: z.enum(["latest.yml", "latest-mac.yml", "latest-linux.yml", "latest-linux-arm64.yml"]).openapi({
+        param: { name: "file", in: "path" },
+        description: "latest.yml (Windows), latest-mac.yml (macOS), latest-linux.yml or latest-linux-arm64.yml (Linux)",
       }),
-      (c) =>
-        feedResponse(
-          c,
-          c.req.param("productCode") ?? "",
-          c.req.query("channel"),
-          c.req.query("platform"),
-          file,
-          fallback,
-        ),
-    );
-  }
-
-  documented(
-    app,
-    createRoute({
-      method: "get",
-      path: "/v1/updates/{productCode}/download/{platform}/{version}/{fileName}",
-      tags: ["Updates"],
-      operationId: "downloadArtifact",
-      summary: "One artifact (GET or HEAD): whole, one byte range, or several as multipart/byteranges",
-      ...access.anonymous(),
-      request: {
-        params: z.object({
-          productCode: productCodeParam,
-          platform: platformParam.openapi({ param: { name: "platform", in: "path" } }),
-          version: versionParam.openapi({ param: { name: "version", in: "path" } }),
-          fileName: fileNameParam.openapi({ param: { name: "fileName", in: "path" } }),
-        }),
-        query: z.object({
-          token: z.string().max(128).optional().openapi({
-            description:
-              "Download token (gated releases): used up by the first complete download; ranges resume until it expires.",
-          }),
-          artifact: z.string().max(20).optional().openapi({
-            description:
-              "The artifact's id, as the URLs of feeds and update checks carry it (a replaced artifact gets a new URL).",
-          }),
-          kind: z.enum(KINDS).optional(),
-          userKey: userKeyQuery,
-          channel: channelParam.optional(),
-        }),
-      },
-      responses: {
-        200: {
-          description: "The artifact",
-          content: { "application/octet-stream": { schema: z.string().openapi({ format: "binary" }) } },
-        },
-        206: {
-          description: "Byte range(s)",
-          content: { "multipart/byteranges": { schema: z.string().openapi({ format: "binary" }) } },
-        },
-        302: { description: "A hosted artifact: its URL" },
-        416: { description: "Range not satisfiable" },
-        ...problems,
-      },
     }),
-    downloadResponse,
+    query: z.object({ userKey: userKeyQuery }),
+  },
+  responses: feedResponses,
+});
+
+const getFeedHandler: Handler<AppEnv> = (c) =>
+  feedResponse(
+    c,
+    c.req.param("productCode") ?? "",
+    c.req.param("channel"),
+    c.req.param("platform"),
+    c.req.param("file") ?? "",
   );
+
+/** A latest*.yml alias of the feed: its file, with the platform it defaults to. */
+function feedAlias(file: string, fallback: Platform, operationId: string) {
+  const route = createRoute({
+    method: "get",
+    path: `/v1/updates/{productCode}/${file}`,
+    tags: ["Updates"],
+    operationId,
+    summary: `Feed manifest ${file} (platform defaults to ${fallback})`,
+    ...access.anonymous(),
+    request: {
+      params: z.object({ productCode: productCodeParam }),
+      query: z.object({
+        channel: channelParam.optional(),
+        platform: platformParam.optional(),
+        userKey: userKeyQuery,
+      }),
+    },
+    responses: feedResponses,
+  });
+  const handler: Handler<AppEnv> = (c) =>
+    feedResponse(c, c.req.param("productCode") ?? "", c.req.query("channel"), c.req.query("platform"), file, fallback);
+  return { route, handler };
+}
+
+/** The feed's latest*.yml aliases, in the document's order. */
+const feedAliases = [
+  feedAlias("latest.yml", "win-x64", "getFeedAliaslatestYml"),
+  feedAlias("latest-mac.yml", "darwin-arm64", "getFeedAliaslatestMacYml"),
+  feedAlias("latest-linux.yml", "linux-x64", "getFeedAliaslatestLinuxYml"),
+  feedAlias("latest-linux-arm64.yml", "linux-arm64", "getFeedAliaslatestLinuxArm64Yml"),
+];
+
+const downloadArtifactRoute = createRoute({
+  method: "get",
+  path: "/v1/updates/{productCode}/download/{platform}/{version}/{fileName}",
+  tags: ["Updates"],
+  operationId: "downloadArtifact",
+  summary: "One artifact (GET or HEAD): whole, one byte range, or several as multipart/byteranges",
+  ...access.anonymous(),
+  request: {
+    params: z.object({
+      productCode: productCodeParam,
+      platform: platformParam.openapi({ param: { name: "platform", in: "path" } }),
+      version: versionParam.openapi({ param: { name: "version", in: "path" } }),
+      fileName: fileNameParam.openapi({ param: { name: "fileName", in: "path" } }),
+    }),
+    query: z.object({
+      token: z.string().max(128).optional().openapi({
+        description:
+          "Download token (gated releases): used up by the first complete download; ranges resume until it expires.",
+      }),
+      artifact: z.string().max(20).optional().openapi({
+        description:
+          "The artifact's id, as the URLs of feeds and update checks carry it (a replaced artifact gets a new URL).",
+      }),
+      kind: z.enum(KINDS).optional(),
+      userKey: userKeyQuery,
+      channel: channelParam.optional(),
+    }),
+  },
+  responses: {
+    200: {
+      description: "The artifact",
+      content: { "application/octet-stream": { schema: z.string().openapi({ format: "binary" }) } },
+    },
+    206: {
+      description: "Byte range(s)",
+      content: { "multipart/byteranges": { schema: z.string().openapi({ format: "binary" }) } },
+    },
+    302: { description: "A hosted artifact: its URL" },
+    416: { description: "Range not satisfiable" },
+    ...problems,
+  },
+});
+
+export function registerUpdateRoutes(app: Router): void {
+  documented(app, checkForUpdateRoute, checkForUpdateHandler);
+  documented(app, getFeedRoute, getFeedHandler);
+  for (const alias of feedAliases) documented(app, alias.route, alias.handler);
+  documented(app, downloadArtifactRoute, downloadResponse);
 }
