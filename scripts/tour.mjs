@@ -6,11 +6,13 @@
 //    scripts/tour/jq.mjs; TOUR_JQ=node forces it).
 // 2. Starts the bundled Worker under workerd (scripts/local-worker.mjs) on a free loopback port, over HTTPS with a
 //    certificate made as `npm run dev` makes its own (scripts/lib/dev-cert.mjs), with fresh state and the settings of
-//    .dev.vars.example, so `KEY` is the documented administrator key. CA names the certificate's file, as the README's
-//    first block sets it for `npm run dev`; no other trust is passed on (no NODE_EXTRA_CA_CERTS, no certificate
-//    checks turned off), and a block that turns checks off (`curl -k`, NODE_TLS_REJECT_UNAUTHORIZED=0) fails the tour.
-// 3. Takes every ```sh block preceded by `<!-- tour -->` in README.md and docs/*.md, in order, and runs them as one
-//    bash script (`set -euo pipefail`) with BASE set to the service. Each command is one "step".
+//    .dev.vars.example, so `KEY` is the documented administrator key. CA names the certificate's file, as the tour's
+//    first block (docs/getting-started.md) sets it for `npm run dev`; no other trust is passed on (no
+//    NODE_EXTRA_CA_CERTS, no certificate checks turned off), and a block that turns checks off (`curl -k`,
+//    NODE_TLS_REJECT_UNAUTHORIZED=0) fails the tour.
+// 3. Takes every ```sh block preceded by `<!-- tour -->` in the pages of TOUR_PAGES, in that order (later blocks use
+//    the variables earlier ones set), then in any other page of docs/*.md with such blocks, by name, and runs them as
+//    one bash script (`set -euo pipefail`) with BASE set to the service. Each command is one "step".
 // 4. Checks every step: a comment right under a command (or after it on the same line) is the answer the docs show,
 //    and the output must match it (`…` stands for anything, ids and counts may differ, everything else is exact);
 //    a step without a shown answer must get 2xx answers from every curl it makes.
@@ -34,6 +36,36 @@ import { root, startLocalWorker } from "./local-worker.mjs";
 import { startWebhookReceiver } from "../test/webhook-receiver.ts";
 
 const RUNS = Number(process.env.TOUR_RUNS ?? 2);
+
+/**
+ * The tour's pages, in the order a reader follows them (and the shell runs them): each page's blocks use what the
+ * pages before it set (`BASE`, `CA`, `KEY`, `RUN`, `PRODUCT_ID`, `DIST`, …). docs/getting-started.md lists the same
+ * order for readers.
+ */
+export const TOUR_PAGES = [
+  "README.md",
+  "docs/getting-started.md",
+  "docs/updates.md",
+  "docs/configuration.md",
+  "docs/publishing.md",
+  "docs/webhooks.md",
+  "docs/electron.md",
+  "docs/electron-rollout.md",
+  "docs/offline.md",
+];
+
+/** The pages whose blocks the tour runs: TOUR_PAGES that exist, then the other docs/*.md pages by name. */
+export function tourPages() {
+  const listed = TOUR_PAGES.map((page) => join(root, page));
+  const others = existsSync(join(root, "docs"))
+    ? readdirSync(join(root, "docs"))
+        .filter((f) => f.endsWith(".md"))
+        .sort()
+        .map((f) => join(root, "docs", f))
+        .filter((file) => !listed.includes(file))
+    : [];
+  return [...listed.filter((file) => existsSync(file)), ...others];
+}
 const verbose = process.argv.includes("--verbose") || process.argv.includes("-v");
 
 /** `<!-- tour -->` blocks of a Markdown file: their lines and where they start. */
@@ -272,15 +304,7 @@ function devVars() {
 }
 
 async function main() {
-  const docs = [
-    join(root, "README.md"),
-    ...(existsSync(join(root, "docs"))
-      ? readdirSync(join(root, "docs"))
-          .filter((f) => f.endsWith(".md"))
-          .sort()
-          .map((f) => join(root, "docs", f))
-      : []),
-  ];
+  const docs = tourPages();
   const all = docs.flatMap(tourBlocks).flatMap(steps);
   if (all.length === 0) throw new Error("no <!-- tour --> blocks found");
   for (const step of all) {
@@ -297,7 +321,7 @@ async function main() {
     bindings: devVars(),
     https: { key: readFileSync(certificate.keyFile, "utf8"), cert: readFileSync(certificate.certFile, "utf8") },
   });
-  // The README's webhook example delivers to $HOOK: here a local receiver that answers 200 (test/webhook-receiver.ts).
+  // The webhook example (docs/webhooks.md) delivers to $HOOK: here a local receiver that answers 200 (test/webhook-receiver.ts).
   const receiver = await startWebhookReceiver();
   const base = worker.url.toString().replace(/\/$/, "");
   if (!base.startsWith("https://")) throw new Error(`the tour's service is not HTTPS: ${base}`);

@@ -182,69 +182,77 @@ export const settingDefinitions = {
   "Application:Environment": def(
     text(/^[A-Za-z][A-Za-z0-9-]{0,31}$/),
     "Production",
-    "Development, or any other name (Production, Staging …). Outside Development weak or published secrets and insecure webhook URLs stop the service; read from the environment only.",
+    "Development (set in .dev.vars.example, the tests and the local scripts), or any other name (Production, Staging …). Outside Development the service refuses to run, every route (the health check too) answering 500 naming the setting, while Application:JwtSecret is shorter than 32 bytes, Application:EncryptionKey is not the base64 of 32 bytes or more, Application:JwtSecret, Application:EncryptionKey, Application:AdminApiKey or IpFiltering:GatewaySecret is guessable (under 128 bits by the service's conservative estimate: repeats, sequences and reused characters count for little, whatever the length; generate each with openssl rand -base64 32), any secret has a value published in .dev.vars.example, Application:PublicUrl is unset, or Webhooks:AllowInsecureUrls is on. Read from the environment only: the settings table and PUT /v1/settings cannot change it, and PUT refuses a change that would stop the service.",
   ),
   "Application:EnableWebApi": def(bool, true, "Serve the REST API under /v1 (404 when false)."),
   "Application:EnableSwagger": devDef(
     bool,
     false,
     true,
-    "Serve the OpenAPI document at /swagger/v1/swagger.json and the UI at /swagger (default: on in Development only).",
+    "Serve the OpenAPI document at /swagger/v1/swagger.json and Swagger UI at /swagger (and /swagger/); on in Development only by default. The UI's files (swagger-ui-dist, pinned) are served by the service itself under /swagger/assets/: no CDN, works offline.",
   ),
   "Application:EnableGrpcWeb": def(
     bool,
     true,
-    "Serve the gRPC services with gRPC-Web and Connect on the main endpoint.",
+    "Serve the gRPC services with gRPC-Web and Connect on the main endpoint. Native gRPC through the gateway (npm run grpc-gateway) is separate and stays on.",
   ),
   "Application:EnableHealthCheck": def(bool, true, "Serve the health check."),
-  "Application:HealthCheckEndPoint": def(text(/^\/[^\s?#]*$/), "/health", "Path of the health check."),
+  "Application:HealthCheckEndPoint": def(
+    text(/^\/[^\s?#]*$/),
+    "/health",
+    "Path of the health check (200 Healthy when D1 answers, 503 otherwise).",
+  ),
   "Application:SerializeJSonEnumAsString": def(bool, false, "Write enumerations as names instead of numbers."),
   "Application:IgnoreJSonDefaultValues": def(bool, true, "Omit properties whose value is null from responses."),
   "Application:CorsOrigins": def(
     list,
     [],
-    "Origins (https://app.example.com; * for any) that browsers and Electron renderers may call the licensing operations, update routes, signing keys and gRPC-Web from; none by default, never the Management API.",
+    "Origins (https://app.example.com; * for any) that browsers and Electron renderers may call the licensing operations, login, update routes, signing keys and gRPC-Web from; none by default. The Management API never answers cross-origin.",
   ),
   "Application:PublicUrl": def(
     optionalHttpsOrigin,
     undefined,
-    "The service's public https origin (https://licensing.example.com): every absolute URL of feeds, update checks and downloads starts with it. Required outside Development; in Development, when unset, the request's own origin is used.",
+    "The service's public https origin, with no path or query (https://licensing.example.com, a port allowed): every absolute URL of feeds, update checks and downloads starts with it, whatever Host or X-Forwarded-Host a request names. Required outside Development. In Development, when unset, each request's own origin is used, and the kept and cached anonymous answers are keyed by it, so one host's answer is never served to another.",
   ),
   "Application:ApiKeyHeaderName": def(text(/^[A-Za-z0-9-]+$/), "x-api-key", "Request header that carries the API key."),
   "Application:ApiKeyCacheDuration": def(
     durationUpTo(600_000, "a revoked or deleted key must stop working within it"),
     180_000,
-    "How long a validated API key is cached per isolate (at most 00:10:00).",
+    "How long a validated API key is cached per isolate: a revocation or permission change made in another isolate applies within it. At most 00:10:00 (a longer value is refused). A deleted key, or a deleted user's keys and console sessions, end at once everywhere: a cached key is used only with a check that it and its owner still exist, in the licensing call's one D1 statement.",
   ),
   "Application:TokenExpiration": def(duration, 1_800_000, "Lifetime of bearer tokens issued by login."),
   "Application:ConsoleSessionLifetime": def(
     duration,
     28_800_000,
-    "Lifetime of the API key a console sign-in holds in its cookie (the admin console at /console).",
+    "Lifetime of an admin console session (the console at /console): the short-lived API key its sign-in holds in an HttpOnly cookie.",
   ),
   "Application:ConsoleIdleTimeout": def(
     durationAtLeast(1000),
     1_800_000,
-    "A console session ends after this long without a request (besides its lifetime); it may end up to a minute sooner, as the last use is recorded at most once a minute.",
+    "A console session ends after this long without a request (besides its lifetime); it may end up to a minute sooner, as the last use is recorded at most once a minute. At least 00:00:01.",
   ),
   "Application:JwtSecret": def(
     optionalText,
     undefined,
-    "HS256 key of bearer tokens (secret; required for login).",
+    "HS256 key of bearer tokens (secret; required for login). Outside Development at least 32 bytes and 128 bits of randomness: openssl rand -base64 32.",
     true,
   ),
   "Application:EncryptionKey": def(
     optionalText,
     undefined,
-    "Key for secrets at rest and license integrity (secret).",
+    "Key for secrets at rest and license integrity (secret). Outside Development the base64 (standard or url-safe, padding optional) of at least 32 random bytes: openssl rand -base64 32. It is used as written, never stretched, so changing it makes stored secrets unreadable and every license read as tampered: set it once.",
     true,
   ),
-  "Application:AdminUsername": def(optionalText, undefined, "Administrator account created at startup."),
+  "Application:AdminUsername": def(
+    optionalText,
+    undefined,
+    "Administrator account created at startup (with Application:AdminPassword).",
+  ),
   "Application:AdminPassword": def(optionalText, undefined, "Password of that administrator (secret).", true),
   "Application:AdminApiKey": def(
     optionalText,
     undefined,
-    "Value of the administrator's API key (secret; generated and logged once when unset).",
+    "Value of the administrator's API key (secret); when unset, a key is generated and written once to the Worker's log. Outside Development a set value must carry 128 bits of randomness after its api_ prefix: echo api_$(openssl rand -hex 24).",
     true,
   ),
   "Application:MaxPageSize": def(int(1, 100_000), 1000, "Largest `take` of a list; larger values are clamped."),
@@ -257,7 +265,7 @@ export const settingDefinitions = {
   "Application:ServerTiming": def(
     bool,
     false,
-    "Report each request's D1 work (statements, round trips, rows written and read, time) in a Server-Timing header.",
+    "Report each request's D1 work (statements, round trips, rows written and read, time) in a Server-Timing header; always on in Development.",
   ),
   "Application:SettingsCacheSeconds": def(
     int(0, 3600),
@@ -267,7 +275,7 @@ export const settingDefinitions = {
   "Application:LogRetentionDays": def(
     int(1, 36_500),
     30,
-    "Days the service log keeps an entry; the cron trigger prunes older ones.",
+    "Days the service log (GET /v1/log) keeps an entry; the cron trigger prunes older ones.",
   ),
   "Email:OutboxRetentionDays": def(
     int(1, 36_500),
@@ -277,7 +285,7 @@ export const settingDefinitions = {
   "Email:From": def(
     optionalEmail,
     undefined,
-    "Sender address of mail sent through the EMAIL send_email binding (required when it is bound).",
+    "Sender address of mail sent through the EMAIL send_email binding; required when it is bound (without the binding, mail is queued in the email outbox, the email_outbox table).",
   ),
   "IpFiltering:BruteForceProtection:Enabled": def(
     bool,
@@ -303,13 +311,13 @@ export const settingDefinitions = {
       "/v1/auth/login",
       "/licensing.v1.Authentication/Authenticate",
     ],
-    "Path prefixes never counted or blocked.",
+    "Path prefixes never counted or blocked; by default the floating routes (request, release, heartbeat) and login, REST and gRPC.",
   ),
   "IpFiltering:Whitelist": def(list, ["127.0.0.1", "::1"], "IPs never rate limited."),
   "IpFiltering:GatewaySecret": def(
     optionalText,
     undefined,
-    "Shared secret of the native gRPC gateway (tools/grpc-gateway): the client address it signs with it is the only one believed besides CF-Connecting-IP (secret).",
+    "Secret shared with the native gRPC gateway (npm run grpc-gateway reads the same variable, IpFiltering__GatewaySecret, and does not start without it): the gateway signs each client's address with it, and the Worker believes a signed, fresh address (5 minutes) instead of the gateway's own (a signed loopback address counts as unknown, never whitelisted), and lets a signed call through while Application:EnableGrpcWeb is off. Besides it only CF-Connecting-IP is believed; a request with no address at all is unknown outside Development: one bucket of its own, never whitelisted. Outside Development a set value must carry 128 bits of randomness: openssl rand -base64 32.",
     true,
   ),
   "IpFiltering:Blacklist": def(list, [], "IPs that always get 403."),
@@ -322,13 +330,13 @@ export const settingDefinitions = {
   "IpFiltering:AuthenticationProtection:MaxLoginRequestsPerTimeFrame": def(
     int(1),
     120,
-    "Login requests (REST and gRPC Authenticate) allowed per IP and TimeFrameDuration, counted apart from the request limit; over it: 429 until the frame ends.",
+    "Login requests (REST and gRPC Authenticate) one IP (an IPv6 /64) may make per IpFiltering:BruteForceProtection:TimeFrameDuration, right or wrong, counted apart from the request limit; over it: 429 until the frame ends.",
   ),
   "Extensions:TokenLifetimeMinutes": def(int(1, 10_080), 10, "Lifetime of download tokens, in minutes."),
   "Extensions:DownloadRoot": def(
     optionalText,
     undefined,
-    "Key prefix of uploaded artifacts in the ARTIFACTS R2 bucket.",
+    "Key prefix of uploaded artifacts in the ARTIFACTS R2 bucket (wrangler.toml sets artifacts).",
   ),
   "Extensions:MaxResourceArtifactBytes": def(
     int(0),
@@ -338,17 +346,17 @@ export const settingDefinitions = {
   "Licensing:HeartbeatInterval": def(
     duration,
     300_000,
-    "Interval floating clients heartbeat at; a seat lives 2x this + 30 s.",
+    "Interval floating clients heartbeat at; a seat lives twice this plus 30 s.",
   ),
   "Licensing:LicenseKeyLifetime": def(
     duration,
     7 * 86_400_000,
-    "How long a license key (the signed JWS in licensing answers) stays valid offline from its issue; never past the license's expiry, the activation or the seat. A deactivation or revocation is not seen offline until the keys issued before it expire, so keep it short: an application validates online at least this often.",
+    "How long a license key (license.licenseKey, the signed JWS in licensing answers) stays valid offline from its issue; never past the license's expiry, the activation or the seat. A deactivated machine gets no new key, but the key it holds stays valid offline until this lifetime ends, and a revocation is not seen offline before then either: a longer value lets an activation handed from machine to machine leave more valid keys behind, a shorter one makes applications validate online more often.",
   ),
   "Licensing:MaxRequestsPerLicense": def(
     int(1),
     600,
-    "Floating requests, heartbeats, releases and reports one license may make per Licensing:LicenseRequestTimeFrame (REST and gRPC together); more answer 429. Reports naming no license count the same way per credential (API key, user).",
+    "Floating requests, heartbeats, releases and reports one license may make per Licensing:LicenseRequestTimeFrame, REST and gRPC together; more answer 429 with Retry-After (gRPC ResourceExhausted). Reports naming no license (or an unknown user key) count the same way per credential: per API key, per user for a user's bearer tokens. Raise it for floating licenses with many seats (each seat heartbeats once per Licensing:HeartbeatInterval).",
   ),
   "Licensing:LicenseRequestTimeFrame": def(duration, 60_000, "Time frame of Licensing:MaxRequestsPerLicense."),
   "Licensing:TraceRetentionDays": def(
@@ -364,17 +372,17 @@ export const settingDefinitions = {
   "Licensing:LicenseFileLifetime": def(
     durationAtLeast(60_000),
     30 * 86_400_000,
-    "How long a license file (POST /v1/license/checkout) stays valid offline from its issue; a checkout's ttl can shorten it. Never past the license's expiry or, for a borrowed seat, the borrow's end.",
+    "How long a license file (POST /v1/license/checkout) stays valid offline from its issue; a checkout's ttl (seconds) can shorten it. Never past the license's expiry, the activation or seat it rests on, or a borrowed seat's end.",
   ),
   "Licensing:MaxBorrowHours": def(
     int(1, 8_760),
     168,
-    "Longest a floating seat may be borrowed (POST /v1/license/borrow `hours`), in hours.",
+    "Longest a floating seat may be borrowed (POST /v1/license/borrow `hours`, from 1), in hours.",
   ),
   "Licensing:OfflineGraceDays": def(
     int(0, 365),
     7,
-    "Days the client package keeps a license usable offline after its last signed validation; every signed validation carries it (offlineGraceDays).",
+    "Days the client package keeps a license usable offline after its last signed validation; every signed validation carries it (offlineGraceDays), and every license key carries it signed.",
   ),
   "Licensing:UserKeyFormat": def(
     text(/^[X-]*X[X-]*$/),
@@ -384,7 +392,7 @@ export const settingDefinitions = {
   "Licensing:MaxDeactivationsPerMonth": def(
     int(0, 1_000),
     3,
-    "Machines a customer may deactivate per license per calendar month (UTC) in the customer portal (/v1/portal); more answer 429 until the next month. 0 = no limit.",
+    "Machines a customer may deactivate per license per calendar month (UTC) in the customer portal (/v1/portal); more answer 429 with the reset date (header X-Deactivations-Reset) until the next month. 0 = no limit.",
   ),
   "Webhooks:Enabled": def(bool, true, "Deliver webhooks."),
   "Webhooks:AllowInsecureUrls": def(bool, false, "Allow http:// and private-address webhook URLs (local development)."),
@@ -393,11 +401,15 @@ export const settingDefinitions = {
     30,
     "Days webhook delivery history (delivery events) is kept; the cron trigger prunes older ones.",
   ),
-  "Updates:FeedCacheSeconds": def(int(0, 86_400), 60, "max-age of cached anonymous feed and update-check answers."),
+  "Updates:FeedCacheSeconds": def(
+    int(0, 86_400),
+    60,
+    "max-age of cached anonymous feed and update-check answers, and of ungated artifacts open to everyone (never immutable: a release can be gated later, and a cache must ask again within this time).",
+  ),
   "Updates:AdoptionRetentionDays": def(
     int(1, 36_500),
     400,
-    "Days of release adoption (GET .../adoption) kept; the cron trigger prunes older days.",
+    "Days of release adoption (GET /v1/products/{productId}/releases/{releaseId}/adoption) kept; the cron trigger prunes older days.",
   ),
   "Updates:PlatformEditions": def(
     platformEditions,
@@ -414,7 +426,7 @@ export const settingDefinitions = {
   "Commerce:Stripe:WebhookSecret": def(
     optionalText,
     undefined,
-    "Signing secret (whsec_…) of the Stripe webhook endpoint /v1/commerce/stripe/webhook; unset, that route answers 404 (secret).",
+    "Signing secret (whsec_…) of the Stripe webhook endpoint /v1/commerce/stripe/webhook; unset, that route answers 404 (secret: wrangler secret put Commerce__Stripe__WebhookSecret).",
     true,
   ),
   "Commerce:Paddle:WebhookSecret": def(
@@ -432,7 +444,7 @@ export const settingDefinitions = {
   "Commerce:GraceDays": def(
     int(0, 365),
     7,
-    "Days a past-due subscription's licenses stay usable after the payment failed.",
+    "Days a past-due subscription's licenses stay usable after its renewal payment failed.",
   ),
   "Commerce:MaxLicensesPerPurchase": def(
     int(1, 5000),
