@@ -1,5 +1,5 @@
 /** `/v1/auth/*` (SPEC "Authentication routes"): login, the signed-in user, the session and logout. */
-import { createRoute, z } from "@hono/zod-openapi";
+import { type RouteHandler, createRoute, z } from "@hono/zod-openapi";
 import { and, eq } from "drizzle-orm";
 import { clock } from "../../kernel/clock";
 import type { Db } from "../../db/client";
@@ -20,6 +20,7 @@ import {
   jsonBody,
 } from "../../http/openapi";
 import { ok } from "../../http/respond";
+import type { AppEnv } from "../../http/app-env";
 import type { Router } from "../../http/router";
 import { auditUserWrite, endsTokens } from "../../auth/users";
 import type { Config } from "../../kernel/config";
@@ -122,149 +123,149 @@ function signedInUser(userId: string | undefined): string {
   return userId;
 }
 
+const loginRoute = createRoute({
+  method: "post",
+  path: "/v1/auth/login",
+  tags: ["Authentication"],
+  operationId: "login",
+  summary: "Sign in with a user name and password; returns a bearer token",
+  ...access.anonymous(),
+  request: { body: { required: false, content: { "application/json": { schema: LoginRequest } } } },
+  responses: {
+    200: json(LoginResponse, "Signed in"),
+    401: json(Envelope, `Wrong credentials: \`${INVALID_LOGIN}\` or \`Invalid user key.\``),
+    ...anonymousErrorResponses,
+  },
+});
+
+const login: RouteHandler<typeof loginRoute, AppEnv> = async (c) => {
+  const ctx = serviceContext(c);
+  const { username, password, userKey } = c.req.valid("json");
+  const issued =
+    userKey !== undefined && username === undefined
+      ? await protectLogin(ctx, USER_KEY_ATTEMPT, async () => {
+          const { token, expiresIn } = await signInWithUserKey(ctx, userKey);
+          return { token, expiresIn };
+        })
+      : await protectLogin(ctx, passwordAttempt(username), () => signInWithPassword(ctx, username, password));
+  return ok(c, issued);
+};
+
+const getSignedInUserRoute = createRoute({
+  method: "get",
+  path: "/v1/auth/user",
+  tags: ["Authentication"],
+  operationId: "getSignedInUser",
+  summary: "The signed-in user with roles, settings and active API keys",
+  ...access.bearer(),
+  request: {
+    query: z.object({
+      request: z.string().max(2048).optional().openapi({ description: "Accepted for compatibility; ignored." }),
+    }),
+  },
+  responses: { 200: json(enveloped({ user: UserProfile }), "The signed-in user"), ...errorResponses },
+});
+
+const getSignedInUser: RouteHandler<typeof getSignedInUserRoute, AppEnv> = async (c) => {
+  const ctx = serviceContext(c);
+  return ok(c, { user: await profile(ctx.db, ctx.config, signedInUser(ctx.principal?.userId)) });
+};
+
+const updateSignedInUserRoute = createRoute({
+  method: "post",
+  path: "/v1/auth/user",
+  tags: ["Authentication"],
+  operationId: "updateSignedInUser",
+  summary: "Change the signed-in user's own profile (only the properties sent)",
+  ...access.bearer(),
+  description:
+    "Changing the password, email or user name needs `currentPassword` (400 without it or when it is wrong; a wrong one counts as a failed login). A new password ends every bearer token of the user, this one included: sign in again.",
+  request: {
+    body: jsonBody(
+      z.object({
+        user: OwnProfileUpdate,
+        currentPassword: z
+          .string()
+          .max(256)
+          .optional()
+          .openapi({ description: "The present password: required to change the password, email or user name." }),
+      }),
+    ),
+  },
+  responses: { 200: json(enveloped({ user: UserProfile }), "The updated user"), ...errorResponses },
+});
+
+const updateSignedInUser: RouteHandler<typeof updateSignedInUserRoute, AppEnv> = async (c) => {
+  const ctx = serviceContext(c);
+  const userId = signedInUser(ctx.principal?.userId);
+  const { user: input, currentPassword } = c.req.valid("json");
+  const existing = await requireById(ctx.db, User, userId);
+  const values = await userWriteValues(User.toRow(input));
+  if (changesCredentials(values, existing)) await confirmPassword(ctx, String(existing["userName"]), currentPassword);
+  if (Object.keys(values).length > 0) {
+    const ends = endsTokens(values, existing);
+    if (ends) await endConsoleSessions(ctx.db, userId);
+    const row = await updateRow(ctx.db, User, userId, {
+      ...values,
+      ...(ends ? { tokensValidAfter: tokensEndNow() } : {}),
+    });
+    auditUserWrite(ctx, "update", row, existing);
+  }
+  return ok(c, { user: await profile(ctx.db, ctx.config, userId) });
+};
+
+const getSessionRoute = createRoute({
+  method: "get",
+  path: "/v1/auth/session",
+  tags: ["Authentication"],
+  operationId: "getSession",
+  summary: "Who the credential belongs to (no permission bit needed)",
+  ...access.either(),
+  responses: {
+    200: json(
+      enveloped({
+        user: z.string().optional(),
+        roles: z.array(RoleName),
+        permissions: int32(0, 15)
+          .optional()
+          .openapi({ description: "API key permission bits; absent for bearer tokens." }),
+        keyName: z.string().optional(),
+      }),
+      "The session",
+    ),
+    ...errorResponses,
+  },
+});
+
+const getSession: RouteHandler<typeof getSessionRoute, AppEnv> = (c) => {
+  const p = c.get("principal");
+  return ok(c, {
+    user: p.userName ?? p.licenseId,
+    roles: [...p.roles],
+    ...(p.kind === "key" ? { permissions: p.permissions, keyName: p.keyName } : {}),
+  });
+};
+
+const logoutRoute = createRoute({
+  method: "post",
+  path: "/v1/auth/logout",
+  tags: ["Authentication"],
+  operationId: "logout",
+  summary: "End the bearer token: it is refused from now on",
+  ...access.bearer(),
+  request: { body: { required: false, content: { "application/json": { schema: z.object({}) } } } },
+  responses: { 200: json(Envelope, "Signed out"), ...errorResponses },
+});
+
+const logout: RouteHandler<typeof logoutRoute, AppEnv> = async (c) => {
+  await revokeToken(c.get("db"), c.get("principal"));
+  return ok(c, {});
+};
+
 export function registerAuth(app: Router): void {
-  app.openapi(
-    createRoute({
-      method: "post",
-      path: "/v1/auth/login",
-      tags: ["Authentication"],
-      operationId: "login",
-      summary: "Sign in with a user name and password; returns a bearer token",
-      ...access.anonymous(),
-      request: { body: { required: false, content: { "application/json": { schema: LoginRequest } } } },
-      responses: {
-        200: json(LoginResponse, "Signed in"),
-        401: json(Envelope, `Wrong credentials: \`${INVALID_LOGIN}\` or \`Invalid user key.\``),
-        ...anonymousErrorResponses,
-      },
-    }),
-    async (c) => {
-      const ctx = serviceContext(c);
-      const { username, password, userKey } = c.req.valid("json");
-      const issued =
-        userKey !== undefined && username === undefined
-          ? await protectLogin(ctx, USER_KEY_ATTEMPT, async () => {
-              const { token, expiresIn } = await signInWithUserKey(ctx, userKey);
-              return { token, expiresIn };
-            })
-          : await protectLogin(ctx, passwordAttempt(username), () => signInWithPassword(ctx, username, password));
-      return ok(c, issued);
-    },
-  );
-
-  app.openapi(
-    createRoute({
-      method: "get",
-      path: "/v1/auth/user",
-      tags: ["Authentication"],
-      operationId: "getSignedInUser",
-      summary: "The signed-in user with roles, settings and active API keys",
-      ...access.bearer(),
-      request: {
-        query: z.object({
-          request: z.string().max(2048).optional().openapi({ description: "Accepted for compatibility; ignored." }),
-        }),
-      },
-      responses: { 200: json(enveloped({ user: UserProfile }), "The signed-in user"), ...errorResponses },
-    }),
-    async (c) => {
-      const ctx = serviceContext(c);
-      return ok(c, { user: await profile(ctx.db, ctx.config, signedInUser(ctx.principal?.userId)) });
-    },
-  );
-
-  app.openapi(
-    createRoute({
-      method: "post",
-      path: "/v1/auth/user",
-      tags: ["Authentication"],
-      operationId: "updateSignedInUser",
-      summary: "Change the signed-in user's own profile (only the properties sent)",
-      ...access.bearer(),
-      description:
-        "Changing the password, email or user name needs `currentPassword` (400 without it or when it is wrong; a wrong one counts as a failed login). A new password ends every bearer token of the user, this one included: sign in again.",
-      request: {
-        body: jsonBody(
-          z.object({
-            user: OwnProfileUpdate,
-            currentPassword: z
-              .string()
-              .max(256)
-              .optional()
-              .openapi({ description: "The present password: required to change the password, email or user name." }),
-          }),
-        ),
-      },
-      responses: { 200: json(enveloped({ user: UserProfile }), "The updated user"), ...errorResponses },
-    }),
-    async (c) => {
-      const ctx = serviceContext(c);
-      const userId = signedInUser(ctx.principal?.userId);
-      const { user: input, currentPassword } = c.req.valid("json");
-      const existing = await requireById(ctx.db, User, userId);
-      const values = await userWriteValues(User.toRow(input));
-      if (changesCredentials(values, existing))
-        await confirmPassword(ctx, String(existing["userName"]), currentPassword);
-      if (Object.keys(values).length > 0) {
-        const ends = endsTokens(values, existing);
-        if (ends) await endConsoleSessions(ctx.db, userId);
-        const row = await updateRow(ctx.db, User, userId, {
-          ...values,
-          ...(ends ? { tokensValidAfter: tokensEndNow() } : {}),
-        });
-        auditUserWrite(ctx, "update", row, existing);
-      }
-      return ok(c, { user: await profile(ctx.db, ctx.config, userId) });
-    },
-  );
-
-  app.openapi(
-    createRoute({
-      method: "get",
-      path: "/v1/auth/session",
-      tags: ["Authentication"],
-      operationId: "getSession",
-      summary: "Who the credential belongs to (no permission bit needed)",
-      ...access.either(),
-      responses: {
-        200: json(
-          enveloped({
-            user: z.string().optional(),
-            roles: z.array(RoleName),
-            permissions: int32(0, 15)
-              .optional()
-              .openapi({ description: "API key permission bits; absent for bearer tokens." }),
-            keyName: z.string().optional(),
-          }),
-          "The session",
-        ),
-        ...errorResponses,
-      },
-    }),
-    (c) => {
-      const p = c.get("principal");
-      return ok(c, {
-        user: p.userName ?? p.licenseId,
-        roles: [...p.roles],
-        ...(p.kind === "key" ? { permissions: p.permissions, keyName: p.keyName } : {}),
-      });
-    },
-  );
-
-  app.openapi(
-    createRoute({
-      method: "post",
-      path: "/v1/auth/logout",
-      tags: ["Authentication"],
-      operationId: "logout",
-      summary: "End the bearer token: it is refused from now on",
-      ...access.bearer(),
-      request: { body: { required: false, content: { "application/json": { schema: z.object({}) } } } },
-      responses: { 200: json(Envelope, "Signed out"), ...errorResponses },
-    }),
-    async (c) => {
-      await revokeToken(c.get("db"), c.get("principal"));
-      return ok(c, {});
-    },
-  );
+  app.openapi(loginRoute, login);
+  app.openapi(getSignedInUserRoute, getSignedInUser);
+  app.openapi(updateSignedInUserRoute, updateSignedInUser);
+  app.openapi(getSessionRoute, getSession);
+  app.openapi(logoutRoute, logout);
 }

@@ -1,8 +1,9 @@
 /** `GET /v1/extensions/keys` (anonymous): the JWK Set of the keys that sign license keys and update checks. */
-import { createRoute, z } from "@hono/zod-openapi";
+import { type RouteHandler, createRoute, z } from "@hono/zod-openapi";
 import { access } from "../../auth/guard";
 import { anonymousErrorResponses, json } from "../../http/openapi";
 import { send } from "../../http/respond";
+import type { AppEnv } from "../../http/app-env";
 import type { Router } from "../../http/router";
 import { signingKeys } from "../../auth/signing-keys";
 
@@ -21,23 +22,24 @@ const Jwk = z
   .openapi("Jwk");
 const JwkSet = z.object({ keys: z.array(Jwk) }).openapi("JwkSet");
 
+const getSigningKeysRoute = createRoute({
+  method: "get",
+  path: "/v1/extensions/keys",
+  tags: ["Updates"],
+  operationId: "getSigningKeys",
+  summary: "Public keys that sign update check data and license keys (JWK Set)",
+  ...access.anonymous(),
+  responses: {
+    200: json(JwkSet, "The JWK Set; the newest key signs, older keys stay published"),
+    ...anonymousErrorResponses,
+  },
+});
+
+const getSigningKeys: RouteHandler<typeof getSigningKeysRoute, AppEnv> = async (c) => {
+  const keys = await signingKeys(c.get("db"), c.get("config"));
+  return send(c, { keys: keys.published }, 200, { "Cache-Control": "public, max-age=300" });
+};
+
 export function registerSigningKeys(app: Router): void {
-  app.openapi(
-    createRoute({
-      method: "get",
-      path: "/v1/extensions/keys",
-      tags: ["Updates"],
-      operationId: "getSigningKeys",
-      summary: "Public keys that sign update check data and license keys (JWK Set)",
-      ...access.anonymous(),
-      responses: {
-        200: json(JwkSet, "The JWK Set; the newest key signs, older keys stay published"),
-        ...anonymousErrorResponses,
-      },
-    }),
-    async (c) => {
-      const keys = await signingKeys(c.get("db"), c.get("config"));
-      return send(c, { keys: keys.published }, 200, { "Cache-Control": "public, max-age=300" });
-    },
-  );
+  app.openapi(getSigningKeysRoute, getSigningKeys);
 }

@@ -13,7 +13,7 @@
  * purchase over Commerce:MaxLicensesPerPurchase (logged, nothing written; redelivered after raising it, it is made).
  * A failure part-way answers 500 (the event `failed`): the provider's retry finishes the purchase.
  */
-import { createRoute, z } from "@hono/zod-openapi";
+import { type RouteHandler, createRoute, z } from "@hono/zod-openapi";
 import { Roles, access } from "../../auth/guard";
 import { clock } from "../../kernel/clock";
 import { sha256Hex } from "../../kernel/crypto";
@@ -21,6 +21,7 @@ import { ApiError } from "../../kernel/errors";
 import { serviceContext } from "../../http/context";
 import { anonymousErrorResponses, enveloped, int32, json } from "../../http/openapi";
 import { ok } from "../../http/respond";
+import type { AppEnv } from "../../http/app-env";
 import type { Router } from "../../http/router";
 import { LicenseTemplate } from "../../records/license-templates";
 import { crud } from "../crud";
@@ -71,61 +72,62 @@ async function readEvent(provider: Provider, body: string): Promise<ProviderEven
   return readLemonSqueezy(event, await sha256Hex(body));
 }
 
-function registerWebhook(app: Router): void {
-  app.openapi(
-    createRoute({
-      method: "post",
-      path: "/v1/commerce/{provider}/webhook",
-      tags: ["Commerce"],
-      operationId: "receiveCommerceWebhook",
-      summary: "Receive a payment provider's webhook event (Stripe, Paddle Billing, Lemon Squeezy)",
-      description:
-        "Anonymous: authenticated by the provider's signature (Stripe-Signature, Paddle-Signature, X-Signature) with the secret of Commerce:<Provider>:WebhookSecret. Each provider event counts once: a redelivery answers 200 with result duplicate.",
-      ...access.anonymous(),
-      request: {
-        params: ProviderParam,
-        body: {
-          required: true,
-          description: "The provider's event, exactly as signed (read raw; never re-serialized).",
-          content: { "application/json": { schema: { type: "object", additionalProperties: true } } },
-        },
-      },
-      responses: {
-        200: json(WebhookAnswer, "The event was received (acted on, remembered, ignored, unmapped or a duplicate)"),
-        404: json(enveloped({}), "No webhook secret is configured for this provider"),
-        ...anonymousErrorResponses,
-      },
-    }),
-    async (c) => {
-      const { provider } = c.req.valid("param");
-      const ctx = serviceContext(c);
-      const secret = ctx.config[SECRET_SETTINGS[provider]];
-      if (!secret) throw new ApiError(404, `No ${SECRET_SETTINGS[provider]} is configured`);
-      const body = await c.req.text();
-      try {
-        await verifySignature(provider, body, c.req.raw.headers, secret, clock.now());
-      } catch (e) {
-        if (e instanceof SignatureRefused) throw new ApiError(400, e.message);
-        throw e;
-      }
-      let event: ProviderEvent;
-      try {
-        event = await readEvent(provider, body);
-      } catch (e) {
-        if (!(e instanceof MalformedEvent)) throw e;
-        ctx.log?.warning(`Commerce: a ${provider} webhook with a valid signature is malformed: ${e.message}`, {
-          properties: { provider, bytes: body.length },
-        });
-        throw new ApiError(400, `Malformed ${provider} event: ${e.message}`);
-      }
-      const outcome = await receiveEvent(ctx, provider, event);
-      return ok(
-        c,
-        { result: outcome.status, eventId: event.eventId, orderId: outcome.orderId ?? null, detail: outcome.detail },
-        200,
-      );
+const receiveCommerceWebhookRoute = createRoute({
+  method: "post",
+  path: "/v1/commerce/{provider}/webhook",
+  tags: ["Commerce"],
+  operationId: "receiveCommerceWebhook",
+  summary: "Receive a payment provider's webhook event (Stripe, Paddle Billing, Lemon Squeezy)",
+  description:
+    "Anonymous: authenticated by the provider's signature (Stripe-Signature, Paddle-Signature, X-Signature) with the secret of Commerce:<Provider>:WebhookSecret. Each provider event counts once: a redelivery answers 200 with result duplicate.",
+  ...access.anonymous(),
+  request: {
+    params: ProviderParam,
+    body: {
+      required: true,
+      description: "The provider's event, exactly as signed (read raw; never re-serialized).",
+      content: { "application/json": { schema: { type: "object", additionalProperties: true } } },
     },
+  },
+  responses: {
+    200: json(WebhookAnswer, "The event was received (acted on, remembered, ignored, unmapped or a duplicate)"),
+    404: json(enveloped({}), "No webhook secret is configured for this provider"),
+    ...anonymousErrorResponses,
+  },
+});
+
+const receiveCommerceWebhook: RouteHandler<typeof receiveCommerceWebhookRoute, AppEnv> = async (c) => {
+  const { provider } = c.req.valid("param");
+  const ctx = serviceContext(c);
+  const secret = ctx.config[SECRET_SETTINGS[provider]];
+  if (!secret) throw new ApiError(404, `No ${SECRET_SETTINGS[provider]} is configured`);
+  const body = await c.req.text();
+  try {
+    await verifySignature(provider, body, c.req.raw.headers, secret, clock.now());
+  } catch (e) {
+    if (e instanceof SignatureRefused) throw new ApiError(400, e.message);
+    throw e;
+  }
+  let event: ProviderEvent;
+  try {
+    event = await readEvent(provider, body);
+  } catch (e) {
+    if (!(e instanceof MalformedEvent)) throw e;
+    ctx.log?.warning(`Commerce: a ${provider} webhook with a valid signature is malformed: ${e.message}`, {
+      properties: { provider, bytes: body.length },
+    });
+    throw new ApiError(400, `Malformed ${provider} event: ${e.message}`);
+  }
+  const outcome = await receiveEvent(ctx, provider, event);
+  return ok(
+    c,
+    { result: outcome.status, eventId: event.eventId, orderId: outcome.orderId ?? null, detail: outcome.detail },
+    200,
   );
+};
+
+function registerWebhook(app: Router): void {
+  app.openapi(receiveCommerceWebhookRoute, receiveCommerceWebhook);
 }
 
 export function registerCommerce(app: Router): void {

@@ -3,12 +3,13 @@
  * distinct installs offered, downloaded and running a release, per UTC day and platform, as the queue consumer wrote
  * them (updates/adoption.ts).
  */
-import { createRoute, z } from "@hono/zod-openapi";
+import { type RouteHandler, createRoute, z } from "@hono/zod-openapi";
 import { eq } from "drizzle-orm";
 import { Roles, access } from "../../auth/guard";
 import { productReleases } from "../../db/schema";
 import { ApiError } from "../../kernel/errors";
 import { clock } from "../../kernel/clock";
+import type { AppEnv } from "../../http/app-env";
 import { serviceContext } from "../../http/context";
 import { enveloped, errorResponses, int32PathParam, int64, json } from "../../http/openapi";
 import { requireById } from "../../http/repository";
@@ -71,42 +72,43 @@ const AdoptionData = z
 
 const dayOf = (s: string) => new Date(s).toISOString().slice(0, 10);
 
+const adoptionRoute = createRoute({
+  method: "get",
+  path: "/v1/products/{productId}/releases/{releaseId}/adoption",
+  tags: ["Product releases"],
+  operationId: "getReleaseAdoption",
+  summary: "A release's adoption: installs offered, downloaded and running it, by day and platform",
+  description:
+    "Gathered off the request path through the queue, so the last few seconds may not be counted yet. " +
+    `Days are UTC; the span is at most ${MAX_ADOPTION_DAYS} days.`,
+  ...access.key(Roles.management),
+  request: {
+    params: z.object({ productId: int32PathParam("productId"), releaseId: int32PathParam("releaseId") }),
+    query: AdoptionQuery,
+  },
+  responses: {
+    200: json(enveloped({ data: AdoptionData }), "The release's adoption"),
+    ...errorResponses,
+  },
+});
+
+const getAdoption: RouteHandler<typeof adoptionRoute, AppEnv> = async (c) => {
+  const ctx = serviceContext(c);
+  const { productId, releaseId } = c.req.valid("param");
+  const query = c.req.valid("query");
+  await requireById(ctx.db, Product, productId);
+  await requireById(ctx.db, ProductRelease, releaseId, eq(productReleases.productId, productId));
+  const to = query.to !== undefined ? dayOf(query.to) : dayOf(clock.now().toISOString());
+  const from =
+    query.from !== undefined
+      ? dayOf(query.from)
+      : dayOf(new Date(Date.parse(to) - (DEFAULT_ADOPTION_DAYS - 1) * DAY_MS).toISOString());
+  if (from > to) throw new ApiError(400, `from (${from}) is after to (${to})`);
+  if ((Date.parse(to) - Date.parse(from)) / DAY_MS >= MAX_ADOPTION_DAYS)
+    throw new ApiError(400, `from (${from}) is more than ${MAX_ADOPTION_DAYS} days before to (${to})`);
+  return ok(c, { data: await readAdoption(ctx.db, releaseId, from, to) });
+};
+
 export function registerAdoption(app: Router): void {
-  app.openapi(
-    createRoute({
-      method: "get",
-      path: "/v1/products/{productId}/releases/{releaseId}/adoption",
-      tags: ["Product releases"],
-      operationId: "getReleaseAdoption",
-      summary: "A release's adoption: installs offered, downloaded and running it, by day and platform",
-      description:
-        "Gathered off the request path through the queue, so the last few seconds may not be counted yet. " +
-        `Days are UTC; the span is at most ${MAX_ADOPTION_DAYS} days.`,
-      ...access.key(Roles.management),
-      request: {
-        params: z.object({ productId: int32PathParam("productId"), releaseId: int32PathParam("releaseId") }),
-        query: AdoptionQuery,
-      },
-      responses: {
-        200: json(enveloped({ data: AdoptionData }), "The release's adoption"),
-        ...errorResponses,
-      },
-    }),
-    async (c) => {
-      const ctx = serviceContext(c);
-      const { productId, releaseId } = c.req.valid("param");
-      const query = c.req.valid("query");
-      await requireById(ctx.db, Product, productId);
-      await requireById(ctx.db, ProductRelease, releaseId, eq(productReleases.productId, productId));
-      const to = query.to !== undefined ? dayOf(query.to) : dayOf(clock.now().toISOString());
-      const from =
-        query.from !== undefined
-          ? dayOf(query.from)
-          : dayOf(new Date(Date.parse(to) - (DEFAULT_ADOPTION_DAYS - 1) * DAY_MS).toISOString());
-      if (from > to) throw new ApiError(400, `from (${from}) is after to (${to})`);
-      if ((Date.parse(to) - Date.parse(from)) / DAY_MS >= MAX_ADOPTION_DAYS)
-        throw new ApiError(400, `from (${from}) is more than ${MAX_ADOPTION_DAYS} days before to (${to})`);
-      return ok(c, { data: await readAdoption(ctx.db, releaseId, from, to) });
-    },
-  );
+  app.openapi(adoptionRoute, getAdoption);
 }

@@ -3,12 +3,12 @@
  * licensing/geo-lookup.ts. Body `{ ids?: number[] }` (none: every record lacking a geolocation); answer envelope +
  * `updated` (records) + `failed` (addresses not located), with a message saying why when any failed.
  */
-import { createRoute, z } from "@hono/zod-openapi";
+import { type RouteHandler, createRoute, z } from "@hono/zod-openapi";
 import { Roles, access } from "../../auth/guard";
 import { serviceContext } from "../../http/context";
 import { enveloped, errorResponses, int32, int64, json } from "../../http/openapi";
 import { ok } from "../../http/respond";
-import type { Router } from "../../http/router";
+import type { AppEnv } from "../../http/app-env";
 import {
   GEO_SETTING,
   type GeoFillResult,
@@ -34,12 +34,9 @@ function summary(result: GeoFillResult): string | undefined {
   return parts.length > 0 ? parts.join(". ") : undefined;
 }
 
-/** Registers the geolocation route of traces or reports. */
-export function registerGeoLocationRoute(
-  app: Router,
-  options: { path: string; tag: string; operationId: string; target: GeoTarget; label: string },
-): void {
-  const route = createRoute({
+/** Declares the geolocation route of traces or reports; each declares its own with a literal operationId. */
+export function geoLocationRoute(options: { path: string; tag: string; operationId: string; label: string }) {
+  return createRoute({
     method: "post",
     path: options.path,
     tags: [options.tag],
@@ -61,12 +58,16 @@ export function registerGeoLocationRoute(
       ...errorResponses,
     },
   });
-  app.openapi(route, async (c) => {
+}
+
+/** The handler of a geolocation route: fills the missing geolocations of `target`'s records. */
+export function fillGeoLocationsOf(target: GeoTarget): RouteHandler<ReturnType<typeof geoLocationRoute>, AppEnv> {
+  return async (c) => {
     const ctx = serviceContext(c);
     const template = geoLocationTemplate(ctx.config[GEO_SETTING]);
     const body = c.req.valid("json") as z.infer<typeof GeoRequest> | undefined;
-    const result = await fillGeoLocations(ctx.db, template, options.target, body?.ids);
+    const result = await fillGeoLocations(ctx.db, template, target, body?.ids);
     const message = summary(result);
     return ok(c, { updated: result.updated, failed: result.failed, ...(message ? { message } : {}) });
-  });
+  };
 }

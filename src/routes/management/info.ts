@@ -4,7 +4,7 @@
  * switches are on. The build date is the upload time of the running Worker version, from the `CF_VERSION_METADATA`
  * binding (wrangler `[version_metadata]`), so no build step has to stamp it.
  */
-import { createRoute, z } from "@hono/zod-openapi";
+import { type RouteHandler, createRoute, z } from "@hono/zod-openapi";
 import { count } from "drizzle-orm";
 import type { SQLiteTable } from "drizzle-orm/sqlite-core";
 import { Roles, access } from "../../auth/guard";
@@ -14,6 +14,7 @@ import type { Db } from "../../db/client";
 import * as schema from "../../db/schema";
 import { enveloped, errorResponses, int64, json } from "../../http/openapi";
 import { ok } from "../../http/respond";
+import type { AppEnv } from "../../http/app-env";
 import type { Router } from "../../http/router";
 import { SERVICE_VERSION } from "../../kernel/version";
 
@@ -99,30 +100,31 @@ export const ServerInfo = enveloped({
   features: FeaturesSchema,
 }).openapi("ServerInfo");
 
+const getServerInfoRoute = createRoute({
+  method: "get",
+  path: "/v1/info",
+  tags: ["Service"],
+  operationId: "getServerInfo",
+  summary: "Version, build date, runtime, row counts and feature switches",
+  ...access.key(Roles.management),
+  responses: { 200: json(ServerInfo, "What is running and what it holds"), ...errorResponses },
+});
+
+const getServerInfo: RouteHandler<typeof getServerInfoRoute, AppEnv> = async (c) => {
+  const metadata = c.env.CF_VERSION_METADATA;
+  return ok(c, {
+    version: SERVICE_VERSION,
+    buildDate: metadata?.timestamp || undefined,
+    versionId: metadata?.id || undefined,
+    versionTag: metadata?.tag || undefined,
+    runtime: "Cloudflare Workers",
+    serverTime: nowIso(),
+    database: await countEntities(c.get("db")),
+    features: featureSwitches(c.get("config"), c.env),
+  });
+};
+
 /** Registers `GET /v1/info`. */
 export function registerInfo(app: Router): void {
-  app.openapi(
-    createRoute({
-      method: "get",
-      path: "/v1/info",
-      tags: ["Service"],
-      operationId: "getServerInfo",
-      summary: "Version, build date, runtime, row counts and feature switches",
-      ...access.key(Roles.management),
-      responses: { 200: json(ServerInfo, "What is running and what it holds"), ...errorResponses },
-    }),
-    async (c) => {
-      const metadata = c.env.CF_VERSION_METADATA;
-      return ok(c, {
-        version: SERVICE_VERSION,
-        buildDate: metadata?.timestamp || undefined,
-        versionId: metadata?.id || undefined,
-        versionTag: metadata?.tag || undefined,
-        runtime: "Cloudflare Workers",
-        serverTime: nowIso(),
-        database: await countEntities(c.get("db")),
-        features: featureSwitches(c.get("config"), c.env),
-      });
-    },
-  );
+  app.openapi(getServerInfoRoute, getServerInfo);
 }

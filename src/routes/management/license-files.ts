@@ -4,7 +4,7 @@
  * `POST /v1/licenses/{licenseId}/files/{fileId}/return` returns a borrowed seat early (the console's Return). The
  * files are made by licensing/license-file.ts; this module only shows them.
  */
-import { createRoute, z } from "@hono/zod-openapi";
+import { type RouteHandler, createRoute, z } from "@hono/zod-openapi";
 import { access, Roles } from "../../auth/guard";
 import { clock } from "../../kernel/clock";
 import type { Config } from "../../kernel/config";
@@ -15,6 +15,7 @@ import { enveloped, errorResponses, int32PathParam, json } from "../../http/open
 import type { Row } from "../../http/repository";
 import { resolveId } from "../../http/repository";
 import { ok } from "../../http/respond";
+import type { AppEnv } from "../../http/app-env";
 import type { Router } from "../../http/router";
 import { LicenseFile } from "../../licensing/license-file";
 import { License, showPublicLicenseIds } from "../../licensing/license-records";
@@ -28,8 +29,33 @@ async function showFiles(items: Row[], rows: Row[], context: { db: Db; config: C
   await showPublicLicenseIds(items, rows, context);
 }
 
+const all = Roles.management;
+
+const returnBorrowedSeatRoute = createRoute({
+  method: "post",
+  path: "/v1/licenses/{licenseId}/files/{fileId}/return",
+  tags: ["Licenses"],
+  operationId: "returnBorrowedSeat",
+  summary: "Return a borrowed floating seat early (frees the seat; license.seat.released)",
+  description:
+    "The borrow's license file stays valid offline until its expiresAt (it cannot be recalled); the seat is free " +
+    "for another client at once. 400 when the file is not a borrow that is still held.",
+  ...access.key(all),
+  request: {
+    params: z.object({ licenseId: idParamSchema(License, "licenseId"), fileId: int32PathParam("fileId") }),
+  },
+  responses: { 200: json(enveloped({ returned: z.literal(true) }), "The seat was freed"), ...errorResponses },
+});
+
+const returnBorrowedSeat: RouteHandler<typeof returnBorrowedSeatRoute, AppEnv> = async (c) => {
+  const ctx = serviceContext(c);
+  const { licenseId, fileId } = c.req.valid("param");
+  const licenseRowId = Number(await resolveId(ctx.db, License, licenseId));
+  await returnBorrowed(ctx, licenseRowId, fileId);
+  return ok(c, { returned: true as const });
+};
+
 export function registerLicenseFiles(app: Router): void {
-  const all = Roles.management;
   crud(app, {
     entity: LicenseFile,
     path: "/v1/licenses/{licenseId}/files",
@@ -42,28 +68,5 @@ export function registerLicenseFiles(app: Router): void {
     list: { decorate: showFiles },
     operationIds: { list: "listFilesOfLicense" },
   });
-  app.openapi(
-    createRoute({
-      method: "post",
-      path: "/v1/licenses/{licenseId}/files/{fileId}/return",
-      tags: ["Licenses"],
-      operationId: "returnBorrowedSeat",
-      summary: "Return a borrowed floating seat early (frees the seat; license.seat.released)",
-      description:
-        "The borrow's license file stays valid offline until its expiresAt (it cannot be recalled); the seat is free " +
-        "for another client at once. 400 when the file is not a borrow that is still held.",
-      ...access.key(all),
-      request: {
-        params: z.object({ licenseId: idParamSchema(License, "licenseId"), fileId: int32PathParam("fileId") }),
-      },
-      responses: { 200: json(enveloped({ returned: z.literal(true) }), "The seat was freed"), ...errorResponses },
-    }),
-    async (c) => {
-      const ctx = serviceContext(c);
-      const { licenseId, fileId } = c.req.valid("param");
-      const licenseRowId = Number(await resolveId(ctx.db, License, licenseId));
-      await returnBorrowed(ctx, licenseRowId, fileId);
-      return ok(c, { returned: true as const });
-    },
-  );
+  app.openapi(returnBorrowedSeatRoute, returnBorrowedSeat);
 }

@@ -2,16 +2,17 @@
  * License traces (`/v1/license-traces`, Administrator and LicenseManager): what the licensing runtime recorded.
  * Listed with the list conventions, deleted by age and/or license, geolocated on demand.
  */
-import { createRoute, z } from "@hono/zod-openapi";
+import { type RouteHandler, createRoute, z } from "@hono/zod-openapi";
 import { Roles, access } from "../../auth/guard";
 import { resolveId } from "../../http/repository";
 import { serviceContext } from "../../http/context";
 import { crud } from "../crud";
 import { enveloped, errorResponses, int64, json } from "../../http/openapi";
 import { ok } from "../../http/respond";
+import type { AppEnv } from "../../http/app-env";
 import type { Router } from "../../http/router";
 import { deleteTraces, LicenseTrace } from "../../licensing/traces";
-import { registerGeoLocationRoute } from "./geolocation";
+import { fillGeoLocationsOf, geoLocationRoute } from "./geolocation";
 import { License, showPublicLicenseIds } from "../../licensing/license-records";
 
 const isoDate = z
@@ -28,8 +29,44 @@ const DeleteQuery = z.object({
     .openapi({ description: "Only traces of this license (lic… id or integer id)." }),
 });
 
+const managers = Roles.managers;
+
+const deleteLicenseTracesRoute = createRoute({
+  method: "delete",
+  path: "/v1/license-traces",
+  tags: ["License traces"],
+  operationId: "deleteLicenseTraces",
+  summary: "Delete license traces",
+  description:
+    "Deletes the traces created before `before` and/or of the license `licenseId`; with neither, every trace.",
+  ...access.key(managers),
+  request: { query: DeleteQuery },
+  responses: {
+    200: json(enveloped({ deleted: int64().openapi({ description: "Traces deleted." }) }), "Traces deleted"),
+    ...errorResponses,
+  },
+});
+
+const deleteLicenseTraces: RouteHandler<typeof deleteLicenseTracesRoute, AppEnv> = async (c) => {
+  const ctx = serviceContext(c);
+  const query = c.req.valid("query");
+  const licenseId =
+    query.licenseId !== undefined ? ((await resolveId(ctx.db, License, query.licenseId)) as number) : undefined;
+  const deleted = await deleteTraces(ctx.db, {
+    ...(query.before !== undefined ? { before: new Date(query.before).toISOString() } : {}),
+    ...(licenseId !== undefined ? { licenseId } : {}),
+  });
+  return ok(c, { deleted });
+};
+
+const locateLicenseTracesRoute = geoLocationRoute({
+  path: "/v1/license-traces/geolocation",
+  tag: "License traces",
+  operationId: "locateLicenseTraces",
+  label: "license traces",
+});
+
 export function registerLicenseTraces(app: Router): void {
-  const managers = Roles.managers;
   crud(app, {
     entity: LicenseTrace,
     path: "/v1/license-traces",
@@ -39,39 +76,6 @@ export function registerLicenseTraces(app: Router): void {
     roles: { list: managers, create: managers, update: managers, delete: managers },
     list: { decorate: showPublicLicenseIds },
   });
-
-  const remove = createRoute({
-    method: "delete",
-    path: "/v1/license-traces",
-    tags: ["License traces"],
-    operationId: "deleteLicenseTraces",
-    summary: "Delete license traces",
-    description:
-      "Deletes the traces created before `before` and/or of the license `licenseId`; with neither, every trace.",
-    ...access.key(managers),
-    request: { query: DeleteQuery },
-    responses: {
-      200: json(enveloped({ deleted: int64().openapi({ description: "Traces deleted." }) }), "Traces deleted"),
-      ...errorResponses,
-    },
-  });
-  app.openapi(remove, async (c) => {
-    const ctx = serviceContext(c);
-    const query = c.req.valid("query");
-    const licenseId =
-      query.licenseId !== undefined ? ((await resolveId(ctx.db, License, query.licenseId)) as number) : undefined;
-    const deleted = await deleteTraces(ctx.db, {
-      ...(query.before !== undefined ? { before: new Date(query.before).toISOString() } : {}),
-      ...(licenseId !== undefined ? { licenseId } : {}),
-    });
-    return ok(c, { deleted });
-  });
-
-  registerGeoLocationRoute(app, {
-    path: "/v1/license-traces/geolocation",
-    tag: "License traces",
-    operationId: "locateLicenseTraces",
-    target: "traces",
-    label: "license traces",
-  });
+  app.openapi(deleteLicenseTracesRoute, deleteLicenseTraces);
+  app.openapi(locateLicenseTracesRoute, fillGeoLocationsOf("traces"));
 }

@@ -5,7 +5,7 @@
  * `Audit` for the audit trail of security events, which only Administrators see and delete
  * (`GET /v1/log?filter=category == "Audit"`).
  */
-import { createRoute, z } from "@hono/zod-openapi";
+import { type RouteHandler, createRoute, z } from "@hono/zod-openapi";
 import { Roles, access } from "../../auth/guard";
 import { logs } from "../../db/schema";
 import { ne } from "drizzle-orm";
@@ -14,6 +14,7 @@ import { crud } from "../crud";
 import { defineEntity, f } from "../../http/entity";
 import { enveloped, errorResponses, int64, json } from "../../http/openapi";
 import { ok } from "../../http/respond";
+import type { AppEnv } from "../../http/app-env";
 import type { Router } from "../../http/router";
 import { LOG_CATEGORIES, LOG_LEVELS, deleteLogs, parseLogLevel } from "../../db/logging";
 import type { ServiceContext } from "../../http/context";
@@ -78,9 +79,54 @@ export const LogDeletionQuery = z.object({
     .openapi({ type: "string", maxLength: 32, description: "Delete only entries of this level (name or number)." }),
 });
 
+const roles = Roles.management;
+
+const listLogLevelsRoute = createRoute({
+  method: "get",
+  path: "/v1/log/levels",
+  tags: ["Service log"],
+  operationId: "listLogLevels",
+  summary: "List the log levels, by number",
+  ...access.key(roles),
+  responses: {
+    200: json(enveloped({ levels: z.array(z.enum(LOG_LEVELS)) }), "Level names; index = level number"),
+    ...errorResponses,
+  },
+});
+
+const deleteLogsRoute = createRoute({
+  method: "delete",
+  path: "/v1/log",
+  tags: ["Service log"],
+  operationId: "deleteLogs",
+  summary: "Delete log entries (all, or those before a date and/or of a level)",
+  description:
+    "Audit entries (category `Audit`) are deleted only when an Administrator asks; other roles delete the rest.",
+  ...access.key(roles),
+  request: { query: LogDeletionQuery },
+  responses: { 200: json(enveloped({ deleted: int64() }), "How many entries were deleted"), ...errorResponses },
+});
+
+const deleteLogEntries: RouteHandler<typeof deleteLogsRoute, AppEnv> = async (c) => {
+  const ctx = serviceContext(c);
+  const { before, level } = c.req.valid("query");
+  // Roles below Administrator clear the service's own entries only, never the audit trail.
+  const deleted = await deleteLogs(ctx.db, {
+    ...(before ? { before } : {}),
+    ...(level ? { level } : {}),
+    keepAudit: !seesAudit(ctx),
+  });
+  // Clearing the log is itself recorded, so the trail shows who removed what.
+  ctx.log?.audit("LogDeleted", `${deleted} log entries deleted`, ctx, {
+    deleted,
+    before: before?.toISOString() ?? null,
+    level: level ?? null,
+  });
+  return ok(c, { deleted });
+};
+
 /** Registers `GET /v1/log`, `GET /v1/log/levels` and `DELETE /v1/log`. */
 export function registerLog(app: Router): void {
-  const roles = Roles.management;
   crud(app, {
     entity: LogEntry,
     path: "/v1/log",
@@ -92,51 +138,6 @@ export function registerLog(app: Router): void {
     descriptions: { list: "Audit entries (category `Audit`) are listed for Administrators only." },
   });
 
-  app.openapi(
-    createRoute({
-      method: "get",
-      path: "/v1/log/levels",
-      tags: ["Service log"],
-      operationId: "listLogLevels",
-      summary: "List the log levels, by number",
-      ...access.key(roles),
-      responses: {
-        200: json(enveloped({ levels: z.array(z.enum(LOG_LEVELS)) }), "Level names; index = level number"),
-        ...errorResponses,
-      },
-    }),
-    (c) => ok(c, { levels: [...LOG_LEVELS] }),
-  );
-
-  app.openapi(
-    createRoute({
-      method: "delete",
-      path: "/v1/log",
-      tags: ["Service log"],
-      operationId: "deleteLogs",
-      summary: "Delete log entries (all, or those before a date and/or of a level)",
-      description:
-        "Audit entries (category `Audit`) are deleted only when an Administrator asks; other roles delete the rest.",
-      ...access.key(roles),
-      request: { query: LogDeletionQuery },
-      responses: { 200: json(enveloped({ deleted: int64() }), "How many entries were deleted"), ...errorResponses },
-    }),
-    async (c) => {
-      const ctx = serviceContext(c);
-      const { before, level } = c.req.valid("query");
-      // Roles below Administrator clear the service's own entries only, never the audit trail.
-      const deleted = await deleteLogs(ctx.db, {
-        ...(before ? { before } : {}),
-        ...(level ? { level } : {}),
-        keepAudit: !seesAudit(ctx),
-      });
-      // Clearing the log is itself recorded, so the trail shows who removed what.
-      ctx.log?.audit("LogDeleted", `${deleted} log entries deleted`, ctx, {
-        deleted,
-        before: before?.toISOString() ?? null,
-        level: level ?? null,
-      });
-      return ok(c, { deleted });
-    },
-  );
+  app.openapi(listLogLevelsRoute, (c) => ok(c, { levels: [...LOG_LEVELS] }));
+  app.openapi(deleteLogsRoute, deleteLogEntries);
 }

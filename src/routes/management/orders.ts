@@ -3,7 +3,7 @@
  * (`/v1/orders/{orderId}/products[/{productId}]`). An order's number (`O-XXXXXXXX`) is generated unless given.
  * Deleting an order deletes its lines and is refused while licenses point at it.
  */
-import { createRoute, z } from "@hono/zod-openapi";
+import { type RouteHandler, createRoute, z } from "@hono/zod-openapi";
 import { and, eq, sql } from "drizzle-orm";
 import { Roles, access } from "../../auth/guard";
 import type { Db } from "../../db/client";
@@ -14,6 +14,7 @@ import { crud, intIdParam } from "../crud";
 import { ApiError } from "../../kernel/errors";
 import { enveloped, errorResponses, int32, json, jsonBody } from "../../http/openapi";
 import { ok } from "../../http/respond";
+import type { AppEnv } from "../../http/app-env";
 import type { Router } from "../../http/router";
 import { addOrderLine, emitOrderChange, emitOrderLinesChanged, newOrderValues } from "../../licensing/order-writes";
 import { Customer } from "../../records/customers";
@@ -90,67 +91,68 @@ async function requireLine(db: Db, { orderId, productId }: { orderId: number; pr
   return line;
 }
 
+/** What the three line routes declare: the path, the Orders tag and the management roles. */
+const base = (operationId: string, summary: string) => ({
+  path: "/v1/orders/{orderId}/products/{productId}",
+  tags: ["Orders"],
+  operationId,
+  summary,
+  ...access.key(Roles.management),
+});
+const withBody = { params: lineParams, body: jsonBody(LineBody) };
+
+const addOrderProductRoute = createRoute({
+  method: "post",
+  ...base("addOrderProduct", "Add a product to an order"),
+  request: withBody,
+  responses: { 200: json(enveloped({ orderProductId: int32(1) }), "The line was added"), ...errorResponses },
+});
+
+const addOrderProduct: RouteHandler<typeof addOrderProductRoute, AppEnv> = async (c) => {
+  const ctx = serviceContext(c);
+  const { orderId, productId } = c.req.valid("param");
+  await requireById(ctx.db, Order, orderId);
+  await requireById(ctx.db, Product, productId);
+  const row = await addOrderLine(ctx, orderId, productId, OrderProduct.toRow(c.req.valid("json").orderProduct));
+  return ok(c, { orderProductId: row["id"] as number });
+};
+
+const updateOrderProductRoute = createRoute({
+  method: "put",
+  ...base("updateOrderProduct", "Change an order's line for a product (only the properties sent)"),
+  request: withBody,
+  responses: { 200: json(enveloped({}), "The line was changed"), ...errorResponses },
+});
+
+const updateOrderProduct: RouteHandler<typeof updateOrderProductRoute, AppEnv> = async (c) => {
+  const ctx = serviceContext(c);
+  const line = await requireLine(ctx.db, c.req.valid("param"));
+  const values = OrderProduct.toRow(c.req.valid("json").orderProduct);
+  if (Object.keys(values).length > 0) {
+    await updateRow(ctx.db, OrderProduct, line.id, values);
+    emitOrderLinesChanged(ctx, line.orderId);
+  }
+  return ok(c, {});
+};
+
+const removeOrderProductRoute = createRoute({
+  method: "delete",
+  ...base("removeOrderProduct", "Remove a product from an order"),
+  request: { params: lineParams },
+  responses: { 200: json(enveloped({}), "The line was removed"), ...errorResponses },
+});
+
+const removeOrderProduct: RouteHandler<typeof removeOrderProductRoute, AppEnv> = async (c) => {
+  const ctx = serviceContext(c);
+  const line = await requireLine(ctx.db, c.req.valid("param"));
+  await deleteRow(ctx.db, OrderProduct, line.id);
+  emitOrderLinesChanged(ctx, line.orderId);
+  return ok(c, {});
+};
+
 /** `POST/PUT/DELETE /v1/orders/{orderId}/products/{productId}`: an order's line for one product. */
 function registerOrderLines(app: Router): void {
-  const all = Roles.management;
-  const base = (operationId: string, summary: string) => ({
-    path: "/v1/orders/{orderId}/products/{productId}",
-    tags: ["Orders"],
-    operationId,
-    summary,
-    ...access.key(all),
-  });
-  const withBody = { params: lineParams, body: jsonBody(LineBody) };
-
-  app.openapi(
-    createRoute({
-      method: "post",
-      ...base("addOrderProduct", "Add a product to an order"),
-      request: withBody,
-      responses: { 200: json(enveloped({ orderProductId: int32(1) }), "The line was added"), ...errorResponses },
-    }),
-    async (c) => {
-      const ctx = serviceContext(c);
-      const { orderId, productId } = c.req.valid("param");
-      await requireById(ctx.db, Order, orderId);
-      await requireById(ctx.db, Product, productId);
-      const row = await addOrderLine(ctx, orderId, productId, OrderProduct.toRow(c.req.valid("json").orderProduct));
-      return ok(c, { orderProductId: row["id"] as number });
-    },
-  );
-
-  app.openapi(
-    createRoute({
-      method: "put",
-      ...base("updateOrderProduct", "Change an order's line for a product (only the properties sent)"),
-      request: withBody,
-      responses: { 200: json(enveloped({}), "The line was changed"), ...errorResponses },
-    }),
-    async (c) => {
-      const ctx = serviceContext(c);
-      const line = await requireLine(ctx.db, c.req.valid("param"));
-      const values = OrderProduct.toRow(c.req.valid("json").orderProduct);
-      if (Object.keys(values).length > 0) {
-        await updateRow(ctx.db, OrderProduct, line.id, values);
-        emitOrderLinesChanged(ctx, line.orderId);
-      }
-      return ok(c, {});
-    },
-  );
-
-  app.openapi(
-    createRoute({
-      method: "delete",
-      ...base("removeOrderProduct", "Remove a product from an order"),
-      request: { params: lineParams },
-      responses: { 200: json(enveloped({}), "The line was removed"), ...errorResponses },
-    }),
-    async (c) => {
-      const ctx = serviceContext(c);
-      const line = await requireLine(ctx.db, c.req.valid("param"));
-      await deleteRow(ctx.db, OrderProduct, line.id);
-      emitOrderLinesChanged(ctx, line.orderId);
-      return ok(c, {});
-    },
-  );
+  app.openapi(addOrderProductRoute, addOrderProduct);
+  app.openapi(updateOrderProductRoute, updateOrderProduct);
+  app.openapi(removeOrderProductRoute, removeOrderProduct);
 }

@@ -10,7 +10,7 @@
  * Every change bumps the product's release generation (cached feeds go stale at once).
  */
 import { refuseUnsignedArchive } from "../../updates/vendor-signatures";
-import { createRoute, z } from "@hono/zod-openapi";
+import { type RouteHandler, createRoute, z } from "@hono/zod-openapi";
 import { Roles, access } from "../../auth/guard";
 import type { Row } from "../../http/repository";
 import { productReleases, releaseDownloads } from "../../db/schema";
@@ -19,6 +19,7 @@ import { crud, intIdParam } from "../crud";
 import { ApiError } from "../../kernel/errors";
 import { enveloped, errorResponses, int32, int64, json, jsonBody } from "../../http/openapi";
 import { ok, zodProblem } from "../../http/respond";
+import type { AppEnv } from "../../http/app-env";
 import type { Router } from "../../http/router";
 import { ProductRelease } from "../../records/releases";
 import {
@@ -134,9 +135,95 @@ const multipartSchema = {
   },
 };
 
+const roles = Roles.managers;
+
+const createReleaseDownloadRoute = createRoute({
+  method: "post",
+  path: PATH,
+  tags: [TAG],
+  operationId: "createReleaseDownload",
+  summary: "Add an artifact: a hosted URL (JSON) or an uploaded file (multipart/form-data)",
+  description:
+    'JSON `{releaseDownload: {platform, kind, fileName, sourceKind: "url", url, size, sha256, sha512}}` adds a hosted artifact. ' +
+    "multipart/form-data uploads the file (part `file`, after the fields platform, kind, fileName, sourceKind, signature and optionally the publisher's sha1, sha256, sha512); the service computes size and hashes (sha256, sha512, sha1) while it streams and refuses the file (400, nothing stored) when a declared hash differs. " +
+    "Only releases of application products with a major.minor.patch version take downloads; one artifact per platform and kind.",
+  ...access.key(roles),
+  request: {
+    params: releaseParams,
+    body: {
+      required: false,
+      content: {
+        "application/json": { schema: z.object({ releaseDownload: HostedDownloadInput }) },
+        "multipart/form-data": { schema: multipartSchema },
+      },
+    },
+  },
+  responses: {
+    201: json(Created, "The artifact was added"),
+    ...errorResponses,
+    413: json(enveloped({}), "The file is larger than Extensions:MaxResourceArtifactBytes (sourceKind resource)"),
+  },
+});
+
+const createReleaseDownload: RouteHandler<typeof createReleaseDownloadRoute, AppEnv> = async (c) => {
+  const ctx = serviceContext(c);
+  const { productId, releaseId } = c.req.valid("param");
+  const target = await downloadTarget(ctx.db, productId, releaseId);
+  const boundary = formBoundary(c.req.header("content-type"));
+  let row: Row;
+  if (boundary !== undefined) {
+    if (!c.req.raw.body) throw new ApiError(400, "The multipart body is empty");
+    row = await addUploaded(ctx, target, new MultipartReader(c.req.raw.body, boundary));
+  } else {
+    const input = hostedBody(c.req).releaseDownload;
+    if (!input)
+      throw new ApiError(
+        400,
+        "Send {releaseDownload: {...}} as JSON for a hosted artifact, or the file as multipart/form-data",
+      );
+    if ((input.sourceKind ?? "url") !== "url") {
+      throw new ApiError(
+        400,
+        `sourceKind ${input.sourceKind} stores uploaded bytes: send the file as multipart/form-data (the JSON form adds hosted artifacts, sourceKind url)`,
+      );
+    }
+    row = await addHosted(ctx, target, input);
+  }
+  return ok(c, createdBody(row), 201);
+};
+
+const verifyReleaseDownloadsRoute = createRoute({
+  method: "post",
+  path: `${PATH}/verify`,
+  tags: [TAG],
+  operationId: "verifyReleaseDownloads",
+  summary: "Re-hash every uploaded artifact of the release",
+  description:
+    "Streams the stored bytes of every local and resource artifact and compares size, sha256 and sha512 with the record. Hosted (url) artifacts are not checked.",
+  ...access.key(roles),
+  request: { params: releaseParams },
+  responses: {
+    200: json(
+      enveloped({
+        drifted: z.array(int32(1)).openapi({
+          description: "Ids of artifacts whose bytes are missing or do not match their size and hashes.",
+        }),
+        checked: int64().openapi({ description: "How many uploaded artifacts were checked." }),
+      }),
+      "The result of the check",
+    ),
+    ...errorResponses,
+  },
+});
+
+const verifyReleaseDownloads: RouteHandler<typeof verifyReleaseDownloadsRoute, AppEnv> = async (c) => {
+  const ctx = serviceContext(c);
+  const { productId, releaseId } = c.req.valid("param");
+  return ok(c, await verifyRelease(ctx.env, ctx.db, productId, releaseId));
+};
+
 /** Registers the release download routes. */
 export function registerDownloads(app: Router): void {
-  const roles = Roles.managers;
   crud(app, {
     entity: ReleaseDownload,
     path: PATH,
@@ -172,92 +259,8 @@ export function registerDownloads(app: Router): void {
     },
   });
 
-  app.openapi(
-    createRoute({
-      method: "post",
-      path: PATH,
-      tags: [TAG],
-      operationId: "createReleaseDownload",
-      summary: "Add an artifact: a hosted URL (JSON) or an uploaded file (multipart/form-data)",
-      description:
-        'JSON `{releaseDownload: {platform, kind, fileName, sourceKind: "url", url, size, sha256, sha512}}` adds a hosted artifact. ' +
-        "multipart/form-data uploads the file (part `file`, after the fields platform, kind, fileName, sourceKind, signature and optionally the publisher's sha1, sha256, sha512); the service computes size and hashes (sha256, sha512, sha1) while it streams and refuses the file (400, nothing stored) when a declared hash differs. " +
-        "Only releases of application products with a major.minor.patch version take downloads; one artifact per platform and kind.",
-      ...access.key(roles),
-      request: {
-        params: releaseParams,
-        body: {
-          required: false,
-          content: {
-            "application/json": { schema: z.object({ releaseDownload: HostedDownloadInput }) },
-            "multipart/form-data": { schema: multipartSchema },
-          },
-        },
-      },
-      responses: {
-        201: json(Created, "The artifact was added"),
-        ...errorResponses,
-        413: json(enveloped({}), "The file is larger than Extensions:MaxResourceArtifactBytes (sourceKind resource)"),
-      },
-    }),
-    async (c) => {
-      const ctx = serviceContext(c);
-      const { productId, releaseId } = c.req.valid("param");
-      const target = await downloadTarget(ctx.db, productId, releaseId);
-      const boundary = formBoundary(c.req.header("content-type"));
-      let row: Row;
-      if (boundary !== undefined) {
-        if (!c.req.raw.body) throw new ApiError(400, "The multipart body is empty");
-        row = await addUploaded(ctx, target, new MultipartReader(c.req.raw.body, boundary));
-      } else {
-        const input = hostedBody(c.req).releaseDownload;
-        if (!input)
-          throw new ApiError(
-            400,
-            "Send {releaseDownload: {...}} as JSON for a hosted artifact, or the file as multipart/form-data",
-          );
-        if ((input.sourceKind ?? "url") !== "url") {
-          throw new ApiError(
-            400,
-            `sourceKind ${input.sourceKind} stores uploaded bytes: send the file as multipart/form-data (the JSON form adds hosted artifacts, sourceKind url)`,
-          );
-        }
-        row = await addHosted(ctx, target, input);
-      }
-      return ok(c, createdBody(row), 201);
-    },
-  );
-
-  app.openapi(
-    createRoute({
-      method: "post",
-      path: `${PATH}/verify`,
-      tags: [TAG],
-      operationId: "verifyReleaseDownloads",
-      summary: "Re-hash every uploaded artifact of the release",
-      description:
-        "Streams the stored bytes of every local and resource artifact and compares size, sha256 and sha512 with the record. Hosted (url) artifacts are not checked.",
-      ...access.key(roles),
-      request: { params: releaseParams },
-      responses: {
-        200: json(
-          enveloped({
-            drifted: z.array(int32(1)).openapi({
-              description: "Ids of artifacts whose bytes are missing or do not match their size and hashes.",
-            }),
-            checked: int64().openapi({ description: "How many uploaded artifacts were checked." }),
-          }),
-          "The result of the check",
-        ),
-        ...errorResponses,
-      },
-    }),
-    async (c) => {
-      const ctx = serviceContext(c);
-      const { productId, releaseId } = c.req.valid("param");
-      return ok(c, await verifyRelease(ctx.env, ctx.db, productId, releaseId));
-    },
-  );
+  app.openapi(createReleaseDownloadRoute, createReleaseDownload);
+  app.openapi(verifyReleaseDownloadsRoute, verifyReleaseDownloads);
 
   registerUploads(app);
 }
@@ -324,100 +327,100 @@ async function addUploaded(ctx: ServiceContext, target: DownloadTarget, form: Mu
   throw new ApiError(400, "The form has no part named file");
 }
 
+const uploads = `${PATH}/uploads`;
+
+const createReleaseDownloadUploadRoute = createRoute({
+  method: "post",
+  path: uploads,
+  tags: [TAG],
+  operationId: "createReleaseDownloadUpload",
+  summary: "Start a resumable upload (files too large for one request)",
+  description:
+    "Starts an upload of a local (R2) artifact. Send its parts with PUT .../uploads/{uploadId}/parts/{partNumber}, numbered from 1: every part but the last has the same size, at least 5 MiB (R2's rule), and each fits in one request (under 100 MB). Then POST .../complete, or DELETE the upload to abandon it.",
+  ...access.key(roles),
+  request: { params: releaseParams, body: jsonBody(z.object({ upload: UploadInput })) },
+  responses: { 201: json(enveloped({ uploadId: z.string() }), "The upload was started"), ...errorResponses },
+});
+
+const createReleaseDownloadUpload: RouteHandler<typeof createReleaseDownloadUploadRoute, AppEnv> = async (c) => {
+  const ctx = serviceContext(c);
+  const { productId, releaseId } = c.req.valid("param");
+  const target = await downloadTarget(ctx.db, productId, releaseId);
+  const uploadId = await createUpload(ctx, target, c.req.valid("json").upload);
+  return ok(c, { uploadId }, 201);
+};
+
+const uploadReleaseDownloadPartRoute = createRoute({
+  method: "put",
+  path: `${uploads}/{uploadId}/parts/{partNumber}`,
+  tags: [TAG],
+  operationId: "uploadReleaseDownloadPart",
+  summary: "Store one part of a resumable upload (the raw request body)",
+  description: "The body is the part's bytes, with Content-Length. Sending a part number again replaces that part.",
+  ...access.key(roles),
+  request: {
+    params: partParams,
+    body: {
+      required: true,
+      content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } },
+    },
+  },
+  responses: {
+    200: json(enveloped({ partNumber: int32(1, MAX_PART_NUMBER), size: int64() }), "The part was stored"),
+    411: json(enveloped({}), "No Content-Length"),
+    ...errorResponses,
+  },
+});
+
+const uploadReleaseDownloadPart: RouteHandler<typeof uploadReleaseDownloadPartRoute, AppEnv> = async (c) => {
+  const ctx = serviceContext(c);
+  const { productId, releaseId, uploadId, partNumber } = c.req.valid("param");
+  const length = Number(c.req.header("content-length") ?? Number.NaN);
+  if (!Number.isSafeInteger(length))
+    throw new ApiError(411, "Content-Length is required: R2 stores a part only with its length known");
+  if (length === 0 || !c.req.raw.body) throw new ApiError(400, "The part is empty");
+  const part = await uploadPart(ctx, { productId, releaseId, uploadId }, partNumber, c.req.raw.body, length);
+  return ok(c, { partNumber: part.partNumber, size: part.size });
+};
+
+const completeReleaseDownloadUploadRoute = createRoute({
+  method: "post",
+  path: `${uploads}/{uploadId}/complete`,
+  tags: [TAG],
+  operationId: "completeReleaseDownloadUpload",
+  summary: "Complete a resumable upload: assemble, hash and add the artifact",
+  ...access.key(roles),
+  request: { params: uploadParams },
+  responses: { 201: json(Created, "The artifact was added"), ...errorResponses },
+});
+
+const completeReleaseDownloadUpload: RouteHandler<typeof completeReleaseDownloadUploadRoute, AppEnv> = async (c) => {
+  const ctx = serviceContext(c);
+  const { productId, releaseId, uploadId } = c.req.valid("param");
+  const target = await downloadTarget(ctx.db, productId, releaseId);
+  return ok(c, createdBody(await completeUpload(ctx, target, uploadId)), 201);
+};
+
+const abortReleaseDownloadUploadRoute = createRoute({
+  method: "delete",
+  path: `${uploads}/{uploadId}`,
+  tags: [TAG],
+  operationId: "abortReleaseDownloadUpload",
+  summary: "Abort a resumable upload and remove its parts",
+  ...access.key(roles),
+  request: { params: uploadParams },
+  responses: { 200: json(enveloped({}), "The upload was aborted"), ...errorResponses },
+});
+
+const abortReleaseDownloadUpload: RouteHandler<typeof abortReleaseDownloadUploadRoute, AppEnv> = async (c) => {
+  const ctx = serviceContext(c);
+  await abortUpload(ctx, c.req.valid("param"));
+  return ok(c, {});
+};
+
 function registerUploads(app: Router): void {
-  const roles = Roles.managers;
-  const uploads = `${PATH}/uploads`;
-
-  app.openapi(
-    createRoute({
-      method: "post",
-      path: uploads,
-      tags: [TAG],
-      operationId: "createReleaseDownloadUpload",
-      summary: "Start a resumable upload (files too large for one request)",
-      description:
-        "Starts an upload of a local (R2) artifact. Send its parts with PUT .../uploads/{uploadId}/parts/{partNumber}, numbered from 1: every part but the last has the same size, at least 5 MiB (R2's rule), and each fits in one request (under 100 MB). Then POST .../complete, or DELETE the upload to abandon it.",
-      ...access.key(roles),
-      request: { params: releaseParams, body: jsonBody(z.object({ upload: UploadInput })) },
-      responses: { 201: json(enveloped({ uploadId: z.string() }), "The upload was started"), ...errorResponses },
-    }),
-    async (c) => {
-      const ctx = serviceContext(c);
-      const { productId, releaseId } = c.req.valid("param");
-      const target = await downloadTarget(ctx.db, productId, releaseId);
-      const uploadId = await createUpload(ctx, target, c.req.valid("json").upload);
-      return ok(c, { uploadId }, 201);
-    },
-  );
-
-  app.openapi(
-    createRoute({
-      method: "put",
-      path: `${uploads}/{uploadId}/parts/{partNumber}`,
-      tags: [TAG],
-      operationId: "uploadReleaseDownloadPart",
-      summary: "Store one part of a resumable upload (the raw request body)",
-      description: "The body is the part's bytes, with Content-Length. Sending a part number again replaces that part.",
-      ...access.key(roles),
-      request: {
-        params: partParams,
-        body: {
-          required: true,
-          content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } },
-        },
-      },
-      responses: {
-        200: json(enveloped({ partNumber: int32(1, MAX_PART_NUMBER), size: int64() }), "The part was stored"),
-        411: json(enveloped({}), "No Content-Length"),
-        ...errorResponses,
-      },
-    }),
-    async (c) => {
-      const ctx = serviceContext(c);
-      const { productId, releaseId, uploadId, partNumber } = c.req.valid("param");
-      const length = Number(c.req.header("content-length") ?? Number.NaN);
-      if (!Number.isSafeInteger(length))
-        throw new ApiError(411, "Content-Length is required: R2 stores a part only with its length known");
-      if (length === 0 || !c.req.raw.body) throw new ApiError(400, "The part is empty");
-      const part = await uploadPart(ctx, { productId, releaseId, uploadId }, partNumber, c.req.raw.body, length);
-      return ok(c, { partNumber: part.partNumber, size: part.size });
-    },
-  );
-
-  app.openapi(
-    createRoute({
-      method: "post",
-      path: `${uploads}/{uploadId}/complete`,
-      tags: [TAG],
-      operationId: "completeReleaseDownloadUpload",
-      summary: "Complete a resumable upload: assemble, hash and add the artifact",
-      ...access.key(roles),
-      request: { params: uploadParams },
-      responses: { 201: json(Created, "The artifact was added"), ...errorResponses },
-    }),
-    async (c) => {
-      const ctx = serviceContext(c);
-      const { productId, releaseId, uploadId } = c.req.valid("param");
-      const target = await downloadTarget(ctx.db, productId, releaseId);
-      return ok(c, createdBody(await completeUpload(ctx, target, uploadId)), 201);
-    },
-  );
-
-  app.openapi(
-    createRoute({
-      method: "delete",
-      path: `${uploads}/{uploadId}`,
-      tags: [TAG],
-      operationId: "abortReleaseDownloadUpload",
-      summary: "Abort a resumable upload and remove its parts",
-      ...access.key(roles),
-      request: { params: uploadParams },
-      responses: { 200: json(enveloped({}), "The upload was aborted"), ...errorResponses },
-    }),
-    async (c) => {
-      const ctx = serviceContext(c);
-      await abortUpload(ctx, c.req.valid("param"));
-      return ok(c, {});
-    },
-  );
+  app.openapi(createReleaseDownloadUploadRoute, createReleaseDownloadUpload);
+  app.openapi(uploadReleaseDownloadPartRoute, uploadReleaseDownloadPart);
+  app.openapi(completeReleaseDownloadUploadRoute, completeReleaseDownloadUpload);
+  app.openapi(abortReleaseDownloadUploadRoute, abortReleaseDownloadUpload);
 }

@@ -4,12 +4,13 @@ import { licenseTemplates, productReleases, releaseDownloads } from "../../db/sc
 import type { ServiceContext } from "../../http/context";
 import { crud } from "../crud";
 import { ApiError } from "../../kernel/errors";
+import type { AppEnv } from "../../http/app-env";
 import type { Router } from "../../http/router";
 import { ProductRelease } from "../../records/releases";
 import { Product } from "../../records/products";
 import { LicenseTemplate } from "../../records/license-templates";
 import { checkReleaseControl, haltRelease, releaseChangeEvents, resumeRelease } from "../../updates/release-control";
-import { createRoute, z } from "@hono/zod-openapi";
+import { type RouteHandler, createRoute, z } from "@hono/zod-openapi";
 import { access } from "../../auth/guard";
 import { serviceContext } from "../../http/context";
 import { enveloped, errorResponses, int32PathParam, json, jsonBody } from "../../http/openapi";
@@ -90,63 +91,66 @@ export function registerReleases(app: Router): void {
   registerHaltRoutes(app);
 }
 
+const params = z.object({ productId: int32PathParam("productId"), releaseId: int32PathParam("releaseId") });
+const answer = json(enveloped({ productRelease: ProductRelease.record }), "The release as it is now");
+
+const haltProductReleaseRoute = createRoute({
+  method: "post",
+  path: "/v1/products/{productId}/releases/{releaseId}/halt",
+  tags: ["Product releases"],
+  operationId: "haltProductRelease",
+  summary: "Halt a public release: every answer offers the previous admissible release (release.halted)",
+  description:
+    "Stops the release at once for every caller not yet on it. A release halted already stays as it is (no second " +
+    "event). 400 naming `public` for a release that is not public.",
+  ...access.key(Roles.managers),
+  request: {
+    params,
+    body: {
+      ...jsonBody(
+        z.object({
+          reason: z
+            .string()
+            .max(256)
+            .optional()
+            .openapi({ description: "Why, in words: the release.halted event carries it as `note`." }),
+        }),
+      ),
+      required: false,
+    },
+  },
+  responses: { 200: answer, ...errorResponses },
+});
+
+const haltProductRelease: RouteHandler<typeof haltProductReleaseRoute, AppEnv> = async (c) => {
+  const ctx = serviceContext(c);
+  const { productId, releaseId } = c.req.valid("param");
+  const body = c.req.valid("json") as { reason?: string } | undefined;
+  const { row } = await haltRelease(ctx, productId, releaseId, "manual", body?.reason);
+  return ok(c, { productRelease: ProductRelease.toWire(row, ctx.config) });
+};
+
+const resumeProductReleaseRoute = createRoute({
+  method: "post",
+  path: "/v1/products/{productId}/releases/{releaseId}/resume",
+  tags: ["Product releases"],
+  operationId: "resumeProductRelease",
+  summary: "Resume a halted release (release.resumed)",
+  description: "400 naming `halted` when the release is not halted.",
+  ...access.key(Roles.managers),
+  request: { params },
+  responses: { 200: answer, ...errorResponses },
+});
+
+const resumeProductRelease: RouteHandler<typeof resumeProductReleaseRoute, AppEnv> = async (c) => {
+  const ctx = serviceContext(c);
+  const { productId, releaseId } = c.req.valid("param");
+  const row = await resumeRelease(ctx, productId, releaseId);
+  return ok(c, { productRelease: ProductRelease.toWire(row, ctx.config) });
+};
+
 /** POST .../halt and .../resume (CONTRACT section 8): Administrator and LicenseManager. */
 function registerHaltRoutes(app: Router): void {
-  const params = z.object({ productId: int32PathParam("productId"), releaseId: int32PathParam("releaseId") });
-  const answer = json(enveloped({ productRelease: ProductRelease.record }), "The release as it is now");
-  app.openapi(
-    createRoute({
-      method: "post",
-      path: "/v1/products/{productId}/releases/{releaseId}/halt",
-      tags: ["Product releases"],
-      operationId: "haltProductRelease",
-      summary: "Halt a public release: every answer offers the previous admissible release (release.halted)",
-      description:
-        "Stops the release at once for every caller not yet on it. A release halted already stays as it is (no second " +
-        "event). 400 naming `public` for a release that is not public.",
-      ...access.key(Roles.managers),
-      request: {
-        params,
-        body: {
-          ...jsonBody(
-            z.object({
-              reason: z
-                .string()
-                .max(256)
-                .optional()
-                .openapi({ description: "Why, in words: the release.halted event carries it as `note`." }),
-            }),
-          ),
-          required: false,
-        },
-      },
-      responses: { 200: answer, ...errorResponses },
-    }),
-    async (c) => {
-      const ctx = serviceContext(c);
-      const { productId, releaseId } = c.req.valid("param");
-      const body = c.req.valid("json") as { reason?: string } | undefined;
-      const { row } = await haltRelease(ctx, productId, releaseId, "manual", body?.reason);
-      return ok(c, { productRelease: ProductRelease.toWire(row, ctx.config) });
-    },
-  );
-  app.openapi(
-    createRoute({
-      method: "post",
-      path: "/v1/products/{productId}/releases/{releaseId}/resume",
-      tags: ["Product releases"],
-      operationId: "resumeProductRelease",
-      summary: "Resume a halted release (release.resumed)",
-      description: "400 naming `halted` when the release is not halted.",
-      ...access.key(Roles.managers),
-      request: { params },
-      responses: { 200: answer, ...errorResponses },
-    }),
-    async (c) => {
-      const ctx = serviceContext(c);
-      const { productId, releaseId } = c.req.valid("param");
-      const row = await resumeRelease(ctx, productId, releaseId);
-      return ok(c, { productRelease: ProductRelease.toWire(row, ctx.config) });
-    },
-  );
+  app.openapi(haltProductReleaseRoute, haltProductRelease);
+  app.openapi(resumeProductReleaseRoute, resumeProductRelease);
 }

@@ -2,9 +2,16 @@ import { Roles } from "../../auth/guard";
 import { crud } from "../crud";
 import type { Router } from "../../http/router";
 import { emit } from "../../webhooks/emit";
-import { registerGeoLocationRoute } from "./geolocation";
+import { fillGeoLocationsOf, geoLocationRoute } from "./geolocation";
 import { showPublicLicenseIds } from "../../licensing/license-records";
 import { Report, removeReportBody, reportRecord } from "../../licensing/report-store";
+
+const locateReportsRoute = geoLocationRoute({
+  path: "/v1/reports/geolocation",
+  tag: "Reports",
+  operationId: "locateReports",
+  label: "received reports",
+});
 
 export function registerReports(app: Router): void {
   const managers = Roles.managers;
@@ -26,11 +33,5 @@ export function registerReports(app: Router): void {
       },
     },
   });
-  registerGeoLocationRoute(app, {
-    path: "/v1/reports/geolocation",
-    tag: "Reports",
-    operationId: "locateReports",
-    target: "reports",
-    label: "received reports",
-  });
+  app.openapi(locateReportsRoute, fillGeoLocationsOf("reports"));
 }

@@ -3,7 +3,7 @@
  * effective value and source, and changes that apply at once in this isolate and within
  * Application:SettingsCacheSeconds elsewhere (CONTRACT section 7). Secrets are never returned and never written here.
  */
-import { createRoute, z } from "@hono/zod-openapi";
+import { type RouteHandler, createRoute, z } from "@hono/zod-openapi";
 import { integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
 import { Roles, access } from "../../auth/guard";
 import { settingDefinitions } from "../../kernel/config";
@@ -12,6 +12,7 @@ import { defineEntity, f } from "../../http/entity";
 import { enveloped, errorResponses, int64, json, jsonBody } from "../../http/openapi";
 import { listBody, listQuery } from "../../http/list";
 import { ok } from "../../http/respond";
+import type { AppEnv } from "../../http/app-env";
 import type { Router } from "../../http/router";
 import { describeSetting, describeSettings, loadConfig, validateChanges, writeSettings } from "../../db/settings-store";
 
@@ -45,7 +46,7 @@ export const Setting = defineEntity({
   table: settingRows,
   fields: {
     id: f.id({
-      description: "The setting's place in the order kernel/config.ts declares them: the list's order unsorted.",
+      description: "The setting's place in the order kernel/settings.ts declares them: the list's order unsorted.",
     }),
     name: f.string(),
     category: f.string(),
@@ -79,68 +80,69 @@ export const SettingsChange = z
   })
   .openapi("SettingsChange");
 
+const listSettingsRoute = createRoute({
+  method: "get",
+  path: "/v1/settings",
+  tags: ["Settings"],
+  operationId: "listSettings",
+  summary: "List the settings with their effective values and sources",
+  ...access.key(Roles.admin),
+  request: { query: listQuery(["select", "filter", "sort", "take", "skip"]) },
+  responses: {
+    200: json(
+      enveloped({ settings: z.array(Setting.record), totalSettingsCount: int64() }),
+      "A page of the settings and the count of all that match the filter",
+    ),
+    ...errorResponses,
+  },
+});
+
+const listSettings: RouteHandler<typeof listSettingsRoute, AppEnv> = async (c) => {
+  const ctx = serviceContext(c);
+  const { config, sources } = await loadConfig(c.env, c.env.DB);
+  const rows = describeSettings(config, sources).map((setting) => ({
+    id: SETTING_IDS.get(setting.name),
+    ...setting,
+  }));
+  return ok(c, await listBody(ctx.db, Setting, c.req.valid("query"), ctx.config, { rows }));
+};
+
+const updateSettingsRoute = createRoute({
+  method: "put",
+  path: "/v1/settings",
+  tags: ["Settings"],
+  operationId: "updateSettings",
+  summary: "Change settings (all or nothing); a null value returns a setting to its environment or default value",
+  ...access.key(Roles.admin),
+  request: { body: jsonBody(SettingsChange) },
+  responses: {
+    200: json(enveloped({ settings: z.array(Setting.record) }), "The changed settings as they now apply"),
+    ...errorResponses,
+  },
+});
+
+const updateSettings: RouteHandler<typeof updateSettingsRoute, AppEnv> = async (c) => {
+  const ctx = serviceContext(c);
+  const changes = validateChanges(c.req.valid("json").settings, ctx.config);
+  // Forgets this isolate's settings and the answers that follow them (db/settings-store.ts).
+  await writeSettings(ctx.db, changes);
+  const { config, sources } = await loadConfig(c.env, c.env.DB);
+  // The rest of this request (its serialization) follows the new settings too.
+  c.set("config", config);
+  // An audit entry (db/logging.ts), with names only: a value could be a secret.
+  ctx.log?.audit("SettingsChanged", `Settings changed: ${changes.map((change) => change.name).join(", ")}`, ctx, {
+    changes: changes.map((change) => ({ name: change.name, removed: change.value === null })),
+  });
+  return ok(c, {
+    settings: changes.map((change) => ({
+      id: SETTING_IDS.get(change.name),
+      ...describeSetting(change.name, config, sources[change.name]),
+    })),
+  });
+};
+
 /** Registers `GET /v1/settings` and `PUT /v1/settings`. */
 export function registerSettings(app: Router): void {
-  app.openapi(
-    createRoute({
-      method: "get",
-      path: "/v1/settings",
-      tags: ["Settings"],
-      operationId: "listSettings",
-      summary: "List the settings with their effective values and sources",
-      ...access.key(Roles.admin),
-      request: { query: listQuery(["select", "filter", "sort", "take", "skip"]) },
-      responses: {
-        200: json(
-          enveloped({ settings: z.array(Setting.record), totalSettingsCount: int64() }),
-          "A page of the settings and the count of all that match the filter",
-        ),
-        ...errorResponses,
-      },
-    }),
-    async (c) => {
-      const ctx = serviceContext(c);
-      const { config, sources } = await loadConfig(c.env, c.env.DB);
-      const rows = describeSettings(config, sources).map((setting) => ({
-        id: SETTING_IDS.get(setting.name),
-        ...setting,
-      }));
-      return ok(c, await listBody(ctx.db, Setting, c.req.valid("query"), ctx.config, { rows }));
-    },
-  );
-
-  app.openapi(
-    createRoute({
-      method: "put",
-      path: "/v1/settings",
-      tags: ["Settings"],
-      operationId: "updateSettings",
-      summary: "Change settings (all or nothing); a null value returns a setting to its environment or default value",
-      ...access.key(Roles.admin),
-      request: { body: jsonBody(SettingsChange) },
-      responses: {
-        200: json(enveloped({ settings: z.array(Setting.record) }), "The changed settings as they now apply"),
-        ...errorResponses,
-      },
-    }),
-    async (c) => {
-      const ctx = serviceContext(c);
-      const changes = validateChanges(c.req.valid("json").settings, ctx.config);
-      // Forgets this isolate's settings and the answers that follow them (db/settings-store.ts).
-      await writeSettings(ctx.db, changes);
-      const { config, sources } = await loadConfig(c.env, c.env.DB);
-      // The rest of this request (its serialization) follows the new settings too.
-      c.set("config", config);
-      // An audit entry (db/logging.ts), with names only: a value could be a secret.
-      ctx.log?.audit("SettingsChanged", `Settings changed: ${changes.map((change) => change.name).join(", ")}`, ctx, {
-        changes: changes.map((change) => ({ name: change.name, removed: change.value === null })),
-      });
-      return ok(c, {
-        settings: changes.map((change) => ({
-          id: SETTING_IDS.get(change.name),
-          ...describeSetting(change.name, config, sources[change.name]),
-        })),
-      });
-    },
-  );
+  app.openapi(listSettingsRoute, listSettings);
+  app.openapi(updateSettingsRoute, updateSettings);
 }

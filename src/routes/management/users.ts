@@ -2,8 +2,8 @@
  * Users (`/v1/users`), their settings (`/v1/users/{userId}/settings`) and roles (`/v1/users/{userId}/roles`,
  * `/v1/roles`): Administrator only (SPEC access table). Passwords are write-only, stored as PBKDF2 hashes.
  */
-import { createRoute, z } from "@hono/zod-openapi";
-import { ROLES, type Role } from "../../http/app-env";
+import { type RouteHandler, createRoute, z } from "@hono/zod-openapi";
+import { type AppEnv, ROLES, type Role } from "../../http/app-env";
 import { invalidateApiKeyCache } from "../../auth/api-key-service";
 import { Roles, access } from "../../auth/guard";
 import { tokensEndNow } from "../../auth/bearer";
@@ -59,8 +59,94 @@ export const RoleEntity = defineEntity({
   fields: { id: f.id(), name: { ...f.oneOf(ROLES), output: RoleName, input: RoleName }, description: f.string() },
 });
 
+const admin = Roles.admin;
+const userParams = z.object({ userId: idParamSchema(User, "userId") });
+const rolesAnswer = json(enveloped({ roles: z.array(RoleName) }), "The user's roles");
+
+const listRolesRoute = createRoute({
+  method: "get",
+  path: "/v1/roles",
+  tags: ["Users"],
+  operationId: "listRoles",
+  summary: "List the roles",
+  ...access.key(admin),
+  request: { query: listQuery(["select", "filter", "sort", "take", "skip"]) },
+  responses: {
+    200: json(
+      enveloped({ roles: z.array(RoleEntity.record), totalRolesCount: int64() }),
+      "A page of the roles and the count of all that match the filter",
+    ),
+    ...errorResponses,
+  },
+});
+
+const listRoles: RouteHandler<typeof listRolesRoute, AppEnv> = async (c) => {
+  const ctx = serviceContext(c);
+  const rows = ROLES.map((name, i) => ({ id: i + 1, name, description: ROLE_DESCRIPTIONS[name] }));
+  return ok(c, await listBody(ctx.db, RoleEntity, c.req.valid("query"), ctx.config, { rows }));
+};
+
+const listUserRolesRoute = createRoute({
+  method: "get",
+  path: "/v1/users/{userId}/roles",
+  tags: ["Users"],
+  operationId: "listUserRoles",
+  summary: "List a user's roles",
+  ...access.key(admin),
+  request: { params: userParams },
+  responses: { 200: rolesAnswer, ...errorResponses },
+});
+
+const listUserRoles: RouteHandler<typeof listUserRolesRoute, AppEnv> = async (c) => {
+  const user = await requireById(c.get("db"), User, c.req.valid("param").userId);
+  return ok(c, { roles: (user["roles"] as Role[] | null) ?? [] });
+};
+
+/** `POST` gives a user roles, `DELETE` takes them away: one declaration for both. */
+const userRolesRoute = (method: "post" | "delete", operationId: string, summary: string) =>
+  createRoute({
+    method,
+    path: "/v1/users/{userId}/roles",
+    tags: ["Users"],
+    operationId,
+    summary,
+    ...access.key(admin),
+    request: { params: userParams, body: jsonBody(RolesBody) },
+    responses: { 200: rolesAnswer, ...errorResponses },
+  });
+
+const addUserRolesRoute = userRolesRoute("post", "addUserRoles", "Give a user roles");
+const removeUserRolesRoute = userRolesRoute("delete", "removeUserRoles", "Take roles from a user");
+
+/** The handler of `addUserRoles` (`post`) or `removeUserRoles` (`delete`). */
+function changeUserRoles(method: "post" | "delete"): RouteHandler<ReturnType<typeof userRolesRoute>, AppEnv> {
+  return async (c) => {
+    const ctx = serviceContext(c);
+    const { userId } = c.req.valid("param");
+    const { roles } = c.req.valid("json");
+    const user = await requireById(ctx.db, User, userId);
+    const current = new Set((user["roles"] as Role[] | null) ?? []);
+    for (const role of roles) method === "post" ? current.add(role) : current.delete(role);
+    if (method === "delete" && userId === ctx.principal?.userId && !current.has("Administrator")) {
+      throw new ApiError(400, "You cannot remove the Administrator role from your own account");
+    }
+    const next = ROLES.filter((r) => current.has(r));
+    const ends = endsTokens({ roles: next }, user);
+    if (ends) await endConsoleSessions(ctx.db, String(userId));
+    const row = await updateRow(ctx.db, User, userId, {
+      roles: next,
+      ...(ends ? { tokensValidAfter: tokensEndNow() } : {}),
+    });
+    invalidateApiKeyCache();
+    auditUserWrite(ctx, "update", row, user);
+    return ok(c, { roles: next });
+  };
+}
+
+const addUserRoles = changeUserRoles("post");
+const removeUserRoles = changeUserRoles("delete");
+
 export function registerUsers(app: Router): void {
-  const admin = Roles.admin;
   crud(app, {
     entity: User,
     path: "/v1/users",
@@ -100,83 +186,8 @@ export function registerUsers(app: Router): void {
     roles: { list: admin, create: admin, update: admin, delete: admin },
   });
 
-  const userParams = z.object({ userId: idParamSchema(User, "userId") });
-  const rolesAnswer = json(enveloped({ roles: z.array(RoleName) }), "The user's roles");
-
-  app.openapi(
-    createRoute({
-      method: "get",
-      path: "/v1/roles",
-      tags: ["Users"],
-      operationId: "listRoles",
-      summary: "List the roles",
-      ...access.key(admin),
-      request: { query: listQuery(["select", "filter", "sort", "take", "skip"]) },
-      responses: {
-        200: json(
-          enveloped({ roles: z.array(RoleEntity.record), totalRolesCount: int64() }),
-          "A page of the roles and the count of all that match the filter",
-        ),
-        ...errorResponses,
-      },
-    }),
-    async (c) => {
-      const ctx = serviceContext(c);
-      const rows = ROLES.map((name, i) => ({ id: i + 1, name, description: ROLE_DESCRIPTIONS[name] }));
-      return ok(c, await listBody(ctx.db, RoleEntity, c.req.valid("query"), ctx.config, { rows }));
-    },
-  );
-
-  app.openapi(
-    createRoute({
-      method: "get",
-      path: "/v1/users/{userId}/roles",
-      tags: ["Users"],
-      operationId: "listUserRoles",
-      summary: "List a user's roles",
-      ...access.key(admin),
-      request: { params: userParams },
-      responses: { 200: rolesAnswer, ...errorResponses },
-    }),
-    async (c) => {
-      const user = await requireById(c.get("db"), User, c.req.valid("param").userId);
-      return ok(c, { roles: (user["roles"] as Role[] | null) ?? [] });
-    },
-  );
-
-  for (const method of ["post", "delete"] as const) {
-    app.openapi(
-      createRoute({
-        method,
-        path: "/v1/users/{userId}/roles",
-        tags: ["Users"],
-        operationId: method === "post" ? "addUserRoles" : "removeUserRoles",
-        summary: method === "post" ? "Give a user roles" : "Take roles from a user",
-        ...access.key(admin),
-        request: { params: userParams, body: jsonBody(RolesBody) },
-        responses: { 200: rolesAnswer, ...errorResponses },
-      }),
-      async (c) => {
-        const ctx = serviceContext(c);
-        const { userId } = c.req.valid("param");
-        const { roles } = c.req.valid("json");
-        const user = await requireById(ctx.db, User, userId);
-        const current = new Set((user["roles"] as Role[] | null) ?? []);
-        for (const role of roles) method === "post" ? current.add(role) : current.delete(role);
-        if (method === "delete" && userId === ctx.principal?.userId && !current.has("Administrator")) {
-          throw new ApiError(400, "You cannot remove the Administrator role from your own account");
-        }
-        const next = ROLES.filter((r) => current.has(r));
-        const ends = endsTokens({ roles: next }, user);
-        if (ends) await endConsoleSessions(ctx.db, String(userId));
-        const row = await updateRow(ctx.db, User, userId, {
-          roles: next,
-          ...(ends ? { tokensValidAfter: tokensEndNow() } : {}),
-        });
-        invalidateApiKeyCache();
-        auditUserWrite(ctx, "update", row, user);
-        return ok(c, { roles: next });
-      },
-    );
-  }
+  app.openapi(listRolesRoute, listRoles);
+  app.openapi(listUserRolesRoute, listUserRoles);
+  app.openapi(addUserRolesRoute, addUserRoles);
+  app.openapi(removeUserRolesRoute, removeUserRoles);
 }
