@@ -82,8 +82,11 @@ export interface CrudDefinition {
   };
   /** Schema of the create answer's properties beside `<singular>Id` (or replacing it), valued by hooks.created. */
   createdShape?: z.ZodRawShape;
-  /** Operation ids replacing the generated ones (when two routes list the same entity). */
-  operationIds?: Partial<Record<Operation, string>>;
+  /**
+   * The operationId of each operation registered, written out where the resource is declared, so that every
+   * operationId of the OpenAPI document can be found by searching the source for it.
+   */
+  operationIds: Readonly<Partial<Record<Operation, string>>>;
   /** OpenAPI descriptions of operations (what else a delete removes). */
   descriptions?: Partial<Record<Operation, string>>;
   /** Summary words for the OpenAPI document, e.g. "stored resource". */
@@ -167,10 +170,6 @@ export function idParamSchema(entity: Entity, name: string) {
     .openapi({ param: { name, in: "path" } });
 }
 
-function upperFirst(s: string): string {
-  return s.charAt(0).toUpperCase() + s.slice(1);
-}
-
 /** What the four operations of one declared resource share: its names, its scope and its referenced ids. */
 function prepare(def: CrudDefinition) {
   const { entity, scope } = def;
@@ -184,13 +183,11 @@ function prepare(def: CrudDefinition) {
         [scope.param]: idParamSchema(scope.parent, scope.param),
       })
     : undefined;
-  // Operation ids stay unique across nested collections: listCustomerContacts beside listContacts.
-  const prefix = scope && !entity.name.startsWith(scope.parent.name) ? scope.parent.name : "";
-  const opName = (verb: string, noun: string) => `${verb}${prefix}${upperFirst(noun)}`;
-  const named = (op: Operation, generated: string) => ({
-    operationId: def.operationIds?.[op] ?? generated,
-    ...(def.descriptions?.[op] ? { description: def.descriptions[op] } : {}),
-  });
+  const named = (op: Operation) => {
+    const operationId = def.operationIds[op];
+    if (!operationId) throw new Error(`crud ${def.path}: operationIds.${op} is not declared`);
+    return { operationId, ...(def.descriptions?.[op] ? { description: def.descriptions[op] } : {}) };
+  };
 
   /** The parent id from the path, checked to exist (within its own parent), and the scope condition it implies. */
   async function scopeOf(ctx: ServiceContext, params: Record<string, unknown>) {
@@ -212,7 +209,7 @@ function prepare(def: CrudDefinition) {
       .map(([field, target]) => ({ entity: target, id: input[field] as Id, field }));
   }
 
-  return { entity, label, idParam, scopeParams, opName, named, scopeOf, references };
+  return { entity, label, idParam, scopeParams, named, scopeOf, references };
 }
 
 type Prepared = ReturnType<typeof prepare>;
@@ -228,13 +225,13 @@ export function crud(app: Router, def: CrudDefinition): void {
 }
 
 function registerList(app: Router, def: CrudDefinition, p: Prepared): void {
-  const { entity, label, scopeParams, opName, named, scopeOf } = p;
+  const { entity, label, scopeParams, named, scopeOf } = p;
   const query = listQuery(def.listParams ?? DEFAULT_LIST_PARAMS);
   const route = createRoute({
     method: "get",
     path: def.path,
     tags: [def.tag],
-    ...named("list", opName("list", entity.plural)),
+    ...named("list"),
     summary: `List ${entity.plural}`,
     ...access.key(def.roles.list),
     request: { query, ...(scopeParams ? { params: scopeParams } : {}) },
@@ -259,12 +256,12 @@ function registerList(app: Router, def: CrudDefinition, p: Prepared): void {
 }
 
 function registerCreate(app: Router, def: CrudDefinition, p: Prepared): void {
-  const { entity, label, scopeParams, opName, named, scopeOf, references } = p;
+  const { entity, label, scopeParams, named, scopeOf, references } = p;
   const route = createRoute({
     method: "post",
     path: def.path,
     tags: [def.tag],
-    ...named("create", opName("create", entity.name)),
+    ...named("create"),
     summary: `Create a ${label}`,
     ...access.key(def.roles.create),
     request: {
@@ -293,12 +290,12 @@ function registerCreate(app: Router, def: CrudDefinition, p: Prepared): void {
 }
 
 function registerUpdate(app: Router, def: CrudDefinition, p: Prepared): void {
-  const { entity, label, scopeParams, opName, named, scopeOf, references } = p;
+  const { entity, label, scopeParams, named, scopeOf, references } = p;
   const route = createRoute({
     method: "put",
     path: def.path,
     tags: [def.tag],
-    ...named("update", opName("update", entity.name)),
+    ...named("update"),
     summary: `Update a ${label} (only the properties sent)`,
     ...access.key(def.roles.update),
     request: {
@@ -326,13 +323,13 @@ function registerUpdate(app: Router, def: CrudDefinition, p: Prepared): void {
 }
 
 function registerDelete(app: Router, def: CrudDefinition, p: Prepared): void {
-  const { entity, label, idParam, scopeParams, opName, named, scopeOf } = p;
+  const { entity, label, idParam, scopeParams, named, scopeOf } = p;
   const params = z.object({ ...(scopeParams?.shape ?? {}), [idParam]: idParamSchema(entity, idParam) });
   const route = createRoute({
     method: "delete",
     path: `${def.path}/{${idParam}}`,
     tags: [def.tag],
-    ...named("delete", opName("delete", entity.name)),
+    ...named("delete"),
     summary: `Delete a ${label}`,
     ...access.key(def.roles.delete),
     request: { params },

@@ -137,15 +137,15 @@ export function registerCommerce(app: Router): void {
     entity: CommerceMapping,
     path: "/v1/commerce/mappings",
     tag: "Commerce",
-    roles: { list: sellers, create: sellers, update: sellers, delete: sellers },
-    references: { templateId: LicenseTemplate },
-    label: "commerce mapping",
     operationIds: {
       list: "listCommerceMappings",
       create: "createCommerceMapping",
       update: "updateCommerceMapping",
       delete: "deleteCommerceMapping",
     },
+    roles: { list: sellers, create: sellers, update: sellers, delete: sellers },
+    references: { templateId: LicenseTemplate },
+    label: "commerce mapping",
     hooks: {
       create: (_ctx, values) => ({ ...values, quantityMode: values["quantityMode"] ?? "licenses" }),
       update: (_ctx, values) => {
@@ -160,19 +160,19 @@ export function registerCommerce(app: Router): void {
     entity: CommercePurchase,
     path: "/v1/commerce/purchases",
     tag: "Commerce",
+    operationIds: { list: "listCommercePurchases" },
     operations: ["list"],
     roles: readers,
     label: "commerce purchase",
-    operationIds: { list: "listCommercePurchases" },
   });
   crud(app, {
     entity: CommerceEvent,
     path: "/v1/commerce/events",
     tag: "Commerce",
+    operationIds: { list: "listCommerceEvents" },
     operations: ["list"],
     roles: readers,
     label: "commerce event",
-    operationIds: { list: "listCommerceEvents" },
     descriptions: { list: "The payment providers' events received, e.g. filter=orderId == 5 for one order's history." },
   });
 }

@@ -55,6 +55,7 @@ export function registerApiKeys(app: Router): void {
     entity: ApiKey,
     path: "/v1/api-keys",
     tag: "API keys",
+    operationIds: { list: "listApiKeys", create: "createApiKey", update: "updateApiKey", delete: "deleteApiKey" },
     label: "API key",
     roles: { list: admin, create: admin, update: admin, delete: admin },
     references: { ownerId: User },

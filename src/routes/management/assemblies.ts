@@ -38,6 +38,12 @@ export function registerAssemblies(app: Router): void {
     entity: Assembly,
     path: "/v1/assemblies",
     tag: "Assemblies",
+    operationIds: {
+      list: "listAssemblies",
+      create: "createAssembly",
+      update: "updateAssembly",
+      delete: "deleteAssembly",
+    },
     roles: { list: admin, create: admin, update: admin, delete: admin },
     references: { mappingFileId: Resource, releaseId: ProductRelease },
   });
@@ -46,6 +52,12 @@ export function registerAssemblies(app: Router): void {
     entity: Assembly,
     path: "/v1/products/{productId}/releases/{releaseId}/assemblies",
     tag: "Product releases",
+    operationIds: {
+      list: "listProductReleaseAssemblies",
+      create: "createProductReleaseAssembly",
+      update: "updateProductReleaseAssembly",
+      delete: "deleteProductReleaseAssembly",
+    },
     label: "release assembly",
     roles: { list: all, create: all, update: all, delete: all },
     references: { mappingFileId: Resource },

@@ -18,6 +18,12 @@ export function registerCustomers(app: Router): void {
     entity: Customer,
     path: "/v1/customers",
     tag: "Customers",
+    operationIds: {
+      list: "listCustomers",
+      create: "createCustomer",
+      update: "updateCustomer",
+      delete: "deleteCustomer",
+    },
     roles: all,
     hooks: {
       create: (_ctx, values) => newCustomerValues(values),
@@ -38,6 +44,7 @@ export function registerCustomers(app: Router): void {
     entity: Contact,
     path: "/v1/contacts",
     tag: "Contacts",
+    operationIds: { list: "listContacts", create: "createContact", update: "updateContact", delete: "deleteContact" },
     roles: all,
     references: { customerId: Customer },
   });
@@ -45,6 +52,7 @@ export function registerCustomers(app: Router): void {
     entity: Contact,
     path: "/v1/customers/{customerId}/contacts",
     tag: "Customers",
+    operationIds: { list: "listCustomerContacts" },
     operations: ["list"],
     roles: all,
     scope: { param: "customerId", parent: Customer, column: contacts.customerId },

@@ -60,13 +60,13 @@ export function registerLicenseFiles(app: Router): void {
     entity: LicenseFile,
     path: "/v1/licenses/{licenseId}/files",
     tag: "Licenses",
+    operationIds: { list: "listFilesOfLicense" },
     label: "license file",
     operations: ["list"],
     roles: { list: all, create: all, update: all, delete: all },
     idParam: "fileId",
     scope: { param: "licenseId", parent: License, column: licenseFiles.licenseId },
     list: { decorate: showFiles },
-    operationIds: { list: "listFilesOfLicense" },
   });
   app.openapi(returnBorrowedSeatRoute, returnBorrowedSeat);
 }

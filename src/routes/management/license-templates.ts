@@ -15,6 +15,12 @@ export function registerLicenseTemplates(app: Router): void {
     entity: LicenseTemplate,
     path: "/v1/license-templates",
     tag: "License templates",
+    operationIds: {
+      list: "listLicenseTemplates",
+      create: "createLicenseTemplate",
+      update: "updateLicenseTemplate",
+      delete: "deleteLicenseTemplate",
+    },
     label: "license template",
     idParam: "templateId",
     roles: { list: Roles.management, create: Roles.managers, update: Roles.managers, delete: Roles.managers },

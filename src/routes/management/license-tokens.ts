@@ -98,6 +98,7 @@ export function registerLicenseTokens(app: Router): void {
     entity: LicenseToken,
     path: "/v1/license-tokens",
     tag: "License tokens",
+    operationIds: { list: "listLicenseTokens" },
     label: "license token",
     operations: ["list"],
     roles,
@@ -108,6 +109,7 @@ export function registerLicenseTokens(app: Router): void {
     entity: LicenseToken,
     path: "/v1/licenses/{licenseId}/tokens",
     tag: "Licenses",
+    operationIds: { list: "listTokensOfLicense", create: "issueLicenseToken", delete: "deleteLicenseToken" },
     label: "license token",
     operations: ["list", "create", "delete"],
     roles,
@@ -115,7 +117,6 @@ export function registerLicenseTokens(app: Router): void {
     scope: { param: "licenseId", parent: License, column: licenseTokens.licenseId },
     listParams: TOKEN_LIST_PARAMS,
     list,
-    operationIds: { list: "listTokensOfLicense", create: "issueLicenseToken", delete: "deleteLicenseToken" },
     descriptions: {
       create:
         "Issues an activation token by hand (offline activation) for an Activation-mode license, counted against maxClients " +

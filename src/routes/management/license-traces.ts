@@ -71,6 +71,7 @@ export function registerLicenseTraces(app: Router): void {
     entity: LicenseTrace,
     path: "/v1/license-traces",
     tag: "License traces",
+    operationIds: { list: "listLicenseTraces" },
     label: "license trace",
     operations: ["list"],
     roles: { list: managers, create: managers, update: managers, delete: managers },

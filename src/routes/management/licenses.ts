@@ -30,6 +30,7 @@ export function registerLicenses(app: Router): void {
     entity: License,
     path: "/v1/licenses",
     tag: "Licenses",
+    operationIds: { list: "listLicenses", create: "createLicense", update: "updateLicense", delete: "deleteLicense" },
     roles: { list: all, create: all, update: all, delete: Roles.managers },
     idParam: "licenseId",
     references: { productId: Product, customerId: Customer, orderId: Order, templateId: LicenseTemplate },
@@ -65,6 +66,7 @@ export function registerLicenses(app: Router): void {
     entity: License,
     path: "/v1/customers/{customerId}/licenses",
     tag: "Customers",
+    operationIds: { list: "listCustomerLicenses" },
     scope: { param: "customerId", parent: Customer, column: licenses.customerId },
   });
   crud(app, {
@@ -72,6 +74,7 @@ export function registerLicenses(app: Router): void {
     entity: License,
     path: "/v1/orders/{orderId}/licenses",
     tag: "Orders",
+    operationIds: { list: "listOrderLicenses" },
     scope: { param: "orderId", parent: Order, column: licenses.orderId },
   });
   crud(app, {
@@ -79,6 +82,7 @@ export function registerLicenses(app: Router): void {
     entity: License,
     path: "/v1/license-templates/{templateId}/licenses",
     tag: "License templates",
+    operationIds: { list: "listLicenseTemplateLicenses" },
     scope: { param: "templateId", parent: LicenseTemplate, column: licenses.templateId },
   });
 }

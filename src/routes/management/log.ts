@@ -131,6 +131,7 @@ export function registerLog(app: Router): void {
     entity: LogEntry,
     path: "/v1/log",
     tag: "Service log",
+    operationIds: { list: "listLogs" },
     label: "service log entry",
     operations: ["list"],
     roles: { list: roles, create: roles, update: roles, delete: roles },

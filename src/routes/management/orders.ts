@@ -28,6 +28,7 @@ export function registerOrders(app: Router): void {
     entity: Order,
     path: "/v1/orders",
     tag: "Orders",
+    operationIds: { list: "listOrders", create: "createOrder", update: "updateOrder", delete: "deleteOrder" },
     roles,
     references: { customerId: Customer, resellerId: Customer },
     hooks: {
@@ -47,6 +48,7 @@ export function registerOrders(app: Router): void {
     entity: Order,
     path: "/v1/customers/{customerId}/orders",
     tag: "Customers",
+    operationIds: { list: "listCustomerOrders" },
     operations: ["list"],
     roles,
     scope: { param: "customerId", parent: Customer, column: orders.customerId },
@@ -55,6 +57,7 @@ export function registerOrders(app: Router): void {
     entity: Order,
     path: "/v1/products/{productId}/orders",
     tag: "Products",
+    operationIds: { list: "listProductOrders" },
     operations: ["list"],
     roles,
     scope: {
@@ -69,6 +72,7 @@ export function registerOrders(app: Router): void {
     entity: OrderProduct,
     path: "/v1/orders/{orderId}/products",
     tag: "Orders",
+    operationIds: { list: "listOrderProducts" },
     operations: ["list"],
     roles,
     scope: { param: "orderId", parent: Order, column: orderProducts.orderId },

@@ -18,6 +18,7 @@ export function registerProducts(app: Router): void {
     entity: Product,
     path: "/v1/products",
     tag: "Products",
+    operationIds: { list: "listProducts", create: "createProduct", update: "updateProduct", delete: "deleteProduct" },
     roles: { list: all, create: all, update: all, delete: all },
     hooks: {
       update: async (ctx, values, existing) => {

@@ -228,12 +228,12 @@ export function registerDownloads(app: Router): void {
     entity: ReleaseDownload,
     path: PATH,
     tag: TAG,
+    operationIds: { list: "listReleaseDownloads", update: "updateReleaseDownload", delete: "deleteReleaseDownload" },
     label: "release download",
     operations: ["list", "update", "delete"],
     listParams: ["filter", "sort", "take", "skip"],
     idParam: "downloadId",
     roles: { list: roles, create: roles, update: roles, delete: roles },
-    operationIds: { list: "listReleaseDownloads", update: "updateReleaseDownload", delete: "deleteReleaseDownload" },
     descriptions: {
       update:
         "Changes platform, kind, fileName, signature and (hosted artifacts only) url. size, sha256 and sha512 are never changed: they are ignored in the body; to replace the bytes, delete the artifact and add it again.",

@@ -19,6 +19,7 @@ export function registerReports(app: Router): void {
     entity: Report,
     path: "/v1/reports",
     tag: "Reports",
+    operationIds: { list: "listReports", delete: "deleteReport" },
     label: "received report",
     operations: ["list", "delete"],
     idParam: "reportId",

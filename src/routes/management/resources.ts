@@ -69,6 +69,12 @@ export function registerResources(app: Router): void {
     entity: Resource,
     path: "/v1/resources",
     tag: "Resources",
+    operationIds: {
+      list: "listResources",
+      create: "createResource",
+      update: "updateResource",
+      delete: "deleteResource",
+    },
     label: "stored resource",
     roles: { list: Roles.management, create: Roles.management, update: Roles.management, delete: Roles.management },
     descriptions: {

@@ -151,6 +151,7 @@ export function registerUsers(app: Router): void {
     entity: User,
     path: "/v1/users",
     tag: "Users",
+    operationIds: { list: "listUsers", create: "createUser", update: "updateUser", delete: "deleteUser" },
     roles: { list: admin, create: admin, update: admin, delete: admin },
     hooks: {
       create: async (_ctx, values) => ({ roles: [], ...(await userWriteValues(values)), id: crypto.randomUUID() }),
@@ -180,6 +181,12 @@ export function registerUsers(app: Router): void {
     entity: UserSetting,
     path: "/v1/users/{userId}/settings",
     tag: "Users",
+    operationIds: {
+      list: "listUserSettings",
+      create: "createUserSetting",
+      update: "updateUserSetting",
+      delete: "deleteUserSetting",
+    },
     label: "user setting",
     idParam: "settingId",
     scope: { param: "userId", column: userSettings.userId, parent: User },
