@@ -2,7 +2,7 @@
  * Offline license keys cannot be hoarded by cycling activations: every key is valid for at most
  * `Licensing:LicenseKeyLifetime` from its issue (7 days by default), a deactivated machine gets no fresh key (the
  * next validation says it is not activated, over REST and gRPC-Web), and so activating and deactivating machines in
- * turn leaves valid only the keys issued within the last lifetime. The trade-off (docs/security.md, "What an offline
+ * turn leaves valid only the keys issued within the last lifetime. The trade-off (docs/security/licenses.md, "What an offline
  * license key proves"): a key issued before a deactivation stays valid offline until its `exp`.
  */
 import { exports } from "cloudflare:workers";
