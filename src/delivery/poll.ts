@@ -3,7 +3,7 @@
  * folders, the customer portal's downloads) does before its format renders it. The request's parameters are checked
  * (platform, channel, version, product), then the caller behind the credential and the releases offered to the
  * platform are read in one D1 round trip (or none, from the isolate's memos), and the caller is judged. Release
- * control's selection (admission, audience, rollback) follows in delivery/formats/electron-builder.ts `feedRelease`.
+ * control's selection (admission, audience, rollback) follows in delivery/selection.ts `feedRelease`.
  */
 import type { ServiceContext } from "../http/context";
 import { ApiError } from "../kernel/errors";

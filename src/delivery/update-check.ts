@@ -28,7 +28,7 @@ import { signBytes } from "../auth/signing-keys";
 import { compareVersions } from "../records/versions";
 import type { UpdateReason } from "./reasons";
 import { CHANNELS } from "../records/vocabulary";
-import { type Asking, feedRelease } from "./formats/electron-builder";
+import { type Asking, feedRelease } from "./selection";
 import { DownloadInfo, type DownloadUrl, downloadFor } from "./download-info";
 
 export { DownloadInfo, downloadFor };

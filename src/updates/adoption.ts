@@ -128,7 +128,7 @@ export const adoptionRunning = (ctx: Ctx, s: AdoptionSighting): void => sight(ct
 
 /**
  * What an update answer (a feed of any format, the update check) tells: the caller runs its current version, and was
- * offered `offered` (the caller decides whether the selection counts as an offer: delivery/formats/electron-builder.ts feedRelease, the one
+ * offered `offered` (the caller decides whether the selection counts as an offer: delivery/selection.ts feedRelease, the one
  * selection of every update answer, counts it when newer than the running version or a rollback).
  */
 export function adoptionAnswered(

@@ -2,7 +2,7 @@
  * Release control's writes (CONTRACT section 8), free of HTTP: the checks a release's rollout fields pass before they
  * are saved (400 naming the field, nothing changed), halting and resuming (by hand, or by its reports: haltOnReports),
  * and the webhook events of a release's changes (`release.published`, `release.rollout.changed`, `release.halted`,
- * `release.resumed`). What the answers make of these fields is admission.ts and delivery/formats/electron-builder.ts's feedRelease.
+ * `release.resumed`). What the answers make of these fields is admission.ts and delivery/selection.ts feedRelease.
  */
 import { and, eq, sql } from "drizzle-orm";
 import { clock, nowIso } from "../kernel/clock";

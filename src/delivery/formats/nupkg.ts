@@ -11,7 +11,7 @@
  */
 import type { DownloadRow, Offerable, ReleaseWithFiles } from "../catalog";
 import type { UpdateReason } from "../reasons";
-import type { Selection } from "./electron-builder";
+import type { Selection } from "../selection";
 import { compareVersions } from "../../records/versions";
 
 /** A package artifact the feeds can name: it has the SHA-1 both updaters check. */

@@ -10,7 +10,7 @@ import { ApiError } from "../../kernel/errors";
 import { Envelope, enveloped, int32, json, jsonBody } from "../../http/openapi";
 import { ok } from "../../http/respond";
 import { PLATFORMS, type Platform, mainFile } from "../../delivery/catalog";
-import { feedRelease } from "../../delivery/formats/electron-builder";
+import { feedRelease } from "../../delivery/selection";
 import { DownloadInfo, downloadFor } from "../../delivery/update-check";
 import { callerAndReleases } from "../../delivery/poll";
 import { downloadUrlFor } from "../../delivery/download-info";

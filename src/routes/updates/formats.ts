@@ -20,13 +20,7 @@ import { effectivePercentage } from "../../delivery/admission";
 import { CURRENT_VERSION_HEADER, INSTALL_ID_HEADER, USER_KEY_HEADER, licenseOf } from "../../delivery/caller";
 import type { Offerable, Platform, ProductRow, ReleaseWithFiles } from "../../delivery/catalog";
 import { FEED_TOKEN_QUERY } from "../../delivery/credential";
-import {
-  type Asking,
-  type FeedInput,
-  type Selection,
-  feedRelease,
-  newerOffer,
-} from "../../delivery/formats/electron-builder";
+import { type Asking, type FeedInput, type Selection, feedRelease, newerOffer } from "../../delivery/selection";
 import {
   SQUIRREL_MAC_FILES,
   SQUIRREL_MAC_PLATFORMS,

@@ -2,7 +2,7 @@
  * The package feeds' routes (CONTRACT section 9): Squirrel.Windows' folder `/v1/updates/{productCode}/squirrel-win/
  * {platform}/` (its `RELEASES` and the packages it names) and Velopack's folder `/v1/updates/{productCode}/velopack/
  * {platform}/` (`releases.{channel}.json` and the packages it names). The caller, the releases and THE selection are
- * the update routes' own (routes/updates/updates.ts callerAndReleases, delivery/formats/electron-builder.ts feedRelease): rollouts, halts, audiences,
+ * the update routes' own (delivery/poll.ts callerAndReleases, delivery/selection.ts feedRelease): rollouts, halts, audiences,
  * maintenance and the platform rule apply as on every feed; delivery/formats/ (nupkg.ts, squirrel-windows.ts,
  * velopack.ts) writes the answers.
  *
@@ -28,7 +28,7 @@ import {
   type ReleaseWithFiles,
   coveredByMaintenance,
 } from "../../delivery/catalog";
-import { feedRelease } from "../../delivery/formats/electron-builder";
+import { feedRelease } from "../../delivery/selection";
 import { PACKAGE, packagePlan, planReason } from "../../delivery/formats/nupkg";
 import { squirrelReleases } from "../../delivery/formats/squirrel-windows";
 import { velopackChannel, velopackFeed } from "../../delivery/formats/velopack";
@@ -50,7 +50,7 @@ import { notModifiedFor } from "../../http/conditionals";
 import { requireChannel, requirePlatform, requireProduct, requireVersion } from "../../delivery/poll";
 
 /**
- * Who asks and what it runs, as every update answer reads it (routes/updates/updates.ts askingFor), and THE selection; the
+ * Who asks and what it runs, as every update answer reads it (routes/updates/poll.ts askingFor), and THE selection; the
  * updater's `localVersion` is the version it runs, and Velopack's `stagingId` (its per-install staging id) is the
  * cohort id when no X-Service-Install-Id header names one.
  */

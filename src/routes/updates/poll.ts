@@ -26,7 +26,7 @@ import { clientInfo } from "../../http/context";
 import type { LicenseRow } from "../../licensing/license-core";
 import { recordTrace } from "../../licensing/traces";
 import { nowIso } from "../../kernel/clock";
-import type { Asking } from "../../delivery/formats/electron-builder";
+import type { Asking } from "../../delivery/selection";
 import { recallAnswer } from "../../delivery/answer-memo";
 import { trustedUntil } from "../../delivery/product-memo";
 import { REASON_HEADER, type UpdateReason, reasonsDescription } from "../../delivery/reasons";
@@ -213,7 +213,7 @@ export async function throughCache(
 }
 
 /**
- * Who asks an update route, as release control reads it (delivery/formats/electron-builder.ts Asking), and the releases offered to the platform:
+ * Who asks an update route, as release control reads it (delivery/selection.ts Asking), and the releases offered to the platform:
  * the caller behind the credential, the install id (X-Service-Install-Id), the running version (the update check's
  * `version`, else X-Service-Current-Version), the audiences the license matches and the product's minimum version.
  * Every update answer (each feed format, the update check) hands this to feedRelease.
