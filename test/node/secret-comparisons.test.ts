@@ -27,7 +27,7 @@ const REVIEWED: { file: string; comparison: string; reason: string }[] = [
       "the publisher tells whether an updater signature (public: served in feeds) changed since the last upload, to update it in place; no secret",
   },
   {
-    file: "src/routes/management/users.ts",
+    file: "src/auth/users.ts",
     comparison: 'row["passwordHash"] !== previous["passwordHash"]',
     reason:
       "two stored PBKDF2 hashes (the new one freshly salted) compared to tell whether a write changed the password, for the audit trail; no client input",
