@@ -78,10 +78,12 @@ export function clientInfo(c: Context<AppEnv>): ClientInfo {
  * first, as it would have from the guard. Called by the app's error handler.
  */
 export async function settleFirst(c: Context<AppEnv>, error: Error): Promise<Error> {
-  const batch = heldFirstBatch(c.get("db"));
+  // An error raised before the request's D1 session was opened (the production checks) has no check to settle.
+  const db = c.get("db") as Db | undefined;
+  const batch = db && heldFirstBatch(db);
   if (!batch) return error;
   try {
-    await batch.flush(c.get("db"));
+    await batch.flush(db);
     return error;
   } catch (refusal) {
     return refusal instanceof Error ? refusal : error;
