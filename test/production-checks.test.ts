@@ -216,6 +216,37 @@ describe("guessable secrets outside development", () => {
     });
   }
 
+  it("refuses a passphrase wrapped in base64 as Application:EncryptionKey or Application:JwtSecret (issue 36, N12)", async () => {
+    const wrapped = btoa("correct horse battery staple, correct horse battery staple!");
+    for (const setting of ["Application:EncryptionKey", "Application:JwtSecret"]) {
+      const res = await health({ [setting.replaceAll(":", "__")]: wrapped });
+      expect(res.status, setting).toBe(500);
+      expect(res.text, setting).toContain(setting);
+    }
+  });
+
+  it("refuses a guessable payment webhook secret, naming it and how to get a strong one (issue 36, N13)", async () => {
+    for (const [setting, how] of [
+      ["Commerce:Stripe:WebhookSecret", "whsec_"],
+      ["Commerce:Paddle:WebhookSecret", "Paddle"],
+      ["Commerce:LemonSqueezy:WebhookSecret", "openssl rand -hex 20"],
+    ] as const) {
+      for (const value of ["secret", "x", "passwordpassword".repeat(2)]) {
+        const res = await health({ [setting.replaceAll(":", "__")]: value });
+        expect(res.status, `${setting} ${value}`).toBe(500);
+        expect(res.text).toContain(setting);
+        expect(res.text).toContain(how);
+      }
+    }
+    const strong = {
+      Commerce__Stripe__WebhookSecret: `whsec_${base64(24)}`,
+      Commerce__Paddle__WebhookSecret: `pdl_ntfset_01j${hex(8)}_${base64(24)}`,
+      Commerce__LemonSqueezy__WebhookSecret: hex(20),
+    };
+    const res = await fetchAs(production(strong), "/v1/info", withKey);
+    expect(res.status, res.text).toBe(200);
+  });
+
   it("refuses an Application:EncryptionKey that is not the base64 of 32 bytes, however random", async () => {
     for (const value of [`${hex(20)}!${hex(20)}`, base64(31), "random words are not a key, 9f1c2e7a44b0d3c8e1f2"]) {
       const res = await health({ Application__EncryptionKey: value });

@@ -27,6 +27,10 @@ export function production(vars: Record<string, string | undefined> = {}): Recor
     Application__AdminPassword: undefined,
     Application__AdminApiKey: undefined,
     Webhooks__AllowInsecureUrls: undefined,
+    // The suite's payment webhook secrets are readable test values, which a production deployment refuses.
+    Commerce__Stripe__WebhookSecret: undefined,
+    Commerce__Paddle__WebhookSecret: undefined,
+    Commerce__LemonSqueezy__WebhookSecret: undefined,
     ...STRONG,
     ...vars,
   };

@@ -5,7 +5,7 @@
  *   resume and rollback; minimumVersion and critical -> required; an audience matched, not matched, anonymous);
  * - the download route refuses what the caller is not offered (403 notOffered);
  * - bad input: 400 naming the field, nothing changed;
- * - reports past a release's haltOnReports threshold halt it once (release.halted, reason "reports"); the release.*
+ * - reports from haltOnReports' count of licenses halt a release once (release.halted, reason "reports"); the release.*
  *   webhook events of publishing, a rollout change, a halt and a resume.
  */
 import { exports } from "cloudflare:workers";
@@ -451,6 +451,8 @@ describe("webhook events and the automatic halt on reports", () => {
     await release(p.id, "1.0.0");
     const id = await release(p.id, "2.0.0", { haltOnReports: { count: 3, minutes: 10 } });
     const userKey = await licenseKey(p.id);
+    const second = await licenseKey(p.id);
+    const third = await licenseKey(p.id);
     const stranger = await licenseKey((await product()).id);
     const report = (version: string, from = userKey) =>
       call("POST", "/v1/report", {
@@ -460,10 +462,12 @@ describe("webhook events and the automatic halt on reports", () => {
     // Another version's reports, another product's and reports older than the window do not count.
     for (let i = 0; i < 3; i++) expect((await report("2.0.0", stranger)).status).toBe(200);
     expect((await report("1.0.0")).status).toBe(200);
-    expect((await report("2.0.0")).status).toBe(200);
+    expect((await report("2.0.0", third)).status).toBe(200);
     clock.move(11 * 60_000);
-    expect((await report("2.0.0")).status).toBe(200);
-    expect((await report("2.0.0")).status).toBe(200);
+    // Reporters, not reports (issue 36, N3): five reports of one license are one reporter.
+    for (let i = 0; i < 5; i++) expect((await report("2.0.0")).status).toBe(200);
+    expect(await stored(p.id, id)).toMatchObject({ halted: false });
+    expect((await report("2.0.0", second)).status).toBe(200);
     expect(await stored(p.id, id)).toMatchObject({ halted: false });
     expect((await agreed(p.code, { installId: "r-1", version: "1.0.0" })).offered).toBe("2.0.0");
     // The third, through gRPC SendReport (the same service as POST /v1/report).
@@ -472,7 +476,7 @@ describe("webhook events and the automatic halt on reports", () => {
       fetch: (input, init) => exports.default.fetch(input as RequestInfo, { ...init, redirect: "manual" }),
     });
     await createClient(ReportServer, transport).sendReport(
-      { name: "CrashReport", version: "2.0.0", userKey, content: "boom" },
+      { name: "CrashReport", version: "2.0.0", userKey: third, content: "boom" },
       { headers: { "x-api-key": ADMIN.key } },
     );
     expect(await stored(p.id, id)).toMatchObject({ halted: true, haltReason: "reports" });

@@ -138,6 +138,17 @@ async function mappedPurchase(
   event: ProviderEvent,
   happening: Purchase,
 ): Promise<Result | { mapped: MappedLine[] }> {
+  // A quantity is a whole number of at least one: a line of 0 seats would make an unlimited floating license
+  // (maxClients 0), a fraction or a negative one nothing a buyer paid for. Such a purchase makes nothing, logged.
+  const odd = happening.lines.filter((l) => !Number.isSafeInteger(l.quantity) || l.quantity < 1);
+  if (odd.length > 0) {
+    const named = odd.map((l) => `${l.ids.join(" / ") || "an item"} × ${l.quantity}`).join(", ");
+    const detail = `A purchase line's quantity is not a whole number of at least 1 (${named}): nothing written`;
+    ctx.log?.warning(`Commerce: ${provider} event ${event.eventId}: ${detail}`, {
+      properties: { provider, eventId: event.eventId, type: event.type, quantities: odd.map((l) => l.quantity) },
+    });
+    return { status: "failed", detail };
+  }
   // Every line mapped first: an unmapped one writes nothing at all (the event stays retryable).
   const { mapped, unmapped } = await mapLines(ctx.db, provider, happening.lines);
   if (happening.lines.length === 0 || unmapped.length > 0) {

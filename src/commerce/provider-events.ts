@@ -308,16 +308,17 @@ export function readPaddle(event: Json): ProviderEvent {
 // ---------------------------------------------------------------------------------------------------------------
 // Lemon Squeezy (https://docs.lemonsqueezy.com/help/webhooks)
 //   order_created                  status paid -> purchase (first_order_item: variant, product, quantity)
-//   order_refunded                 -> refund
+//   order_refunded                 refunded (in full) -> refund; a partial refund (refunded false) -> ignored
 //   subscription_created/updated   status active/on_trial -> renewal to renews_at; past_due/unpaid -> pastDue;
 //                                  cancelled -> cancelAtPeriodEnd at ends_at; expired -> cancel at ends_at
 //   subscription_cancelled         -> cancelAtPeriodEnd at ends_at
 //   subscription_expired           -> cancel at ends_at
 //   subscription_payment_failed    -> pastDue
-//   subscription_payment_refunded  -> refund
+//   subscription_payment_refunded  refunded (in full) -> refund; partial -> ignored
 // Lemon Squeezy sends no event id: the event's id is its name, the resource's type and id, and the SHA-256 of the
 // signed body (`bodyDigest`), so a redelivery of the same body counts once and a later change of the resource is
-// a new event. The purchase's id is the order's id (subscriptions name it as order_id).
+// a new event. The purchase's id is the order's id (subscriptions name it as order_id); a subscription's id is kept
+// as `subscription:<id>`, apart from order ids, which count from the same small integers.
 
 export function readLemonSqueezy(event: Json, bodyDigest: string): ProviderEvent {
   const meta = obj(event["meta"]);
@@ -331,7 +332,16 @@ export function readLemonSqueezy(event: Json, bodyDigest: string): ProviderEvent
     type,
     customerRef: str(a["customer_id"]),
   };
-  const subscriptionRefs = () => unique([str(a["order_id"]), id]);
+  // Order and subscription ids are both small integers, counted apart: a subscription's id is kept with its kind, so
+  // subscription 5001 never names another buyer's order 5001 (orders keep the bare id stored before kinds were kept).
+  const subscription = (v: unknown) => {
+    const ref = str(v);
+    return ref === null ? null : `subscription:${ref}`;
+  };
+  const subscriptionRefs = () => unique([str(a["order_id"]), subscription(id)]);
+  // A refund of part of the money (refunded false, a refunded_amount below the total) keeps the licenses.
+  const refunded = (): Happening =>
+    a["refunded"] === false ? ignored("a partial refund keeps the licenses") : { action: "refund" };
   switch (type) {
     case "order_created": {
       const refs = unique([id, str(a["identifier"])]);
@@ -361,7 +371,7 @@ export function readLemonSqueezy(event: Json, bodyDigest: string): ProviderEvent
       };
     }
     case "order_refunded":
-      return { ...base, refs: unique([id, str(a["identifier"])]), happening: { action: "refund" } };
+      return { ...base, refs: unique([id, str(a["identifier"])]), happening: refunded() };
     case "subscription_created":
     case "subscription_updated": {
       const refs = subscriptionRefs();
@@ -391,9 +401,9 @@ export function readLemonSqueezy(event: Json, bodyDigest: string): ProviderEvent
       return { ...base, refs: subscriptionRefs(), happening: { action: "cancel", at } };
     }
     case "subscription_payment_failed":
-      return { ...base, refs: unique([str(a["subscription_id"])]), happening: { action: "pastDue" } };
+      return { ...base, refs: unique([subscription(a["subscription_id"])]), happening: { action: "pastDue" } };
     case "subscription_payment_refunded":
-      return { ...base, refs: unique([str(a["subscription_id"])]), happening: { action: "refund" } };
+      return { ...base, refs: unique([subscription(a["subscription_id"])]), happening: refunded() };
     default:
       return { ...base, refs: [], happening: ignored(`event type ${type} is not one the service acts on`) };
   }

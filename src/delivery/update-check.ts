@@ -25,6 +25,7 @@ import {
   publishedAt,
 } from "./catalog";
 import { signBytes } from "../auth/signing-keys";
+import { httpUrl } from "../records/products";
 import { compareVersions } from "../records/versions";
 import type { UpdateReason } from "./reasons";
 import { CHANNELS } from "../records/vocabulary";
@@ -138,12 +139,13 @@ async function maintenanceOf(
       customer = await ctx.db.select().from(customers).where(eq(customers.id, license.customerId)).get();
     licensee = customer?.company ?? ([customer?.firstName, customer?.lastName].filter(Boolean).join(" ") || undefined);
   }
+  const renewalUrl = httpUrl(product.renewalUrl);
   return {
     until,
     expired: left < 0,
     expiresInDays: Math.ceil(left / DAY_MS),
     noticeDays: product.maintenanceNoticeDays,
-    ...(product.renewalUrl ? { renewalUrl: product.renewalUrl } : {}),
+    ...(renewalUrl ? { renewalUrl } : {}),
     ...(product.supportEmail ? { supportEmail: product.supportEmail } : {}),
     licenseId: license.licenseId,
     ...(licensee ? { licensee } : {}),
@@ -196,13 +198,15 @@ export async function checkForUpdate(ctx: ServiceContext, input: UpdateCheckInpu
   if (!platformRule.allowed) {
     data.withheldReason = platformRule.reason;
     if (platformRule.reason === "platformRequiresEdition") data.requiredEdition = platformRule.requiredEdition;
-    if (product.purchaseUrl) data.purchaseUrl = product.purchaseUrl;
+    const purchaseUrl = httpUrl(product.purchaseUrl);
+    if (purchaseUrl) data.purchaseUrl = purchaseUrl;
     return data;
   }
   if (!coveredByMaintenance(license, candidate.release)) {
     if (!license) {
       data.withheldReason = "licenseRequired";
-      if (product.purchaseUrl) data.purchaseUrl = product.purchaseUrl;
+      const purchaseUrl = httpUrl(product.purchaseUrl);
+      if (purchaseUrl) data.purchaseUrl = purchaseUrl;
     } else {
       data.withheldReason = "maintenanceExpired";
       const installable = releases.find(

@@ -51,6 +51,8 @@ export interface PortalScope {
   /** Without a customer: the one license (row id) it opens; null otherwise. */
   licenseRowId: number | null;
   signedInWith: "userKey" | "email";
+  /** The license whose user key opened the session (null for an emailed link): the one key it may show in full. */
+  keyLicenseRowId: number | null;
   expiresAt: string;
 }
 

@@ -2,7 +2,9 @@
  * The size limit of JSON request bodies. A JSON body is read whole before it is validated (`c.req.json()`), so
  * without a limit one request could make the isolate hold and parse up to the platform's 100 MB; with it, a body over
  * 4 MiB answers 413 before any of it is parsed and nothing is written. Uploads are not JSON: multipart and raw part
- * bodies stream through their routes, which bound them as they read.
+ * bodies stream through their routes, which bound them as they read. An anonymous route that reads its body whole
+ * whatever its type (a payment provider's webhook, read raw to check its signature) takes `jsonOnly`: the same limit
+ * on any body, and 415 for a body that says it is not JSON.
  */
 import type { MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
@@ -32,5 +34,16 @@ const limit = bodyLimit({
 export const jsonBodyLimit: MiddlewareHandler<AppEnv> = (c, next) => {
   const type = c.req.header("content-type");
   if (type === undefined || !JSON_MEDIA_TYPE.test(type)) return next();
+  return limit(c, next);
+};
+
+/**
+ * A route whose body must be JSON and is read whole as text: 415 for another declared media type, and the JSON limit
+ * (413) for every body, typed or not, by Content-Length or by counting the stream, before any of it is read.
+ */
+export const jsonOnly: MiddlewareHandler<AppEnv> = (c, next) => {
+  const type = c.req.header("content-type");
+  if (type !== undefined && !JSON_MEDIA_TYPE.test(type))
+    throw new ApiError(415, `The body must be JSON (application/json), not ${type.split(";")[0]!.trim()}`);
   return limit(c, next);
 };

@@ -23,6 +23,7 @@ import type { LicenseRow } from "../licensing/license-core";
 import { judgeLicense } from "../licensing/policy";
 import { licenseByUserKey } from "../licensing/license-lookup";
 import { MAX_TYPED_USER_KEY, compactUserKey } from "../licensing/user-key";
+import { httpUrl } from "../records/products";
 import { LICENSE_TYPES, LICENSING_MODES, Mode, TokenKind } from "../records/vocabulary";
 import { OrderStatus, PaymentStatus } from "../records/orders";
 import { maintenanceEnd } from "../delivery/catalog";
@@ -173,12 +174,25 @@ export function monthOf(now: Date): { month: string; resetsAt: string } {
   return { month: now.toISOString().slice(0, 7), resetsAt: next.toISOString() };
 }
 
+/**
+ * The user key a session may see: every key in a session an emailed link opened (it proved the customer's address),
+ * but in one a user key opened, only that key in full: any key of a customer, an expired one's included, would
+ * otherwise hand out the keys of all their licenses. Others show their last group only, to tell them apart.
+ */
+function shownKey(scope: PortalScope, row: Pick<OwnLicense, "id" | "userKey">): string {
+  if (scope.signedInWith === "email" || scope.keyLicenseRowId === row.id) return row.userKey;
+  const groups = row.userKey.split("-");
+  return groups.length > 1
+    ? [...groups.slice(0, -1).map((g) => "•".repeat(g.length)), groups.at(-1)].join("-")
+    : "•••••";
+}
+
 /** A license as the portal shows it. */
-function licenseView(row: OwnLicense, activeClientCount: number) {
+function licenseView(scope: PortalScope, row: OwnLicense, activeClientCount: number) {
   const now = clock.now().getTime();
   return {
     licenseId: row.licenseId,
-    userKey: row.userKey,
+    userKey: shownKey(scope, row),
     product: { code: row.product.code, name: row.product.name },
     edition: row.edition,
     licenseType: LICENSE_TYPES[row.licenseType] ?? "Standard",
@@ -191,8 +205,9 @@ function licenseView(row: OwnLicense, activeClientCount: number) {
     supportExpireDate: row.supportExpireDate,
     maintenanceUntil: maintenanceEnd(row),
     licenseeName: row.licenseeName,
-    renewalUrl: row.product.renewalUrl,
-    purchaseUrl: row.product.purchaseUrl,
+    // Only an http(s) link reaches a customer, whatever was stored before products kept to it.
+    renewalUrl: httpUrl(row.product.renewalUrl),
+    purchaseUrl: httpUrl(row.product.purchaseUrl),
   };
 }
 export type PortalLicenseView = ReturnType<typeof licenseView>;
@@ -222,7 +237,7 @@ export async function listLicenses(ctx: ServiceContext, scope: PortalScope): Pro
   return rows.map((r) => {
     const c = byLicense.get(r.license.id);
     const active = !c ? 0 : r.license.licensingMode === Mode.Activation ? c.machines : c.tokens;
-    return licenseView({ ...r.license, product: r.product }, active);
+    return licenseView(scope, { ...r.license, product: r.product }, active);
   });
 }
 
@@ -248,7 +263,7 @@ export async function licenseDetail(ctx: ServiceContext, scope: PortalScope, lic
   const active =
     license.licensingMode === Mode.Activation ? new Set(machines.map((m) => m.machineId)).size : seats.length;
   return {
-    ...licenseView(license, active),
+    ...licenseView(scope, license, active),
     machines,
     seats,
     deactivations: await deactivationsOf(ctx, license.id, now),
@@ -344,7 +359,7 @@ export async function changeLicenseeName(ctx: ServiceContext, scope: PortalScope
     previous: license.licenseeName,
     licenseeName,
   });
-  return licenseView({ ...row, product: license.product }, 0);
+  return licenseView(scope, { ...row, product: license.product }, 0);
 }
 
 // ---------------------------------------------------------------------------------------------------------------

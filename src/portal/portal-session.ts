@@ -121,6 +121,7 @@ export async function sessionScope(ctx: ServiceContext, secret: string): Promise
     // A customer's session opens all their licenses; without a customer, the one license.
     licenseRowId: row.customerId === null ? row.licenseId : null,
     signedInWith: row.licenseId === null ? "email" : "userKey",
+    keyLicenseRowId: row.licenseId,
     expiresAt: row.expiresAt,
   };
 }

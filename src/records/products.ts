@@ -2,6 +2,16 @@
 import { products } from "../db/schema";
 import { defineEntity, f } from "../http/entity";
 
+/**
+ * A link the service hands to customers: http or https only, so no `javascript:` or `data:` URL stored by a vendor's
+ * staff ever becomes a link a customer clicks (the portal, the update check's renewalUrl and purchaseUrl).
+ */
+export const HTTP_URL = /^https?:\/\/[^\s]+$/i;
+
+/** `url` when it is an http(s) link, else null: a value stored before products kept to HTTP_URL is never handed out. */
+export const httpUrl = (url: string | null | undefined): string | null =>
+  url !== null && url !== undefined && HTTP_URL.test(url) ? url : null;
+
 export const Product = defineEntity({
   name: "Product",
   singular: "product",
@@ -22,8 +32,16 @@ export const Product = defineEntity({
     url: f.string({ max: 2048 }),
     copyright: f.string({ max: 512 }),
     isApplication: f.bool({ description: "An application receives releases with downloads (update feeds)." }),
-    purchaseUrl: f.string({ max: 2048 }),
-    renewalUrl: f.string({ max: 2048 }),
+    purchaseUrl: f.string({
+      max: 2048,
+      pattern: HTTP_URL,
+      description: "Where to buy: an http(s) URL (the customer portal and update checks show it as a link).",
+    }),
+    renewalUrl: f.string({
+      max: 2048,
+      pattern: HTTP_URL,
+      description: "Where to renew maintenance: an http(s) URL (the customer portal and update checks link to it).",
+    }),
     supportEmail: f.string({ max: 256 }),
     maintenanceNoticeDays: f.int({ min: 0, max: 3650 }),
     price: f.number({ min: 0 }),

@@ -69,7 +69,7 @@ export const ProductRelease = defineEntity({
     }),
     haltOnReports: json(
       z.object({ count: int32(1), minutes: int32(1, 525_600) }),
-      "Halt the release itself when `count` reports naming its version arrive within `minutes`.",
+      "Halt the release itself when reports naming its version arrive from `count` different licenses within `minutes` (many reports of one license count once).",
     ),
     createdAt: f.date({ readOnly: true }),
     updatedAt: f.date({ readOnly: true }),

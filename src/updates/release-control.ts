@@ -8,6 +8,7 @@ import { and, eq, sql } from "drizzle-orm";
 import { clock, nowIso } from "../kernel/clock";
 import { licenses, productReleases, reports } from "../db/schema";
 import { ApiError } from "../kernel/errors";
+import { Roles } from "../auth/guard";
 import type { ServiceContext } from "../http/context";
 import { type Row, requireById, updateRow } from "../http/repository";
 import { emit } from "../webhooks/emit";
@@ -26,6 +27,7 @@ function releaseRecord(ctx: ServiceContext, row: Row): Record<string, unknown> {
  * accepts, a rollback only when a previous admissible release exists. 400 naming the field.
  */
 export async function checkReleaseControl(ctx: ServiceContext, values: Row, existing?: Row): Promise<void> {
+  requireControlRole(ctx, values, existing);
   const schedule = values["rolloutSchedule"] as { percentage: number; at: string }[] | null | undefined;
   if (schedule) {
     const now = clock.now().getTime();
@@ -51,6 +53,33 @@ export async function checkReleaseControl(ctx: ServiceContext, values: Row, exis
         "rollback: there is no previous release to roll back to (public, not halted, same channel, older)",
       );
   }
+}
+
+/** The fields that decide who is offered a release, beyond publishing it: release control (CONTRACT section 8). */
+const CONTROL_FIELDS = ["stagingPercentage", "rolloutSchedule", "rollback", "audience", "haltOnReports", "critical"];
+
+/**
+ * Release control follows the roles of halt (Administrator, LicenseManager): a caller who may not halt a release may
+ * not stop its rollout (stagingPercentage 0), roll it back or aim it either. 403 naming the first field set to a new
+ * value; a field sent with the value it has is no change.
+ */
+function requireControlRole(ctx: ServiceContext, values: Row, existing?: Row): void {
+  const roles = ctx.principal?.roles ?? [];
+  if (roles.some((role) => (Roles.managers as readonly string[]).includes(role))) return;
+  // Against the stored value on an update; on a create, against what controls nothing (no rollout, no rollback, …).
+  const neutral = (field: string, value: unknown) =>
+    value === null || value === false || (field === "stagingPercentage" && value === 100);
+  const changed = CONTROL_FIELDS.find((field) => {
+    const value = values[field];
+    if (value === undefined) return false;
+    if (existing) return JSON.stringify(value) !== JSON.stringify(existing[field] ?? null);
+    return !neutral(field, value);
+  });
+  if (changed)
+    throw new ApiError(
+      403,
+      `${changed}: release control follows the roles of halt (Administrator, LicenseManager); nothing was changed`,
+    );
 }
 
 /** The release a rollback offers: the newest public, not halted release of the product and channel older than `row`. */
@@ -168,7 +197,8 @@ export async function haltOnReports(ctx: ServiceContext, licenseId: number, vers
         eq(productReleases.public, true),
         eq(productReleases.halted, false),
         sql`${productReleases.haltOnReports} IS NOT NULL`,
-        sql`(SELECT count(*) FROM ${reports} JOIN ${licenses} ON ${licenses.id} = ${reports.licenseId}
+        // Reporters, not reports: one license sending many reports counts once, so it cannot halt a release alone.
+        sql`(SELECT count(DISTINCT ${reports.licenseId}) FROM ${reports} JOIN ${licenses} ON ${licenses.id} = ${reports.licenseId}
               WHERE ${licenses.productId} = ${productReleases.productId} AND ${reports.version} = ${productReleases.version}
               AND ${reports.createdAt} >= ${window}) >= json_extract(${productReleases.haltOnReports}, '$.count')`,
       ),

@@ -19,6 +19,7 @@ import { clock } from "../../kernel/clock";
 import { sha256Hex } from "../../kernel/crypto";
 import { ApiError } from "../../kernel/errors";
 import { serviceContext } from "../../http/context";
+import { jsonOnly } from "../../http/body-limit";
 import { anonymousErrorResponses, enveloped, int32, json } from "../../http/openapi";
 import { ok } from "../../http/respond";
 import type { AppEnv } from "../../http/app-env";
@@ -81,6 +82,8 @@ const receiveCommerceWebhookRoute = createRoute({
   description:
     "Anonymous: authenticated by the provider's signature (Stripe-Signature, Paddle-Signature, X-Signature) with the secret of Commerce:<Provider>:WebhookSecret. Each provider event counts once: a redelivery answers 200 with result duplicate.",
   ...access.anonymous(),
+  // Read whole as text for the signature: every body is bounded, whatever its type, and only JSON is read.
+  middleware: [jsonOnly],
   request: {
     params: ProviderParam,
     body: {
@@ -93,6 +96,8 @@ const receiveCommerceWebhookRoute = createRoute({
     200: json(WebhookAnswer, "The event was received (acted on, remembered, ignored, unmapped or a duplicate)"),
     404: json(enveloped({}), "No webhook secret is configured for this provider"),
     ...anonymousErrorResponses,
+    413: json(enveloped({}), "A body over 4 MiB, whatever its type (nothing read, nothing written)"),
+    415: json(enveloped({}), "A body whose Content-Type is not JSON (nothing read, nothing written)"),
   },
 });
 

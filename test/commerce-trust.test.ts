@@ -1,0 +1,166 @@
+/**
+ * Payments add up, whatever a buyer or a stranger sends (issue 36), through the webhook route of each provider with
+ * its own signature scheme (test/commerce-kit.ts):
+ *   - every webhook body is bounded whatever its type, and only JSON is read (N1): a stranger's 5 MiB text/plain body
+ *     is refused before it is read or its HMAC taken, and nothing is written;
+ *   - a purchase line's quantity is a whole number of at least one (N4): 0 seats would make an unlimited floating
+ *     license; such a purchase makes nothing and is logged;
+ *   - Lemon Squeezy's order and subscription ids, counted from the same integers, never name each other's purchase
+ *     (N2), and its partial refunds keep the licenses (N11).
+ */
+import { env } from "cloudflare:workers";
+import { beforeAll, describe, expect, it } from "vitest";
+import { PaymentStatus } from "../src/records/orders";
+import { KITS, deliver, lemonSqueezyKit } from "./commerce-kit";
+import { admin, call, countRows } from "./helpers";
+
+const inDays = (days: number) => new Date(Math.floor((Date.now() + days * 86_400_000) / 1000) * 1000).toISOString();
+
+/** Log entries whose message contains `text`, once the request's log (written after the answer) is there. */
+async function logged(text: string): Promise<number> {
+  const deadline = Date.now() + 5000;
+  for (;;) {
+    const row = await env.DB.prepare("SELECT count(*) AS n FROM logs WHERE instr(message, ?) > 0")
+      .bind(text)
+      .first<{ n: number }>();
+    if ((row?.n ?? 0) > 0 || Date.now() > deadline) return row?.n ?? 0;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+beforeAll(async () => {
+  const product = await admin("POST", "/v1/products", {
+    product: { code: `trust-${crypto.randomUUID().slice(0, 6)}`, name: "Trust" },
+  });
+  expect(product.status, product.text).toBe(200);
+  const seats = await admin("POST", "/v1/license-templates", {
+    licenseTemplate: {
+      name: "Trust floating",
+      productId: product.body["productId"],
+      licensingMode: "Floating",
+      maxClients: 5,
+      expireDays: 365,
+    },
+  });
+  expect(seats.status, seats.text).toBe(200);
+  for (const kit of KITS) {
+    const res = await admin("POST", "/v1/commerce/mappings", {
+      mapping: {
+        provider: kit.name,
+        externalId: kit.ids.seats,
+        templateId: seats.body["licenseTemplateId"],
+        quantityMode: "seats",
+      },
+    });
+    // The same price may be mapped by another test file of this isolate's database: either is fine here.
+    expect([200, 400], res.text).toContain(res.status);
+  }
+});
+
+describe.each(KITS)("$name webhook bodies", (kit) => {
+  it("are bounded whatever their type, and only JSON is read: nothing else is received or written", async () => {
+    const before = await countRows("commerce_events");
+    const big = "x".repeat(5 * 1024 * 1024);
+    const signed = await kit.sign(big);
+    const text = await call("POST", `/v1/commerce/${kit.name}/webhook`, {
+      raw: big,
+      headers: { ...signed, "content-type": "text/plain" },
+    });
+    expect(text.status, text.text).toBe(415);
+    expect(text.body["message"]).toContain("must be JSON");
+    const octets = await call("POST", `/v1/commerce/${kit.name}/webhook`, {
+      raw: "{}",
+      headers: { ...(await kit.sign("{}")), "content-type": "application/octet-stream" },
+    });
+    expect(octets.status, octets.text).toBe(415);
+    const json = await call("POST", `/v1/commerce/${kit.name}/webhook`, {
+      raw: big,
+      headers: { ...signed, "content-type": "application/json" },
+    });
+    expect(json.status, json.text).toBe(413);
+    expect(await countRows("commerce_events")).toBe(before);
+  });
+});
+
+describe.each(KITS)("$name purchase quantities", (kit) => {
+  it.each([0, -2, 1.5])("a line of %s seats makes nothing and is logged", async (quantity) => {
+    const sale = kit.sale();
+    const events = kit.purchase(sale, { item: kit.ids.seats, quantity, periodEnd: inDays(30) });
+    const licensesBefore = await countRows("licenses");
+    const ordersBefore = await countRows("orders");
+    let failed = 0;
+    for (const event of events) {
+      const res = await deliver(kit, event);
+      expect(res.status, res.text).toBe(200);
+      if (res.body["result"] === "failed") {
+        failed++;
+        expect(res.body["detail"]).toContain("not a whole number of at least 1");
+      }
+    }
+    expect(failed).toBeGreaterThan(0);
+    expect(await countRows("licenses")).toBe(licensesBefore);
+    expect(await countRows("orders")).toBe(ordersBefore);
+    expect(await logged(`× ${quantity}`)).toBeGreaterThan(0);
+  });
+});
+
+/** The licenses of an order, as the API lists them. */
+async function licensesOf(orderId: number): Promise<{ licenseId: string; revoked: boolean }[]> {
+  const res = await admin("GET", `/v1/licenses?filter=${encodeURIComponent(`orderId == ${orderId}`)}`);
+  expect(res.status, res.text).toBe(200);
+  return res.body["licenses"];
+}
+
+/** Delivers every event of a purchase; the order it made. */
+async function buy(events: object[], kit = lemonSqueezyKit): Promise<number> {
+  let orderId: number | undefined;
+  for (const event of events) {
+    const res = await deliver(kit, event);
+    expect(res.status, res.text).toBe(200);
+    expect(res.body["result"], res.text).toBe("applied");
+    orderId ??= res.body["orderId"];
+  }
+  return orderId!;
+}
+
+describe("Lemon Squeezy ids", () => {
+  it("a subscription whose id is another buyer's order id names only its own purchase (N2)", async () => {
+    const kit = lemonSqueezyKit;
+    const alice = kit.sale();
+    const aliceOrder = await buy(kit.purchase(alice, { item: kit.ids.seats, quantity: 2, periodEnd: inDays(30) }));
+    const bob = kit.sale();
+    const bobEvents = structuredClone(
+      kit.purchase(bob, { item: kit.ids.seats, quantity: 2, periodEnd: inDays(30) }),
+    ) as { data: { id: string; attributes: Record<string, unknown> }; meta: { event_name: string } }[];
+    // Bob's subscription has the id Alice's order has: Lemon Squeezy counts both from small integers.
+    bobEvents[1]!.data.id = alice.ref;
+    const bobOrder = await buy(bobEvents);
+    expect(bobOrder).not.toBe(aliceOrder);
+    const refund = structuredClone(kit.pastDue(bob)) as (typeof bobEvents)[number];
+    refund.meta.event_name = "subscription_payment_refunded";
+    Object.assign(refund.data.attributes, { subscription_id: Number(alice.ref), refunded: true, status: "refunded" });
+    const res = await deliver(kit, refund);
+    expect(res.status, res.text).toBe(200);
+    expect(res.body["result"], res.text).toBe("applied");
+    expect(res.body["orderId"]).toBe(bobOrder);
+    expect((await licensesOf(bobOrder)).every((l) => l.revoked)).toBe(true);
+    expect((await licensesOf(aliceOrder)).some((l) => l.revoked)).toBe(false);
+    const order = await admin("GET", `/v1/orders?filter=${encodeURIComponent(`id == ${aliceOrder}`)}`);
+    expect(order.body["orders"][0]["paymentStatus"]).not.toBe(PaymentStatus.indexOf("Refunded"));
+  });
+
+  it("a partial refund (refunded false) keeps the licenses (N11)", async () => {
+    const kit = lemonSqueezyKit;
+    const sale = kit.sale();
+    const orderId = await buy(kit.purchase(sale, { item: kit.ids.seats, quantity: 2, periodEnd: inDays(30) }));
+    const partial = structuredClone(kit.refund(sale)) as { data: { attributes: Record<string, unknown> } };
+    Object.assign(partial.data.attributes, { refunded: false, status: "partial_refund", refunded_amount: 500 });
+    const res = await deliver(kit, partial);
+    expect(res.status, res.text).toBe(200);
+    expect(res.body["result"], res.text).toBe("ignored");
+    expect((await licensesOf(orderId)).some((l) => l.revoked)).toBe(false);
+    const full = await deliver(kit, kit.refund(sale));
+    expect(full.body["result"], full.text).toBe("applied");
+    expect((await licensesOf(orderId)).every((l) => l.revoked)).toBe(true);
+  });
+});
