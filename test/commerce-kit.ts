@@ -1,6 +1,7 @@
 /**
  * One fixture kit for the three payment providers of test/commerce-webhooks.test.ts: each provider's events in its
- * documented payload shape (Stripe API 2026-10-28 objects as the `stripe` package types them, Paddle Billing
+ * documented payload shape (Stripe API 2026-10-28.endive objects as the `stripe` package types them and webhooks send
+ * them: an invoice without `payments` or payment ids, its payment in `invoice_payment.paid`; Paddle Billing
  * notifications, Lemon Squeezy webhook bodies), signed the provider's way: Stripe with the SDK's own
  * `webhooks.generateTestHeaderStringAsync`, Paddle `ts=…;h1=` HMAC-SHA256 of `ts:body`, Lemon Squeezy hex
  * HMAC-SHA256 of the body. Secrets are vitest.config.ts's Commerce__* bindings.
@@ -134,25 +135,32 @@ function stripeInvoice(sale: Sale, reason: string, line: { item: string; quantit
       quote_details: null,
       subscription_details: { metadata: {}, subscription: sale.ref },
     },
-    payments: {
-      object: "list",
-      data: [
-        {
-          id: `inpay_${sale.u}${n}`,
-          object: "invoice_payment",
-          invoice,
-          is_default: true,
-          status: "paid",
-          payment: { type: "payment_intent", payment_intent: `pi_${sale.u}${n}` },
-        },
-      ],
-      has_more: false,
-    },
     period_end: nowUnix(),
     period_start: nowUnix(),
     status: "paid",
     status_transitions: { finalized_at: nowUnix(), paid_at: nowUnix() },
     total: 999 * line.quantity,
+  };
+}
+
+/**
+ * The invoice's payment (`invoice_payment.paid`): since API 2025-03-31.basil the only webhook that ties an invoice to
+ * its payment intent (an invoice names no payment_intent or charge, and webhook invoices carry no `payments`).
+ */
+function stripeInvoicePayment(sale: Sale, quantity: number, n = 1) {
+  return {
+    id: `inpay_${sale.u}${n}`,
+    object: "invoice_payment",
+    amount_paid: 999 * quantity,
+    amount_requested: 999 * quantity,
+    created: nowUnix(),
+    currency: "usd",
+    invoice: `in_${sale.u}${n}`,
+    is_default: true,
+    livemode: false,
+    payment: { type: "payment_intent", payment_intent: `pi_${sale.u}${n}` },
+    status: "paid",
+    status_transitions: { canceled_at: null, paid_at: nowUnix() },
   };
 }
 
@@ -195,7 +203,11 @@ export const stripeKit: ProviderKit = {
     const u = uid();
     return { ref: `sub_${u}`, u, email: `ada.${u}@example.com` };
   },
-  purchase: (sale, o) => [stripeEvent("invoice.paid", stripeInvoice(sale, "subscription_create", o))],
+  // Stripe sends both when an invoice is paid, in no set order; the refund of the payment names only its intent.
+  purchase: (sale, o) => [
+    stripeEvent("invoice.paid", stripeInvoice(sale, "subscription_create", o)),
+    stripeEvent("invoice_payment.paid", stripeInvoicePayment(sale, o.quantity)),
+  ],
   renewal: (sale, periodEnd) =>
     stripeEvent(
       "invoice.paid",

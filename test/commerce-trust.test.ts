@@ -6,12 +6,14 @@
  *   - a purchase line's quantity is a whole number of at least one (N4): 0 seats would make an unlimited floating
  *     license; such a purchase makes nothing and is logged;
  *   - Lemon Squeezy's order and subscription ids, counted from the same integers, never name each other's purchase
- *     (N2), and its partial refunds keep the licenses (N11).
+ *     (N2), and its partial refunds keep the licenses (N11);
+ *   - Stripe's refunds and disputes on current API versions (an invoice names no payment since 2025-03-31.basil) find
+ *     their purchase through invoice_payment.paid, in whichever order the three events arrive.
  */
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { PaymentStatus } from "../src/records/orders";
-import { KITS, deliver, lemonSqueezyKit } from "./commerce-kit";
+import { KITS, deliver, lemonSqueezyKit, stripeKit } from "./commerce-kit";
 import { admin, call, countRows } from "./helpers";
 
 const inDays = (days: number) => new Date(Math.floor((Date.now() + days * 86_400_000) / 1000) * 1000).toISOString();
@@ -112,7 +114,7 @@ async function licensesOf(orderId: number): Promise<{ licenseId: string; revoked
 }
 
 /** Delivers every event of a purchase; the order it made. */
-async function buy(events: object[], kit = lemonSqueezyKit): Promise<number> {
+async function buy(events: object[], kit: typeof lemonSqueezyKit = lemonSqueezyKit): Promise<number> {
   let orderId: number | undefined;
   for (const event of events) {
     const res = await deliver(kit, event);
@@ -162,5 +164,71 @@ describe("Lemon Squeezy ids", () => {
     const full = await deliver(kit, kit.refund(sale));
     expect(full.body["result"], full.text).toBe("applied");
     expect((await licensesOf(orderId)).every((l) => l.revoked)).toBe(true);
+  });
+});
+
+describe("Stripe on API 2026-10-28: an invoice names no payment, its payment comes in invoice_payment.paid", () => {
+  const kit = stripeKit;
+  const dispute = (sale: { u: string }) => ({
+    id: `evt_${crypto.randomUUID().replaceAll("-", "").slice(0, 16)}`,
+    object: "event",
+    api_version: "2026-10-28.endive",
+    created: Math.floor(Date.now() / 1000),
+    data: {
+      object: {
+        id: `dp_${sale.u}`,
+        object: "dispute",
+        amount: 2997,
+        charge: `ch_${sale.u}`,
+        currency: "usd",
+        payment_intent: `pi_${sale.u}1`,
+        reason: "fraudulent",
+        status: "needs_response",
+      },
+    },
+    livemode: false,
+    pending_webhooks: 1,
+    request: { id: null, idempotency_key: null },
+    type: "charge.dispute.created",
+  });
+
+  it("a refund and a dispute, which name only the payment, revoke the purchase the payment was linked to", async () => {
+    for (const [name, event] of [
+      ["refund", kit.refund],
+      ["dispute", dispute],
+    ] as const) {
+      const sale = kit.sale();
+      const orderId = await buy(kit.purchase(sale, { item: kit.ids.seats, quantity: 2, periodEnd: inDays(30) }), kit);
+      const res = await deliver(kit, event(sale));
+      expect(res.body["result"], `${name}: ${res.text}`).toBe("applied");
+      expect(res.body["orderId"], name).toBe(orderId);
+      expect(
+        (await licensesOf(orderId)).every((l) => l.revoked),
+        name,
+      ).toBe(true);
+    }
+  });
+
+  it("a refund delivered before its invoice and the link: the link folds it into the purchase and revokes", async () => {
+    const sale = kit.sale();
+    const early = await deliver(kit, kit.refund(sale));
+    expect(early.body["result"], early.text).toBe("remembered");
+    const [invoice, link] = kit.purchase(sale, { item: kit.ids.seats, quantity: 2, periodEnd: inDays(30) });
+    const made = await deliver(kit, invoice!);
+    expect(made.body["result"], made.text).toBe("applied");
+    const orderId = made.body["orderId"] as number;
+    const linked = await deliver(kit, link!);
+    expect(linked.body["result"], linked.text).toBe("applied");
+    expect(linked.body["detail"]).toContain("refund");
+    expect((await licensesOf(orderId)).every((l) => l.revoked)).toBe(true);
+    const order = await admin("GET", `/v1/orders?filter=${encodeURIComponent(`id == ${orderId}`)}`);
+    expect(order.body["orders"][0]).toMatchObject({ paymentStatus: PaymentStatus.indexOf("Refunded") });
+    // One purchase is left: the refund's own row was folded into it.
+    const { n } = (await env.DB.prepare(
+      "SELECT count(*) AS n FROM commerce_purchases WHERE provider = 'stripe' AND instr(purchase_ref, ?) > 0",
+    )
+      .bind(sale.u)
+      .first<{ n: number }>())!;
+    expect(n).toBe(1);
   });
 });

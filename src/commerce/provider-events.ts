@@ -52,6 +52,8 @@ export type Happening =
   | { action: "cancelAtPeriodEnd"; at: string }
   /** A renewal payment failed: the licenses stay usable for Commerce:GraceDays. */
   | { action: "pastDue" }
+  /** The event only tells that its ids are one purchase's (Stripe's invoice_payment.paid: an invoice and its payment). */
+  | { action: "link" }
   /** Nothing to do with licenses (another event type, a partial refund, an unpaid order). */
   | { action: "ignored"; why: string };
 
@@ -111,6 +113,10 @@ export class MalformedEvent extends Error {}
 //   invoice.payment_failed         -> pastDue (renewals only; a first payment that failed made nothing)
 //   customer.subscription.updated  cancel_at_period_end or cancel_at -> cancelAtPeriodEnd
 //   customer.subscription.deleted  -> cancel at ended_at
+//   invoice_payment.paid           status paid -> link: the invoice and its payment intent (or charge) are one
+//                                  purchase. Since API 2025-03-31.basil an invoice names no payment_intent or charge
+//                                  and webhook invoices carry no `payments`, so a refund or a dispute (which name
+//                                  only the payment) finds its purchase through this link
 //   charge.refunded                refunded (in full) -> refund; partial -> ignored
 //   charge.dispute.created         -> dispute
 
@@ -197,6 +203,18 @@ export function readStripe(event: Json): ProviderEvent {
       const at = fromUnix(object["ended_at"]) ?? fromUnix(object["canceled_at"]);
       if (!at) throw new MalformedEvent("A deleted subscription names when it ended (ended_at)");
       return { ...base, refs: unique([str(object["id"])]), happening: { action: "cancel", at } };
+    }
+    case "invoice_payment.paid": {
+      const payment = obj(object["payment"]);
+      const refs = unique([
+        idOf(object["invoice"]),
+        idOf(payment["payment_intent"]),
+        idOf(payment["charge"]),
+        idOf(payment["payment_record"]),
+      ]);
+      if (str(object["status"]) !== "paid") return { ...base, refs, happening: ignored("the payment is not paid") };
+      if (refs.length < 2) throw new MalformedEvent("An invoice payment names its invoice and its payment");
+      return { ...base, customerRef: null, refs, happening: { action: "link" } };
     }
     case "charge.refunded": {
       const refs = unique([idOf(object["invoice"]), idOf(object["payment_intent"]), str(object["id"])]);

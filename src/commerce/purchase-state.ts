@@ -193,3 +193,51 @@ export async function moveExpiry(
     }
   return n;
 }
+
+/** A purchase row opened by an event that named only a payment: no order made, none being made, never completed. */
+const isOrphan = (p: PurchaseRow) => p.orderId === null && p.completedAt === null && p.makerEventId === null;
+
+/** What foldNamed found: the one purchase the event is about, or the purchases that make its ids ambiguous. */
+export type Named = { purchase: PurchaseRow; carried: PurchaseState | undefined } | { ambiguous: PurchaseRow[] };
+
+/**
+ * The one purchase an event's ids name, once openPurchase linked them. Two purchases named at once is either an
+ * orphan meeting its purchase (a Stripe refund or dispute names only the payment, and arrived before the
+ * invoice_payment.paid that ties the payment to its invoice) or two purchases of their own. An orphan is folded into
+ * the purchase, in one D1 batch: its ids and events move over, its row goes, and a refund or dispute it remembered is
+ * carried (the caller applies it). Two purchases with orders are ambiguous: nothing changes (the caller logs it).
+ */
+export async function foldNamed(db: Db, provider: Provider, event: ProviderEvent, opened: PurchaseRow): Promise<Named> {
+  const named = await db
+    .select()
+    .from(commercePurchases)
+    .where(
+      sql`${commercePurchases.id} IN (SELECT ${commerceRefs.purchaseId} FROM ${commerceRefs} WHERE ${commerceRefs.provider} = ${provider} AND ${commerceRefs.ref} IN (SELECT value FROM json_each(${JSON.stringify(event.refs)})))`,
+    )
+    .orderBy(commercePurchases.id)
+    .all();
+  if (named.length <= 1) return { purchase: named[0] ?? opened, carried: undefined };
+  const owned = named.filter((p) => !isOrphan(p));
+  if (owned.length > 1) return { ambiguous: owned };
+  const kept = owned[0] ?? named[0]!;
+  const folded = named.filter((p) => p.id !== kept.id);
+  const ids = JSON.stringify(folded.map((p) => p.id));
+  const carried = folded.map((p) => p.state as PurchaseState).find((state) => ENDED.includes(state));
+  const inFolded = (column: unknown) => sql`${column} IN (SELECT value FROM json_each(${ids}))`;
+  await db.batch([
+    db.update(commerceRefs).set({ purchaseId: kept.id }).where(inFolded(commerceRefs.purchaseId)),
+    db.update(commerceEvents).set({ purchaseId: kept.id }).where(inFolded(commerceEvents.purchaseId)),
+    db
+      .delete(commercePurchases)
+      .where(
+        and(
+          inFolded(commercePurchases.id),
+          isNull(commercePurchases.orderId),
+          isNull(commercePurchases.completedAt),
+          isNull(commercePurchases.makerEventId),
+        ),
+      ),
+  ]);
+  const purchase = carried ? ((await savePurchase(db, kept.id, { state: carried }, ENDED)) ?? kept) : kept;
+  return { purchase: await readPurchase(db, purchase.id), carried };
+}

@@ -53,6 +53,7 @@ import {
   type PurchaseRow,
   type Result,
   moveExpiry,
+  foldNamed,
   openPurchase,
   orderStatus,
   paymentStatus,
@@ -120,7 +121,16 @@ async function finish(db: Db, id: number, result: Result): Promise<void> {
 async function applyToPurchase(ctx: ServiceContext, provider: Provider, event: ProviderEvent): Promise<Result> {
   const happening = event.happening;
   if (event.refs.length === 0) return { status: "ignored", detail: "The event names no purchase" };
-  const opened = await openPurchase(ctx.db, provider, event);
+  const named = await foldNamed(ctx.db, provider, event, await openPurchase(ctx.db, provider, event));
+  if ("ambiguous" in named) {
+    const which = named.ambiguous.map((p) => `${p.purchaseRef} (order ${p.orderId})`).join(", ");
+    const detail = `The event's ids name more than one purchase (${which}): nothing changed`;
+    ctx.log?.warning(`Commerce: ${provider} event ${event.eventId}: ${detail}`, {
+      properties: { provider, eventId: event.eventId, type: event.type, refs: event.refs },
+    });
+    return { status: "failed", detail };
+  }
+  const opened = named.purchase;
   // Each save is one conditional UPDATE and answers the row as saved: whether the purchase is complete is read
   // in the same statement, so an event either acts on the licenses itself or is remembered and applied by the
   // purchase event completing them (claimCompletion reads the state after it), never neither.
@@ -137,7 +147,38 @@ async function applyToPurchase(ctx: ServiceContext, provider: Provider, event: P
     detail: `${what}; remembered until the purchase's payment arrives`,
     purchase,
   });
+  /** Revokes a completed purchase's licenses for a refund or a dispute, or remembers it until the purchase completes. */
+  const end = async (kind: "refund" | "dispute"): Promise<Result> => {
+    const saved = await save({ state: kind === "refund" ? "refunded" : "disputed" });
+    if (!saved) return already();
+    const purchase = saved.row;
+    if (!saved.acting) return remembered(kind === "refund" ? "Refunded" : "Disputed", purchase);
+    const n = await revokeAll(ctx, purchase);
+    await changeOrder(ctx, purchase.orderId!, {
+      status: orderStatus("Cancelled"),
+      ...(kind === "refund" ? { paymentStatus: paymentStatus("Refunded") } : {}),
+    });
+    return { status: "applied", detail: `${n} license(s) revoked (${kind})`, purchase };
+  };
   switch (happening.action) {
+    case "link": {
+      // A refund or a dispute that arrived before anything tied its payment to this purchase applies now.
+      if (named.carried && opened.completedAt !== null) {
+        const state = await readPurchase(ctx.db, opened.id);
+        const n = await revokeAll(ctx, state);
+        await changeOrder(ctx, state.orderId!, {
+          status: orderStatus("Cancelled"),
+          ...(named.carried === "refunded" ? { paymentStatus: paymentStatus("Refunded") } : {}),
+        });
+        return {
+          status: "applied",
+          detail: `Payment linked; its earlier ${named.carried === "refunded" ? "refund" : "dispute"} revoked ${n} license(s)`,
+          purchase: state,
+        };
+      }
+      if (opened.completedAt === null) return remembered("Payment linked to its invoice", opened);
+      return { status: "applied", detail: "Payment linked to its invoice", purchase: opened };
+    }
     case "renewal": {
       // Only the latest period known moves the licenses: a renewal delivered after a later one changes nothing.
       const saved = await save({
@@ -157,18 +198,8 @@ async function applyToPurchase(ctx: ServiceContext, provider: Provider, event: P
       return { status: "applied", detail: `${n} license(s) renewed until ${happening.periodEnd}`, purchase };
     }
     case "refund":
-    case "dispute": {
-      const saved = await save({ state: happening.action === "refund" ? "refunded" : "disputed" });
-      if (!saved) return already();
-      const purchase = saved.row;
-      if (!saved.acting) return remembered(happening.action === "refund" ? "Refunded" : "Disputed", purchase);
-      const n = await revokeAll(ctx, purchase);
-      await changeOrder(ctx, purchase.orderId!, {
-        status: orderStatus("Cancelled"),
-        ...(happening.action === "refund" ? { paymentStatus: paymentStatus("Refunded") } : {}),
-      });
-      return { status: "applied", detail: `${n} license(s) revoked (${happening.action})`, purchase };
-    }
+    case "dispute":
+      return end(happening.action);
     case "cancel": {
       const atPeriodEnd =
         opened.state === "canceling" ||

@@ -75,7 +75,7 @@ export const CommerceEvent = defineEntity({
     type: f.string({ readOnly: true, description: "The provider's event type." }),
     action: f.string({
       readOnly: true,
-      description: "purchase, renewal, refund, dispute, cancel, cancelAtPeriodEnd, pastDue or ignored.",
+      description: "purchase, renewal, refund, dispute, cancel, cancelAtPeriodEnd, pastDue, link or ignored.",
     }),
     status: f.oneOf(EVENT_STATUSES, {
       readOnly: true,
