@@ -248,12 +248,17 @@ describe.each(KITS)("$name webhooks", (kit) => {
     testClock.move(61 * DAY);
     const due = await deliver(kit, kit.pastDue(sale));
     expect(due.body["result"], due.text).toBe("applied");
-    const grace = new Date(clock.now().getTime() + 7 * DAY).toISOString();
+    // The grace runs from the end of the paid period (issue 36, N10), not from the event.
+    const grace = new Date(Date.parse(renewed) + 7 * DAY).toISOString();
     for (const license of await licensesOf(orderId)) {
       expect(license.expireDate).toBe(grace);
       expect(license.status).toBe("NotActivated");
     }
-    testClock.move(8 * DAY);
+    // Another failed attempt a day later names the same end: the grace does not restart.
+    testClock.move(DAY);
+    expect((await deliver(kit, kit.pastDue(sale))).status).toBe(200);
+    for (const license of await licensesOf(orderId)) expect(license.expireDate).toBe(grace);
+    testClock.move(7 * DAY);
     for (const license of await licensesOf(orderId)) expect(license.status).toBe("Expired");
 
     const paid = inDays(30);

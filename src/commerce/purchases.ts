@@ -233,8 +233,11 @@ async function applyToPurchase(ctx: ServiceContext, provider: Provider, event: P
       if (!saved) return already();
       const purchase = saved.row;
       if (!saved.acting) return remembered("Past due", purchase);
+      // The grace runs from the end of the paid period, so each past-due event (a retry of the payment) names the
+      // same end rather than restarting it; a purchase whose period is not known yet takes now.
       const days = ctx.config["Commerce:GraceDays"];
-      const graceEnd = new Date(clock.now().getTime() + days * 86_400_000).toISOString();
+      const from = purchase.periodEnd !== null ? Date.parse(purchase.periodEnd) : clock.now().getTime();
+      const graceEnd = new Date(from + days * 86_400_000).toISOString();
       const n = await moveExpiry(ctx, purchase, graceEnd, (c) => c !== null && c < graceEnd, false);
       return {
         status: "applied",

@@ -444,7 +444,7 @@ export const settingDefinitions = {
   "Commerce:GraceDays": def(
     int(0, 365),
     7,
-    "Days a past-due subscription's licenses stay usable after its renewal payment failed.",
+    "Days a past-due subscription's licenses stay usable past the end of its paid period when the renewal payment fails (a later failed attempt does not restart them).",
   ),
   "Commerce:MaxLicensesPerPurchase": def(
     int(1, 5000),
