@@ -66,8 +66,9 @@ export class LicensingError extends ApiError {
     readonly grpcCode: GrpcCode,
     message: string,
     reason?: string,
+    headers: Record<string, string> = {},
   ) {
-    super(520 + grpcCode, message, {}, reason);
+    super(520 + grpcCode, message, headers, reason);
   }
 }
 

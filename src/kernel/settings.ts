@@ -392,7 +392,7 @@ export const settingDefinitions = {
   "Licensing:MaxDeactivationsPerMonth": def(
     int(0, 1_000),
     3,
-    "Machines a customer may deactivate per license per calendar month (UTC) in the customer portal (/v1/portal); more answer 429 with the reset date (header X-Deactivations-Reset) until the next month. 0 = no limit.",
+    "Machines the licensee may deactivate per license per calendar month (UTC), through the application (POST /v1/license/deactivate, gRPC; more answer 528 deactivationLimit) and the customer portal (more answer 429), both with the reset date in X-Deactivations-Reset; Administrator and LicenseManager are not limited. 0 = no limit.",
   ),
   "Webhooks:Enabled": def(bool, true, "Deliver webhooks."),
   "Webhooks:AllowInsecureUrls": def(bool, false, "Allow http:// and private-address webhook URLs (local development)."),

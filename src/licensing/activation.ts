@@ -12,6 +12,7 @@ import type { ClientInfo } from "../http/context";
 import { type LicenseView, licenseView, trace, activeClients } from "./license-view";
 import { Messages, fail, openLicense, now, required } from "./license-lookup";
 import { clientToken } from "./client-tokens";
+import { seats } from "./license-limit";
 import type { ActivateInput, DeactivateInput } from "./inputs";
 
 export interface ActivateResult {
@@ -87,6 +88,36 @@ export interface CountResult {
 }
 
 /** Frees a machine's activation (by its token, or by machine and client). */
+/** A calendar month (UTC) as the deactivation counter keys it, and when the next one starts. */
+export function monthOf(now: Date): { month: string; resetsAt: string } {
+  const next = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1));
+  return { month: now.toISOString().slice(0, 7), resetsAt: next.toISOString() };
+}
+
+/** The header a refusal of the monthly deactivation limit names its reset with (ISO 8601, UTC). */
+export const DEACTIVATIONS_RESET_HEADER = "X-Deactivations-Reset";
+
+/**
+ * Counts a deactivation against Licensing:MaxDeactivationsPerMonth in the license's Durable Object, whoever asks
+ * for the licensee: the application (REST, gRPC) and the customer portal alike. Staff who manage licenses
+ * (Administrator, LicenseManager) are not limited. Over the limit: 528 `deactivationLimit` with the reset date; else
+ * the way to take the count back when nothing was freed (undefined when nothing was counted).
+ */
+async function countDeactivation(ctx: ServiceContext, licenseRowId: number): Promise<(() => Promise<void>) | undefined> {
+  const limit = ctx.config["Licensing:MaxDeactivationsPerMonth"];
+  if (limit === 0 || ctx.principal?.roles.some((role) => role === "Administrator" || role === "LicenseManager"))
+    return undefined;
+  const at = now();
+  const { month, resetsAt } = monthOf(at);
+  const counter = seats(ctx, licenseRowId);
+  if (!(await counter.countDeactivation(month, limit)).allowed)
+    throw fail(GrpcCode.ResourceExhausted, Messages.deactivationLimit, {
+      [DEACTIVATIONS_RESET_HEADER]: resetsAt,
+      "Retry-After": String(Math.max(1, Math.ceil((Date.parse(resetsAt) - at.getTime()) / 1000))),
+    });
+  return () => counter.uncountDeactivation(month);
+}
+
 export async function deactivate(
   ctx: ServiceContext,
   input: DeactivateInput,
@@ -95,6 +126,7 @@ export async function deactivate(
   const license = await openLicense(ctx, input.userKey);
   const machineId = required(input.machineId, Messages.machineRequired);
   const byToken = input.licenseToken?.trim();
+  const uncount = await countDeactivation(ctx, license.id);
   const where = byToken
     ? and(eq(licenseTokens.licenseId, license.id), eq(licenseTokens.tokenDigest, await sha256Hex(byToken)))
     : and(
@@ -104,10 +136,13 @@ export async function deactivate(
         input.clientId !== undefined ? eq(licenseTokens.clientId, input.clientId) : undefined,
       );
   const removed = await ctx.db.delete(licenseTokens).where(where).returning({ id: licenseTokens.id });
-  if (removed.length === 0)
+  if (removed.length === 0) {
+    // Nothing was freed: the deactivation is not counted.
+    await uncount?.();
     throw byToken
       ? fail(GrpcCode.NotFound, Messages.tokenNotFound)
       : fail(GrpcCode.FailedPrecondition, Messages.notActivated);
+  }
   trace(ctx, license, TraceAction.Deactivate, client, { machineId, clientId: input.clientId ?? null });
   void emitClientEvent(ctx, "license.deactivated", license, { machineId, clientId: input.clientId ?? null });
   return {

@@ -31,6 +31,7 @@ export const Messages = {
   noActivation: "The license does not require activation",
   tampered: "The license has been tampered",
   tokenTampered: "The license token has been tampered",
+  deactivationLimit: "The license has used its machine deactivations for this month",
 } as const;
 
 /**
@@ -54,6 +55,7 @@ export const Reasons = {
   noActivation: "activationNotRequired",
   tampered: "licenseTampered",
   tokenTampered: "licenseTokenTampered",
+  deactivationLimit: "deactivationLimit",
 } as const satisfies Record<keyof typeof Messages, string>;
 
 /** A licensing refusal's message: one of {@link Messages}, so every refusal has its reason. */
@@ -64,8 +66,8 @@ const reasonOfMessage = new Map<string, string>(
 );
 
 /** The licensing error of a message, with the message's reason. */
-export const fail = (code: GrpcCode, message: LicensingMessage) =>
-  new LicensingError(code, message, reasonOfMessage.get(message) ?? "licensingRefused");
+export const fail = (code: GrpcCode, message: LicensingMessage, headers?: Record<string, string>) =>
+  new LicensingError(code, message, reasonOfMessage.get(message) ?? "licensingRefused", headers);
 
 export type LicenseWithProduct = LicenseRow & { productCode: string };
 

@@ -14,10 +14,10 @@ import { tokenIsLive } from "../db/rules";
 import { customers, licenseTokens, licenses, orderProducts, orders, products } from "../db/schema";
 import type { PortalScope } from "../http/app-env";
 import type { ClientInfo, ServiceContext } from "../http/context";
-import { ApiError } from "../kernel/errors";
+import { ApiError, LicensingError } from "../kernel/errors";
 import { sendMail } from "../mail/send";
 import { USER_KEY_ATTEMPT, protectLogin } from "../protection/limits";
-import { deactivate } from "../licensing/activation";
+import { DEACTIVATIONS_RESET_HEADER, deactivate, monthOf } from "../licensing/activation";
 import { changeLicense } from "../licensing/license-writes";
 import type { LicenseRow } from "../licensing/license-core";
 import { judgeLicense } from "../licensing/policy";
@@ -168,11 +168,6 @@ export async function ownLicense(ctx: ServiceContext, scope: PortalScope, licens
   return { ...row.license, product: row.product };
 }
 
-/** A calendar month (UTC) as the deactivation counter keys it, and when the next one starts. */
-export function monthOf(now: Date): { month: string; resetsAt: string } {
-  const next = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1));
-  return { month: now.toISOString().slice(0, 7), resetsAt: next.toISOString() };
-}
 
 /**
  * The user key a session may see: every key in a session an emailed link opened (it proved the customer's address),
@@ -277,8 +272,7 @@ async function deactivationsOf(ctx: ServiceContext, licenseRowId: number, now: D
   return { used, limit: ctx.config["Licensing:MaxDeactivationsPerMonth"], resetsAt };
 }
 
-/** The header a 429 of the monthly deactivation limit names its reset with (ISO 8601, UTC). */
-export const DEACTIVATIONS_RESET_HEADER = "X-Deactivations-Reset";
+export { DEACTIVATIONS_RESET_HEADER };
 
 /**
  * Frees a machine of one of the session's licenses through the licensing runtime's deactivation (its trace and
@@ -308,26 +302,21 @@ export async function deactivateMachine(
     )
     .limit(1);
   if (held.length === 0) throw new ApiError(404, `Machine ${machineId} is not activated on license ${licenseId}`);
-  const limit = ctx.config["Licensing:MaxDeactivationsPerMonth"];
-  const { month, resetsAt } = monthOf(now);
-  const seats = ctx.env.LICENSE_SEATS.getByName(String(license.id));
-  const counted = await seats.countDeactivation(month, limit);
-  if (!counted.allowed) {
-    const retryAfter = Math.max(1, Math.ceil((Date.parse(resetsAt) - now.getTime()) / 1000));
-    throw new ApiError(
-      429,
-      `License ${licenseId} has used its ${limit} machine deactivations this month; more are possible from ${resetsAt.slice(0, 10)} (UTC).`,
-      { [DEACTIVATIONS_RESET_HEADER]: resetsAt, "Retry-After": String(retryAfter) },
-      "deactivationLimit",
-    );
-  }
+  // Counted against Licensing:MaxDeactivationsPerMonth by the deactivation itself, as an application's is.
   let result;
   try {
     result = await deactivate(ctx, { userKey: license.userKey, machineId }, client);
   } catch (e) {
-    // Nothing was freed (the license was refused, or the machine freed meanwhile): the deactivation is not counted.
-    await seats.uncountDeactivation(month);
-    throw e;
+    if (!(e instanceof LicensingError) || e.reason !== "deactivationLimit") throw e;
+    // Over the limit: the portal answers 429 with the reset date, as it always has.
+    const limit = ctx.config["Licensing:MaxDeactivationsPerMonth"];
+    const resetsAt = e.headers[DEACTIVATIONS_RESET_HEADER] ?? monthOf(now).resetsAt;
+    throw new ApiError(
+      429,
+      `License ${licenseId} has used its ${limit} machine deactivations this month; more are possible from ${resetsAt.slice(0, 10)} (UTC).`,
+      e.headers,
+      "deactivationLimit",
+    );
   }
   ctx.log?.audit(
     "PortalMachineDeactivated",
@@ -343,7 +332,7 @@ export async function deactivateMachine(
     machineId,
     activeClientCount: result.activeClientCount,
     maxClientCount: result.maxClientCount,
-    deactivations: { used: counted.count, limit, resetsAt },
+    deactivations: await deactivationsOf(ctx, license.id, now),
   };
 }
 
