@@ -28,6 +28,7 @@ import { idempotencyKeys } from "../db/schema";
 import { clock } from "../kernel/clock";
 import { toHex } from "../kernel/crypto";
 import { ApiError } from "../kernel/errors";
+import { decryptSecret, encryptSecret } from "../kernel/secrets";
 import { formBoundary } from "./media-type";
 
 export const IDEMPOTENCY_HEADER = "Idempotency-Key";
@@ -163,6 +164,21 @@ async function claim(db: Db, scope: string, key: string, now: number): Promise<b
 
 const claimOf = (scope: string, key: string) => and(eq(idempotencyKeys.scope, scope), eq(idempotencyKeys.key, key));
 
+/**
+ * A kept answer at rest: AES-GCM under Application:EncryptionKey (kernel/secrets.ts), as every stored secret is. The
+ * answers of management POSTs hand out secrets once (a new API key and its client secret, a webhook secret, an
+ * activation token): a D1 dump or backup must not hold them in clear for the 24 hours a repeat may ask for them.
+ */
+function sealAnswer(c: Context<AppEnv>, body: string): Promise<string> {
+  return encryptSecret(c.get("config")["Application:EncryptionKey"], body);
+}
+
+/** A kept answer as it was sent (one kept in clear by an earlier version, a JSON text, is read as it is). */
+async function openAnswer(c: Context<AppEnv>, kept: string | null): Promise<string | null> {
+  if (kept === null || !kept.startsWith("v1:")) return kept;
+  return decryptSecret(c.get("config")["Application:EncryptionKey"], kept);
+}
+
 /** Answers a repeat from the kept answer, 422 for another request, 409 while the first still runs. */
 async function repeat(c: Context<AppEnv>, db: Db, scope: string, key: string): Promise<Response> {
   const [kept] = await db.select().from(idempotencyKeys).where(claimOf(scope, key));
@@ -179,7 +195,7 @@ async function repeat(c: Context<AppEnv>, db: Db, scope: string, key: string): P
   }
   const headers: Record<string, string> = { "Idempotent-Replayed": "true" };
   if (kept.contentType) headers["Content-Type"] = kept.contentType;
-  return new Response(kept.body, { status: kept.status, headers });
+  return new Response(await openAnswer(c, kept.body), { status: kept.status, headers });
 }
 
 /** The layer (see the file header); the guard adds it after the credential check of role-checked routes. */
@@ -208,7 +224,7 @@ export const idempotentPost: MiddlewareHandler<AppEnv> = async (c, next) => {
             fingerprint: await fingerprint(),
             status: res.status,
             contentType: res.headers.get("content-type"),
-            body,
+            body: await sealAnswer(c, body),
           })
           .where(claimOf(scope, key));
         kept = true;
