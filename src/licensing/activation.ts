@@ -103,7 +103,10 @@ export const DEACTIVATIONS_RESET_HEADER = "X-Deactivations-Reset";
  * (Administrator, LicenseManager) are not limited. Over the limit: 528 `deactivationLimit` with the reset date; else
  * the way to take the count back when nothing was freed (undefined when nothing was counted).
  */
-async function countDeactivation(ctx: ServiceContext, licenseRowId: number): Promise<(() => Promise<void>) | undefined> {
+async function countDeactivation(
+  ctx: ServiceContext,
+  licenseRowId: number,
+): Promise<(() => Promise<void>) | undefined> {
   const limit = ctx.config["Licensing:MaxDeactivationsPerMonth"];
   if (limit === 0 || ctx.principal?.roles.some((role) => role === "Administrator" || role === "LicenseManager"))
     return undefined;

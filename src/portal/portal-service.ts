@@ -168,7 +168,6 @@ export async function ownLicense(ctx: ServiceContext, scope: PortalScope, licens
   return { ...row.license, product: row.product };
 }
 
-
 /**
  * The user key a session may see: every key in a session an emailed link opened (it proved the customer's address),
  * but in one a user key opened, only that key in full: any key of a customer, an expired one's included, would
