@@ -7,7 +7,7 @@
  * Changes go through the services the Management API and licensing runtime use (license-writes.ts, activation.ts),
  * so integrity HMACs, webhooks, traces and audit entries follow, naming the customer as the actor.
  */
-import { and, asc, eq, inArray, sql } from "drizzle-orm";
+import { and, asc, eq, gt, inArray, isNull, sql } from "drizzle-orm";
 import { clock } from "../kernel/clock";
 import { batchReads } from "../db/compiled";
 import { tokenIsLive } from "../db/rules";
@@ -80,6 +80,9 @@ export async function signInWithKey(ctx: ServiceContext, typed: string): Promise
   });
 }
 
+/** Most unused, unexpired sign-in links a customer has at once. */
+const MAX_LIVE_LINKS = 3;
+
 /** Most customer records one email sign-in sends links for (customers' emails are not unique). */
 const MAX_LINKS = 5;
 
@@ -98,6 +101,28 @@ export async function sendSignInLinks(ctx: ServiceContext, email: string, origin
     .limit(MAX_LINKS);
   if (found.length === 0) return;
   const now = clock.now();
+  // At most MAX_LIVE_LINKS unused, unexpired links per address: asking again (from any address, any IP) sends
+  // nothing more until one is used or expires, so no one can flood a customer's inbox with live sign-in links.
+  const [live] = await ctx.db
+    .select({ n: sql<number>`count(*)` })
+    .from(portalCredentials)
+    .where(
+      and(
+        inArray(
+          portalCredentials.customerId,
+          found.map((c) => c.id),
+        ),
+        eq(portalCredentials.kind, "link"),
+        isNull(portalCredentials.usedAt),
+        gt(portalCredentials.expiresAt, now.toISOString()),
+      ),
+    );
+  if ((live?.n ?? 0) >= MAX_LIVE_LINKS * found.length) {
+    ctx.log?.warning(`Customer portal: no sign-in link sent, ${MAX_LIVE_LINKS} are already live for this address`, {
+      properties: { customers: found.map((c) => c.id) },
+    });
+    return;
+  }
   const minutes = ctx.config["Portal:SignInLinkMinutes"];
   const expiresAt = new Date(now.getTime() + minutes * 60_000).toISOString();
   const links = await Promise.all(found.map(async (customer) => ({ customer, ...(await newLinkToken()) })));
