@@ -412,10 +412,13 @@ const lsEvent = (event_name: string, type: string, id: string, attributes: Recor
   data: { type, id, attributes, relationships: {}, links: { self: `https://api.lemonsqueezy.com/v1/${type}/${id}` } },
 });
 
+/** The buyer's Lemon Squeezy customer id: one per sale, as each test's buyer is another customer. */
+const lsCustomer = (sale: Sale) => 500_000 + Number(sale.ref);
+
 function lsSubscription(sale: Sale, extra: Record<string, unknown>) {
   return {
     store_id: 1,
-    customer_id: Number(sale.u.replace(/\D/g, "").slice(0, 6) || 7),
+    customer_id: lsCustomer(sale),
     order_id: Number(sale.ref),
     order_item_id: 1,
     product_id: 4242,
@@ -455,7 +458,7 @@ export const lemonSqueezyKit: ProviderKit = {
   purchase: (sale, o) => [
     lsEvent("order_created", "orders", sale.ref, {
       store_id: 1,
-      customer_id: 7,
+      customer_id: lsCustomer(sale),
       identifier: `${sale.u}-order`,
       order_number: Number(sale.ref),
       user_name: "Ada Lovelace",
@@ -495,7 +498,7 @@ export const lemonSqueezyKit: ProviderKit = {
     lsEvent("subscription_payment_failed", "subscription-invoices", `8${sale.ref}`, {
       store_id: 1,
       subscription_id: Number(`9${sale.ref}`),
-      customer_id: 7,
+      customer_id: lsCustomer(sale),
       user_name: "Ada Lovelace",
       user_email: sale.email,
       billing_reason: "renewal",
@@ -509,7 +512,7 @@ export const lemonSqueezyKit: ProviderKit = {
   refund: (sale) =>
     lsEvent("order_refunded", "orders", sale.ref, {
       store_id: 1,
-      customer_id: 7,
+      customer_id: lsCustomer(sale),
       identifier: `${sale.u}-order`,
       user_email: sale.email,
       total: 2997,

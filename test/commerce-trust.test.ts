@@ -232,3 +232,40 @@ describe("Stripe on API 2026-10-28: an invoice names no payment, its payment com
     expect(n).toBe(1);
   });
 });
+
+describe.each(KITS)("$name buyers", (kit) => {
+  it("a purchase never lands in a customer found by its unverified email; the provider's customer id finds the buyer again (N16)", async () => {
+    // Alice is the vendor's customer already; Mallory buys with Alice's email address.
+    const email = `alice-${crypto.randomUUID().slice(0, 8)}@example.com`;
+    const alice = await admin("POST", "/v1/customers", { customer: { firstName: "Alice", lastName: "A", email } });
+    expect(alice.status, alice.text).toBe(200);
+    const mallory = { ...kit.sale(), email };
+    const orderId = await buy(kit.purchase(mallory, { item: kit.ids.seats, quantity: 1, periodEnd: inDays(30) }), kit);
+    const order = (await admin("GET", `/v1/orders?filter=${encodeURIComponent(`id == ${orderId}`)}`)).body["orders"][0];
+    expect(order.customerId).not.toBe(alice.body["customerId"]);
+    const aliceLicenses = await admin(
+      "GET",
+      `/v1/licenses?filter=${encodeURIComponent(`customerId == ${alice.body["customerId"]}`)}`,
+    );
+    expect(aliceLicenses.body["licenses"]).toHaveLength(0);
+    // The same buyer at the provider (its customer id) buying again, another purchase, is the same customer.
+    const again = { ...kit.sale(), email };
+    const events = kit.purchase(again, { item: kit.ids.seats, quantity: 1, periodEnd: inDays(30) }) as Record<
+      string,
+      Record<string, Record<string, unknown>>
+    >[];
+    for (const e of events) {
+      if (kit.name === "stripe" && "customer" in e["data"]!["object"]!)
+        e["data"]!["object"]!["customer"] = `cus_${mallory.u}`;
+      if (kit.name === "paddle") e["data"]!["customer_id"] = `ctm_01${mallory.u}` as never;
+      if (kit.name === "lemonsqueezy")
+        (e["data"]!["attributes"] as Record<string, unknown>)["customer_id"] = 500_000 + Number(mallory.ref);
+    }
+    const second = await buy(events, kit);
+    expect(second).not.toBe(orderId);
+    const secondOrder = (await admin("GET", `/v1/orders?filter=${encodeURIComponent(`id == ${second}`)}`)).body[
+      "orders"
+    ][0];
+    expect(secondOrder.customerId).toBe(order.customerId);
+  });
+});

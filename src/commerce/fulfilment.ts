@@ -4,7 +4,7 @@
  * template, the buyer's customer, the order and its lines, the licenses, then the license email once. Every step is
  * safe to repeat: a try that failed half-way is finished by the retry, which makes only what is missing.
  */
-import { and, eq, inArray, sql } from "drizzle-orm";
+import { and, asc, eq, inArray, sql } from "drizzle-orm";
 import { nowIso } from "../kernel/clock";
 import type { Db } from "../db/client";
 import { commerceMappings, commercePurchases, customers, licenseTemplates, orderProducts, orders } from "../db/schema";
@@ -76,17 +76,29 @@ async function mapLines(
 }
 
 /** The customer with the buyer's email, or a new one. */
-async function buyerCustomer(ctx: ServiceContext, purchase: Purchase, fallbackName: string): Promise<Row> {
-  const email = purchase.buyer.email?.trim() || null;
-  if (email) {
-    const found = await ctx.db
-      .select()
-      .from(customers)
-      .where(sql`lower(${customers.email}) = lower(${email})`)
+async function buyerCustomer(
+  ctx: ServiceContext,
+  provider: Provider,
+  customerRef: string | null,
+  purchase: Purchase,
+  fallbackName: string,
+): Promise<Row> {
+  // The provider's own customer id is the only proof that two purchases are one buyer's: an email address is what
+  // the buyer typed at checkout, unverified, and matching on it put a stranger's purchase into another customer's
+  // record and portal. A buyer the provider knew before is found through an earlier purchase; otherwise a new one.
+  if (customerRef) {
+    const earlier = await ctx.db
+      .select({ customer: customers })
+      .from(commercePurchases)
+      .innerJoin(orders, eq(orders.id, commercePurchases.orderId))
+      .innerJoin(customers, eq(customers.id, orders.customerId))
+      .where(and(eq(commercePurchases.provider, provider), eq(commercePurchases.customerRef, customerRef)))
+      .orderBy(asc(commercePurchases.id))
       .limit(1)
       .get();
-    if (found) return found;
+    if (earlier) return earlier.customer;
   }
+  const email = purchase.buyer.email?.trim() || null;
   const words = (purchase.buyer.name ?? "").trim().split(/\s+/).filter(Boolean);
   const lastName = words.length ? words[words.length - 1] : email ? null : fallbackName;
   const firstName = words.length > 1 ? words.slice(0, -1).join(" ") : null;
@@ -196,7 +208,15 @@ async function purchaseOrder(
       .get();
     const ended = ENDED.includes(purchase.state as PurchaseState);
     order ??= await createOrder(ctx, {
-      customerId: (await buyerCustomer(ctx, happening, `${provider} ${event.customerRef ?? purchaseRef}`))["id"],
+      customerId: (
+        await buyerCustomer(
+          ctx,
+          provider,
+          event.customerRef,
+          happening,
+          `${provider} ${event.customerRef ?? purchaseRef}`,
+        )
+      )["id"],
       status: orderStatus(ended ? "Cancelled" : "Completed"),
       paymentStatus: paymentStatus(purchase.state === "refunded" ? "Refunded" : "Paid"),
       total: happening.total,
