@@ -10,7 +10,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import type { AppEnv, Principal, Role } from "../http/app-env";
 import { batchReads } from "../db/compiled";
-import { type PendingCheck, firstBatchOf, heldFirstBatch } from "../db/first-batch";
+import { type PendingCheck, heldFirstBatch, leaveCheck } from "../db/first-batch";
 import { idempotentPost } from "../http/idempotency";
 import { forbidden, unauthorized } from "../kernel/errors";
 import { type KeyRecheck, authenticateApiKey, permissionFor } from "./api-key-service";
@@ -95,7 +95,7 @@ export async function authenticate(
     const validated = await authenticateApiKey(db, config, key);
     if (validated?.recheck) {
       // From this isolate's cache: the key and its owner must still exist (a deletion ends a key at once everywhere).
-      if (options.deferLogoutCheck) firstBatchOf(db).add(keyCheck(c, validated.recheck));
+      if (options.deferLogoutCheck) await leaveCheck(db, keyCheck(c, validated.recheck));
       else {
         const [gone] = await batchReads(db, [validated.recheck.query()]);
         if (gone.length > 0) refuseKey(c);
@@ -112,7 +112,7 @@ export async function authenticate(
     if (token === undefined) throw unauthorized(accepts === "key" ? API_KEY_SCHEME : BEARER_SCHEME);
     if (options.deferLogoutCheck) {
       principal = await verifyTokenClaims(config, token);
-      if (principal?.jti) firstBatchOf(db).add(logoutCheck(principal));
+      if (principal?.jti) await leaveCheck(db, logoutCheck(principal));
     } else {
       principal = await verifyToken(config, db, token);
     }

@@ -67,6 +67,11 @@ export class FirstBatch implements PendingChecks {
     return rows.slice(checks.length) as unknown as ReadResults<Q>;
   }
 
+  /** Settles one check on its own, now. */
+  settleNow(db: Db, check: PendingCheck): Promise<void> {
+    return this.settleAlone(db, [check]);
+  }
+
   /** Settles the pending checks on their own (the route sent no batch). */
   async flush(db: Db): Promise<void> {
     await this.settleAlone(db, this.take());
@@ -80,15 +85,18 @@ export class FirstBatch implements PendingChecks {
   }
 }
 
-/** The first batch of a request's D1 session, made on first use. */
-export function firstBatchOf(db: Db): FirstBatch {
+/**
+ * Leaves `check` for the first batch of the request's D1 session. A D1 that is no request's session (a client over
+ * the binding itself, shared by whatever uses it) cannot hold it for one request: the check is settled at once.
+ */
+export async function leaveCheck(db: Db, check: PendingCheck): Promise<void> {
   const session = requestSession(db);
-  // Only a request's own session may hold checks: a shared D1 binding would carry them into other requests.
-  if (!session) throw new Error("a check was left for the first batch of a D1 that is no request's session");
-  if (session.pending instanceof FirstBatch) return session.pending;
-  const batch = new FirstBatch();
-  session.pending = batch;
-  return batch;
+  if (!session) {
+    await new FirstBatch().settleNow(db, check);
+    return;
+  }
+  if (!(session.pending instanceof FirstBatch)) session.pending = new FirstBatch();
+  (session.pending as FirstBatch).add(check);
 }
 
 /** The first batch a request's session holds, if one was made. */

@@ -111,7 +111,7 @@ export function requestSession(db: Db): { pending: PendingChecks | undefined } |
 
 /** The D1 API drizzle and the services use (prepare, batch), over a session, counting into `work`. */
 class CountedD1 {
-  /** The request's checks waiting for its first batch of reads (set by db/first-batch.ts firstBatchOf). */
+  /** The request's checks waiting for its first batch of reads (set by db/first-batch.ts leaveCheck). */
   pending: PendingChecks | undefined;
 
   constructor(
