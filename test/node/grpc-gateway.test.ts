@@ -567,4 +567,24 @@ describe("TLS and the command line", () => {
       await secure.stop();
     }
   });
+
+  it("refuses a plain-HTTP upstream off this machine unless --allow-insecure-upstream (issue 36)", async () => {
+    const secret = { IpFiltering__GatewaySecret: GATEWAY_SECRET };
+    const remote = ["--upstream", "http://licensing.example.com", "--port", "0"];
+    const refused = await runGateway(remote, secret);
+    expect(await within(20_000, refused.exited, "the gateway with a remote plain-HTTP upstream")).toBe(2);
+    expect(refused.output().stderr).toMatch(/plain HTTP off this machine/);
+    const allowed = await runGateway([...remote, "--allow-insecure-upstream"], secret);
+    try {
+      expect(allowed.listening).toMatch(/^http:\/\//);
+    } finally {
+      await allowed.stop();
+    }
+    const byEnv = await runGateway(remote, { ...secret, GATEWAY_ALLOW_INSECURE_UPSTREAM: "1" });
+    try {
+      expect(byEnv.listening).toMatch(/^http:\/\//);
+    } finally {
+      await byEnv.stop();
+    }
+  });
 });

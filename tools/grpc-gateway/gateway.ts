@@ -49,6 +49,11 @@ export interface GatewayOptions {
   maxCalls?: number;
   /** How long a call may take, its request's upload included (ms); longer answers DEADLINE_EXCEEDED. */
   callTimeoutMs?: number;
+  /**
+   * Lets the gateway call an `http:` upstream that is not on this machine: every call's credential (API keys, bearer
+   * tokens, passwords) and the signed client address would cross the network in clear. Off by default.
+   */
+  allowInsecureUpstream?: boolean;
 }
 
 /** The header of the signed client address (src/protection/client-ip.ts reads it). */
@@ -171,8 +176,17 @@ export function clientOf(peer: string, forwardedFor: string | string[] | undefin
   return client;
 }
 
-/** The upstream origin: an http(s) URL with nothing after the host and port. */
-export function upstreamOrigin(upstream: string): string {
+/** Whether a URL's host is this machine (loopback): the one place a plain-HTTP upstream keeps calls off the network. */
+function isLoopback(url: URL): boolean {
+  const host = url.hostname.replace(/^\[|\]$/g, "");
+  return host === "localhost" || host === "::1" || /^127(?:\.\d{1,3}){3}$/.test(host);
+}
+
+/**
+ * The upstream origin: an http(s) URL with nothing after the host and port. A plain-HTTP upstream off this machine is
+ * refused unless `allowInsecure`: the gateway would send every credential over the network in clear.
+ */
+export function upstreamOrigin(upstream: string, allowInsecure = false): string {
   let url: URL;
   try {
     url = new URL(upstream);
@@ -188,6 +202,10 @@ export function upstreamOrigin(upstream: string): string {
     url.hash
   )
     throw new Error(`upstream "${upstream}" must be an origin such as https://licensing.example.com (no path)`);
+  if (url.protocol === "http:" && !isLoopback(url) && !allowInsecure)
+    throw new Error(
+      `upstream "${upstream}" is plain HTTP off this machine: every API key, token and password would cross the network in clear; use https, or pass --allow-insecure-upstream (GATEWAY_ALLOW_INSECURE_UPSTREAM=1) to accept it`,
+    );
   return url.origin;
 }
 
@@ -384,7 +402,7 @@ async function forward(
 /** Starts the gateway; resolves with the server once it listens, rejects on a bad upstream or trusted proxy. */
 export async function startGateway(options: GatewayOptions): Promise<http2.Http2Server | http2.Http2SecureServer> {
   const settings: Settings = {
-    origin: upstreamOrigin(options.upstream),
+    origin: upstreamOrigin(options.upstream, options.allowInsecureUpstream),
     fetch: options.fetch ?? fetch,
     secret: options.secret || undefined,
     proxies: trustedProxyList(options.trustedProxies ?? []),

@@ -11,6 +11,9 @@
  *   --max-streams N          concurrent calls per connection (32) (GATEWAY_MAX_STREAMS)
  *   --max-calls N            calls in progress in the whole gateway (64) (GATEWAY_MAX_CALLS)
  *   --call-timeout SECONDS   longest call, upload included (30) (GATEWAY_CALL_TIMEOUT)
+ *   --allow-insecure-upstream
+ *                            accept a plain-HTTP upstream off this machine (GATEWAY_ALLOW_INSECURE_UPSTREAM=1); refused
+ *                            by default, since every credential would cross the network in clear
  * IpFiltering__GatewaySecret (the Worker's IpFiltering:GatewaySecret) is required: it signs each client's address,
  * and it is how the Worker knows the gateway's calls (which pass even with Application:EnableGrpcWeb off).
  */
@@ -42,7 +45,7 @@ function port(value: string): number {
 }
 
 const env = process.env;
-let values: Record<string, string | string[] | undefined>;
+let values: Record<string, string | string[] | boolean | undefined>;
 try {
   ({ values } = parseArgs({
     options: {
@@ -59,6 +62,7 @@ try {
       "max-streams": { type: "string", default: env.GATEWAY_MAX_STREAMS ?? String(DEFAULT_MAX_STREAMS) },
       "max-calls": { type: "string", default: env.GATEWAY_MAX_CALLS ?? String(DEFAULT_MAX_CALLS) },
       "call-timeout": { type: "string", default: env.GATEWAY_CALL_TIMEOUT ?? String(DEFAULT_CALL_TIMEOUT_MS / 1000) },
+      "allow-insecure-upstream": { type: "boolean", default: env.GATEWAY_ALLOW_INSECURE_UPSTREAM === "1" },
     },
   }));
 } catch (e) {
@@ -94,6 +98,7 @@ try {
     maxStreams: positive("max-streams", text("max-streams")!),
     maxCalls: positive("max-calls", text("max-calls")!),
     callTimeoutMs: positive("call-timeout", text("call-timeout")!) * 1000,
+    allowInsecureUpstream: values["allow-insecure-upstream"] === true,
   });
 } catch (e) {
   fail((e as Error).message);
