@@ -356,7 +356,12 @@ export const settingDefinitions = {
   "Licensing:MaxRequestsPerLicense": def(
     int(1),
     600,
-    "Floating requests, heartbeats, releases and reports one license may make per Licensing:LicenseRequestTimeFrame, REST and gRPC together; more answer 429 with Retry-After (gRPC ResourceExhausted). Reports naming no license (or an unknown user key) count the same way per credential: per API key, per user for a user's bearer tokens. Raise it for floating licenses with many seats (each seat heartbeats once per Licensing:HeartbeatInterval).",
+    "Floating requests, heartbeats, releases and reports one license may make per Licensing:LicenseRequestTimeFrame, REST and gRPC together; more answer 429 with Retry-After (gRPC ResourceExhausted). Raise it for floating licenses with many seats (each seat heartbeats once per Licensing:HeartbeatInterval).",
+  ),
+  "Licensing:MaxReportsWithoutLicense": def(
+    int(1),
+    30,
+    "Reports naming no license (or an unknown user key) one credential may send per Licensing:LicenseRequestTimeFrame, REST and gRPC together, whatever address they come from: per API key, per user for a user's bearer tokens. More answer 429 with Retry-After. A budget of its own: such a report may carry up to 4 MiB and is stored with no license to bound it.",
   ),
   "Licensing:LicenseRequestTimeFrame": def(duration, 60_000, "Time frame of Licensing:MaxRequestsPerLicense."),
   "Licensing:TraceRetentionDays": def(

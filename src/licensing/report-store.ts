@@ -45,12 +45,12 @@ export async function storeReport(ctx: ServiceContext, input: ReportInput, clien
       : undefined;
   if (bound !== undefined && license?.licenseId !== bound) throw fail(GrpcCode.PermissionDenied, Messages.wrongProduct);
   // A report for a license spends its budget (license-limit.ts); one naming no license (or an unknown user key) spends
-  // its credential's budget of the same size (protection/limits.ts), besides the per-IP limit: rotating addresses does
-  // not multiply what one API key or user may store.
+  // its credential's own, smaller budget (Licensing:MaxReportsWithoutLicense, protection/limits.ts), besides the
+  // per-IP limit: rotating addresses does not multiply what one API key or user may store.
   if (license) await spendLicenseBudget(ctx, license.id);
   else {
-    const { limit, windowMs } = licenseBudget(ctx);
-    await spendCredentialBudget(ctx, "reports", limit, windowMs);
+    const { windowMs } = licenseBudget(ctx);
+    await spendCredentialBudget(ctx, "reports", ctx.config["Licensing:MaxReportsWithoutLicense"], windowMs);
   }
   const bytes = new TextEncoder().encode(input.content);
   let content: string | null = input.content;

@@ -297,11 +297,14 @@ describe("reports naming no license are limited per credential", () => {
     });
 
   beforeAll(async () => {
-    await setSetting("Licensing:MaxRequestsPerLicense", String(LIMIT));
+    // A budget of their own (issue 36): Licensing:MaxReportsWithoutLicense, however large a license's budget is.
+    await setSetting("Licensing:MaxReportsWithoutLicense", String(LIMIT));
+    await setSetting("Licensing:MaxRequestsPerLicense", "1000");
     // The window is long enough that no test run crosses it.
     await setSetting("Licensing:LicenseRequestTimeFrame", "01:00:00");
   });
   afterAll(async () => {
+    await setSetting("Licensing:MaxReportsWithoutLicense", null);
     await setSetting("Licensing:MaxRequestsPerLicense", null);
     await setSetting("Licensing:LicenseRequestTimeFrame", null);
   });
