@@ -104,6 +104,7 @@ function render(license: LicenseRow, context: Awaited<ReturnType<typeof mailCont
     subject: renderTemplate(resource.name, values, false),
     body: renderTemplate(resource.data ?? "", values, isHtml),
     isHtml,
+    secrets: [license.userKey],
   };
 }
 
@@ -139,5 +140,9 @@ export async function licensesMail(db: Db, licenseIds: readonly number[], to?: s
   }
   const first = mails[0];
   if (!first) throw new ApiError(400, "No license to email");
-  return { ...first, body: mails.map((m) => m.body).join(first.isHtml ? "\n<hr>\n" : "\n\n") };
+  return {
+    ...first,
+    body: mails.map((m) => m.body).join(first.isHtml ? "\n<hr>\n" : "\n\n"),
+    secrets: mails.flatMap((m) => m.secrets ?? []),
+  };
 }

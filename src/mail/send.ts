@@ -1,7 +1,10 @@
 /**
  * Sending mail, free of HTTP (CONTRACT section 3 "/v1/email"): through the `EMAIL` send_email binding when it is
  * bound, otherwise into the `email_outbox` table as `queued`. Either way the message gets an outbox row, so the
- * outbox is also the record of what the service sent (`sent` with its time).
+ * outbox is also the record of what the service sent (`sent` with its time). A sent message's record keeps no secret
+ * it carried (a license's user key, a sign-in link's token: `secrets`), each replaced by a mark: the record is for
+ * seeing what went out, and a license email is made again from the license to resend it. A queued message is the
+ * delivery itself (no binding sends it), so it keeps its text until it is sent or pruned.
  */
 import { EmailMessage } from "cloudflare:email";
 import { lt } from "drizzle-orm";
@@ -18,7 +21,12 @@ export interface OutgoingMail {
   subject: string;
   body: string;
   isHtml: boolean;
+  /** Texts of the body that are secrets (user keys, sign-in tokens): never kept in the record of a sent message. */
+  secrets?: readonly string[];
 }
+
+/** What stands in a sent message's record for each secret it carried. */
+export const REDACTED = "[not kept]";
 
 /** What became of a message: sent through the binding, or queued in the outbox; `emailId` is its outbox row. */
 export type MailOutcome =
@@ -34,9 +42,14 @@ export interface MailDeps {
 }
 
 async function record(db: Db, mail: OutgoingMail, status: "sent" | "queued", at: string): Promise<number> {
+  const { secrets = [], ...kept } = mail;
+  const body =
+    status === "sent"
+      ? secrets.filter((s) => s.length > 0).reduce((text, secret) => text.replaceAll(secret, REDACTED), kept.body)
+      : kept.body;
   const [row] = await db
     .insert(emailOutbox)
-    .values({ ...mail, status, createdAt: at, sentAt: status === "sent" ? at : null })
+    .values({ ...kept, body, status, createdAt: at, sentAt: status === "sent" ? at : null })
     .returning({ id: emailOutbox.id });
   if (!row) throw new Error("email_outbox insert returned no row");
   return row.id;

@@ -154,6 +154,7 @@ export async function sendSignInLinks(ctx: ServiceContext, email: string, origin
         `The link works once and expires in ${minutes} minutes. If you did not ask for it, ignore this message.`,
       ].join("\n"),
       isHtml: false,
+      secrets: links.map((l) => l.token),
     },
   );
 }
