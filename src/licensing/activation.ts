@@ -11,7 +11,7 @@ import { Mode, TokenKind, TraceAction } from "../records/vocabulary";
 import type { ClientInfo } from "../http/context";
 import { type LicenseView, licenseView, trace, activeClients } from "./license-view";
 import { Messages, fail, openLicense, now, required } from "./license-lookup";
-import { clientToken } from "./client-tokens";
+import { clientToken, refuseTamperedToken } from "./client-tokens";
 import { seats } from "./license-limit";
 import type { ActivateInput, DeactivateInput } from "./inputs";
 
@@ -142,6 +142,7 @@ export async function deactivate(
   if (removed.length === 0) {
     // Nothing was freed: the deactivation is not counted.
     await uncount?.();
+    if (byToken) await refuseTamperedToken(ctx.config, license.id, machineId, input.clientId ?? "", byToken);
     throw byToken
       ? fail(GrpcCode.NotFound, Messages.tokenNotFound)
       : fail(GrpcCode.FailedPrecondition, Messages.notActivated);

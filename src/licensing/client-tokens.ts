@@ -2,10 +2,12 @@
  * Client tokens (CONTRACT section 3): derived, not stored; an HMAC of the kind, license, machine and client keyed from
  * Application:EncryptionKey.
  */
-import { BASE62 } from "../kernel/crypto";
+import { BASE62, timingSafeEqualText } from "../kernel/crypto";
+import { GrpcCode } from "../kernel/errors";
 import { deriveKey, requireEncryptionKey } from "../kernel/secrets";
 import type { Config } from "../kernel/config";
-import { TOKEN_PREFIXES, type TokenKind } from "../records/vocabulary";
+import { TOKEN_PREFIXES, TokenKind } from "../records/vocabulary";
+import { Messages, fail } from "./license-lookup";
 
 /**
  * What a client token's HMAC covers, one text per (kind, license, machine, client). Ids without a line feed keep the
@@ -19,6 +21,27 @@ function clientTokenInput(kind: TokenKind, licenseRowId: number, machineId: stri
     return `${kind}\n${licenseRowId}\n${machineId}\n${clientId}`;
   return JSON.stringify([kind, licenseRowId, machineId, clientId]);
 }
+
+/**
+ * 535 `The license token has been tampered` for an activation token of the service's shape (`actk_` and 24 base62
+ * characters) that no token of the license holds and that is not the token the named machine and client derive: an
+ * altered token. A token of another shape, or the machine's own whose activation is gone, is merely not found, and
+ * the caller answers that (a token the license holds for another machine is the caller's to judge).
+ */
+export async function refuseTamperedToken(
+  config: Config,
+  licenseRowId: number,
+  machineId: string,
+  clientId: string,
+  given: string,
+): Promise<void> {
+  if (!ACTIVATION_TOKEN.test(given)) return;
+  const own = await clientToken(config, TokenKind.Activation, licenseRowId, machineId, clientId);
+  if (!timingSafeEqualText(own, given)) throw fail(GrpcCode.DataLoss, Messages.tokenTampered);
+}
+
+/** An activation token as the service makes them (clientToken): the prefix and 24 base62 characters. */
+const ACTIVATION_TOKEN = new RegExp(`^${TOKEN_PREFIXES[TokenKind.Activation]}[0-9A-Za-z]{24}$`);
 
 /** The token of a (license, machine, client) for a kind: derived, so a repeat request gets the same token. */
 export async function clientToken(

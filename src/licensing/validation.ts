@@ -14,7 +14,7 @@ import { isReleaseVersion } from "../records/versions";
 import { type LicenseView, licenseView, trace } from "./license-view";
 import { Messages, fail, userKeyOf, foundLicense, requireUsable, requireOwnLicense, now } from "./license-lookup";
 import { batchReads } from "../db/compiled";
-import { clientToken } from "./client-tokens";
+import { clientToken, refuseTamperedToken } from "./client-tokens";
 import { userKeyIs } from "./user-key";
 import { seats } from "./license-limit";
 import type { ValidateInput } from "./inputs";
@@ -62,6 +62,12 @@ export async function validate(ctx: ServiceContext, input: ValidateInput, client
   let token: { value: string; expireAt?: string; until?: number; machineId?: string; clientId?: string } | undefined;
   if (license.licensingMode === Mode.Activation && named) {
     token = await liveActivation(ctx, license, machineId, clientId, givenToken, candidates);
+    // A token the license holds for another machine is not this machine's (529); one it holds nowhere may be altered.
+    if (!token && givenToken && machineId !== undefined) {
+      const digest = await sha256Hex(givenToken);
+      if (!candidates.some((t) => t.tokenDigest === digest))
+        await refuseTamperedToken(ctx.config, license.id, machineId, clientId, givenToken);
+    }
   } else if (license.licensingMode === Mode.Floating && (input.licenseToken || (machineId && clientId))) {
     const value =
       input.licenseToken?.trim() ||
