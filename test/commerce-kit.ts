@@ -42,7 +42,8 @@ export interface ProviderKit {
   ids: { licenses: string; seats: string; product: string; unmapped: string };
   sale(): Sale;
   purchase(sale: Sale, o: PurchaseOptions): object[];
-  renewal(sale: Sale, periodEnd: string): object;
+  /** A paid renewal; `paid` (the item and quantity the renewal charged) where the provider's event names them. */
+  renewal(sale: Sale, periodEnd: string, paid?: { item: string; quantity: number }): object;
   refund(sale: Sale): object;
   cancelAtPeriodEnd(sale: Sale, at: string): object;
   ended(sale: Sale, at: string): object;
@@ -208,11 +209,8 @@ export const stripeKit: ProviderKit = {
     stripeEvent("invoice.paid", stripeInvoice(sale, "subscription_create", o)),
     stripeEvent("invoice_payment.paid", stripeInvoicePayment(sale, o.quantity)),
   ],
-  renewal: (sale, periodEnd) =>
-    stripeEvent(
-      "invoice.paid",
-      stripeInvoice(sale, "subscription_cycle", { item: "price_commerce_licenses", quantity: 3, periodEnd }, 2),
-    ),
+  renewal: (sale, periodEnd, paid = { item: "price_commerce_licenses", quantity: 3 }) =>
+    stripeEvent("invoice.paid", stripeInvoice(sale, "subscription_cycle", { ...paid, periodEnd }, 2)),
   pastDue: (sale) =>
     stripeEvent("invoice.payment_failed", {
       ...stripeInvoice(
@@ -366,11 +364,8 @@ export const paddleKit: ProviderKit = {
     return { ref: `sub_01${u}`, u, email: `ada.${u}@example.com` };
   },
   purchase: (sale, o) => [paddleEvent("transaction.completed", paddleTransaction(sale, "web", o))],
-  renewal: (sale, periodEnd) =>
-    paddleEvent(
-      "transaction.completed",
-      paddleTransaction(sale, "subscription_recurring", { item: "pri_01commerce_licenses", quantity: 3, periodEnd }, 2),
-    ),
+  renewal: (sale, periodEnd, paid = { item: "pri_01commerce_licenses", quantity: 3 }) =>
+    paddleEvent("transaction.completed", paddleTransaction(sale, "subscription_recurring", { ...paid, periodEnd }, 2)),
   pastDue: (sale) => paddleEvent("subscription.past_due", paddleSubscription(sale, { status: "past_due" })),
   refund: (sale) =>
     paddleEvent("adjustment.updated", {

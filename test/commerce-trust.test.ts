@@ -45,17 +45,27 @@ beforeAll(async () => {
     },
   });
   expect(seats.status, seats.text).toBe(200);
+  const licenses = await admin("POST", "/v1/license-templates", {
+    licenseTemplate: {
+      name: "Trust licenses",
+      productId: product.body["productId"],
+      licensingMode: "Activation",
+      maxClients: 2,
+      expireDays: 365,
+    },
+  });
+  expect(licenses.status, licenses.text).toBe(200);
   for (const kit of KITS) {
-    const res = await admin("POST", "/v1/commerce/mappings", {
-      mapping: {
-        provider: kit.name,
-        externalId: kit.ids.seats,
-        templateId: seats.body["licenseTemplateId"],
-        quantityMode: "seats",
-      },
-    });
-    // The same price may be mapped by another test file of this isolate's database: either is fine here.
-    expect([200, 400], res.text).toContain(res.status);
+    for (const [externalId, templateId, quantityMode] of [
+      [kit.ids.seats, seats.body["licenseTemplateId"], "seats"],
+      [kit.ids.licenses, licenses.body["licenseTemplateId"], "licenses"],
+    ] as const) {
+      const res = await admin("POST", "/v1/commerce/mappings", {
+        mapping: { provider: kit.name, externalId, templateId, quantityMode },
+      });
+      // The same price may be mapped by another test file of this isolate's database: either is fine here.
+      expect([200, 400], res.text).toContain(res.status);
+    }
   }
 });
 
@@ -267,5 +277,31 @@ describe.each(KITS)("$name buyers", (kit) => {
       "orders"
     ][0];
     expect(secondOrder.customerId).toBe(order.customerId);
+  });
+});
+
+describe.each(KITS.filter((k) => k.name !== "lemonsqueezy"))("$name renewals", (kit) => {
+  const licensesOfOrder = async (orderId: number) =>
+    (await admin("GET", `/v1/licenses?filter=${encodeURIComponent(`orderId == ${orderId}`)}&sort=id`)).body[
+      "licenses"
+    ] as { expireDate?: string; maxClients: number }[];
+
+  it("renew what they paid for (N5): 1 of 3 licenses, and seats set to the quantity paid", async () => {
+    const first = inDays(30);
+    const next = inDays(60);
+    const sale = kit.sale();
+    const orderId = await buy(kit.purchase(sale, { item: kit.ids.licenses, quantity: 3, periodEnd: first }), kit);
+    const renewed = await deliver(kit, kit.renewal(sale, next, { item: kit.ids.licenses, quantity: 1 }));
+    expect(renewed.body["result"], renewed.text).toBe("applied");
+    expect((await licensesOfOrder(orderId)).map((l) => l.expireDate)).toEqual([next, first, first]);
+
+    const seats = kit.sale();
+    const seatsOrder = await buy(kit.purchase(seats, { item: kit.ids.seats, quantity: 5, periodEnd: first }), kit);
+    const [before] = await licensesOfOrder(seatsOrder);
+    const per = before!.maxClients / 5;
+    const down = await deliver(kit, kit.renewal(seats, next, { item: kit.ids.seats, quantity: 2 }));
+    expect(down.body["result"], down.text).toBe("applied");
+    const [after] = await licensesOfOrder(seatsOrder);
+    expect(after).toMatchObject({ expireDate: next, maxClients: per * 2 });
   });
 });

@@ -11,7 +11,7 @@ import { commerceMappings, commercePurchases, customers, licenseTemplates, order
 import type { ServiceContext } from "../http/context";
 import { type Row, insertRow, requireById } from "../http/repository";
 import { Customer, newCustomerValues } from "../records/customers";
-import { issueLicenses } from "../licensing/license-writes";
+import { changeLicense, issueLicenses } from "../licensing/license-writes";
 import { addOrderLine, changeOrder, createOrder } from "../licensing/order-writes";
 import { Order } from "../records/orders";
 import { licensesMail } from "../mail/license-mail";
@@ -40,14 +40,14 @@ import {
 
 // Purchase
 
-interface MappedLine {
+export interface MappedLine {
   line: PurchaseLine;
   mapping: typeof commerceMappings.$inferSelect;
   template: typeof licenseTemplates.$inferSelect;
 }
 
 /** Each line's mapping (its most specific id that has one) and template, or the lines that have none. */
-async function mapLines(
+export async function mapLines(
   db: Db,
   provider: Provider,
   lines: readonly PurchaseLine[],
@@ -363,4 +363,40 @@ async function mailLicenses(ctx: ServiceContext, ids: readonly number[], to: str
     ctx.log?.warning(`Commerce: the license email was not sent: ${reason}`, { error: e });
     return `license email not sent: ${reason}`;
   }
+}
+
+/**
+ * A renewal that names what it paid for renews that and no more: of each mapped line's template, the first
+ * `quantity` licenses in licenses mode, or the seats license with `maxClients` for the quantity paid in seats mode
+ * (an upgrade or a downgrade applies). Licenses the renewal did not pay for keep their expiry and run out. Answers
+ * how many licenses were renewed, or undefined when no line maps (the caller renews every license, as a renewal
+ * that names nothing does).
+ */
+export async function renewPaid(
+  ctx: ServiceContext,
+  provider: Provider,
+  purchase: PurchaseRow,
+  lines: readonly PurchaseLine[],
+  periodEnd: string,
+): Promise<number | undefined> {
+  const paid = lines.filter((l) => Number.isSafeInteger(l.quantity) && l.quantity >= 1);
+  const { mapped } = await mapLines(ctx.db, provider, paid);
+  if (mapped.length === 0) return undefined;
+  const held = (await purchaseLicenses(ctx.db, purchase)).filter((l) => !l.revoked).sort((a, b) => a.id - b.id);
+  let n = 0;
+  for (const { line, mapping, template } of mapped) {
+    const ofTemplate = held.filter((l) => l.templateId === template.id);
+    const seats = (mapping.quantityMode as QuantityMode) === "seats";
+    const renewed = seats ? ofTemplate.slice(0, 1) : ofTemplate.slice(0, line.quantity);
+    const per = template.maxClients ?? 1;
+    for (const license of renewed) {
+      await changeLicense(ctx, license.id, {
+        expireDate: periodEnd,
+        supportExpireDate: periodEnd,
+        ...(seats ? { maxClients: per === 0 ? 0 : per * line.quantity } : {}),
+      });
+      n++;
+    }
+  }
+  return n;
 }

@@ -42,8 +42,11 @@ export type Happening =
       currency: string | null;
       paidAt: string | null;
     }
-  /** A paid renewal: the licenses run to `periodEnd`. */
-  | { action: "renewal"; periodEnd: string }
+  /**
+   * A paid renewal: the licenses run to `periodEnd`. `lines`, when the provider names what the renewal paid for,
+   * bounds what is renewed (a downgrade renews fewer licenses or seats); without them every license is renewed.
+   */
+  | { action: "renewal"; periodEnd: string; lines?: PurchaseLine[] }
   /** Money back, or a dispute (chargeback) opened: the purchase's licenses are revoked. */
   | { action: "refund" | "dispute" }
   /** The subscription ended at `at`: at the end of its period when that was scheduled (expire), else revoked. */
@@ -170,7 +173,7 @@ export function readStripe(event: Json): ProviderEvent {
         return { ...base, refs, happening: ignored(`billing_reason ${reason} changes no license`) };
       if (reason === "subscription_cycle") {
         if (!periodEnd) throw new MalformedEvent("A renewal invoice names its lines' period");
-        return { ...base, refs, happening: { action: "renewal", periodEnd } };
+        return { ...base, refs, happening: { action: "renewal", periodEnd, lines } };
       }
       return {
         ...base,
@@ -242,6 +245,21 @@ export function readStripe(event: Json): ProviderEvent {
 // Paddle's payloads do not carry the buyer's email: the checkout passes it as customData `{ "email": … }` (and
 // optionally `name`), which transaction events return as `custom_data`.
 
+/** The items of a Paddle transaction as purchase lines (price, then product id). */
+function paddleLines(data: Json): PurchaseLine[] {
+  return arr(data["items"])
+    .map(obj)
+    .map((item) => {
+      const price = obj(item["price"]);
+      return {
+        ids: unique([str(price["id"]), str(price["product_id"])]),
+        quantity: num(item["quantity"]) ?? 1,
+        unitPrice: major(obj(price["unit_price"])["amount"]),
+        description: str(price["description"]) ?? str(price["name"]),
+      };
+    });
+}
+
 export function readPaddle(event: Json): ProviderEvent {
   const eventId = str(event["event_id"]);
   const type = str(event["event_type"]);
@@ -255,7 +273,7 @@ export function readPaddle(event: Json): ProviderEvent {
       const periodEnd = fromIso(obj(data["billing_period"])["ends_at"]);
       if (origin === "subscription_recurring") {
         if (!periodEnd) throw new MalformedEvent("A recurring transaction names its billing_period");
-        return { ...base, refs, happening: { action: "renewal", periodEnd } };
+        return { ...base, refs, happening: { action: "renewal", periodEnd, lines: paddleLines(data) } };
       }
       if (
         origin === "subscription_update" ||
@@ -265,17 +283,7 @@ export function readPaddle(event: Json): ProviderEvent {
         return { ...base, refs, happening: ignored(`origin ${origin} changes no license`) };
       const custom = obj(data["custom_data"]);
       const totals = obj(obj(data["details"])["totals"]);
-      const lines = arr(data["items"])
-        .map(obj)
-        .map((item) => {
-          const price = obj(item["price"]);
-          return {
-            ids: unique([str(price["id"]), str(price["product_id"])]),
-            quantity: num(item["quantity"]) ?? 1,
-            unitPrice: major(obj(price["unit_price"])["amount"]),
-            description: str(price["description"]) ?? str(price["name"]),
-          };
-        });
+      const lines = paddleLines(data);
       return {
         ...base,
         refs,

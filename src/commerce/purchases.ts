@@ -46,7 +46,7 @@ import { changeOrder } from "../licensing/order-writes";
 import type { Provider, ProviderEvent } from "./provider-events";
 import type { EventStatus, PurchaseState } from "./records";
 
-import { applyPurchase } from "./fulfilment";
+import { applyPurchase, renewPaid } from "./fulfilment";
 import {
   ENDED,
   PERIOD_END_SLACK_MS,
@@ -194,7 +194,11 @@ async function applyToPurchase(ctx: ServiceContext, provider: Provider, event: P
           detail: `An earlier period (to ${happening.periodEnd}); nothing changed`,
           purchase,
         };
-      const n = await moveExpiry(ctx, purchase, happening.periodEnd, (c) => c !== happening.periodEnd, true);
+      // What the renewal paid for, when it says: a downgrade renews fewer licenses or seats.
+      const paid = happening.lines?.length
+        ? await renewPaid(ctx, provider, purchase, happening.lines, happening.periodEnd)
+        : undefined;
+      const n = paid ?? (await moveExpiry(ctx, purchase, happening.periodEnd, (c) => c !== happening.periodEnd, true));
       return { status: "applied", detail: `${n} license(s) renewed until ${happening.periodEnd}`, purchase };
     }
     case "refund":
