@@ -1,7 +1,7 @@
 /** Activation mode (CONTRACT section 4): activate and deactivate a machine. Free of HTTP: REST and gRPC call these. */
-import { and, eq } from "drizzle-orm";
+import { and, desc, eq, gt, isNull } from "drizzle-orm";
 import { sha256Hex } from "../kernel/crypto";
-import { licenseTokens } from "../db/schema";
+import { licenseFiles, licenseTokens } from "../db/schema";
 import type { ServiceContext } from "../http/context";
 import { GrpcCode } from "../kernel/errors";
 import { emitClientEvent } from "./license-events";
@@ -88,6 +88,32 @@ export interface CountResult {
 }
 
 /** Frees a machine's activation (by its token, or by machine and client). */
+/** The header a refusal to free a machine that holds a license file names the file's end with (ISO 8601). */
+export const LICENSE_FILE_UNTIL_HEADER = "X-License-File-Until";
+
+/**
+ * A machine that holds an unexpired license file keeps running offline until the file ends, whatever the server
+ * says: freeing its activation would let the license run on one more machine than it allows (activate, check out,
+ * deactivate, repeat). It is refused, 529 `licenseFileHeld`, with the date the file ends.
+ */
+async function refuseIfFileHeld(ctx: ServiceContext, licenseRowId: number, machineId: string): Promise<void> {
+  const held = await ctx.db
+    .select({ until: licenseFiles.expiresAt })
+    .from(licenseFiles)
+    .where(
+      and(
+        eq(licenseFiles.licenseId, licenseRowId),
+        eq(licenseFiles.machineId, machineId),
+        isNull(licenseFiles.borrowUntil),
+        gt(licenseFiles.expiresAt, now().toISOString()),
+      ),
+    )
+    .orderBy(desc(licenseFiles.expiresAt))
+    .limit(1)
+    .get();
+  if (held) throw fail(GrpcCode.FailedPrecondition, Messages.fileHeld, { [LICENSE_FILE_UNTIL_HEADER]: held.until });
+}
+
 /** A calendar month (UTC) as the deactivation counter keys it, and when the next one starts. */
 export function monthOf(now: Date): { month: string; resetsAt: string } {
   const next = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1));
@@ -129,6 +155,7 @@ export async function deactivate(
   const license = await openLicense(ctx, input.userKey);
   const machineId = required(input.machineId, Messages.machineRequired);
   const byToken = input.licenseToken?.trim();
+  await refuseIfFileHeld(ctx, license.id, machineId);
   const uncount = await countDeactivation(ctx, license.id);
   const where = byToken
     ? and(eq(licenseTokens.licenseId, license.id), eq(licenseTokens.tokenDigest, await sha256Hex(byToken)))

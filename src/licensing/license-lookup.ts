@@ -32,6 +32,7 @@ export const Messages = {
   tampered: "The license has been tampered",
   tokenTampered: "The license token has been tampered",
   deactivationLimit: "The license has used its machine deactivations for this month",
+  fileHeld: "The machine holds a license file that has not expired",
 } as const;
 
 /**
@@ -56,6 +57,7 @@ export const Reasons = {
   tampered: "licenseTampered",
   tokenTampered: "licenseTokenTampered",
   deactivationLimit: "deactivationLimit",
+  fileHeld: "licenseFileHeld",
 } as const satisfies Record<keyof typeof Messages, string>;
 
 /** A licensing refusal's message: one of {@link Messages}, so every refusal has its reason. */
