@@ -118,18 +118,31 @@ async function finish(db: Db, id: number, result: Result): Promise<void> {
     .where(eq(commerceEvents.id, id));
 }
 
+/** A refund or a dispute on a completed purchase: its licenses revoked, the order cancelled (a refund: Refunded). */
+async function revokeForMoneyBack(ctx: ServiceContext, purchase: PurchaseRow, kind: "refund" | "dispute") {
+  const n = await revokeAll(ctx, purchase);
+  await changeOrder(ctx, purchase.orderId!, {
+    status: orderStatus("Cancelled"),
+    ...(kind === "refund" ? { paymentStatus: paymentStatus("Refunded") } : {}),
+  });
+  return n;
+}
+
+/** An event whose ids name two purchases with orders: nothing changes, and the vendor is told in the log. */
+function ambiguous(ctx: ServiceContext, provider: Provider, event: ProviderEvent, purchases: PurchaseRow[]): Result {
+  const which = purchases.map((p) => `${p.purchaseRef} (order ${p.orderId})`).join(", ");
+  const detail = `The event's ids name more than one purchase (${which}): nothing changed`;
+  ctx.log?.warning(`Commerce: ${provider} event ${event.eventId}: ${detail}`, {
+    properties: { provider, eventId: event.eventId, type: event.type, refs: event.refs },
+  });
+  return { status: "failed", detail };
+}
+
 async function applyToPurchase(ctx: ServiceContext, provider: Provider, event: ProviderEvent): Promise<Result> {
   const happening = event.happening;
   if (event.refs.length === 0) return { status: "ignored", detail: "The event names no purchase" };
   const named = await foldNamed(ctx.db, provider, event, await openPurchase(ctx.db, provider, event));
-  if ("ambiguous" in named) {
-    const which = named.ambiguous.map((p) => `${p.purchaseRef} (order ${p.orderId})`).join(", ");
-    const detail = `The event's ids name more than one purchase (${which}): nothing changed`;
-    ctx.log?.warning(`Commerce: ${provider} event ${event.eventId}: ${detail}`, {
-      properties: { provider, eventId: event.eventId, type: event.type, refs: event.refs },
-    });
-    return { status: "failed", detail };
-  }
+  if ("ambiguous" in named) return ambiguous(ctx, provider, event, named.ambiguous);
   const opened = named.purchase;
   // Each save is one conditional UPDATE and answers the row as saved: whether the purchase is complete is read
   // in the same statement, so an event either acts on the licenses itself or is remembered and applied by the
@@ -153,27 +166,19 @@ async function applyToPurchase(ctx: ServiceContext, provider: Provider, event: P
     if (!saved) return already();
     const purchase = saved.row;
     if (!saved.acting) return remembered(kind === "refund" ? "Refunded" : "Disputed", purchase);
-    const n = await revokeAll(ctx, purchase);
-    await changeOrder(ctx, purchase.orderId!, {
-      status: orderStatus("Cancelled"),
-      ...(kind === "refund" ? { paymentStatus: paymentStatus("Refunded") } : {}),
-    });
+    const n = await revokeForMoneyBack(ctx, purchase, kind);
     return { status: "applied", detail: `${n} license(s) revoked (${kind})`, purchase };
   };
   switch (happening.action) {
     case "link": {
       // A refund or a dispute that arrived before anything tied its payment to this purchase applies now.
       if (named.carried && opened.completedAt !== null) {
-        const state = await readPurchase(ctx.db, opened.id);
-        const n = await revokeAll(ctx, state);
-        await changeOrder(ctx, state.orderId!, {
-          status: orderStatus("Cancelled"),
-          ...(named.carried === "refunded" ? { paymentStatus: paymentStatus("Refunded") } : {}),
-        });
+        const kind = named.carried === "refunded" ? "refund" : "dispute";
+        const n = await revokeForMoneyBack(ctx, opened, kind);
         return {
           status: "applied",
-          detail: `Payment linked; its earlier ${named.carried === "refunded" ? "refund" : "dispute"} revoked ${n} license(s)`,
-          purchase: state,
+          detail: `Payment linked; its earlier ${kind} revoked ${n} license(s)`,
+          purchase: opened,
         };
       }
       if (opened.completedAt === null) return remembered("Payment linked to its invoice", opened);
