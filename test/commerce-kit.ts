@@ -487,8 +487,26 @@ export const lemonSqueezyKit: ProviderKit = {
     }),
     lsEvent("subscription_created", "subscriptions", `9${sale.ref}`, lsSubscription(sale, { renews_at: o.periodEnd })),
   ],
-  renewal: (sale, periodEnd) =>
-    lsEvent("subscription_updated", "subscriptions", `9${sale.ref}`, lsSubscription(sale, { renews_at: periodEnd })),
+  renewal: (sale, periodEnd, paid) =>
+    lsEvent(
+      "subscription_updated",
+      "subscriptions",
+      `9${sale.ref}`,
+      lsSubscription(sale, {
+        renews_at: periodEnd,
+        ...(paid
+          ? {
+              variant_id: Number(paid.item),
+              first_subscription_item: {
+                id: Number(`7${sale.ref}`),
+                subscription_id: Number(`9${sale.ref}`),
+                price_id: 1,
+                quantity: paid.quantity,
+              },
+            }
+          : {}),
+      }),
+    ),
   pastDue: (sale) =>
     lsEvent("subscription_payment_failed", "subscription-invoices", `8${sale.ref}`, {
       store_id: 1,

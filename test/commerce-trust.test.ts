@@ -280,7 +280,7 @@ describe.each(KITS)("$name buyers", (kit) => {
   });
 });
 
-describe.each(KITS.filter((k) => k.name !== "lemonsqueezy"))("$name renewals", (kit) => {
+describe.each(KITS)("$name renewals", (kit) => {
   const licensesOfOrder = async (orderId: number) =>
     (await admin("GET", `/v1/licenses?filter=${encodeURIComponent(`orderId == ${orderId}`)}&sort=id`)).body[
       "licenses"

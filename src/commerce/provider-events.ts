@@ -335,7 +335,8 @@ export function readPaddle(event: Json): ProviderEvent {
 // Lemon Squeezy (https://docs.lemonsqueezy.com/help/webhooks)
 //   order_created                  status paid -> purchase (first_order_item: variant, product, quantity)
 //   order_refunded                 refunded (in full) -> refund; a partial refund (refunded false) -> ignored
-//   subscription_created/updated   status active/on_trial -> renewal to renews_at; past_due/unpaid -> pastDue;
+//   subscription_created/updated   status active/on_trial -> renewal to renews_at (for first_subscription_item's
+//                                  quantity of the variant, when named); past_due/unpaid -> pastDue;
 //                                  cancelled -> cancelAtPeriodEnd at ends_at; expired -> cancel at ends_at
 //   subscription_cancelled         -> cancelAtPeriodEnd at ends_at
 //   subscription_expired           -> cancel at ends_at
@@ -412,8 +413,23 @@ export function readLemonSqueezy(event: Json, bodyDigest: string): ProviderEvent
       }
       if (status === "past_due" || status === "unpaid") return { ...base, refs, happening: { action: "pastDue" } };
       const renewsAt = fromIso(a["renews_at"]);
-      if ((status === "active" || status === "on_trial") && renewsAt)
-        return { ...base, refs, happening: { action: "renewal", periodEnd: renewsAt } };
+      if ((status === "active" || status === "on_trial") && renewsAt) {
+        // What the renewal is for: the subscription's item and its quantity, when the event names them.
+        const item = obj(a["first_subscription_item"]);
+        const quantity = num(item["quantity"]);
+        const lines =
+          quantity === null
+            ? undefined
+            : [
+                {
+                  ids: unique([str(a["variant_id"]), str(a["product_id"])]),
+                  quantity,
+                  unitPrice: null,
+                  description: str(a["variant_name"]),
+                },
+              ];
+        return { ...base, refs, happening: { action: "renewal", periodEnd: renewsAt, ...(lines ? { lines } : {}) } };
+      }
       return { ...base, refs, happening: ignored(`subscription status ${status ?? "?"}`) };
     }
     case "subscription_cancelled": {
