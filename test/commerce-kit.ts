@@ -6,6 +6,7 @@
  * `webhooks.generateTestHeaderStringAsync`, Paddle `ts=…;h1=` HMAC-SHA256 of `ts:body`, Lemon Squeezy hex
  * HMAC-SHA256 of the body. Secrets are vitest.config.ts's Commerce__* bindings.
  */
+import { env } from "cloudflare:workers";
 import Stripe from "stripe";
 import { clock } from "../src/kernel/clock";
 import { toHex } from "../src/kernel/crypto";
@@ -566,4 +567,16 @@ export async function deliver(
     raw: o.tamper ? o.tamper(body) : body,
     headers: { ...headers, "content-type": "application/json" },
   });
+}
+
+/** Log entries whose message contains `text`, once the request's log (written after the answer) is there. */
+export async function logged(text: string): Promise<number> {
+  const deadline = Date.now() + 5000;
+  for (;;) {
+    const row = await env.DB.prepare("SELECT count(*) AS n FROM logs WHERE instr(message, ?) > 0")
+      .bind(text)
+      .first<{ n: number }>();
+    if ((row?.n ?? 0) > 0 || Date.now() > deadline) return row?.n ?? 0;
+    await new Promise((r) => setTimeout(r, 50));
+  }
 }

@@ -13,22 +13,10 @@
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { PaymentStatus } from "../src/records/orders";
-import { KITS, deliver, lemonSqueezyKit, stripeKit } from "./commerce-kit";
+import { KITS, deliver, lemonSqueezyKit, logged, stripeKit } from "./commerce-kit";
 import { admin, call, countRows } from "./helpers";
 
 const inDays = (days: number) => new Date(Math.floor((Date.now() + days * 86_400_000) / 1000) * 1000).toISOString();
-
-/** Log entries whose message contains `text`, once the request's log (written after the answer) is there. */
-async function logged(text: string): Promise<number> {
-  const deadline = Date.now() + 5000;
-  for (;;) {
-    const row = await env.DB.prepare("SELECT count(*) AS n FROM logs WHERE instr(message, ?) > 0")
-      .bind(text)
-      .first<{ n: number }>();
-    if ((row?.n ?? 0) > 0 || Date.now() > deadline) return row?.n ?? 0;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 beforeAll(async () => {
   const product = await admin("POST", "/v1/products", {

@@ -10,7 +10,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { clock } from "../src/kernel/clock";
 import { PROCESSING_LEASE_MS } from "../src/commerce/purchases";
 import { OrderStatus, PaymentStatus } from "../src/records/orders";
-import { KITS, type ProviderKit, type Sale, deliver, stripeKit } from "./commerce-kit";
+import { KITS, type ProviderKit, type Sale, deliver, logged, stripeKit } from "./commerce-kit";
 import { admin, call, countRows, keyFor, movableClock, setSetting } from "./helpers";
 
 const DAY = 86_400_000;
@@ -59,18 +59,6 @@ async function buy(kit: ProviderKit, sale: Sale, item: string, quantity = 3, per
   }
   expect(orderId).toBeGreaterThan(0);
   return orderId!;
-}
-
-/** Log entries whose message contains `text`, once the request's log (written after the answer) is there. */
-async function logged(text: string): Promise<number> {
-  const deadline = Date.now() + 5000;
-  for (;;) {
-    const row = await env.DB.prepare("SELECT count(*) AS n FROM logs WHERE instr(message, ?) > 0")
-      .bind(text)
-      .first<{ n: number }>();
-    if ((row?.n ?? 0) > 0 || Date.now() > deadline) return row?.n ?? 0;
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 async function outbox(to: string): Promise<{ subject: string; body: string }[]> {

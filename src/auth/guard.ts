@@ -29,6 +29,14 @@ function hasRole(principal: Principal, roles: readonly Role[] | undefined): bool
   return roles === undefined || principal.roles.some((r) => roles.includes(r));
 }
 
+/**
+ * Whether the caller is staff who manage licenses and releases (Administrator, LicenseManager: `Roles.managers`),
+ * whom the licensee's own limits (monthly deactivations) do not hold and who may control a release's rollout.
+ */
+export function isManager(principal: Principal | undefined): boolean {
+  return principal !== undefined && hasRole(principal, Roles.managers);
+}
+
 export type Credential = "key" | "bearer" | "either";
 
 /** A bearer token's logout check as a check of the request's first D1 batch: 401 for a logged-out token. */

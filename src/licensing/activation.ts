@@ -4,6 +4,7 @@ import { sha256Hex } from "../kernel/crypto";
 import { licenseFiles, licenseTokens } from "../db/schema";
 import type { ServiceContext } from "../http/context";
 import { GrpcCode } from "../kernel/errors";
+import { isManager } from "../auth/guard";
 import { emitClientEvent } from "./license-events";
 import { activeClientCountsQuery, clientCount } from "./license-core";
 import { activationInsert } from "./tokens";
@@ -134,8 +135,7 @@ async function countDeactivation(
   licenseRowId: number,
 ): Promise<(() => Promise<void>) | undefined> {
   const limit = ctx.config["Licensing:MaxDeactivationsPerMonth"];
-  if (limit === 0 || ctx.principal?.roles.some((role) => role === "Administrator" || role === "LicenseManager"))
-    return undefined;
+  if (limit === 0 || isManager(ctx.principal)) return undefined;
   const at = now();
   const { month, resetsAt } = monthOf(at);
   const counter = seats(ctx, licenseRowId);

@@ -8,7 +8,7 @@ import { and, eq, sql } from "drizzle-orm";
 import { clock, nowIso } from "../kernel/clock";
 import { licenses, productReleases, reports } from "../db/schema";
 import { ApiError } from "../kernel/errors";
-import { Roles } from "../auth/guard";
+import { isManager } from "../auth/guard";
 import type { ServiceContext } from "../http/context";
 import { type Row, requireById, updateRow } from "../http/repository";
 import { emit } from "../webhooks/emit";
@@ -64,8 +64,7 @@ const CONTROL_FIELDS = ["stagingPercentage", "rolloutSchedule", "rollback", "aud
  * value; a field sent with the value it has is no change.
  */
 function requireControlRole(ctx: ServiceContext, values: Row, existing?: Row): void {
-  const roles = ctx.principal?.roles ?? [];
-  if (roles.some((role) => (Roles.managers as readonly string[]).includes(role))) return;
+  if (isManager(ctx.principal)) return;
   // Against the stored value on an update; on a create, against what controls nothing (no rollout, no rollback, …).
   const neutral = (field: string, value: unknown) =>
     value === null || value === false || (field === "stagingPercentage" && value === 100);
