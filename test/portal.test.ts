@@ -203,7 +203,7 @@ describe("customer portal sign-in by user key", () => {
     }
     const none = await call("POST", "/v1/portal/sign-in", { body: {} });
     expect(none.status).toBe(400);
-    expect(none.body["message"]).toMatch(/either userKey or email/);
+    expect(none.body["message"]).toMatch(/one of userKey, email or linkToken/);
     expect(await env.DB.prepare("SELECT count(*) AS n FROM portal_credentials").first<{ n: number }>()).toEqual(
       sessions,
     );
@@ -251,33 +251,69 @@ describe("customer portal sign-in by email", () => {
     const token = link.split("/").pop()!;
     expect((await call("GET", "/v1/portal/me", { headers: { cookie: `${COOKIE}=${token}` } })).status).toBe(401);
     expect((await call("GET", "/v1/portal/me", { headers: { cookie: `${COOKIE}=pts_${token}` } })).status).toBe(401);
-    const raw = await exports.default.fetch(`${BASE}${link}`, {
+    // Opening the link spends nothing and signs in no one: a browser goes on to the page, which asks first.
+    const opened = await exports.default.fetch(`${BASE}${link}`, {
       headers: { "cf-connecting-ip": freshIp() },
       redirect: "manual",
     });
-    const used = { status: raw.status, headers: raw.headers, text: await raw.text(), body: {} } as Answer;
-    expect(used.status, used.text).toBe(303);
-    expect(used.headers.get("location")).toBe("/portal/");
+    expect(opened.status).toBe(303);
+    expect(opened.headers.get("location")).toBe(`/portal/#link=${token}`);
+    expect(opened.headers.get("set-cookie")).toBeNull();
+    // The page shows whose account it is (as often as asked: still nothing spent).
+    for (let i = 0; i < 2; i++) {
+      const looked = await call("GET", link, {
+        headers: { accept: "application/json", "cf-connecting-ip": freshIp() },
+      });
+      expect(looked.status, looked.text).toBe(200);
+      expect(looked.body).toMatchObject({ customer: { email: w.email } });
+      expect(looked.headers.get("set-cookie")).toBeNull();
+    }
+    // A page of another site cannot sign the visitor in with it (login CSRF): refused, and the link stays live.
+    const forgeries: Record<string, string>[] = [
+      { origin: "https://attacker.example" },
+      { "sec-fetch-site": "cross-site" },
+    ];
+    for (const headers of forgeries) {
+      const forged = await call("POST", "/v1/portal/sign-in", { body: { linkToken: token }, headers });
+      expect(forged.status, forged.text).toBe(403);
+      expect(forged.body["message"]).toMatch(/customer portal's own page/);
+      expect(forged.headers.get("set-cookie")).toBeNull();
+    }
+    const asForm = await exports.default.fetch(`${BASE}/v1/portal/sign-in`, {
+      method: "POST",
+      headers: { "content-type": "text/plain" },
+      body: JSON.stringify({ linkToken: token }),
+    });
+    expect(asForm.status).toBe(415);
+    expect(asForm.headers.get("set-cookie")).toBeNull();
+    // The customer confirms on the page: signed in.
+    const used = await call("POST", "/v1/portal/sign-in", {
+      body: { linkToken: token },
+      headers: { "cf-connecting-ip": freshIp(), origin: new URL(BASE).origin, "sec-fetch-site": "same-origin" },
+    });
+    expect(used.status, used.text).toBe(200);
+    expect(used.body).toMatchObject({ signedIn: true, signedInWith: "email", customer: { email: w.email } });
     const s = sessionOf(used);
     const me = await call("GET", "/v1/portal/me", { headers: { cookie: s.cookie } });
     expect(me.status, me.text).toBe(200);
     expect(me.body).toMatchObject({ signedInWith: "email", customer: { email: w.email } });
-    const csrf = me.body["csrfToken"] as string;
-    const list = await as({ ...s, csrf }, "GET", "/v1/portal/licenses");
+    const list = await as(s, "GET", "/v1/portal/licenses");
     expect(list.body["licenses"]).toHaveLength(2);
 
-    // Twice: refused.
-    const navigated = await exports.default.fetch(`${BASE}${link}`, {
-      headers: { "cf-connecting-ip": freshIp() },
-      redirect: "manual",
-    });
-    expect(navigated.status).toBe(303);
-    expect(navigated.headers.get("location")).toBe("/portal/#link-refused");
-    expect(navigated.headers.get("set-cookie")).toBeNull();
-    const again = await call("GET", link, { headers: { accept: "application/json", "cf-connecting-ip": freshIp() } });
-    expect(again.status).toBe(401);
-    expect(again.body["message"]).toMatch(/unknown, expired or already used/);
-    expect(again.headers.get("set-cookie")).toBeNull();
+    // Twice: refused, looked at or used.
+    for (const again of [
+      await call("GET", link, { headers: { accept: "application/json", "cf-connecting-ip": freshIp() } }),
+      await call("POST", "/v1/portal/sign-in", {
+        body: { linkToken: token },
+        headers: { "cf-connecting-ip": freshIp() },
+      }),
+    ]) {
+      expect(again.status).toBe(401);
+      expect(again.body["message"]).toMatch(/unknown, expired or already used/);
+      expect(again.headers.get("set-cookie")).toBeNull();
+    }
+    const badLink = await exports.default.fetch(`${BASE}/v1/portal/sign-in/not-a-token`, { redirect: "manual" });
+    expect(badLink.headers.get("location")).toBe("/portal/#link-refused");
 
     // After Portal:SignInLinkMinutes (15): refused.
     await call("POST", "/v1/portal/sign-in", { body: { email: w.email } });
@@ -291,6 +327,11 @@ describe("customer portal sign-in by email", () => {
     clock.move(15 * 60_000 + 1000);
     const expired = await call("GET", late, { headers: { accept: "application/json", "cf-connecting-ip": freshIp() } });
     expect(expired.status).toBe(401);
+    const spentLate = await call("POST", "/v1/portal/sign-in", {
+      body: { linkToken: late.split("/").pop() },
+      headers: { "cf-connecting-ip": freshIp() },
+    });
+    expect(spentLate.status).toBe(401);
   });
 });
 

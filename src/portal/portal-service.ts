@@ -418,7 +418,7 @@ export async function listOrders(ctx: ServiceContext, scope: PortalScope) {
 }
 
 /** The session's customer as the page greets them (null for a license with no customer). */
-export async function sessionCustomer(ctx: ServiceContext, scope: PortalScope) {
+export async function sessionCustomer(ctx: ServiceContext, scope: Pick<PortalScope, "customerId">) {
   if (scope.customerId === null) return null;
   const c = await ctx.db.select().from(customers).where(eq(customers.id, scope.customerId)).get();
   if (!c) return null;

@@ -174,24 +174,47 @@ export async function newLinkToken(): Promise<{ token: string; digest: string }>
   return { token, digest: await sha256Hex(token) };
 }
 
+/** The live link a token names: unused, unexpired, of kind `link` (undefined for a malformed token). */
+async function liveLink(token: string, now: string) {
+  if (!/^[0-9A-Za-z]{32}$/.test(token)) return undefined;
+  return and(
+    eq(portalCredentials.digest, await sha256Hex(token)),
+    eq(portalCredentials.kind, "link"),
+    isNull(portalCredentials.usedAt),
+    gt(portalCredentials.expiresAt, now),
+  );
+}
+
+/**
+ * Looks at a sign-in link without spending it: the customer it would sign in and when it expires, or undefined
+ * (unknown, used or expired). The page shows whose account it is before the customer confirms (login CSRF).
+ */
+export async function peekLink(
+  ctx: ServiceContext,
+  token: string,
+): Promise<{ customerId: number; expiresAt: string } | undefined> {
+  const where = await liveLink(token, clock.now().toISOString());
+  if (!where) return undefined;
+  const row = await ctx.db
+    .select({ customerId: portalCredentials.customerId, expiresAt: portalCredentials.expiresAt })
+    .from(portalCredentials)
+    .where(where)
+    .get();
+  return row?.customerId != null ? { customerId: row.customerId, expiresAt: row.expiresAt } : undefined;
+}
+
 /**
  * Spends a sign-in link: the one conditional UPDATE that marks it used succeeds once, and only before it expires.
  * The customer it signs in, or undefined (unknown, used or expired link).
  */
 export async function spendLink(ctx: ServiceContext, token: string): Promise<{ customerId: number } | undefined> {
-  if (!/^[0-9A-Za-z]{32}$/.test(token)) return undefined;
   const now = clock.now().toISOString();
+  const where = await liveLink(token, now);
+  if (!where) return undefined;
   const [row] = await ctx.db
     .update(portalCredentials)
     .set({ usedAt: now })
-    .where(
-      and(
-        eq(portalCredentials.digest, await sha256Hex(token)),
-        eq(portalCredentials.kind, "link"),
-        isNull(portalCredentials.usedAt),
-        gt(portalCredentials.expiresAt, now),
-      ),
-    )
+    .where(where)
     .returning({ customerId: portalCredentials.customerId });
   return row?.customerId != null ? { customerId: row.customerId } : undefined;
 }

@@ -348,6 +348,13 @@ describe("the customer portal in Chromium", () => {
     const link = await linkSentTo(world.email);
     expect(new URL(link).origin).toBe(origin);
     await page.goto(link);
+    // Opening the link signs in no one: the page shows whose account it opens and asks.
+    const confirm = page.getByRole("button", { name: "Continue as Whitfield Design" });
+    await confirm.waitFor();
+    expect(new URL(page.url()).hash).toBe("");
+    expect(await page.locator("main").textContent()).toContain("(dana@customer.example)");
+    expect(await page.evaluate(async () => (await fetch("/v1/portal/me")).status)).toBe(401);
+    await confirm.click();
     await card().waitFor();
     expect(new URL(page.url()).pathname).toBe("/portal/");
     expect(await page.locator(".who").textContent()).toContain("Whitfield Design");
@@ -362,6 +369,44 @@ describe("the customer portal in Chromium", () => {
       .toBe("This sign-in link is unknown, expired or already used: ask for a new one.");
     expect(new URL(page.url()).hash).toBe("");
     expect(await page.evaluate(async () => (await fetch("/v1/portal/me")).status)).toBe(401);
+  });
+
+  it("a page of another site cannot sign a visitor in to its own account with its link (login CSRF)", async () => {
+    const mallory = "mallory@attacker.example";
+    await api("POST", "/v1/customers", { customer: { firstName: "Mallory", lastName: "Vance", email: mallory } });
+    const asked = await fetch(new URL("/v1/portal/sign-in", base), {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ email: mallory }),
+    });
+    expect(asked.status).toBe(200);
+    const link = await linkSentTo(mallory);
+    const token = link.split("/").pop()!;
+    // The victim's browser visits the attacker's page, which posts the link's token to the portal in a form (what a
+    // page of another site can send without the portal's consent), then opens the link.
+    const victim = await browser.newContext();
+    await victim.route("http://attacker.example/**", (route) =>
+      route.fulfill({
+        contentType: "text/html",
+        body: `<!doctype html><form id="f" method="POST" action="${origin}/v1/portal/sign-in" enctype="text/plain"><input name='{"linkToken":"${token}","x":"' value='"}'></form><script>document.getElementById("f").submit()</script>`,
+      }),
+    );
+    const tab = await victim.newPage();
+    const posted = tab.waitForResponse((r) => r.url() === `${origin}/v1/portal/sign-in`);
+    await tab.goto("http://attacker.example/");
+    const refused = await posted;
+    expect(refused.request().method()).toBe("POST");
+    expect(refused.status()).toBe(415);
+    await tab.goto(link);
+    await tab.getByRole("button", { name: "Continue as Mallory Vance" }).waitFor();
+    await tab.getByRole("button", { name: "Not me" }).click();
+    await tab.getByLabel("User key").waitFor();
+    expect((await victim.cookies()).some((c) => c.name === "__Host-portal-session")).toBe(false);
+    expect(await tab.evaluate(async () => (await fetch("/v1/portal/me")).status)).toBe(401);
+    // The link is still Mallory's to use: nothing above spent it.
+    const still = await fetch(link, { headers: { accept: "application/json" } });
+    expect(still.status).toBe(200);
+    await victim.close();
   });
 
   it("loads nothing from another origin, under the console's CSP", async () => {

@@ -31,6 +31,17 @@ const LINK_REFUSALS: Record<string, string> = {
   "#sign-in-blocked": "Too many failed sign-ins from this address: try again later.",
 };
 
+/**
+ * The token of the emailed link that brought the customer here: the service sends the browser on to
+ * /portal/#link=TOKEN and signs in no one until the customer, shown whose account it is, confirms (login CSRF).
+ * Taken out of the address bar at once.
+ */
+function linkToken(): string | undefined {
+  const token = /^#link=([0-9A-Za-z]{32})$/.exec(location.hash)?.[1];
+  if (token) history.replaceState(null, "", location.pathname);
+  return token;
+}
+
 function linkRefusal(): string | undefined {
   const said = LINK_REFUSALS[location.hash];
   if (said) history.replaceState(null, "", location.pathname);
@@ -189,6 +200,69 @@ function SignIn({ reason, onSignedIn }: { reason: string | undefined; onSignedIn
         </form>
         <Alert text={mail.error} />
         <Note text={sent} />
+      </section>
+    </main>
+  );
+}
+
+/** An emailed link's account, and the customer's confirmation before it signs in (nothing is spent until then). */
+function ConfirmLink({
+  token,
+  onSignedIn,
+  onDone,
+}: {
+  token: string;
+  onSignedIn: (s: Session) => void;
+  onDone: (why?: string) => void;
+}) {
+  const action = useAction();
+  const link = useLoad(
+    async () =>
+      must(
+        await api.GET("/v1/portal/sign-in/{token}", {
+          params: { path: { token } },
+          headers: { accept: "application/json" },
+        }),
+      ),
+    [token],
+  );
+  useEffect(() => {
+    if (link.error) onDone(link.error);
+  }, [link.error]);
+  if (!link.data)
+    return (
+      <main class="narrow">
+        <p>Checking your sign-in link…</p>
+      </main>
+    );
+  const customer = link.data.customer!; // never null here (the component is shared with sessions without a customer)
+  return (
+    <main class="narrow">
+      <section class="card">
+        <h2>Sign in with your emailed link</h2>
+        <p>
+          This link signs in to the account of <strong>{customer.name}</strong>
+          {customer.email ? ` (${customer.email})` : ""}, customer {customer.code}.
+        </p>
+        <p>Continue only if this is your account. If you did not ask for a sign-in link, choose “Not me”.</p>
+        <div class="links">
+          <button
+            type="button"
+            disabled={action.busy}
+            onClick={() =>
+              void action.run(async () => {
+                const answer = must(await api.POST("/v1/portal/sign-in", { body: { linkToken: token } }));
+                onSignedIn({ customer: answer.customer ?? null, signedInWith: "email", csrfToken: answer.csrfToken! });
+              })
+            }
+          >
+            Continue as {customer.name}
+          </button>
+          <button type="button" class="quiet" onClick={() => onDone()}>
+            Not me
+          </button>
+        </div>
+        <Alert text={action.error} />
       </section>
     </main>
   );
@@ -537,6 +611,7 @@ function App() {
   const [branding, setBranding] = useState<Branding>();
   // undefined: not known yet; null: signed out.
   const [session, setState] = useState<Session | null>();
+  const [pending, setPending] = useState<string | undefined>(linkToken);
   const [reason, setReason] = useState<string | undefined>(linkRefusal);
   const hash = useHash();
   const start = (s: Session | null, why?: string) => {
@@ -592,6 +667,19 @@ function App() {
         <main class="narrow">
           <p>Loading…</p>
         </main>
+      ) : pending ? (
+        <ConfirmLink
+          token={pending}
+          onSignedIn={(s) => {
+            setPending(undefined);
+            start(s);
+            location.hash = "#/licenses";
+          }}
+          onDone={(why) => {
+            setPending(undefined);
+            if (why) setReason(why);
+          }}
+        />
       ) : session === null ? (
         <SignIn
           reason={reason}

@@ -22,6 +22,8 @@ import {
   portalSecret,
   sessionScope,
   spendLink,
+  peekLink,
+  type SessionFor,
 } from "../../portal/portal-session";
 import { LINK_SENT, sendSignInLinks, sessionCustomer, signInWithKey, typedEmail } from "../../portal/portal-service";
 import { protectLogin, USER_KEY_ATTEMPT } from "../../protection/limits";
@@ -46,6 +48,10 @@ const SignInRequest = z
       description:
         "The customer's email: a one-time sign-in link is sent to it (the answer is the same for any address).",
     }),
+    linkToken: z.string().max(128).optional().openapi({
+      description:
+        "The token of an emailed sign-in link, which the portal's page confirms after showing whose account it opens: spends the link and signs in (cookie).",
+    }),
   })
   .openapi("PortalSignInRequest");
 
@@ -61,6 +67,11 @@ const sessionShape = {
   expiresAt: z.string().openapi({ description: "When the session ends (ISO 8601)." }),
 };
 const PortalSession = enveloped(sessionShape).openapi("PortalSession");
+
+const SignInLink = enveloped({
+  customer: PortalCustomer.openapi({ description: "The account the link signs in to, shown before it is used." }),
+  expiresAt: z.string().openapi({ description: "When the link ends (ISO 8601)." }),
+}).openapi("PortalSignInLink");
 
 const SignInAnswer = enveloped({
   ...Object.fromEntries(Object.entries(sessionShape).map(([k, v]) => [k, v.optional()])),
@@ -112,24 +123,28 @@ export const portalSignInRoute = createRoute({
   tags: [TAG],
   operationId: "portalSignIn",
   summary:
-    "Customer sign-in: a user key opens a session at once (cookie); an email gets a one-time link (same answer for any address)",
+    "Customer sign-in: a user key or an emailed link's token opens a session (cookie); an email gets a one-time link (same answer for any address)",
+  description:
+    "JSON only, and refused when the browser says it comes from another site (`Origin`, `Sec-Fetch-Site`): no other page can sign a visitor in to an account of its choosing (login CSRF).",
   security: [],
   request: { body: jsonBody(SignInRequest) },
   responses: {
     200: json(SignInAnswer, `Signed in (the cookie ${PORTAL_COOKIE} holds the session), or the link sent`),
     401: json(
       Envelope,
-      "The user key signs in to nothing (unknown, revoked or deleted license); counted like a failed login",
+      "The user key or link signs in to nothing (unknown, revoked or deleted license; link unknown, expired or used); counted like a failed login",
     ),
+    403: json(Envelope, "Sent by a page of another site"),
     ...anonymousErrorResponses,
   },
 });
 
 export const portalSignInHandler: RouteHandler<typeof portalSignInRoute, AppEnv> = async (c) => {
   const ctx = serviceContext(c);
-  const { userKey, email } = c.req.valid("json");
-  if ((userKey === undefined) === (email === undefined))
-    throw new ApiError(400, "Sign in with either userKey or email (exactly one of them).");
+  const { userKey, email, linkToken } = c.req.valid("json");
+  sameSite(c);
+  if ([userKey, email, linkToken].filter((v) => v !== undefined).length !== 1)
+    throw new ApiError(400, "Sign in with one of userKey, email or linkToken.");
   if (email !== undefined) {
     const address = typedEmail(email);
     const from = origin(c);
@@ -142,13 +157,27 @@ export const portalSignInHandler: RouteHandler<typeof portalSignInRoute, AppEnv>
     });
     return ok(c, { signedIn: false, message: LINK_SENT });
   }
-  const who = await signInWithKey(ctx, userKey!);
+  let who: SessionFor;
+  if (linkToken !== undefined) {
+    const spent = await protectLogin(ctx, USER_KEY_ATTEMPT, async () => {
+      const link = await spendLink(ctx, linkToken);
+      if (!link) throw new ApiError(401, LINK_REFUSED);
+      return link;
+    });
+    who = { customerId: spent.customerId, licenseId: null };
+    ctx.log?.audit("PortalSignIn", "Customer portal sign-in with an emailed link", {
+      ...ctx,
+      principal: { kind: "customer", customerId: spent.customerId },
+    });
+  } else {
+    who = await signInWithKey(ctx, userKey!);
+  }
   const session = await openSession(ctx, who);
   const scope = await sessionScope(ctx, session.secret);
   const res = ok(c, {
     signedIn: true,
     customer: scope ? await sessionCustomer(ctx, scope) : null,
-    signedInWith: "userKey" as const,
+    signedInWith: linkToken !== undefined ? ("email" as const) : ("userKey" as const),
     csrfToken: session.csrfToken,
     expiresAt: session.expiresAt,
   });
@@ -156,13 +185,25 @@ export const portalSignInHandler: RouteHandler<typeof portalSignInRoute, AppEnv>
   return res;
 };
 
+/**
+ * Refuses a sign-in a page of another site sent (login CSRF): a browser names the page's origin in `Origin` and, on
+ * every current engine, the relation in `Sec-Fetch-Site`. A client that is no browser sends neither.
+ */
+function sameSite(c: Context<AppEnv>): void {
+  const site = c.req.header("sec-fetch-site");
+  const from = c.req.header("origin");
+  const own = from === undefined || from === origin(c) || from === new URL(c.req.url).origin;
+  if ((site !== undefined && site !== "same-origin" && site !== "none") || !own)
+    throw new ApiError(403, "Sign in from the customer portal's own page: this request came from another site.");
+}
+
 export const portalSignInLinkRoute = createRoute({
   method: "get",
   path: "/v1/portal/sign-in/{token}",
   tags: [TAG],
   operationId: "portalSignInLink",
   summary:
-    "The emailed sign-in link: works once, within Portal:SignInLinkMinutes; sets the session cookie and redirects to /portal/ (JSON when Accept asks for it)",
+    "The emailed sign-in link: spends nothing. A browser is sent on to the portal's page, which shows whose account it opens and signs in only when the customer confirms (POST /v1/portal/sign-in with linkToken); with Accept: application/json, that account",
   security: [],
   request: {
     params: z.object({
@@ -173,10 +214,10 @@ export const portalSignInLinkRoute = createRoute({
     }),
   },
   responses: {
-    200: json(PortalSession, "Signed in (Accept: application/json)"),
+    200: json(SignInLink, "The link is live: the account it signs in to (Accept: application/json)"),
     303: {
       description:
-        "A browser's navigation: signed in, on to /portal/; refused, on to /portal/#link-refused (or #sign-in-blocked past the login limit)",
+        "A browser's navigation: on to /portal/#link=TOKEN (the page asks to confirm), or /portal/#link-refused for a malformed token",
     },
     401: json(Envelope, "The link is unknown, expired or already used; counted like a failed login"),
     ...anonymousErrorResponses,
@@ -186,40 +227,20 @@ export const portalSignInLinkRoute = createRoute({
 export const portalSignInLinkHandler: RouteHandler<typeof portalSignInLinkRoute, AppEnv> = async (c) => {
   const ctx = serviceContext(c);
   const { token } = c.req.valid("param");
-  const navigation = !(c.req.header("accept") ?? "").includes("application/json");
-  let spent: { customerId: number };
-  try {
-    spent = await protectLogin(ctx, USER_KEY_ATTEMPT, async () => {
-      const link = await spendLink(ctx, token);
-      if (!link) throw new ApiError(401, LINK_REFUSED);
-      return link;
-    });
-  } catch (e) {
-    // A person who opened the link in a browser lands on the page, which says why in its own words (a fixed
-    // fragment, so no text of the URL is ever shown as the service's): refused, or logins blocked for now.
-    if (!navigation || !(e instanceof ApiError)) throw e;
-    const why = e.status === 401 ? "link-refused" : "sign-in-blocked";
-    return new Response(null, { status: 303, headers: { Location: `/portal/#${why}` } });
+  if (!(c.req.header("accept") ?? "").includes("application/json")) {
+    // Opening the link signs in no one (a page of another site could open it for a visitor): the portal's page
+    // reads the token from the fragment (never sent to a server, nor in a Referer), shows the account, and asks.
+    const to = /^[0-9A-Za-z]{32}$/.test(token) ? `/portal/#link=${token}` : "/portal/#link-refused";
+    return new Response(null, { status: 303, headers: { Location: to, "Referrer-Policy": "no-referrer" } });
   }
-  const session = await openSession(ctx, { customerId: spent.customerId, licenseId: null });
-  ctx.log?.audit("PortalSignIn", "Customer portal sign-in with an emailed link", {
-    ...ctx,
-    principal: { kind: "customer", customerId: spent.customerId },
+  const link = await protectLogin(ctx, USER_KEY_ATTEMPT, async () => {
+    const live = await peekLink(ctx, token);
+    if (!live) throw new ApiError(401, LINK_REFUSED);
+    return live;
   });
-  const cookie = portalCookie(session.secret, session.maxAgeSeconds);
-  if (navigation) {
-    return new Response(null, { status: 303, headers: { Location: "/portal/", "Set-Cookie": cookie } });
-  }
-  const scope = await sessionScope(ctx, session.secret);
-  const res = ok(c, {
-    signedIn: true,
-    customer: scope ? await sessionCustomer(ctx, scope) : null,
-    signedInWith: "email" as const,
-    csrfToken: session.csrfToken,
-    expiresAt: session.expiresAt,
-  });
-  res.headers.append("Set-Cookie", cookie);
-  return res;
+  const customer = await sessionCustomer(ctx, link);
+  if (!customer) throw new ApiError(401, LINK_REFUSED);
+  return ok(c, { customer, expiresAt: link.expiresAt });
 };
 
 export const portalSignOutRoute = createRoute({
