@@ -46,6 +46,8 @@ export interface ProviderKit {
   /** A paid renewal; `paid` (the item and quantity the renewal charged) where the provider's event names them. */
   renewal(sale: Sale, periodEnd: string, paid?: { item: string; quantity: number }): object;
   refund(sale: Sale): object;
+  /** A chargeback opened on the purchase's payment (Lemon Squeezy, the merchant of record, sends none). */
+  dispute?(sale: Sale): object;
   cancelAtPeriodEnd(sale: Sale, at: string): object;
   ended(sale: Sale, at: string): object;
   pastDue(sale: Sale): object;
@@ -240,6 +242,17 @@ export const stripeKit: ProviderKit = {
       refunded: true,
       status: "succeeded",
     }),
+  dispute: (sale) =>
+    stripeEvent("charge.dispute.created", {
+      id: `dp_${sale.u}`,
+      object: "dispute",
+      amount: 2997,
+      charge: `ch_${sale.u}`,
+      currency: "usd",
+      payment_intent: `pi_${sale.u}1`,
+      reason: "fraudulent",
+      status: "needs_response",
+    }),
   cancelAtPeriodEnd: (sale, at) =>
     stripeEvent(
       "customer.subscription.updated",
@@ -377,6 +390,22 @@ export const paddleKit: ProviderKit = {
       subscription_id: sale.ref,
       customer_id: `ctm_01${sale.u}`,
       reason: "error",
+      currency_code: "USD",
+      status: "approved",
+      items: [],
+      totals: { subtotal: "2997", tax: "0", total: "2997", fee: "0", earnings: "0", currency_code: "USD" },
+      created_at: nowIso(),
+      updated_at: nowIso(),
+    }),
+  dispute: (sale) =>
+    paddleEvent("adjustment.created", {
+      id: `adj_01${sale.u}c`,
+      action: "chargeback",
+      type: "full",
+      transaction_id: `txn_01${sale.u}1`,
+      subscription_id: sale.ref,
+      customer_id: `ctm_01${sale.u}`,
+      reason: "chargeback",
       currency_code: "USD",
       status: "approved",
       items: [],

@@ -167,28 +167,7 @@ describe("Lemon Squeezy ids", () => {
 
 describe("Stripe on API 2026-10-28: an invoice names no payment, its payment comes in invoice_payment.paid", () => {
   const kit = stripeKit;
-  const dispute = (sale: { u: string }) => ({
-    id: `evt_${crypto.randomUUID().replaceAll("-", "").slice(0, 16)}`,
-    object: "event",
-    api_version: "2026-10-28.endive",
-    created: Math.floor(Date.now() / 1000),
-    data: {
-      object: {
-        id: `dp_${sale.u}`,
-        object: "dispute",
-        amount: 2997,
-        charge: `ch_${sale.u}`,
-        currency: "usd",
-        payment_intent: `pi_${sale.u}1`,
-        reason: "fraudulent",
-        status: "needs_response",
-      },
-    },
-    livemode: false,
-    pending_webhooks: 1,
-    request: { id: null, idempotency_key: null },
-    type: "charge.dispute.created",
-  });
+  const dispute = kit.dispute!;
 
   it("a refund and a dispute, which name only the payment, revoke the purchase the payment was linked to", async () => {
     for (const [name, event] of [

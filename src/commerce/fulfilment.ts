@@ -21,15 +21,19 @@ import type { PurchaseState, QuantityMode } from "./records";
 
 import {
   ENDED,
+  ambiguous,
   type Purchase,
   type PurchaseRow,
   type Result,
   claimCompletion,
   claimMaking,
+  foldNamed,
   laterPeriod,
   made,
   moveExpiry,
   openPurchase,
+  type PaidPeriod,
+  paidPeriodsOf,
   orderStatus,
   paymentStatus,
   purchaseLicenses,
@@ -125,7 +129,11 @@ export async function applyPurchase(
   if ("status" in fulfillable) return fulfillable;
   const { mapped } = fulfillable;
 
-  const opened = await openPurchase(ctx.db, provider, event);
+  // Rows its other events opened before anything tied their ids together (a renewal or a refund that came first)
+  // are folded into the purchase, with what they remembered.
+  const named = await foldNamed(ctx.db, provider, event, await openPurchase(ctx.db, provider, event));
+  if ("ambiguous" in named) return ambiguous(ctx, provider, event, named.ambiguous);
+  const opened = named.purchase;
   if (opened.completedAt) return { status: "applied", detail: made(opened), purchase: opened };
   // One purchase event makes the order (another event of the same purchase at the same moment leaves it to it);
   // the retry of one that failed half-way takes it again and makes what is missing.
@@ -138,8 +146,11 @@ export async function applyPurchase(
   const { order, purchase } = await purchaseOrder(ctx, provider, event, happening, claimed);
   const orderId = order["id"] as number;
   await addMissingLines(ctx, orderId, mapped);
-  const expireDate = purchase.periodEnd;
-  await issueMissingLicenses(ctx, purchase, mapped, happening, order);
+  // Renewals that came first renew what they paid for at completion: the licenses start at the purchase's own period,
+  // so those a renewal did not pay for (a downgrade) run out at its end.
+  const renewed = paidPeriodsOf(purchase).length && (purchase.state === "active" || purchase.state === "pastDue");
+  const expireDate = renewed ? happening.periodEnd : purchase.periodEnd;
+  await issueMissingLicenses(ctx, purchase, mapped, happening, order, expireDate);
   return completePurchase(ctx, purchase, happening, order, expireDate);
 }
 
@@ -264,10 +275,10 @@ async function issueMissingLicenses(
   mapped: readonly MappedLine[],
   happening: Purchase,
   order: Row,
+  expireDate: string | null,
 ): Promise<void> {
   const orderId = order["id"] as number;
   const customerId = order["customerId"] as number;
-  const expireDate = purchase.periodEnd;
   if (!ENDED.includes(purchase.state as PurchaseState)) {
     const canceled = purchase.state === "canceling" || purchase.state === "canceled";
     const held = new Map<number, number>();
@@ -328,8 +339,11 @@ async function completePurchase(
       purchase,
     };
   }
-  if (purchase.periodEnd && purchase.periodEnd !== expireDate) {
-    const support = purchase.state === "active" || purchase.state === "pastDue";
+  const support = purchase.state === "active" || purchase.state === "pastDue";
+  // Renewals that arrived first apply now: each license to the latest period that paid for it.
+  const periods = support ? paidPeriodsOf(purchase) : [];
+  if (periods.length) await applyPeriods(ctx, purchase.provider as Provider, purchase, periods);
+  else if (purchase.periodEnd && purchase.periodEnd !== expireDate) {
     const to = purchase.periodEnd;
     await moveExpiry(ctx, purchase, to, (c) => c !== to, support);
   }
@@ -366,37 +380,48 @@ async function mailLicenses(ctx: ServiceContext, ids: readonly number[], to: str
 }
 
 /**
- * A renewal that names what it paid for renews that and no more: of each mapped line's template, the first
- * `quantity` licenses in licenses mode, or the seats license with `maxClients` for the quantity paid in seats mode
- * (an upgrade or a downgrade applies). Licenses the renewal did not pay for keep their expiry and run out. Answers
- * how many licenses were renewed, or undefined when no line maps (the caller renews every license, as a renewal
- * that names nothing does).
+ * The renewals' periods applied to the purchase's live licenses, in any order they arrived: each license expires at
+ * the end of the latest period that paid for it (and support with it), and a seats license has the seats of the
+ * latest period that paid for it. A period pays for what its lines name (of each mapped line's template, the first
+ * `quantity` licenses in licenses mode, the seats license in seats mode), or for every license when it named nothing
+ * or nothing it named maps. A license no period paid for keeps its expiry and runs out. Answers how many changed.
  */
-export async function renewPaid(
+export async function applyPeriods(
   ctx: ServiceContext,
   provider: Provider,
   purchase: PurchaseRow,
-  lines: readonly PurchaseLine[],
-  periodEnd: string,
-): Promise<number | undefined> {
-  const paid = lines.filter((l) => Number.isSafeInteger(l.quantity) && l.quantity >= 1);
-  const { mapped } = await mapLines(ctx.db, provider, paid);
-  if (mapped.length === 0) return undefined;
+  periods: readonly PaidPeriod[],
+): Promise<number> {
   const held = (await purchaseLicenses(ctx.db, purchase)).filter((l) => !l.revoked).sort((a, b) => a.id - b.id);
+  const due = new Map<number, { end: string; maxClients?: number }>();
+  for (const period of [...periods].sort((a, b) => Date.parse(a.end) - Date.parse(b.end))) {
+    const paid = (period.lines ?? []).filter((l) => Number.isSafeInteger(l.quantity) && l.quantity >= 1);
+    const { mapped } = paid.length ? await mapLines(ctx.db, provider, paid) : { mapped: [] };
+    const payees: { id: number; maxClients?: number }[] = mapped.length
+      ? mapped.flatMap(({ line, mapping, template }) => {
+          const ofTemplate = held.filter((l) => l.templateId === template.id);
+          if ((mapping.quantityMode as QuantityMode) !== "seats")
+            return ofTemplate.slice(0, line.quantity).map((l) => ({ id: l.id }));
+          const per = template.maxClients ?? 1;
+          return ofTemplate.slice(0, 1).map((l) => ({ id: l.id, maxClients: per === 0 ? 0 : per * line.quantity }));
+        })
+      : held.map((l) => ({ id: l.id }));
+    // Earliest first: a later period's end and seats replace an earlier one's.
+    for (const { id, maxClients } of payees)
+      due.set(id, { end: period.end, maxClients: maxClients ?? due.get(id)?.maxClients });
+  }
   let n = 0;
-  for (const { line, mapping, template } of mapped) {
-    const ofTemplate = held.filter((l) => l.templateId === template.id);
-    const seats = (mapping.quantityMode as QuantityMode) === "seats";
-    const renewed = seats ? ofTemplate.slice(0, 1) : ofTemplate.slice(0, line.quantity);
-    const per = template.maxClients ?? 1;
-    for (const license of renewed) {
-      await changeLicense(ctx, license.id, {
-        expireDate: periodEnd,
-        supportExpireDate: periodEnd,
-        ...(seats ? { maxClients: per === 0 ? 0 : per * line.quantity } : {}),
-      });
-      n++;
-    }
+  for (const license of held) {
+    const to = due.get(license.id);
+    if (!to) continue;
+    const moved = license.expireDate === null || Date.parse(license.expireDate) !== Date.parse(to.end);
+    const reseated = to.maxClients !== undefined && to.maxClients !== license.maxClients;
+    if (!moved && !reseated) continue;
+    await changeLicense(ctx, license.id, {
+      ...(moved ? { expireDate: to.end, supportExpireDate: to.end } : {}),
+      ...(reseated ? { maxClients: to.maxClients } : {}),
+    });
+    n++;
   }
   return n;
 }

@@ -12,7 +12,7 @@ import { insertedRow } from "../db/insert-select";
 import type { ServiceContext } from "../http/context";
 import { changeLicense } from "../licensing/license-writes";
 import { OrderStatus, PaymentStatus } from "../records/orders";
-import type { Happening, Provider, ProviderEvent } from "./provider-events";
+import type { Happening, Provider, ProviderEvent, PurchaseLine } from "./provider-events";
 import type { EventStatus, PurchaseState } from "./records";
 
 export type PurchaseRow = typeof commercePurchases.$inferSelect;
@@ -116,6 +116,22 @@ export const laterPeriod = (value: string | null) =>
   value === null
     ? sql`${commercePurchases.periodEnd}`
     : sql`CASE WHEN ${commercePurchases.periodEnd} IS NULL OR ${commercePurchases.periodEnd} < ${value} THEN ${value} ELSE ${commercePurchases.periodEnd} END`;
+
+/** A renewal's period: its end and, when the renewal said, what it paid for. */
+export interface PaidPeriod {
+  end: string;
+  lines: PurchaseLine[] | null;
+}
+
+/** Adds a renewal's period to the purchase's (SQL, in the renewal's own UPDATE, so two arriving at once are both kept). */
+export const rememberPeriod = (period: PaidPeriod) =>
+  sql`json_insert(coalesce(${commercePurchases.paidPeriods}, '[]'), '$[#]', json(${JSON.stringify(period)}))`;
+
+/** The renewals' periods of a purchase, earliest first. */
+export const paidPeriodsOf = (p: Pick<PurchaseRow, "paidPeriods">): PaidPeriod[] =>
+  ((p.paidPeriods ? JSON.parse(p.paidPeriods) : []) as PaidPeriod[]).sort(
+    (x, y) => Date.parse(x.end) - Date.parse(y.end),
+  );
 
 export async function readPurchase(db: Db, id: number): Promise<PurchaseRow> {
   const row = await db.select().from(commercePurchases).where(eq(commercePurchases.id, id)).get();
@@ -222,7 +238,8 @@ export async function foldNamed(db: Db, provider: Provider, event: ProviderEvent
   const kept = owned[0] ?? named[0]!;
   const folded = named.filter((p) => p.id !== kept.id);
   const ids = JSON.stringify(folded.map((p) => p.id));
-  const carried = folded.map((p) => p.state as PurchaseState).find((state) => ENDED.includes(state));
+  const states = folded.map((p) => p.state as PurchaseState);
+  const carried = states.find((state) => ENDED.includes(state));
   const inFolded = (column: unknown) => sql`${column} IN (SELECT value FROM json_each(${ids}))`;
   await db.batch([
     db.update(commerceRefs).set({ purchaseId: kept.id }).where(inFolded(commerceRefs.purchaseId)),
@@ -238,6 +255,44 @@ export async function foldNamed(db: Db, provider: Provider, event: ProviderEvent
         ),
       ),
   ]);
-  const purchase = carried ? ((await savePurchase(db, kept.id, { state: carried }, ENDED)) ?? kept) : kept;
-  return { purchase: await readPurchase(db, purchase.id), carried };
+  // What the folded rows remembered carries over: a refund or dispute, else a cancellation or a missed payment
+  // (over an active purchase only), and the latest period end with what it was paid for (a renewal that came first).
+  const moved = carried ?? (["canceled", "canceling", "pastDue"] as const).find((state) => states.includes(state));
+  const latest = folded.reduce<PurchaseRow | undefined>(
+    (a, p) => (p.periodEnd !== null && (!a?.periodEnd || p.periodEnd > a.periodEnd) ? p : a),
+    undefined,
+  );
+  const periods = folded.flatMap(paidPeriodsOf);
+  const state = commercePurchases.state;
+  if (moved || latest || periods.length)
+    await savePurchase(
+      db,
+      kept.id,
+      {
+        ...(moved ? { state: carried ?? sql`CASE WHEN ${state} = 'active' THEN ${moved} ELSE ${state} END` } : {}),
+        ...(latest ? { periodEnd: laterPeriod(latest.periodEnd) } : {}),
+        ...(periods.length
+          ? {
+              paidPeriods: sql`(SELECT json_group_array(json(value)) FROM (SELECT value FROM json_each(coalesce(${commercePurchases.paidPeriods}, '[]')) UNION ALL SELECT value FROM json_each(${JSON.stringify(periods)})))`,
+            }
+          : {}),
+      },
+      carried ? ENDED : [],
+    );
+  return { purchase: await readPurchase(db, kept.id), carried };
+}
+
+/** An event whose ids name two purchases with orders: nothing changes, and the vendor is told in the log. */
+export function ambiguous(
+  ctx: ServiceContext,
+  provider: Provider,
+  event: ProviderEvent,
+  purchases: PurchaseRow[],
+): Result {
+  const which = purchases.map((p) => `${p.purchaseRef} (order ${p.orderId})`).join(", ");
+  const detail = `The event's ids name more than one purchase (${which}): nothing changed`;
+  ctx.log?.warning(`Commerce: ${provider} event ${event.eventId}: ${detail}`, {
+    properties: { provider, eventId: event.eventId, type: event.type, refs: event.refs },
+  });
+  return { status: "failed", detail };
 }

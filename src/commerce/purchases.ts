@@ -30,7 +30,9 @@
  * | refunded, disputed                      | Cancelled, Refunded / Paid   | none                            | no    |
  *
  * Once the purchase is complete, events act on its licenses at once:
- *   renewal            expireDate and supportExpireDate -> the period's end (the latest period known only)
+ *   renewal            expireDate and supportExpireDate -> the period's end, for what it paid for (a downgrade
+ *                      renews fewer; the latest period sets the seats); an earlier period delivered late only
+ *                      lengthens
  *   refund, dispute    revoked; the order Cancelled (refund: payment Refunded)
  *   cancel             at the end of the period (scheduled before, or at the known period end): expire then;
  *                      earlier: revoked, the order Cancelled
@@ -46,9 +48,10 @@ import { changeOrder } from "../licensing/order-writes";
 import type { Provider, ProviderEvent } from "./provider-events";
 import type { EventStatus, PurchaseState } from "./records";
 
-import { applyPurchase, renewPaid } from "./fulfilment";
+import { applyPurchase, applyPeriods } from "./fulfilment";
 import {
   ENDED,
+  ambiguous,
   PERIOD_END_SLACK_MS,
   type PurchaseRow,
   type Result,
@@ -61,6 +64,8 @@ import {
   revokeAll,
   savePurchase,
   laterPeriod,
+  paidPeriodsOf,
+  rememberPeriod,
 } from "./purchase-state";
 
 /** What became of an event: `duplicate` when it had been received before (nothing changed). */
@@ -128,16 +133,6 @@ async function revokeForMoneyBack(ctx: ServiceContext, purchase: PurchaseRow, ki
   return n;
 }
 
-/** An event whose ids name two purchases with orders: nothing changes, and the vendor is told in the log. */
-function ambiguous(ctx: ServiceContext, provider: Provider, event: ProviderEvent, purchases: PurchaseRow[]): Result {
-  const which = purchases.map((p) => `${p.purchaseRef} (order ${p.orderId})`).join(", ");
-  const detail = `The event's ids name more than one purchase (${which}): nothing changed`;
-  ctx.log?.warning(`Commerce: ${provider} event ${event.eventId}: ${detail}`, {
-    properties: { provider, eventId: event.eventId, type: event.type, refs: event.refs },
-  });
-  return { status: "failed", detail };
-}
-
 async function applyToPurchase(ctx: ServiceContext, provider: Provider, event: ProviderEvent): Promise<Result> {
   const happening = event.happening;
   if (event.refs.length === 0) return { status: "ignored", detail: "The event names no purchase" };
@@ -185,25 +180,24 @@ async function applyToPurchase(ctx: ServiceContext, provider: Provider, event: P
       return { status: "applied", detail: "Payment linked to its invoice", purchase: opened };
     }
     case "renewal": {
-      // Only the latest period known moves the licenses: a renewal delivered after a later one changes nothing.
+      const period = { end: happening.periodEnd, lines: happening.lines?.length ? happening.lines : null };
       const saved = await save({
-        state: sql`CASE WHEN ${commercePurchases.state} IN ('refunded', 'disputed', 'canceled') THEN ${commercePurchases.state} ELSE 'active' END`,
+        // Paid: active again, unless ended, or this is an earlier period than one known (its state stands).
+        state: sql`CASE WHEN ${commercePurchases.state} IN ('refunded', 'disputed', 'canceled') OR ${commercePurchases.periodEnd} > ${happening.periodEnd} THEN ${commercePurchases.state} ELSE 'active' END`,
+        paidPeriods: rememberPeriod(period),
         periodEnd: laterPeriod(happening.periodEnd),
       });
       if (!saved) return already();
       const purchase = saved.row;
+      // Remembered with what it paid for: the purchase event completing it renews that (fulfilment.ts).
       if (!saved.acting) return remembered(`Paid until ${happening.periodEnd}`, purchase);
-      if (purchase.periodEnd !== happening.periodEnd)
-        return {
-          status: "applied",
-          detail: `An earlier period (to ${happening.periodEnd}); nothing changed`,
-          purchase,
-        };
-      // What the renewal paid for, when it says: a downgrade renews fewer licenses or seats.
-      const paid = happening.lines?.length
-        ? await renewPaid(ctx, provider, purchase, happening.lines, happening.periodEnd)
-        : undefined;
-      const n = paid ?? (await moveExpiry(ctx, purchase, happening.periodEnd, (c) => c !== happening.periodEnd, true));
+      // Each license to the latest period that paid for it: a downgrade renews fewer licenses or seats, and an
+      // earlier period delivered late still counts for what the later ones did not pay for. Past due or canceling,
+      // an earlier period is only kept (its grace or its end stands).
+      const latest = purchase.periodEnd === happening.periodEnd;
+      if (!latest && purchase.state !== "active")
+        return { status: "applied", detail: `An earlier period (to ${happening.periodEnd}); kept`, purchase };
+      const n = await applyPeriods(ctx, provider, purchase, paidPeriodsOf(purchase));
       return { status: "applied", detail: `${n} license(s) renewed until ${happening.periodEnd}`, purchase };
     }
     case "refund":

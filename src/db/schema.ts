@@ -771,6 +771,12 @@ export const commercePurchases = sqliteTable(
     /** End of the paid period, the latest any event named (ISO). */
     periodEnd: text("period_end"),
     /**
+     * Every renewal's period (JSON `[{ end, lines }]`, lines null when the renewal named none), whatever order they
+     * arrived in: each license expires at the end of the latest period that paid for it, so a downgrade renews only
+     * what it paid for and a period delivered late still counts (fulfilment.ts applyPeriods).
+     */
+    paidPeriods: text("paid_periods"),
+    /**
      * The commerce_events row of the purchase event making the order and its licenses: claimed in one UPDATE, so of
      * two purchase events of one purchase only one makes them (another takes over only after it failed).
      */

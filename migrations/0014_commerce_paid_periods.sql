@@ -1,0 +1,1 @@
+ALTER TABLE `commerce_purchases` ADD `paid_periods` text;
