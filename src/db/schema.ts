@@ -271,6 +271,20 @@ export const productReleases = sqliteTable(
     haltedAt: text("halted_at"),
     /** `manual` (POST .../halt) or `reports` (haltOnReports); null while not halted. */
     haltReason: text("halt_reason"),
+    /** Why, in words: the text given to POST .../halt, or what the automatic halt saw; null while not halted. */
+    haltNote: text("halt_note"),
+    /**
+     * The build's own version as the platform compares it, when it is not `version`: Sparkle's `sparkle:version`
+     * (CFBundleVersion, often a build number such as 300).
+     */
+    bundleVersion: text("bundle_version"),
+    /** Sparkle's `sparkle:minimumSystemVersion` / `sparkle:maximumSystemVersion`: the macOS versions it runs on. */
+    minimumSystemVersion: text("minimum_system_version"),
+    maximumSystemVersion: text("maximum_system_version"),
+    /** Sparkle's `sparkle:informationalUpdate`: the update is announced, not installed. */
+    informationalUpdate: bool("informational_update").notNull().default(false),
+    /** The release notes as HTML (Sparkle's description), when given so; releaseNotes keeps them as Markdown. */
+    releaseNotesHtml: text("release_notes_html"),
     rollback: bool("rollback").notNull().default(false),
     critical: bool("critical").notNull().default(false),
     /** A filter-language expression over the license's fields (http/filter.ts): who the release is for. */

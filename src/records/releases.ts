@@ -58,6 +58,34 @@ export const ProductRelease = defineEntity({
     halted: f.bool({ readOnly: true, description: "Stopped for everyone not yet on it (POST .../halt, .../resume)." }),
     haltedAt: f.date({ readOnly: true }),
     haltReason: f.oneOf(HALT_REASONS, { readOnly: true, description: "manual (POST .../halt) or reports." }),
+    haltNote: f.string({
+      readOnly: true,
+      description: "Why it was halted, in words: the reason given to POST .../halt, or what the automatic halt saw.",
+    }),
+    bundleVersion: f.string({
+      max: 64,
+      pattern: /^\S+$/,
+      description:
+        "The build's own version as the platform compares it, when not `version`: Sparkle's sparkle:version (CFBundleVersion, e.g. a build number 300).",
+    }),
+    minimumSystemVersion: f.string({
+      max: 32,
+      pattern: /^\d+(\.\d+){0,2}$/,
+      description: "Sparkle's sparkle:minimumSystemVersion: the oldest macOS it runs on (e.g. 12.0).",
+    }),
+    maximumSystemVersion: f.string({
+      max: 32,
+      pattern: /^\d+(\.\d+){0,2}$/,
+      description: "Sparkle's sparkle:maximumSystemVersion: the newest macOS it runs on.",
+    }),
+    informationalUpdate: f.bool({
+      description: "Sparkle's sparkle:informationalUpdate: the update is announced (with its notes), not installed.",
+    }),
+    releaseNotesHtml: f.string({
+      max: 200_000,
+      description:
+        "The release notes as HTML (as Sparkle shows them), when they were given so; releaseNotes holds them as Markdown.",
+    }),
     rollback: f.bool({
       description: "While halted, callers running it are offered the previous admissible release (a downgrade).",
     }),
