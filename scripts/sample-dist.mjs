@@ -9,16 +9,43 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { gzipSync } from "node:zlib";
 
-const { values } = parseArgs({
-  options: {
-    out: { type: "string" },
-    version: { type: "string", default: "1.1.0" },
-    name: { type: "string", default: "Studio" },
-    size: { type: "string", default: "65536" },
-  },
-});
+const USAGE = `usage: node scripts/sample-dist.mjs --out DIR [--version 1.1.0] [--name Studio] [--size BYTES]
+
+Writes a small folder shaped like electron-builder's output (a Windows NSIS installer and its blockmap, macOS zips
+with blockmaps, a Linux AppImage, and latest.yml, latest-mac.yml, latest-linux.yml), to try publishing without
+building an app:
+
+  --out DIR        the folder to write (made if missing)
+  --version V      the version the files and feeds name (default 1.1.0)
+  --name NAME      the product name in file names (default Studio)
+  --size BYTES     the size of each installer (default 65536)
+  -h, --help       this text`;
+
+let values;
+try {
+  ({ values } = parseArgs({
+    options: {
+      out: { type: "string" },
+      version: { type: "string", default: "1.1.0" },
+      name: { type: "string", default: "Studio" },
+      size: { type: "string", default: "65536" },
+      help: { type: "boolean", short: "h" },
+    },
+  }));
+} catch (error) {
+  console.error(`${error instanceof Error ? error.message : error}\n\n${USAGE}`);
+  process.exit(2);
+}
+if (values.help) {
+  console.log(USAGE);
+  process.exit(0);
+}
 if (!values.out) {
-  console.error("usage: node scripts/sample-dist.mjs --out DIR [--version 1.1.0] [--name Studio] [--size BYTES]");
+  console.error(USAGE);
+  process.exit(2);
+}
+if (!/^[1-9]\d*$/.test(values.size)) {
+  console.error(`--size must be a whole number of bytes, not '${values.size}'\n\n${USAGE}`);
   process.exit(2);
 }
 const { out, version, name } = values;
