@@ -18,6 +18,7 @@ import { licensesMail } from "../mail/license-mail";
 import { sendMail } from "../mail/send";
 import type { Provider, ProviderEvent, PurchaseLine } from "./provider-events";
 import type { PurchaseState, QuantityMode } from "./records";
+import { checkoutLines } from "./stripe-api";
 
 import {
   ENDED,
@@ -122,9 +123,19 @@ export async function applyPurchase(
   ctx: ServiceContext,
   provider: Provider,
   event: ProviderEvent,
-  happening: Purchase,
+  given: Purchase,
   eventRowId: number,
 ): Promise<Result> {
+  // A Stripe Checkout purchase names its lines only through Stripe's API.
+  let happening = given;
+  if (given.checkoutSession) {
+    const lines = await checkoutLines(ctx.config, given.checkoutSession);
+    if ("failed" in lines) {
+      ctx.log?.warning(`Commerce: ${provider} event ${event.eventId}: ${lines.failed}`);
+      return { status: "failed", detail: lines.failed };
+    }
+    happening = { ...given, lines };
+  }
   const fulfillable = await mappedPurchase(ctx, provider, event, happening);
   if ("status" in fulfillable) return fulfillable;
   const { mapped } = fulfillable;

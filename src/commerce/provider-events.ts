@@ -41,6 +41,8 @@ export type Happening =
       total: number | null;
       currency: string | null;
       paidAt: string | null;
+      /** Stripe Checkout: the session whose line items are the lines (its event names none; read with the API). */
+      checkoutSession?: string;
     }
   /**
    * A paid renewal: the licenses run to `periodEnd`. `lines`, when the provider names what the renewal paid for,
@@ -122,6 +124,10 @@ export class MalformedEvent extends Error {}
 //                                  only the payment) finds its purchase through this link
 //   charge.refunded                refunded (in full) -> refund; partial -> ignored
 //   charge.dispute.created         -> dispute
+//   checkout.session.completed     mode payment, paid -> purchase (its line items read with the API: stripe-api.ts);
+//   checkout.session.async_payment_succeeded           mode subscription -> link (the subscription's invoice.paid
+//                                  makes it); not paid yet (an asynchronous method) -> ignored until async_payment_succeeded
+//                                  A session that also made an invoice names it, so its invoice.paid is the same purchase
 
 function stripeInvoiceRefs(invoice: Json): string[] {
   const parent = obj(obj(invoice["parent"])["subscription_details"]);
@@ -155,6 +161,40 @@ function stripeLines(invoice: Json): { lines: PurchaseLine[]; periodEnd: string 
 function stripeSubscriptionEnd(subscription: Json): string | null {
   const items = arr(obj(subscription["items"])["data"]).map(obj);
   return latest([...items.map((i) => fromUnix(i["current_period_end"])), fromUnix(subscription["current_period_end"])]);
+}
+
+/** A completed Checkout Session: a one-time purchase, or the link of a subscription's session to its invoice. */
+function readCheckoutSession(
+  base: Pick<ProviderEvent, "eventId" | "type" | "customerRef">,
+  session: Json,
+): ProviderEvent {
+  const id = str(session["id"]);
+  if (!id) throw new MalformedEvent("A Checkout Session has an id");
+  const mode = str(session["mode"]);
+  if (mode === "subscription") {
+    const refs = unique([idOf(session["subscription"]), idOf(session["invoice"]), id]);
+    return { ...base, refs, happening: refs.length > 1 ? { action: "link" } : ignored("no subscription yet") };
+  }
+  const refs = unique([id, idOf(session["payment_intent"]), idOf(session["invoice"])]);
+  if (mode !== "payment") return { ...base, refs, happening: ignored(`a Checkout Session in ${mode ?? "?"} mode`) };
+  const paid = str(session["payment_status"]);
+  if (paid !== "paid" && paid !== "no_payment_required")
+    return { ...base, refs, happening: ignored("not paid yet: checkout.session.async_payment_succeeded will say") };
+  const details = obj(session["customer_details"]);
+  return {
+    ...base,
+    refs,
+    happening: {
+      action: "purchase",
+      buyer: { email: str(details["email"]) ?? str(session["customer_email"]), name: str(details["name"]) },
+      lines: [],
+      periodEnd: null,
+      total: major(session["amount_total"]),
+      currency: str(session["currency"])?.toUpperCase() ?? null,
+      paidAt: fromUnix(session["created"]),
+      checkoutSession: id,
+    },
+  };
 }
 
 export function readStripe(event: Json): ProviderEvent {
@@ -225,6 +265,9 @@ export function readStripe(event: Json): ProviderEvent {
         return { ...base, refs, happening: ignored("a partial refund keeps the licenses") };
       return { ...base, refs, happening: { action: "refund" } };
     }
+    case "checkout.session.completed":
+    case "checkout.session.async_payment_succeeded":
+      return readCheckoutSession(base, object);
     case "charge.dispute.created": {
       const refs = unique([idOf(object["payment_intent"]), idOf(object["charge"])]);
       return { ...base, customerRef: null, refs, happening: { action: "dispute" } };

@@ -93,6 +93,15 @@ const optionalHttpsUrl: Parser<string | undefined> = (raw) => {
   return url.href;
 };
 
+/** An https origin, or an http one on this machine (stripe-mock). */
+const stripeApiOrigin: Parser<string> = (raw) => {
+  const url = URL.canParse(raw.trim()) ? new URL(raw.trim()) : undefined;
+  const local = url?.protocol === "http:" && (url.hostname === "127.0.0.1" || url.hostname === "localhost");
+  if (!url || (url.protocol !== "https:" && !local) || url.pathname !== "/" || url.username || url.search)
+    throw new Error(`expected an https origin such as https://api.stripe.com (or http://127.0.0.1:PORT), got "${raw}"`);
+  return url.origin;
+};
+
 /** A bare email address (`name@domain`), or nothing. */
 const optionalEmail: Parser<string | undefined> = (raw) => {
   const v = raw.trim();
@@ -433,6 +442,17 @@ export const settingDefinitions = {
     undefined,
     "Signing secret (whsec_…) of the Stripe webhook endpoint /v1/commerce/stripe/webhook; unset, that route answers 404 (secret: wrangler secret put Commerce__Stripe__WebhookSecret).",
     true,
+  ),
+  "Commerce:Stripe:ApiKey": def(
+    optionalText,
+    undefined,
+    "A restricted Stripe API key (rk_…) with read access to Checkout Sessions: Stripe Checkout's one-time purchases (checkout.session.completed) name their line items only through the API, so without it they make no license unless Stripe also creates an invoice (secret: wrangler secret put Commerce__Stripe__ApiKey).",
+    true,
+  ),
+  "Commerce:Stripe:ApiUrl": def(
+    stripeApiOrigin,
+    "https://api.stripe.com",
+    "Where Stripe's API is: https://api.stripe.com; an http://127.0.0.1 or http://localhost origin is allowed for Stripe's own mock server (stripe-mock) in tests.",
   ),
   "Commerce:Paddle:WebhookSecret": def(
     optionalText,
