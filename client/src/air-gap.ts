@@ -4,7 +4,7 @@
  * all without the network.
  */
 import { type LicenseFile, type LicenseFileOptions, verifyLicenseFile } from "./license-file.js";
-import { decodeResponseCode, encodeRequestCode } from "./offline-codes.js";
+import { encodeRequestCode, readResponseCode } from "./offline-codes.js";
 import { qrCodeSvg } from "./qr.js";
 
 /** What {@link createActivationRequest} needs. */
@@ -68,17 +68,20 @@ export interface ActivationResponseOptions extends LicenseFileOptions {
 }
 
 /**
- * Verifies what the person brought back from the `/activate/` page, offline: a response code (`LRS1-…`, its checksum
- * first: an `OfflineCodeError` when mistyped) or the downloaded license file's text. Returns the verified file and its
- * compact JWS (`licenseFile`, to save as the application's license file). Refusals are those of
- * {@link verifyLicenseFile}; `nonce` is required, so a response to another request is refused.
+ * Verifies what the person brought back from the `/activate/` page, offline: a response code (`LRS2-…` as the service
+ * issues it, or an `LRS1-…` handed out earlier; its checksum first: an `OfflineCodeError` when mistyped) or the
+ * downloaded license file's text. Returns the verified content and `licenseFile`, to save as the application's license
+ * file and verify at each start with {@link verifyLicenseFile}: the file's compact JWS, or the `LRS2` code itself
+ * (upper case, in groups of five). Refusals are those of {@link verifyLicenseFile}; `nonce` is required, so a response
+ * to another request is refused.
  */
 export async function verifyActivationResponse(
   response: string,
   options: ActivationResponseOptions,
 ): Promise<LicenseFile & { licenseFile: string }> {
   const text = response.trim();
-  // A code (a response, or a request pasted by mistake: decodeResponseCode says which) or the file's JWS itself.
-  const licenseFile = /^LR[A-Z]\d/i.test(text) ? decodeResponseCode(text) : text;
+  // A code (a response, or a request pasted by mistake: readResponseCode says which) or the file's JWS itself.
+  const read = /^LR[A-Z]\d/i.test(text) ? readResponseCode(text) : undefined;
+  const licenseFile = read === undefined ? text : read.version === 1 ? read.licenseFile : read.code;
   return { ...(await verifyLicenseFile(licenseFile, options)), licenseFile };
 }

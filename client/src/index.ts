@@ -38,15 +38,24 @@ export {
 } from "./air-gap.js";
 export { qrCodeSvg } from "./qr.js";
 export {
+  COMPACT_RESPONSE_CODE_PREFIX,
+  type CompactResponse,
   OfflineCodeError,
   type OfflineCodeProblem,
   type OfflineRequest,
   REQUEST_CODE_PREFIX,
   RESPONSE_CODE_PREFIX,
+  type ResponseCode,
+  compactResponseSigningInput,
+  decodeCompactResponse,
   decodeRequestCode,
   decodeResponseCode,
+  encodeCompactResponse,
+  encodeCompactResponseCode,
   encodeRequestCode,
   encodeResponseCode,
+  readResponseCode,
+  shortHash,
 } from "./offline-codes.js";
 export {
   type GraceResult,

@@ -3,13 +3,24 @@
  * `/activate/` page hand an application to run offline. A file is a compact JWS (ES256, header `typ:
  * "license-file+jwt"`, `kid` of a key in the service's JWKS) whose payload names the license, its entitlements, the
  * machine, `issuedAt` and `expiresAt`; an encrypted file's payload is AES-256-GCM under a key derived (HKDF-SHA256)
- * from the license's user key and the machine id, so only that machine can read it. Verified here without the network.
+ * from the license's user key and the machine id, so only that machine can read it. Verified here without the network,
+ * as is an air-gapped response code (`LRS2-…`, client/src/offline-codes.ts): the same checks over its signed binary
+ * layout, so an application may save either as its license file.
  */
 import { compactVerify, createLocalJWKSet, errors as joseErrors } from "jose";
 import { ProtocolError, VerificationError } from "./errors.js";
 import { licenseFromJson } from "./rest.js";
 import { dateFromIso } from "./timestamps.js";
-import type { JwkSet, License } from "./types.js";
+import {
+  COMPACT_HASH_BYTES,
+  COMPACT_KEY_ID_BYTES,
+  LICENSE_TYPE_NAMES,
+  LICENSING_MODE_NAMES,
+  type ResponseCode,
+  readResponseCode,
+  shortHash,
+} from "./offline-codes.js";
+import type { JwkSet, License, PublicJwk } from "./types.js";
 import { base64ToBytes } from "./verify.js";
 import { object, optStr, str, strings } from "./wire.js";
 
@@ -35,19 +46,25 @@ export interface LicenseEntitlements {
 
 /** A verified license file's content. */
 export interface LicenseFile {
-  /** Format version (1). */
+  /** Format version: 1 for a license file (JWS), 2 for an `LRS2` response code. */
   v: number;
-  /** The license as validate answers it (dates as `Date`, enumerations as names). */
+  /**
+   * The license as validate answers it (dates as `Date`, enumerations as names). From an `LRS2` response code: without
+   * `licensee`, which the code does not carry.
+   */
   license: License;
   /** What the license grants, for the application to enforce offline. */
   entitlements: LicenseEntitlements;
-  /** The machine (and client) the file is bound to. */
+  /**
+   * The machine (and client) the file is bound to. An `LRS2` response code holds their hashes: `machineId` is the one
+   * checked, and `clientId` the option's when the code names a client and it matched.
+   */
   machine: { machineId: string; clientId?: string };
   /** When the service issued the file (its clock). */
   issuedAt: Date;
   /** When the file stops being valid. */
   expiresAt: Date;
-  /** The nonce of the request it answers (air-gapped activation). */
+  /** The nonce of the request it answers (air-gapped activation; from an `LRS2` code, the option's when it matched). */
   nonce?: string;
   /** For a borrowed floating seat: when the borrow ends. */
   borrow?: { until: Date };
@@ -189,12 +206,167 @@ async function decrypt(sealed: Record<string, unknown>, options: LicenseFileOpti
  * the nonce when given (`nonce`), the clock (`clock`: the computer's clock is earlier than the file's issue time or
  * than `lastSeen`, i.e. it was set back), and its lifetime and the license's expiry (`expired`). Each refusal is a
  * {@link VerificationError} whose `reason` names it and whose message says it for a person.
+ *
+ * A response code of air-gapped activation is taken too (what `verifyActivationResponse` returns as `licenseFile`
+ * for an `LRS2` code): the same checks over its signed layout; a code that does not read is an `OfflineCodeError`.
  */
 export async function verifyLicenseFile(
   file: string | { licenseFile: string },
   options: LicenseFileOptions,
 ): Promise<LicenseFile> {
-  const jws = compactOf(file);
+  const text = compactOf(file);
+  if (!/^LR[A-Z]\d/i.test(text)) return verifySignedFile(text, options);
+  const read = readResponseCode(text);
+  return read.version === 1 ? verifySignedFile(read.licenseFile, options) : verifyCompactResponse(read, options);
+}
+
+const sameBytes = (a: Uint8Array, b: Uint8Array): boolean => a.length === b.length && a.every((x, i) => x === b[i]);
+
+/** The keys of the JWKS an `LRS2` code's key id names (the first bytes of SHA-256 of their `kid`). */
+async function keysNamed(jwks: JwkSet, keyId: Uint8Array): Promise<PublicJwk[]> {
+  const named: PublicJwk[] = [];
+  for (const jwk of jwks.keys ?? []) {
+    if (typeof jwk.kid !== "string" || jwk.kty !== "EC" || jwk.crv !== "P-256") continue;
+    if (sameBytes(await shortHash(jwk.kid, COMPACT_KEY_ID_BYTES), keyId)) named.push(jwk);
+  }
+  return named;
+}
+
+/** Whether a P-256 key signed the bytes (ES256, r||s); false for a key WebCrypto does not import. */
+async function signedBy(jwk: PublicJwk, signature: Uint8Array<ArrayBuffer>, bytes: Uint8Array<ArrayBuffer>) {
+  let key: CryptoKey;
+  try {
+    key = await crypto.subtle.importKey(
+      "jwk",
+      { kty: "EC", crv: "P-256", x: jwk.x, y: jwk.y },
+      { name: "ECDSA", namedCurve: "P-256" },
+      false,
+      ["verify"],
+    );
+  } catch {
+    return false;
+  }
+  return crypto.subtle.verify({ name: "ECDSA", hash: "SHA-256" }, key, signature, bytes);
+}
+
+/**
+ * An `LRS2` response code's checks (docs/reference/offline-codes.md): the signature by the key its key id names
+ * (`unknownKey`, `signature`), this machine's and client's hashes (`machine`), the nonce's when given (`nonce`), then
+ * those of every file (product, clock, expiry). Its content as a {@link LicenseFile} of version 2.
+ */
+async function verifyCompactResponse(
+  read: Extract<ResponseCode, { version: 2 }>,
+  options: LicenseFileOptions,
+): Promise<LicenseFile> {
+  const code = read.response;
+  const named = await keysNamed(options.jwks, code.keyId);
+  if (named.length === 0)
+    throw new VerificationError(
+      "unknownKey",
+      "The response code is signed by a key this application does not know (not in its JWKS)",
+    );
+  let signer: PublicJwk | undefined;
+  for (const jwk of named) {
+    if (!(await signedBy(jwk, read.signature, read.signed))) continue;
+    signer = jwk;
+    break;
+  }
+  if (!signer)
+    throw new VerificationError("signature", "The response code's signature does not verify: it was altered");
+
+  const hash = (text: string) => shortHash(text, COMPACT_HASH_BYTES);
+  if (!sameBytes(await hash(options.machineId), code.machine))
+    throw new VerificationError("machine", "The response code was issued to another machine");
+  const clientMatched = code.client !== undefined && options.clientId !== undefined;
+  if (clientMatched && !sameBytes(await hash(options.clientId as string), code.client as Uint8Array))
+    throw new VerificationError("machine", "The response code was issued to another client on this machine");
+  if (options.nonce !== undefined && !sameBytes(await hash(options.nonce), code.nonce))
+    throw new VerificationError(
+      "nonce",
+      "The response code does not answer this request (another nonce): enter the answer to the code shown now",
+    );
+
+  const date = (seconds: number): Date | undefined => (seconds === 0 ? undefined : new Date(seconds * 1000));
+  const licenseType = LICENSE_TYPE_NAMES[code.licenseType] as License["licenseType"];
+  const edition = code.edition === "" ? undefined : code.edition;
+  const license: License = {
+    licenseId: code.licenseId,
+    licensingMode: LICENSING_MODE_NAMES[code.licensingMode] as License["licensingMode"],
+    licenseType,
+    edition,
+    issueDate: date(code.issueDate),
+    expireAt: date(code.expireAt),
+    supportExpireAt: date(code.supportExpireAt),
+    features: code.features,
+    licensee: undefined,
+    licenseKey: undefined,
+  };
+  const entitlements: LicenseEntitlements = {
+    productCode: code.productCode,
+    licenseType,
+    edition,
+    features: [...code.features],
+    maxClients: code.maxClients,
+    expireAt: license.expireAt,
+    supportExpireAt: license.supportExpireAt,
+  };
+  const issuedAt = new Date(code.issuedAt * 1000);
+  const expiresAt = new Date(code.expiresAt * 1000);
+  inForce(license, entitlements, issuedAt, [expiresAt], options);
+  return {
+    v: 2,
+    license,
+    entitlements,
+    machine: { machineId: options.machineId, ...(clientMatched ? { clientId: options.clientId as string } : {}) },
+    issuedAt,
+    expiresAt,
+    ...(options.nonce !== undefined ? { nonce: options.nonce } : {}),
+    encrypted: false,
+    keyId: signer.kid as string,
+  };
+}
+
+/**
+ * The checks every file passes after its signature and binding: the product when given (`product`), the clock
+ * (`clock`), the file's ends and the license's expiry (`expired`).
+ */
+function inForce(
+  license: License,
+  entitlements: LicenseEntitlements,
+  issuedAt: Date,
+  ends: Date[],
+  options: LicenseFileOptions,
+): void {
+  if (options.productCode !== undefined && entitlements.productCode !== options.productCode)
+    throw new VerificationError(
+      "product",
+      `The license file is for product ${entitlements.productCode}, not ${options.productCode}`,
+    );
+
+  const now = (options.now ?? new Date()).getTime();
+  const skew = (options.clockSkewSeconds ?? 300) * 1000;
+  if (now + skew < issuedAt.getTime())
+    throw new VerificationError(
+      "clock",
+      `The computer's clock (${new Date(now).toISOString()}) is earlier than the license file's issue time (${issuedAt.toISOString()}): the clock was set back`,
+    );
+  if (options.lastSeen !== undefined && now + skew < options.lastSeen.getTime())
+    throw new VerificationError(
+      "clock",
+      `The computer's clock (${new Date(now).toISOString()}) is earlier than the last time this application saw (${options.lastSeen.toISOString()}): the clock was set back`,
+    );
+  const end = Math.min(...ends.map((d) => d.getTime()));
+  if (now >= end)
+    throw new VerificationError(
+      "expired",
+      `The license file expired at ${new Date(end).toISOString()}: check out a new one`,
+    );
+  if (license.expireAt && now >= license.expireAt.getTime())
+    throw new VerificationError("expired", `The license expired at ${license.expireAt.toISOString()}`);
+}
+
+/** {@link verifyLicenseFile} of a compact JWS. */
+async function verifySignedFile(jws: string, options: LicenseFileOptions): Promise<LicenseFile> {
   let payloadBytes: Uint8Array;
   let header: { kid?: string | undefined; typ?: string | undefined };
   try {
@@ -267,33 +439,7 @@ export async function verifyLicenseFile(
     );
   }
 
-  if (options.productCode !== undefined && entitlements.productCode !== options.productCode)
-    throw new VerificationError(
-      "product",
-      `The license file is for product ${entitlements.productCode}, not ${options.productCode}`,
-    );
-
-  const now = (options.now ?? new Date()).getTime();
-  const skew = (options.clockSkewSeconds ?? 300) * 1000;
-  if (now + skew < issuedAt.getTime())
-    throw new VerificationError(
-      "clock",
-      `The computer's clock (${new Date(now).toISOString()}) is earlier than the license file's issue time (${issuedAt.toISOString()}): the clock was set back`,
-    );
-  if (options.lastSeen !== undefined && now + skew < options.lastSeen.getTime())
-    throw new VerificationError(
-      "clock",
-      `The computer's clock (${new Date(now).toISOString()}) is earlier than the last time this application saw (${options.lastSeen.toISOString()}): the clock was set back`,
-    );
-  const ends = [expiresAt.getTime()];
-  if (borrow) ends.push(borrow.until.getTime());
-  if (now >= Math.min(...ends))
-    throw new VerificationError(
-      "expired",
-      `The license file expired at ${new Date(Math.min(...ends)).toISOString()}: check out a new one`,
-    );
-  if (license.expireAt && now >= license.expireAt.getTime())
-    throw new VerificationError("expired", `The license expired at ${license.expireAt.toISOString()}`);
+  inForce(license, entitlements, issuedAt, borrow ? [expiresAt, borrow.until] : [expiresAt], options);
 
   return {
     v: 1,

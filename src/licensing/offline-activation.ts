@@ -3,22 +3,32 @@
  * showed; the service reads it (client/src/offline-codes.ts, the one definition of the codes, shared with the client
  * package and the page), activates exactly as `POST /v1/license/activate` does (activation.ts: the same limit, the
  * same token, the same events), and answers a license file for that machine and nonce (offline.ts checkout, made by
- * license-file.ts) with its response code. Free of HTTP.
+ * license-file.ts) with its response code: `LRS2-…`, the compact binary statement of what the application checks,
+ * drawn from that file and signed with the same key (about 330 characters, where the file's `LRS1` code took 2,100).
+ * Free of HTTP.
  */
 import {
+  COMPACT_HASH_BYTES,
+  COMPACT_KEY_ID_BYTES,
   OfflineCodeError,
   type OfflineRequest,
+  compactResponseSigningInput,
   decodeRequestCode,
+  encodeCompactResponse,
+  encodeCompactResponseCode,
   encodeResponseCode,
+  shortHash,
 } from "../../client/src/offline-codes";
+import { signingKeys } from "../auth/signing-keys";
 import type { ClientInfo, ServiceContext } from "../http/context";
+import { fromBase64 } from "../kernel/crypto";
 import { ApiError } from "../kernel/errors";
 import { activate } from "./activation";
 import { ActivateRequest } from "./inputs";
-import type { LicenseFileAnswer } from "./license-file";
+import type { LicenseFileAnswer, LicenseFilePayload } from "./license-file";
 import { openLicense } from "./license-lookup";
 import { checkout } from "./offline";
-import { Mode } from "../records/vocabulary";
+import { LICENSE_TYPES, LICENSING_MODES, Mode } from "../records/vocabulary";
 
 /** Why a request code is refused (the answer's `reason`), by the decoder's problem. */
 const CODE_REASONS: Record<OfflineCodeError["problem"], string> = {
@@ -50,8 +60,55 @@ export function readRequestCode(code: string): OfflineRequest {
   return request;
 }
 
+/** Unix seconds of an ISO date, as an `LRS2` code holds it (0 = none); floored, so never later than the file's. */
+const seconds = (iso: string | null | undefined): number => (iso ? Math.floor(Date.parse(iso) / 1000) : 0);
+
+/** An enumeration's number, from its number or its name (as `Application:SerializeJSonEnumAsString` writes it). */
+const numbered = (names: readonly string[], value: number | string): number =>
+  typeof value === "number" ? value : names.indexOf(value);
+
+/**
+ * The response code of an unencrypted license file just made: `LRS2-…`, its payload's license (id, mode, type,
+ * dates), entitlements, machine, client and nonce (as hashes), `issuedAt` and `expiresAt`, signed ES256 by the
+ * signing key (client/src/offline-codes.ts, docs/reference/offline-codes.md). A license whose texts do not fit the
+ * layout (one over 255 bytes, more than 255 features) gets the file's own `LRS1-…` code, which clients read too.
+ */
+export async function responseCodeOf(ctx: Pick<ServiceContext, "db" | "config">, licenseFile: string): Promise<string> {
+  const part = licenseFile.split(".")[1] ?? "";
+  const file = JSON.parse(
+    new TextDecoder().decode(fromBase64(part.replace(/-/g, "+").replace(/_/g, "/"))),
+  ) as LicenseFilePayload;
+  const keys = await signingKeys(ctx.db, ctx.config);
+  const hash = (text: string) => shortHash(text, COMPACT_HASH_BYTES);
+  const body = encodeCompactResponse({
+    keyId: await shortHash(keys.kid, COMPACT_KEY_ID_BYTES),
+    issuedAt: seconds(file.issuedAt),
+    expiresAt: seconds(file.expiresAt),
+    machine: await hash(file.machine.machineId),
+    client: file.machine.clientId === undefined ? undefined : await hash(file.machine.clientId),
+    nonce: await hash(file.nonce ?? ""),
+    licensingMode: numbered(LICENSING_MODES, file.license.licensingMode),
+    licenseType: numbered(LICENSE_TYPES, file.license.licenseType),
+    maxClients: file.entitlements.maxClients,
+    issueDate: seconds(file.license.issueDate),
+    expireAt: seconds(file.entitlements.expireAt),
+    supportExpireAt: seconds(file.entitlements.supportExpireAt),
+    licenseId: file.license.licenseId,
+    productCode: file.entitlements.productCode,
+    edition: file.entitlements.edition ?? "",
+    features: file.entitlements.features,
+  });
+  if (!body) return encodeResponseCode(licenseFile);
+  const signature = await crypto.subtle.sign(
+    { name: "ECDSA", hash: "SHA-256" },
+    keys.privateKey,
+    compactResponseSigningInput(body),
+  );
+  return encodeCompactResponseCode(body, new Uint8Array(signature));
+}
+
 export interface OfflineActivationResult extends LicenseFileAnswer {
-  /** `LRS1-…`: the license file as a code to type into the application. */
+  /** `LRS2-…`: what the application checks, as a code to type into it (the license file is `licenseFile`). */
   responseCode: string;
   /** The name to save the license file under: `<licenseId>.lic`. */
   fileName: string;
@@ -103,7 +160,7 @@ export async function offlineActivation(
   );
   return {
     ...file,
-    responseCode: encodeResponseCode(file.licenseFile),
+    responseCode: await responseCodeOf(ctx, file.licenseFile),
     fileName: `${license.licenseId}.lic`,
     licenseId: license.licenseId,
     ...counts,

@@ -1,9 +1,9 @@
 /**
  * The air-gapped activation page (`/activate/`, issue 29) in a real browser: Debian's Chromium driven by playwright-core
  * against the bundled Worker under Miniflare. A request code made by the client package is entered; the page shows the
- * response code, its QR code and the license file to download, and the client package verifies the response offline
- * for its machine and nonce. A mistyped code, a response code in the request box and another product's license get
- * their messages. Every request the page makes goes to the service's own origin, and its CSP forbids any other.
+ * response code (`LRS2-…`, at most 400 characters), its QR code and the license file to download, and the client
+ * package verifies both offline for its machine and nonce. A mistyped code, a response code in the request box and
+ * another product's license get their messages. Every request the page makes goes to the service's own origin, and its CSP forbids any other.
  *
  * Needs `npm run console:build` first (`npm test` does it) and Chromium (scripts/ensure-chromium.mjs).
  */
@@ -111,11 +111,13 @@ describe("the /activate/ page", () => {
     expect(await page.isVisible("#message")).toBe(false);
     expect(await page.textContent("#summary")).toContain("1 of 2 machines activated");
     const responseCode = await page.inputValue("#response-code");
-    expect(responseCode).toMatch(/^LRS1-/);
-    // The QR code is the response code's, drawn in the page.
-    expect(await page.getAttribute("#qr", "src")).toBe(
-      `data:image/svg+xml,${encodeURIComponent(qrCodeSvg(responseCode))}`,
-    );
+    // Short enough to type: the compact signed code, not the license file's 2,000-odd characters.
+    expect(responseCode).toMatch(/^LRS2-[0-9A-Z]{5}(-[0-9A-Z]{1,5})+$/);
+    expect(responseCode.length).toBeLessThanOrEqual(400);
+    // The QR code is the response code's, drawn in the page: version 12 at most, 73 modules with its quiet zone.
+    const svg = qrCodeSvg(responseCode);
+    expect(await page.getAttribute("#qr", "src")).toBe(`data:image/svg+xml,${encodeURIComponent(svg)}`);
+    expect(Number(/viewBox="0 0 (\d+)/.exec(svg)?.[1]) / 4).toBeLessThanOrEqual(73);
     // The image decoded: a real SVG picture, not a broken image.
     expect(await page.$eval("#qr", (img) => (img as unknown as { naturalWidth: number }).naturalWidth)).toBeGreaterThan(
       0,
@@ -130,13 +132,16 @@ describe("the /activate/ page", () => {
     });
     expect(verified.machine.machineId).toBe("LAB-PC-7");
     expect(verified.license.licensingMode).toBe("Activation");
+    expect(verified.licenseFile).toBe(responseCode);
 
-    // The license file download: <licenseId>.lic, the same file.
+    // The license file download: <licenseId>.lic, a signed file of the same license, machine and nonce.
     const [download] = await Promise.all([page.waitForEvent("download"), page.click("#download")]);
     expect(download.suggestedFilename()).toBe(`${verified.license.licenseId}.lic`);
     const saved = readFileSync((await download.path())!, "utf8");
-    expect(saved.trim()).toBe(verified.licenseFile);
-    await verifyLicenseFile(saved, { jwks, machineId: "LAB-PC-7", nonce: request.nonce });
+    expect(saved.trim()).toMatch(/^[\w-]+\.[\w-]+\.[\w-]+$/);
+    const file = await verifyLicenseFile(saved, { jwks, machineId: "LAB-PC-7", nonce: request.nonce });
+    expect(file.license.licenseId).toBe(verified.license.licenseId);
+    expect(file.entitlements.features).toEqual(verified.entitlements.features);
 
     // It counted against the license's machines, as an online activation does.
     const validated = await new LicensingClient({ baseUrl: base, userKey: lic.userKey }).validate({
@@ -182,7 +187,7 @@ describe("the /activate/ page", () => {
     await enter(good.requestCode);
     const responseCode = await page.inputValue("#response-code");
     await enter(responseCode);
-    expect(await message()).toMatch(/This is a response code \(LRS1-…\), not a request code \(LRQ1-…\)/);
+    expect(await message()).toMatch(/This is a response code \(LRS2-…\), not a request code \(LRQ1-…\)/);
 
     await enter(
       encodeRequestCode({ userKey: other.userKey, machineId: "LAB-PC-8", nonce: "n-1", productCode: "lab-viewer" }),

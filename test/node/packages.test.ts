@@ -140,7 +140,7 @@ const { machineId } = require("@licensing/client/node");
     });
   });
 
-  it("runs the offline helpers from ES modules and CommonJS: an air-gapped request code with its QR code, a license file checked out and verified", async () => {
+  it("runs the offline helpers from ES modules and CommonJS: an air-gapped request code with its QR code, its LRS2 response verified with no network, a license file checked out and verified", async () => {
     const script = (load: string) => `
 ${load}
 (async () => {
@@ -150,20 +150,30 @@ ${load}
   const client = new LicensingClient({ baseUrl, userKey });
   await client.activate({ machineId: "PC-OFF" });
   const { licenseFile } = await client.checkout({ machineId: "PC-OFF", encrypt: true });
-  const file = await verifyLicenseFile(licenseFile, { jwks: await client.getSigningKeys(), machineId: "PC-OFF", userKey });
-  console.log(JSON.stringify({ machine: decoded.machineId, nonce: decoded.nonce === request.nonce, svg: request.qrSvg.startsWith("<svg"), opened: file.machine.machineId, product: file.entitlements.productCode }));
+  const jwks = await client.getSigningKeys();
+  const file = await verifyLicenseFile(licenseFile, { jwks, machineId: "PC-OFF", userKey });
+  const answer = await (await fetch(baseUrl + "/v1/license/offline-activation", {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ requestCode: request.requestCode }),
+  })).json();
+  globalThis.fetch = () => { throw new Error("the response code was verified with the network"); };
+  const options = { jwks, machineId: "PC-OFF", nonce: request.nonce, productCode: "studio" };
+  const response = await verifyActivationResponse(answer.responseCode, options);
+  const refused = await verifyActivationResponse(answer.responseCode, { ...options, machineId: "PC-2" }).catch((e) => e.reason);
+  console.log(JSON.stringify({ machine: decoded.machineId, nonce: decoded.nonce === request.nonce, svg: request.qrSvg.startsWith("<svg"), opened: file.machine.machineId, product: file.entitlements.productCode, code: answer.responseCode.slice(0, 5), short: answer.responseCode.length <= 400, edition: response.license.edition, refused }));
 })();
 `;
     writeFileSync(
       join(app, "offline.mjs"),
       script(
-        'import { LicensingClient, createActivationRequest, decodeRequestCode, verifyLicenseFile } from "@licensing/client";',
+        'import { LicensingClient, createActivationRequest, decodeRequestCode, verifyActivationResponse, verifyLicenseFile } from "@licensing/client";',
       ),
     );
     writeFileSync(
       join(app, "offline.cjs"),
       script(
-        'const { LicensingClient, createActivationRequest, decodeRequestCode, verifyLicenseFile } = require("@licensing/client");',
+        'const { LicensingClient, createActivationRequest, decodeRequestCode, verifyActivationResponse, verifyLicenseFile } = require("@licensing/client");',
       ),
     );
     for (const file of ["offline.mjs", "offline.cjs"]) {
@@ -174,6 +184,10 @@ ${load}
         svg: true,
         opened: "PC-OFF",
         product: "studio",
+        code: "LRS2-",
+        short: true,
+        edition: "Ultimate",
+        refused: "machine",
       });
     }
   });

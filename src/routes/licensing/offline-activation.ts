@@ -51,14 +51,19 @@ const offlineActivationRoute = createRoute({
   description:
     "Anonymous: the request code carries the license's user key. Activates exactly as POST /v1/license/activate " +
     "(Activation mode; it counts against the license's machines), then answers a license file bound to the machine " +
-    "and the request's nonce, as a compact JWS and as a response code (LRS1-…). A mistyped code, a response code " +
+    "and the request's nonce, as a compact JWS, and a response code (LRS2-…, 400 characters or fewer for a usual " +
+    "license: its id, entitlements, times, machine and nonce in a signed binary layout). A mistyped code, a response code " +
     "where the request code belongs, or another product's license is refused and changes nothing.",
   ...access.anonymous(),
   request: { body: jsonBody(OfflineActivationRequest) },
   responses: {
     200: json(
       enveloped({
-        responseCode: z.string().openapi({ description: "LRS1-…: the license file as a code to type in." }),
+        responseCode: z.string().openapi({
+          description:
+            "LRS2-…: what the application checks offline (license, entitlements, machine, nonce, times), signed with the " +
+            "license file's key, as a code to type in or scan (docs/reference/offline-codes.md).",
+        }),
         licenseFile: z.string().openapi({ description: "The license file (compact JWS, typ license-file+jwt)." }),
         fileName: z.string().openapi({ description: "<licenseId>.lic" }),
         issuedAt: z.string(),
