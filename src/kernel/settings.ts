@@ -93,15 +93,6 @@ const optionalHttpsUrl: Parser<string | undefined> = (raw) => {
   return url.href;
 };
 
-/** An https origin, or an http one on this machine (stripe-mock). */
-const stripeApiOrigin: Parser<string> = (raw) => {
-  const url = URL.canParse(raw.trim()) ? new URL(raw.trim()) : undefined;
-  const local = url?.protocol === "http:" && (url.hostname === "127.0.0.1" || url.hostname === "localhost");
-  if (!url || (url.protocol !== "https:" && !local) || url.pathname !== "/" || url.username || url.search)
-    throw new Error(`expected an https origin such as https://api.stripe.com (or http://127.0.0.1:PORT), got "${raw}"`);
-  return url.origin;
-};
-
 /** A bare email address (`name@domain`), or nothing. */
 const optionalEmail: Parser<string | undefined> = (raw) => {
   const v = raw.trim();
@@ -450,7 +441,7 @@ export const settingDefinitions = {
     true,
   ),
   "Commerce:Stripe:ApiUrl": def(
-    stripeApiOrigin,
+    text(/^(?:https:\/\/[A-Za-z0-9.-]+(?::\d+)?|http:\/\/(?:127\.0\.0\.1|localhost)(?::\d+)?)$/),
     "https://api.stripe.com",
     "Where Stripe's API is: https://api.stripe.com; an http://127.0.0.1 or http://localhost origin is allowed for Stripe's own mock server (stripe-mock) in tests.",
   ),
