@@ -3,7 +3,7 @@
  * of src/, and imports point one way, from a folder to the folders listed before it:
  *
  *   gen -> kernel -> db -> durable -> http -> auth, protection -> records -> webhooks, mail -> licensing -> updates
- *       -> delivery -> commerce, portal -> routes -> app -> index.ts
+ *       -> delivery -> commerce, portal -> overview -> routes -> app -> index.ts
  *
  * Folders of the same step (auth and protection; webhooks and mail; commerce and
  * portal) do not import each other. Inside routes/, an audience's folder (routes/management/, routes/updates/, …)
@@ -23,6 +23,7 @@ const ORDER = [
   ["updates"],
   ["delivery"],
   ["commerce", "portal"],
+  ["overview"],
   ["routes"],
   ["app"],
 ];

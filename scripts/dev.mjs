@@ -8,8 +8,9 @@
 // 5. over HTTPS (unless LOCAL_PROTOCOL=http; SPEC: port 5000 over HTTPS), makes the local certificate once
 //    (.wrangler/dev-cert/cert.pem, self-signed for 127.0.0.1 and localhost: scripts/lib/dev-cert.mjs);
 // 6. starts `wrangler dev` on HOST:PORT with that certificate;
-// 7. once /health answers through that certificate, prints where it listens, the admin credentials from .dev.vars
-//    and how to trust the certificate (curl --cacert, NODE_EXTRA_CA_CERTS, licensing-publish --ca).
+// 7. once /health answers through that certificate, prints where it listens, the admin credentials from .dev.vars,
+//    how to trust the certificate (curl --cacert, NODE_EXTRA_CA_CERTS, licensing-publish --ca) and where mail goes
+//    (the console's Outbox without an EMAIL binding: scripts/lib/dev-mail.mjs).
 import { spawn, spawnSync } from "node:child_process";
 import { copyFileSync, existsSync, readFileSync } from "node:fs";
 import http from "node:http";
@@ -18,6 +19,7 @@ import { createServer } from "node:net";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { localCertificate } from "./lib/dev-cert.mjs";
+import { mailLine } from "./lib/dev-mail.mjs";
 import { ensurePackage } from "../bench/apt.mjs";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
@@ -136,20 +138,37 @@ const vars = Object.fromEntries(
 const base = `${protocol}://${host === "0.0.0.0" ? "127.0.0.1" : host}:${port}`;
 const ca = certificate ? readFileSync(certificate.certFile) : undefined;
 
-/** Whether /health answers 200, over HTTPS only through the local certificate (never with checks turned off). */
-function healthy() {
+/**
+ * A GET of the service: its status and body (status 0 when it did not answer), over HTTPS only through the local
+ * certificate (never with checks turned off).
+ */
+function get(path, headers = {}) {
   return new Promise((resolve) => {
     const request = (protocol === "https" ? https : http).get(
-      `${base}/health`,
-      { ...(ca ? { ca } : {}), timeout: 5000 },
+      `${base}${path}`,
+      { ...(ca ? { ca } : {}), headers, timeout: 5000 },
       (res) => {
-        res.resume();
-        resolve(res.statusCode === 200);
+        let body = "";
+        res.on("data", (chunk) => (body += chunk));
+        res.on("end", () => resolve({ status: res.statusCode, body }));
       },
     );
-    request.on("error", () => resolve(false));
+    request.on("error", () => resolve({ status: 0, body: "" }));
     request.on("timeout", () => request.destroy());
   });
+}
+
+/** Whether /health answers 200. */
+const healthy = async () => (await get("/health")).status === 200;
+
+/** The service's feature switches (GET /v1/info with the admin key), or undefined. */
+async function features() {
+  const info = await get("/v1/info", { "x-api-key": vars.Application__AdminApiKey ?? "" });
+  try {
+    return info.status === 200 ? JSON.parse(info.body).features : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 for (let i = 0; i < 180; i++) {
@@ -166,6 +185,7 @@ for (let i = 0; i < 180; i++) {
         `Certificate (self-signed): ${file}   trust it with curl --cacert ${file}, licensing-publish --ca ${file}, or NODE_EXTRA_CA_CERTS=${certificate.certFile}`,
       );
     }
+    console.log(mailLine(await features(), base));
     console.log("");
     break;
   }

@@ -50,6 +50,8 @@ const SPEC_ACCESS: { methods?: string[]; path: RegExp; credential: Credential; r
   { path: /^\/v1\/webhooks/, credential: "key", roles: MANAGERS },
   { path: /^\/v1\/(users|roles|api-keys)/, credential: "key", roles: ADMINS },
   { path: /^\/v1\/(assemblies|settings)/, credential: "key", roles: ADMINS },
+  // The email outbox holds a queued message's secrets (a user key, a sign-in link): the Administrator's (issue 37).
+  { path: /^\/v1\/email\/outbox/, credential: "key", roles: ADMINS },
   // Payments to licenses (CONTRACT section 10): the providers' webhooks are anonymous and signed; mappings are
   // Administrator's and Sales'; the purchases and events lists are the management roles'.
   { methods: ["POST"], path: /^\/v1\/commerce\/\{provider\}\/webhook$/, credential: "none" },
@@ -60,7 +62,7 @@ const SPEC_ACCESS: { methods?: string[]; path: RegExp; credential: Credential; r
   { methods: ["POST"], path: /^\/v1\/portal\/sign-in$/, credential: "none" },
   { path: /^\/v1\/portal\//, credential: "portal" },
   {
-    path: /^\/v1\/(customers|contacts|products|orders|resources|licenses|license-tokens|license-templates|log|info|email)/,
+    path: /^\/v1\/(customers|contacts|products|orders|resources|licenses|license-tokens|license-templates|log|info|overview|email)/,
     credential: "key",
     roles: MANAGEMENT,
   },

@@ -8,103 +8,14 @@
  * entitled to, nothing newer, and bad input; the bytes behind every URL are the uploaded ones.
  */
 import { exports } from "cloudflare:workers";
-import sax from "sax";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bytesOf, hashesOf, newProduct, unique, upload } from "./artifacts-kit";
 import { SPARKLE_DOCS_APPCAST } from "./fixtures/sparkle-appcast";
 import { BASE, admin, setSetting } from "./helpers";
-
-const SPARKLE_NS = "http://www.andymatuschak.org/xml-namespaces/sparkle";
+import { readAppcast } from "./sparkle-reader";
 
 // ---------------------------------------------------------------------------------------------------------------
-// Readers, as the updaters read
-
-/** An appcast item as Sparkle reads one (SUAppcastItem): its elements, and the enclosure's attributes. */
-interface SparkleItem {
-  title?: string;
-  pubDate?: string;
-  description?: string;
-  version?: string;
-  shortVersionString?: string;
-  channel?: string;
-  phasedRolloutInterval?: string;
-  criticalUpdate?: { version?: string };
-  minimumAutoupdateVersion?: string;
-  enclosure?: { url?: string; length?: string; type?: string; edSignature?: string };
-}
-
-/**
- * Reads an appcast as Sparkle does: `rss/channel/item`, Sparkle's elements by their namespace URI (not their
- * prefix), the version from `sparkle:version` (else the enclosure's attribute), strict XML (a malformed appcast
- * throws).
- */
-function readAppcast(xml: string): { rssVersion?: string; title?: string; items: SparkleItem[] } {
-  const parser = sax.parser(true, { xmlns: true });
-  const stack: string[] = [];
-  const items: SparkleItem[] = [];
-  let rssVersion: string | undefined;
-  let title: string | undefined;
-  let item: SparkleItem | undefined;
-  let text = "";
-  parser.onerror = (e) => {
-    throw e;
-  };
-  parser.onopentag = (tag) => {
-    const name =
-      tag.uri === SPARKLE_NS ? `sparkle:${tag.local}` : tag.uri === "" ? tag.local : `{${tag.uri}}${tag.local}`;
-    stack.push(name);
-    text = "";
-    const attr = (uri: string, local: string) =>
-      Object.values(tag.attributes).find((a) => a.uri === uri && a.local === local)?.value;
-    if (name === "rss") rssVersion = attr("", "version");
-    if (name === "item" && stack.join("/") === "rss/channel/item") item = {};
-    if (!item) return;
-    if (name === "enclosure")
-      item.enclosure = {
-        url: attr("", "url"),
-        length: attr("", "length"),
-        type: attr("", "type"),
-        edSignature: attr(SPARKLE_NS, "edSignature"),
-      };
-    if (name === "enclosure" && !item.version) item.version = attr(SPARKLE_NS, "version");
-    if (name === "enclosure" && !item.shortVersionString)
-      item.shortVersionString = attr(SPARKLE_NS, "shortVersionString");
-    if (name === "sparkle:criticalUpdate") item.criticalUpdate = { version: attr(SPARKLE_NS, "version") };
-  };
-  parser.ontext = (t) => {
-    text += t;
-  };
-  parser.oncdata = (t) => {
-    text += t;
-  };
-  parser.onclosetag = () => {
-    const name = stack.join("/");
-    stack.pop();
-    const value = text.trim();
-    if (name === "rss/channel/title") title = value;
-    if (name === "rss/channel/item" && item) {
-      items.push(item);
-      item = undefined;
-      return;
-    }
-    if (!item) return;
-    const field = name.slice("rss/channel/item/".length);
-    const keys: Record<string, keyof SparkleItem> = {
-      title: "title",
-      pubDate: "pubDate",
-      description: "description",
-      "sparkle:version": "version",
-      "sparkle:shortVersionString": "shortVersionString",
-      "sparkle:channel": "channel",
-      "sparkle:phasedRolloutInterval": "phasedRolloutInterval",
-      "sparkle:minimumAutoupdateVersion": "minimumAutoupdateVersion",
-    };
-    const key = keys[field];
-    if (key) (item as Record<string, unknown>)[key] = value;
-  };
-  parser.write(xml).close();
-  return { ...(rssVersion ? { rssVersion } : {}), ...(title ? { title } : {}), items };
-}
+// Readers, as the updaters read (Sparkle's: test/sparkle-reader.ts)
 
 /** RFC 3339 as Tauri's `pub_date` parser (time's Rfc3339) and Electron read it. */
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
@@ -680,7 +591,8 @@ describe("Sparkle's appcast, field by field", () => {
     expect(stable.channel).toBeUndefined();
     expect(stable.phasedRolloutInterval).toBeUndefined();
     expect(stable.criticalUpdate).toEqual({ version: "1.2.0" });
-    expect(stable.description).toBe("Gated release");
+    // The release's Markdown notes, as HTML (notes.ts).
+    expect(stable.description).toBe("<p>Gated release</p>");
   });
 });
 

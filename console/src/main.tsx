@@ -9,7 +9,6 @@ import {
   Licenses,
   Log,
   OrderLines,
-  Overview,
   Product,
   Products,
   Release,
@@ -18,6 +17,8 @@ import {
   Webhooks,
 } from "./pages";
 import { ResourcePage, resources } from "./resources";
+import { Diagnostics, Overview } from "./overview";
+import { Outbox } from "./outbox";
 import { CommerceMappings, MAPPING_ROLES } from "./commerce";
 import { PortalActivity } from "./portal-activity";
 import "./style.css";
@@ -43,8 +44,10 @@ const NAV: { href: string; label: string; roles: Role[] }[] = [
   { href: "#/users", label: "Users", roles: ADMIN },
   { href: "#/api-keys", label: "API keys", roles: ADMIN },
   { href: "#/settings", label: "Settings", roles: ADMIN },
+  { href: "#/outbox", label: "Outbox", roles: ADMIN },
   { href: "#/log", label: "Service log", roles: ALL },
   { href: "#/audit", label: "Audit trail", roles: ADMIN },
+  { href: "#/diagnostics", label: "Diagnostics", roles: ALL },
 ];
 
 function useHash(): string {
@@ -145,6 +148,10 @@ function Page({ hash, roles }: { hash: string; roles: string[] }) {
       return <Settings />;
     case "log":
       return <Log />;
+    case "outbox":
+      return <Outbox />;
+    case "diagnostics":
+      return <Diagnostics />;
     case "audit":
       return <Audit />;
     default: {

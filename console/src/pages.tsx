@@ -1,28 +1,35 @@
-/** The console's pages beyond the plain resources: overview, products and releases, licenses, webhooks, keys, settings, log. */
+/** The console's pages beyond the plain resources: products and releases, licenses, webhooks, keys, settings, log. */
 import { useEffect, useState } from "preact/hooks";
 import { api, call, must } from "./api/client";
 import {
-  BarChart,
   CopyButton,
   EntityForm,
   ErrorBox,
   type FieldSpec,
-  GroupedBarChart,
   ListView,
   Notice,
   Ref,
   Table,
   cell,
-  listOf,
   shown,
   useAction,
 } from "./ui";
 import { uploadArtifact } from "./upload";
 import { FeedPreview } from "./feed-preview";
-import { AdoptionOverview, ReleaseRollout } from "./rollout";
+import { ReleaseRollout } from "./rollout";
 import { OrderCommerce } from "./commerce";
 import { CheckInFact, LicenseFiles } from "./license-files";
-import { PERMISSIONS, formatDate, formatDay, formatSize, labelOf, permissionMask, permissionNames } from "./words";
+import {
+  LICENSING_MODES,
+  PERMISSIONS,
+  formatDate,
+  formatSize,
+  labelOf,
+  permissionMask,
+  permissionNames,
+} from "./words";
+import { all, one, useLoad } from "./load";
+import { type FilterField, filterBy } from "./filters";
 
 type Row = Record<string, unknown>;
 const managers = ["Administrator", "LicenseManager"];
@@ -30,183 +37,6 @@ const managers = ["Administrator", "LicenseManager"];
 const staff = ["Administrator", "LicenseManager", "Sales"];
 const can = (roles: string[], allowed: string[]) => roles.some((r) => allowed.includes(r));
 const link = (href: string, text: unknown) => <a href={href}>{cell(text)}</a>;
-
-/** Loads once (and again when `deps` change); the error is the API's. */
-function useLoad<T>(load: () => Promise<T>, deps: unknown[]): { data?: T; error?: string; reload: () => void } {
-  const [state, setState] = useState<{ data?: T; error?: string }>({});
-  const [tick, setTick] = useState(0);
-  useEffect(() => {
-    let live = true;
-    load().then(
-      (data) => live && setState({ data }),
-      (e: Error) => live && setState({ error: e.message }),
-    );
-    return () => {
-      live = false;
-    };
-  }, [...deps, tick]);
-  return { ...state, reload: () => setTick((t) => t + 1) };
-}
-
-/** One record, read from its list with a filter (the API has no single-record GET for these). */
-async function one(path: string, filter: string): Promise<Row> {
-  const row = listOf(await call("GET", path, { query: { filter, take: 1 } })).rows[0];
-  if (!row) throw new Error(`Nothing matches ${filter}`);
-  return row;
-}
-
-async function all(path: string, query: Record<string, unknown> = {}): Promise<Row[]> {
-  return listOf(await call("GET", path, { query: { take: 1000, ...query } })).rows;
-}
-
-/** The rows of a list read page by page (the list's `skip`/`take`), up to `limit` rows. */
-async function allPages(path: string, query: Record<string, unknown>, limit: number): Promise<Row[]> {
-  const rows: Row[] = [];
-  for (;;) {
-    const page = listOf(await call("GET", path, { query: { ...query, skip: rows.length, take: 1000 } }));
-    rows.push(...page.rows);
-    if (page.rows.length === 0 || rows.length >= page.total || rows.length >= limit) return rows;
-  }
-}
-
-const dayKey = (iso: unknown) => (typeof iso === "string" ? iso.slice(0, 10) : "");
-function lastDays(n: number): string[] {
-  const days: string[] = [];
-  for (let i = n - 1; i >= 0; i--) days.push(new Date(Date.now() - i * 86_400_000).toISOString().slice(0, 10));
-  return days;
-}
-
-// ---------------------------------------------------------------- overview
-
-/** Update adoption looks this far back, over at most this many traces (the newest, when there are more). */
-const ADOPTION_DAYS = 30;
-const ADOPTION_TRACES = 20_000;
-const NOT_RECORDED = "not recorded";
-
-/** Compares major.minor.patch numerically; anything else sorts after. */
-function byVersion(a: string, b: string): number {
-  const pa = a.split(".").map(Number);
-  const pb = b.split(".").map(Number);
-  const oddA = pa.some(Number.isNaN);
-  const oddB = pb.some(Number.isNaN);
-  if (oddA || oddB) return oddA === oddB ? a.localeCompare(b) : oddA ? 1 : -1;
-  for (let i = 0; i < Math.max(pa.length, pb.length); i++)
-    if ((pa[i] ?? 0) !== (pb[i] ?? 0)) return (pa[i] ?? 0) - (pb[i] ?? 0);
-  return 0;
-}
-
-/**
- * Update checks and downloads per version, from license traces (licenses that trace): an update check's meta names
- * the version the client runs, a download's the version it fetched. Traces from before versions were recorded (and
- * feed requests, which name no version) count as "not recorded".
- */
-function adoptionByVersion(traces: Row[]): { label: string; values: number[] }[] {
-  const counts = new Map<string, [number, number]>();
-  for (const t of traces) {
-    let version = NOT_RECORDED;
-    try {
-      const meta = typeof t["meta"] === "string" ? (JSON.parse(t["meta"]) as { version?: unknown }) : undefined;
-      if (typeof meta?.version === "string") version = meta.version;
-    } catch {
-      // meta that is not JSON names no version
-    }
-    const entry = counts.get(version) ?? [0, 0];
-    entry[t["action"] === "Download" || t["action"] === 8 ? 1 : 0]++;
-    counts.set(version, entry);
-  }
-  return [...counts.keys()]
-    .sort((a, b) => (a === NOT_RECORDED ? 1 : b === NOT_RECORDED ? -1 : byVersion(a, b)))
-    .map((label) => ({ label, values: counts.get(label)! }));
-}
-
-export function Overview({ roles }: { roles: string[] }) {
-  const { data, error } = useLoad(async () => {
-    const [info, tokens, traces] = await Promise.all([
-      call("GET", "/v1/info"),
-      all("/v1/license-tokens", { sort: "-id" }),
-      can(roles, managers)
-        ? allPages(
-            "/v1/license-traces",
-            {
-              filter: `(action == "UpdateCheck" || action == "Download") && createdAt >= "${lastDays(ADOPTION_DAYS)[0]}"`,
-              select: "action,meta",
-              sort: "-id",
-            },
-            ADOPTION_TRACES,
-          )
-        : Promise.resolve([] as Row[]),
-    ]);
-    let failed: Row[] = [];
-    if (can(roles, managers)) {
-      const subs = await all("/v1/webhooks/subscriptions");
-      failed = (
-        await Promise.all(
-          subs.map((s) =>
-            all(`/v1/webhooks/subscriptions/${String(s["id"])}/events`, { filter: "isSuccess == false" }),
-          ),
-        )
-      ).flat();
-    }
-    return { info, tokens, traces, failed };
-  }, []);
-  if (error) return <ErrorBox error={error} />;
-  if (!data) return <p aria-busy="true">Loading…</p>;
-  const days = lastDays(14);
-  const activations = days.map((d) => ({
-    label: formatDay(d),
-    value: data.tokens.filter(
-      (t) => t["kind"] !== "Floating" && t["kind"] !== 1 && dayKey(t["issueDate"] ?? t["createdAt"]) === d,
-    ).length,
-  }));
-  // A seat is in use on a day when it was taken on or before that day and had not expired before it.
-  const seats = days.map((d) => ({
-    label: formatDay(d),
-    value: data.tokens.filter(
-      (t) =>
-        (t["kind"] === "Floating" || t["kind"] === 1) &&
-        dayKey(t["issueDate"] ?? t["createdAt"]) <= d &&
-        (!t["expireDate"] || dayKey(t["expireDate"]) >= d),
-    ).length,
-  }));
-  const adoption = adoptionByVersion(data.traces);
-  const failedByDay = days.map((d) => ({
-    label: formatDay(d),
-    value: data.failed.filter((e) => dayKey(e["createdAt"]) === d).length,
-  }));
-  const counts = (data.info["database"] ?? {}) as Record<string, number>;
-  return (
-    <>
-      <h2>Overview</h2>
-      <section class="counts" aria-label="Counts">
-        {Object.entries(counts).map(([name, n]) => (
-          <div class="count card">
-            <span class="n">{n}</span>
-            <span>{labelOf(name)}</span>
-          </div>
-        ))}
-      </section>
-      <div class="charts">
-        <BarChart title="Activations per day (last 14 days)" data={activations} />
-        <BarChart title="Floating seats in use per day" data={seats} color="#1f7a4d" />
-        {can(roles, managers) ? (
-          <GroupedBarChart
-            title={`Update checks and downloads per version (last ${ADOPTION_DAYS} days)`}
-            labelHeader="Version"
-            series={[
-              { name: "Update checks", color: "#7a4d1f" },
-              { name: "Downloads", color: "#5b2f8a" },
-            ]}
-            data={adoption}
-          />
-        ) : null}
-        {can(roles, managers) ? (
-          <BarChart title="Failed webhook deliveries per day" data={failedByDay} color="#b3261e" />
-        ) : null}
-        <AdoptionOverview />
-      </div>
-    </>
-  );
-}
 
 // ---------------------------------------------------------------- products and releases
 
@@ -251,6 +81,7 @@ export function Products({ roles }: { roles: string[] }) {
         path="/v1/products"
         reload={reload}
         filterHint='name.Contains("Studio")'
+        filters={[filterBy.search("Search", "name", "code")]}
         columns={[
           { key: "id", label: "Id" },
           { key: "code", label: "Code", render: (r) => link(`#/products/${String(r["id"])}`, r["code"]) },
@@ -391,7 +222,8 @@ export function Release({ productId, releaseId, roles }: { productId: number; re
       {r ? (
         <>
           <h2>
-            Release {cell(r["version"])} <small>{r["public"] ? "published" : "hidden"}</small>
+            Release {cell(r["version"])}{" "}
+            <small data-testid="release-state">{r["halted"] ? "halted" : r["public"] ? "published" : "hidden"}</small>
           </h2>
           <dl class="facts">
             <dt>Channel</dt>
@@ -575,6 +407,26 @@ export function Release({ productId, releaseId, roles }: { productId: number; re
 
 // ---------------------------------------------------------------- licenses
 
+/** "Now" and "in 30 days" as the filter language compares dates (ISO text), when the filter is applied. */
+const inDays = (days: number) => JSON.stringify(new Date(Date.now() + days * 86_400_000).toISOString());
+
+/** The licenses list's simple filters: text, state, product, mode, expiry. */
+const LICENSE_FILTERS: FilterField[] = [
+  filterBy.search("Search", "licenseId", "licenseeName", "licenseeEmail", "licenseeCompany"),
+  filterBy.choice("State", [
+    { label: "Active", filter: () => `revoked == false && (expireDate == null || expireDate > ${inDays(0)})` },
+    {
+      label: "Expiring in 30 days",
+      filter: () => `revoked == false && expireDate > ${inDays(0)} && expireDate <= ${inDays(30)}`,
+    },
+    { label: "Expired", filter: () => `revoked == false && expireDate <= ${inDays(0)}` },
+    { label: "Revoked", filter: "revoked == true" },
+  ]),
+  filterBy.ref("Product", "productId", "products"),
+  filterBy.values("Mode", "licensingMode", LICENSING_MODES),
+  filterBy.dates("Expires", "expireDate"),
+];
+
 export function Licenses({ roles }: { roles: string[] }) {
   const templates = useLoad(() => all("/v1/license-templates"), []);
   const [creating, setCreating] = useState(false);
@@ -628,6 +480,7 @@ export function Licenses({ roles }: { roles: string[] }) {
         path="/v1/licenses"
         reload={reload}
         filterHint='licenseeName.Contains("Ini") && revoked == false'
+        filters={LICENSE_FILTERS}
         columns={[
           {
             key: "licenseId",
@@ -668,6 +521,26 @@ const LICENSE_FACTS: [string, ("products" | "customers" | "orders" | "templates"
   ["feedToken"],
   ["revoked"],
 ];
+
+/** Machine ids longer than this are shown shortened, with the whole id one click away (a copy button, a tooltip). */
+const SHORT_ID = 16;
+
+/** A machine as people name it: its client name, and its id (shortened when long) with a copy button. */
+function Machine({ row }: { row: Row }) {
+  const id = typeof row["machineId"] === "string" ? row["machineId"] : "";
+  const name = typeof row["clientName"] === "string" ? row["clientName"] : "";
+  const short = id.length > SHORT_ID ? `${id.slice(0, 8)}…${id.slice(-4)}` : id;
+  return (
+    <span class="machine">
+      {name ? <span class="machine-name">{name}</span> : null}
+      {id ? (
+        <span class="machine-id">
+          <code title={id}>{short}</code> <CopyButton text={id} label="Copy id" />
+        </span>
+      ) : null}
+    </span>
+  );
+}
 
 export function License({ id, roles }: { id: string; roles: string[] }) {
   const license = useLoad(() => one("/v1/licenses", `licenseId == ${JSON.stringify(id)}`), [id]);
@@ -784,11 +657,14 @@ export function License({ id, roles }: { id: string; roles: string[] }) {
             path={`/v1/licenses/${encodeURIComponent(id)}/tokens`}
             reload={tick}
             filterHint='machineId.StartsWith("PC")'
+            filters={[
+              filterBy.search("Machine or client", "machineId", "clientId", "clientName"),
+              filterBy.values("Kind", "kind", ["Activation", "Floating"]),
+            ]}
             columns={[
               { key: "kind", label: "Kind" },
-              { key: "machineId", label: "Machine" },
+              { key: "machineId", label: "Machine", render: (r) => <Machine row={r} /> },
               { key: "clientId", label: "Client" },
-              { key: "clientName", label: "Name" },
               { key: "issueDate", label: "Since" },
               { key: "lastHeartbeat", label: "Last heartbeat" },
               { key: "expireDate", label: "Expires" },
@@ -823,9 +699,8 @@ export function License({ id, roles }: { id: string; roles: string[] }) {
               columns={[
                 { key: "createdAt", label: "When" },
                 { key: "action", label: "Action" },
-                { key: "machineId", label: "Machine" },
+                { key: "machineId", label: "Machine", render: (r) => <Machine row={r} /> },
                 { key: "clientIp", label: "IP" },
-                { key: "clientName", label: "Client" },
               ]}
             />
           ) : null}
@@ -1228,6 +1103,19 @@ const logColumns = [
   { key: "properties", label: "Properties", render: (r: Row) => <code class="small">{cell(r["properties"])}</code> },
 ];
 
+/** The service log's and the audit trail's simple filters. */
+const LOG_FILTERS: FilterField[] = [
+  filterBy.search("Message", "message"),
+  filterBy.choice(
+    "Level",
+    ["Error", "Warning", "Information"].map((level) => ({
+      label: `${level} and above`,
+      filter: `level >= "${level}"`,
+    })),
+  ),
+  filterBy.dates("Written", "timestamp"),
+];
+
 export function Log() {
   return (
     <>
@@ -1237,6 +1125,7 @@ export function Log() {
         path="/v1/log"
         defaultSort="-timestamp"
         filterHint='level >= "Warning"'
+        filters={LOG_FILTERS}
         columns={logColumns}
       />
     </>
@@ -1254,6 +1143,7 @@ export function Audit() {
         defaultSort="-timestamp"
         query={{ filter: 'category == "Audit"' }}
         filterHint='message.Contains("key")'
+        filters={LOG_FILTERS}
         columns={logColumns}
       />
     </>

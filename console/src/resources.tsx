@@ -6,6 +6,7 @@ import { useState } from "preact/hooks";
 import { call } from "./api/client";
 import { type Column, EntityForm, ErrorBox, type FieldSpec, ListView, useAction } from "./ui";
 import { LICENSE_TYPES, LICENSING_MODES, ORDER_STATUSES, PAYMENT_STATUSES } from "./words";
+import { type FilterField, filterBy } from "./filters";
 
 export interface ResourceDef {
   title: string;
@@ -15,6 +16,8 @@ export interface ResourceDef {
   fields: FieldSpec[];
   /** The filter box's placeholder: a filter that works on this list. */
   filterHint: string;
+  /** Simple filter fields that write the expression (filters.tsx). */
+  filters?: readonly FilterField[];
   /** Roles that may create, change and delete (the list is open to whoever the API lets read it). */
   writers: string[];
 }
@@ -26,6 +29,10 @@ export const resources: Record<string, ResourceDef> = {
     singular: "customer",
     writers: ["Administrator", "LicenseManager", "Sales"],
     filterHint: 'company.Contains("Initech")',
+    filters: [
+      filterBy.search("Search", "company", "firstName", "lastName", "email"),
+      filterBy.dates("Created", "createdAt"),
+    ],
     columns: [
       { key: "id", label: "Id" },
       { key: "company", label: "Company" },
@@ -73,6 +80,13 @@ export const resources: Record<string, ResourceDef> = {
     singular: "order",
     writers: ["Administrator", "LicenseManager", "Sales"],
     filterHint: 'status == "Completed"',
+    filters: [
+      filterBy.search("Search", "orderNumber", "invoiceNumber", "purchaseOrder"),
+      filterBy.values("Status", "status", ORDER_STATUSES),
+      filterBy.values("Payment", "paymentStatus", PAYMENT_STATUSES),
+      filterBy.ref("Customer", "customerId", "customers"),
+      filterBy.dates("Paid", "paymentDate"),
+    ],
     columns: [
       { key: "id", label: "Id" },
       { key: "orderNumber", label: "Number" },
@@ -97,6 +111,11 @@ export const resources: Record<string, ResourceDef> = {
     singular: "licenseTemplate",
     writers: ["Administrator", "LicenseManager"],
     filterHint: 'name.Contains("Studio")',
+    filters: [
+      filterBy.search("Search", "name", "edition"),
+      filterBy.ref("Product", "productId", "products"),
+      filterBy.values("Mode", "licensingMode", LICENSING_MODES),
+    ],
     columns: [
       { key: "id", label: "Id" },
       { key: "name", label: "Name" },
@@ -191,6 +210,7 @@ export function ResourcePage({
         path={def.path}
         columns={def.columns}
         filterHint={def.filterHint}
+        filters={def.filters}
         reload={reload}
         actions={
           canWrite || extra

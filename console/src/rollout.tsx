@@ -1,7 +1,8 @@
 /**
  * Release control in the console (CONTRACT section 8): a release's adoption chart (installs offered, downloaded and
- * running it, per day, from GET .../adoption) with the rollout controls beside it (percentage, schedule, halt, resume,
- * rollback, critical), and the overview's adoption of each product's newest release.
+ * running it, per day, from GET .../adoption) with the rollout controls beside it (percentage, schedule, halt with its
+ * reason, resume, rollback, critical) and why a halted release is halted (its haltNote), and the overview's adoption of
+ * each product's newest release.
  */
 import { useEffect, useState } from "preact/hooks";
 import { api, call, must } from "./api/client";
@@ -122,6 +123,16 @@ interface Step {
   at: string;
 }
 
+/** Why a halted release is halted, in words: the reason given to the halt, or what the automatic halt saw. */
+function HaltNote({ release: r }: { release: Row }) {
+  const note = r["halted"] && typeof r["haltNote"] === "string" ? r["haltNote"] : undefined;
+  return note ? (
+    <p class="halt-note">
+      Why: <q data-testid="halt-note">{note}</q>
+    </p>
+  ) : null;
+}
+
 /**
  * The rollout controls of a release: percentage, schedule (steps added and removed), halt and resume, rollback while
  * halted, critical. Each change is one API call; `changed` reloads the release.
@@ -156,6 +167,7 @@ export function RolloutControls({
       <p>
         Now: <strong data-testid="rollout-state">{rolloutWords(r)}</strong>
       </p>
+      <HaltNote release={r} />
       <form
         class="inline"
         onSubmit={(e) => {
@@ -236,19 +248,33 @@ export function RolloutControls({
             Resume
           </button>
         ) : (
-          <button
-            type="button"
-            class="danger"
-            disabled={action.busy || !r["public"]}
-            title={r["public"] ? undefined : "Only a published release can be halted"}
-            onClick={() =>
+          <form
+            class="inline"
+            onSubmit={(e) => {
+              e.preventDefault();
+              const reason = String(new FormData(e.currentTarget).get("reason") ?? "").trim();
               void run("The release is halted: callers get the previous release", () =>
-                call("POST", `${base}/${releaseId}/halt`, { body: {} }),
-              )
-            }
+                call("POST", `${base}/${releaseId}/halt`, { body: reason ? { reason } : {} }),
+              );
+            }}
           >
-            Halt
-          </button>
+            <label for="halt-reason">Reason</label>
+            <input
+              id="halt-reason"
+              name="reason"
+              maxLength={256}
+              placeholder="Why, in words (kept until resumed)"
+              disabled={!r["public"]}
+            />
+            <button
+              type="submit"
+              class="danger"
+              disabled={action.busy || !r["public"]}
+              title={r["public"] ? undefined : "Only a published release can be halted"}
+            >
+              Halt
+            </button>
+          </form>
         )}
         <label class="check">
           <input
@@ -311,6 +337,7 @@ export function ReleaseRollout({
         <section class="card" aria-label="Rollout">
           <h3>Rollout</h3>
           <p>{rolloutWords(release)}</p>
+          <HaltNote release={release} />
         </section>
       )}
     </div>

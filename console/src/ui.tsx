@@ -4,6 +4,7 @@ import { useCallback, useEffect, useLayoutEffect, useRef, useState } from "preac
 import { call, errorText } from "./api/client";
 import { type Table as RefTable, useChoices, useName } from "./lookup";
 import { formatDate, formatSize, labelOf, named } from "./words";
+import { FilterBar, type FilterField } from "./filters";
 
 export function ErrorBox({ error }: { error: string | undefined }) {
   return error ? (
@@ -235,12 +236,14 @@ export interface Column<T> {
   render?: (row: T) => ComponentChildren;
 }
 
+const isInstant = (value: unknown) => typeof value === "string" && /^\d{4}-\d\d-\d\dT/.test(value);
+
 /** A value for display: lists joined, booleans in words, ISO dates in the viewer's locale. */
 export function cell(value: unknown): string {
   if (value === undefined || value === null) return "";
   if (Array.isArray(value)) return value.join(", ");
   if (typeof value === "boolean") return value ? "yes" : "no";
-  if (typeof value === "string" && /^\d{4}-\d\d-\d\dT/.test(value)) return formatDate(value);
+  if (isInstant(value)) return formatDate(value as string);
   return String(value);
 }
 
@@ -283,7 +286,11 @@ export function Table<T extends Record<string, unknown>>({
             {columns.map((c) => (
               <th scope="col">{c.label ?? labelOf(c.key)}</th>
             ))}
-            {actions ? <th scope="col">Actions</th> : null}
+            {actions ? (
+              <th scope="col" class="row-actions">
+                Actions
+              </th>
+            ) : null}
           </tr>
         </thead>
         <tbody>
@@ -297,7 +304,7 @@ export function Table<T extends Record<string, unknown>>({
             rows.map((row) => (
               <tr>
                 {columns.map((c) => (
-                  <td>
+                  <td class={!c.render && isInstant(row[c.key]) ? "date" : undefined}>
                     {c.render ? (
                       c.render(row)
                     ) : c.ref ? (
@@ -338,10 +345,11 @@ export function ListView(props: {
   defaultSort?: string;
   /** The filter box's placeholder: a filter that works on this list (the browser test applies every one). */
   filterHint: string;
+  /** Simple filter fields that write the expression (filters.tsx); without them, the expression box alone. */
+  filters?: readonly FilterField[];
   reload?: number;
   actions?: (row: Record<string, unknown>, refresh: () => void) => ComponentChildren;
 }) {
-  const [filter, setFilter] = useState("");
   const [applied, setApplied] = useState("");
   const [skip, setSkip] = useState(0);
   const [tick, setTick] = useState(0);
@@ -374,33 +382,20 @@ export function ListView(props: {
     };
   }, [props.path, applied, skip, tick, props.reload, JSON.stringify(props.query)]);
   const total = state?.total ?? 0;
-  const id = `filter-${props.title.replace(/\W+/g, "-").toLowerCase()}`;
   return (
     <section class="card" aria-label={props.title} aria-busy={busy} data-filter={answered}>
       <h3>{props.title}</h3>
-      <search>
-        <form
-          class="filter"
-          onSubmit={(e) => {
-            e.preventDefault();
-            setSkip(0);
-            setApplied(filter);
-            refresh();
-          }}
-        >
-          <label for={id}>Filter</label>
-          <input
-            id={id}
-            value={filter}
-            onInput={(e) => setFilter(e.currentTarget.value)}
-            placeholder={props.filterHint}
-          />
-          <button type="submit">Apply</button>
-          <button type="button" onClick={refresh}>
-            Refresh
-          </button>
-        </form>
-      </search>
+      <FilterBar
+        title={props.title}
+        fields={props.filters}
+        hint={props.filterHint}
+        onApply={(expression) => {
+          setSkip(0);
+          setApplied(expression);
+          refresh();
+        }}
+        onRefresh={refresh}
+      />
       <ErrorBox error={error} />
       {state ? (
         <Table

@@ -33,6 +33,7 @@ import { registerConsole } from "../routes/management/console";
 import { registerCustomers } from "../routes/management/customers";
 import { registerEmail } from "../routes/management/email";
 import { registerInfo } from "../routes/management/info";
+import { registerOverview } from "../routes/management/overview";
 import { registerLicenseTemplates } from "../routes/management/license-templates";
 import { registerLicenseTokens } from "../routes/management/license-tokens";
 import { registerLicenseFiles } from "../routes/management/license-files";
@@ -389,6 +390,7 @@ export function createApp(preRoute: readonly PreRouteGate[] = PRE_ROUTE): Router
   registerSettings(app);
   registerLog(app);
   registerInfo(app);
+  registerOverview(app);
   registerEmail(app);
   registerWebhooks(app);
   registerCommerce(app);

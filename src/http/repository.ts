@@ -53,16 +53,21 @@ export async function requireById(db: Db, entity: Entity, id: Id, scope?: SQL): 
 /**
  * The id a path names. Entities with a public identifier (a license's `lic…`) are addressed by it or by the integer
  * id (CONTRACT section 7): digits are the id, anything else is looked up (400 `<Thing> <value> not found`). Other
- * entities' path values are their ids as they are.
+ * entities' path values are their ids as they are. `absent` makes the refusal (a GET by id answers 404).
  */
-export async function resolveId(db: Db, entity: Entity, value: Id): Promise<Id> {
+export async function resolveId(
+  db: Db,
+  entity: Entity,
+  value: Id,
+  absent: (thing: string, id: Id) => ApiError = notFound400,
+): Promise<Id> {
   const column = entity.publicIdColumn;
   if (!column || typeof value === "number") return value;
   if (/^\d{1,10}$/.test(value)) return Number(value);
   const row = (await db.select({ id: entity.idColumn }).from(entity.table).where(eq(column, value)).get()) as
     | { id: Id }
     | undefined;
-  if (!row) throw notFound400(entity.name, value);
+  if (!row) throw absent(entity.name, value);
   return row.id;
 }
 

@@ -4,7 +4,7 @@
  * and renders its `name` as the subject and its `data` as the body. The body is HTML when the resource's
  * `dataFormat` says html; then every placeholder value is HTML-escaped.
  */
-import { asc, desc, eq, sql } from "drizzle-orm";
+import { and, asc, desc, eq, sql } from "drizzle-orm";
 import { z } from "zod";
 import type { Db } from "../db/client";
 import { customers, licenses, products, resources } from "../db/schema";
@@ -13,7 +13,7 @@ import type { OutgoingMail } from "./send";
 
 /** The resource `type` of license email templates. */
 export const EMAIL_TEMPLATE_TYPE = "EmailTemplate";
-/** The placeholders a template may use, written `{Name}`. */
+/** The placeholders a template may use, written `{Name}` (docs/email.md says what each becomes). */
 export const PLACEHOLDERS = ["CustomerName", "ProductName", "LicenseId", "UserKey", "ProductDownload"] as const;
 type Placeholder = (typeof PLACEHOLDERS)[number];
 
@@ -56,42 +56,57 @@ function recipient(license: LicenseRow, customer: CustomerRow | undefined, to: s
   return chosen;
 }
 
-/** The EmailTemplate resource for the license's product: one whose code is the product's code first, else the oldest. */
-function templateQuery(db: Db, productId: number) {
+/**
+ * The EmailTemplate resource for the license's product: one whose code is the product's code first, else the
+ * oldest; or the template `templateId` when one is chosen (a preview).
+ */
+function templateQuery(db: Db, productId: number, templateId?: number) {
   const productCode = sql`(SELECT ${products.code} FROM ${products} WHERE ${products.id} = ${productId})`;
+  const chosen = templateId === undefined ? undefined : eq(resources.id, templateId);
   return db
     .select()
     .from(resources)
-    .where(eq(resources.type, EMAIL_TEMPLATE_TYPE))
+    .where(and(eq(resources.type, EMAIL_TEMPLATE_TYPE), chosen))
     .orderBy(desc(sql`coalesce(${resources.code} = ${productCode}, 0)`), asc(resources.id))
     .limit(1);
 }
 
+const noTemplate = () =>
+  new ApiError(400, `No email template: store a resource of type ${EMAIL_TEMPLATE_TYPE} (name = subject, data = body)`);
+
 /** What renders a license's email besides the license: its product, customer and template (one D1 batch). */
-async function mailContext(db: Db, productId: number, customerId: number | null) {
+async function mailContext(db: Db, productId: number, customerId: number | null, templateId?: number) {
   const [product, customer, templates] = await db.batch([
     db.select().from(products).where(eq(products.id, productId)),
     db
       .select()
       .from(customers)
       .where(eq(customers.id, customerId ?? -1)),
-    templateQuery(db, productId),
+    templateQuery(db, productId, templateId),
   ]);
   const productRow = product[0];
   if (!productRow) throw notFound400("Product", productId);
   const resource = templates[0];
-  if (!resource)
-    throw new ApiError(
-      400,
-      `No email template: store a resource of type ${EMAIL_TEMPLATE_TYPE} (name = subject, data = body)`,
-    );
+  if (!resource && templateId !== undefined) throw notFound400(EMAIL_TEMPLATE_TYPE, templateId);
+  if (!resource) throw noTemplate();
   if (!resource.data) throw new ApiError(400, `Email template ${resource.id} has no data`);
   return { product: productRow, customer: customer[0], resource };
 }
 
+type Resource = typeof resources.$inferSelect;
+
+/** The template rendered with the placeholders' values: subject (never HTML) and body. */
+function fill(resource: Resource, values: Readonly<Record<Placeholder, string>>) {
+  const isHtml = /html/i.test(resource.dataFormat ?? "");
+  return {
+    subject: renderTemplate(resource.name, values, false),
+    body: renderTemplate(resource.data ?? "", values, isHtml),
+    isHtml,
+  };
+}
+
 function render(license: LicenseRow, context: Awaited<ReturnType<typeof mailContext>>, to?: string): OutgoingMail {
   const { product, customer, resource } = context;
-  const isHtml = /html/i.test(resource.dataFormat ?? "");
   const values: Record<Placeholder, string> = {
     CustomerName: customerName(license, customer),
     ProductName: product.name,
@@ -99,12 +114,61 @@ function render(license: LicenseRow, context: Awaited<ReturnType<typeof mailCont
     UserKey: license.userKey,
     ProductDownload: product.url ?? "",
   };
+  return { to: recipient(license, customer, to), ...fill(resource, values), secrets: [license.userKey] };
+}
+
+/** The sample license a template is previewed with when no license is chosen (docs/email.md). */
+export const SAMPLE_LICENSE = {
+  to: "ada@example.com",
+  values: {
+    CustomerName: "Ada Lovelace",
+    ProductName: "Sample product",
+    LicenseId: "lic0000SAMPLE",
+    UserKey: "SAMPL-E0000-00000-00000-00000",
+    ProductDownload: "https://example.com/download",
+  },
+} as const satisfies { to: string; values: Record<Placeholder, string> };
+
+/** A template rendered without sending: the message, and which template and license made it. */
+export interface MailPreview {
+  to: string;
+  subject: string;
+  body: string;
+  isHtml: boolean;
+  templateId: number;
+  templateName: string;
+  /** The license rendered, or none for the sample license. */
+  licenseId?: string;
+}
+
+/**
+ * Renders a license email without sending it: for `licenseId` exactly as POST /v1/email/license would send it (its
+ * product's template, its address), or for the sample license (SAMPLE_LICENSE) with the oldest template; either with
+ * the template `templateId` instead when one is chosen.
+ */
+export async function previewLicenseMail(
+  db: Db,
+  choice: { licenseId?: string | number | undefined; templateId?: number | undefined },
+): Promise<MailPreview> {
+  if (choice.licenseId !== undefined) {
+    const license = await findLicense(db, choice.licenseId);
+    const context = await mailContext(db, license.productId, license.customerId, choice.templateId);
+    const { secrets: _, ...mail } = render(license, context);
+    return {
+      ...mail,
+      templateId: context.resource.id,
+      templateName: context.resource.name,
+      licenseId: license.licenseId,
+    };
+  }
+  const [resource] = await templateQuery(db, -1, choice.templateId);
+  if (!resource && choice.templateId !== undefined) throw notFound400(EMAIL_TEMPLATE_TYPE, choice.templateId);
+  if (!resource) throw noTemplate();
   return {
-    to: recipient(license, customer, to),
-    subject: renderTemplate(resource.name, values, false),
-    body: renderTemplate(resource.data ?? "", values, isHtml),
-    isHtml,
-    secrets: [license.userKey],
+    to: SAMPLE_LICENSE.to,
+    ...fill(resource, SAMPLE_LICENSE.values),
+    templateId: resource.id,
+    templateName: resource.name,
   };
 }
 

@@ -2,6 +2,7 @@
  * The generic CRUD builder (DESIGN house style): a resource with SPEC's list/create/update/delete shape is declared,
  * not written. Given an entity, a path, a tag and the roles of each operation, it registers
  *   GET    <path>              list conventions -> envelope + <plural> + total<Plural>Count
+ *   GET    <path>/{<idParam>}  -> envelope + <singular> (only when `operations` names "get"; 404 when unknown)
  *   POST   <path>              { <singular>: {...} } -> envelope + <singular>Id
  *   PUT    <path>              { <singular>: { id, ...partial } } -> envelope
  *   DELETE <path>/{<idParam>}  -> envelope
@@ -20,6 +21,7 @@ import {
   type Row,
   checkReferences,
   deleteRow,
+  findById,
   insertRow,
   requireById,
   resolveId,
@@ -28,12 +30,14 @@ import {
 import { type ServiceContext, serviceContext } from "../http/context";
 import type { Entity } from "../http/entity";
 import { type ListOptions, type ListParam, type ListParams, listBody, listQuery } from "../http/list";
-import { enveloped, errorResponses, int32, int32PathParam, int64, json, jsonBody } from "../http/openapi";
+import { Envelope, enveloped, errorResponses, int32, int32PathParam, int64, json, jsonBody } from "../http/openapi";
 import { ok } from "../http/respond";
-import { ApiError } from "../kernel/errors";
+import { ApiError, notFound400 } from "../kernel/errors";
 import type { Router } from "../http/router";
 
-export type Operation = "list" | "create" | "update" | "delete";
+export type Operation = "list" | "get" | "create" | "update" | "delete";
+/** The operations that change a row (what `written` hears of). */
+type Write = Exclude<Operation, "list" | "get">;
 
 export interface CrudHooks {
   /** Completes the values of a new row (generated codes, hashed secrets); may throw ApiError. */
@@ -51,12 +55,7 @@ export interface CrudHooks {
   /** Extra properties of the create answer besides `<singular>Id` (a secret shown once); see createdShape. */
   created?: (ctx: ServiceContext, row: Row, values: Row) => Record<string, unknown>;
   /** After any successful write (cache invalidation, generation bumps, events through ctx.waitUntil). */
-  written?: (
-    ctx: ServiceContext,
-    operation: Exclude<Operation, "list">,
-    row: Row,
-    previous?: Row,
-  ) => Promise<void> | void;
+  written?: (ctx: ServiceContext, operation: Write, row: Row, previous?: Row) => Promise<void> | void;
 }
 
 export interface CrudDefinition {
@@ -64,12 +63,13 @@ export interface CrudDefinition {
   /** Collection path, e.g. `/v1/resources` or `/v1/users/{userId}/settings`. */
   path: string;
   tag: string;
-  roles: Readonly<Record<Operation, readonly Role[]>>;
-  /** Which operations to register (default all four). */
+  /** The roles of each operation; `get` has the list's unless given. */
+  roles: Readonly<Record<Exclude<Operation, "get">, readonly Role[]>> & { readonly get?: readonly Role[] };
+  /** Which operations to register (default list, create, update and delete: a GET by id is asked for by name). */
   operations?: readonly Operation[];
   /** The list parameters SPEC gives this route (default select, filter, sort, take, skip). */
   listParams?: readonly ListParam[];
-  /** Path parameter naming the id on DELETE (default `<singular>Id`). */
+  /** Path parameter naming the id on GET by id and DELETE (default `<singular>Id`). */
   idParam?: string;
   /** Nested collection (`/v1/users/{userId}/settings`): see CrudScope. */
   scope?: CrudScope;
@@ -125,6 +125,16 @@ export interface CrudScope {
 }
 
 const DEFAULT_LIST_PARAMS = ["select", "filter", "sort", "take", "skip"] as const;
+
+/** How a missing record is refused: 400 on writes and lists (CONTRACT section 2), 404 on a GET by id. */
+type Absent = (thing: string, id: Id) => ApiError;
+
+/**
+ * A GET by id names one record by its URL: when the record, or a parent the path names, does not exist (or the record
+ * is under another parent), there is nothing at that URL, so 404 (SPEC "Errors": unknown route) with the same
+ * `<Thing> <id> not found` message the writes give with 400.
+ */
+const notFound404: Absent = (thing, id) => new ApiError(404, `${thing} ${id} not found`);
 
 /**
  * An update through a nested path keeps the row under the parent the path names: a body naming another parent (a
@@ -189,15 +199,18 @@ function prepare(def: CrudDefinition) {
     return { operationId, ...(def.descriptions?.[op] ? { description: def.descriptions[op] } : {}) };
   };
 
-  /** The parent id from the path, checked to exist (within its own parent), and the scope condition it implies. */
-  async function scopeOf(ctx: ServiceContext, params: Record<string, unknown>) {
+  /**
+   * The parent id from the path, checked to exist (within its own parent; refused by `absent`), and the scope
+   * condition it implies.
+   */
+  async function scopeOf(ctx: ServiceContext, params: Record<string, unknown>, absent: Absent = notFound400) {
     if (!scope) return { values: {}, where: undefined };
-    const parentId = await resolveId(ctx.db, scope.parent, params[scope.param] as Id);
+    const parentId = await resolveId(ctx.db, scope.parent, params[scope.param] as Id, absent);
     const outer = scope.parentScope;
     const withinOuter = outer
-      ? eq(outer.column, await resolveId(ctx.db, outer.parent, params[outer.param] as Id))
+      ? eq(outer.column, await resolveId(ctx.db, outer.parent, params[outer.param] as Id, absent))
       : undefined;
-    await requireById(ctx.db, scope.parent, parentId, withinOuter);
+    if (!(await findById(ctx.db, scope.parent, parentId, withinOuter))) throw absent(scope.parent.name, parentId);
     const where = scope.where ? scope.where(parentId) : scope.column ? eq(scope.column, parentId) : undefined;
     const key = scope.column ? Object.entries(entity.table).find(([, col]) => col === scope.column)?.[0] : undefined;
     return { values: key ? { [key]: parentId } : {}, where };
@@ -214,11 +227,12 @@ function prepare(def: CrudDefinition) {
 
 type Prepared = ReturnType<typeof prepare>;
 
-/** Registers the CRUD routes of one declared resource on `app`, in the order list, create, update, delete. */
+/** Registers the CRUD routes of one declared resource on `app`, in the order list, get, create, update, delete. */
 export function crud(app: Router, def: CrudDefinition): void {
   const ops = new Set(def.operations ?? ["list", "create", "update", "delete"]);
   const prepared = prepare(def);
   if (ops.has("list")) registerList(app, def, prepared);
+  if (ops.has("get")) registerGet(app, def, prepared);
   if (ops.has("create")) registerCreate(app, def, prepared);
   if (ops.has("update")) registerUpdate(app, def, prepared);
   if (ops.has("delete")) registerDelete(app, def, prepared);
@@ -252,6 +266,44 @@ function registerList(app: Router, def: CrudDefinition, p: Prepared): void {
       ...(where ? { scope: where } : {}),
     });
     return ok(c, body);
+  });
+}
+
+/**
+ * GET <path>/{<idParam>}: the record as the list gives it (visible to the caller, decorated), under `<singular>`;
+ * 404 when the path names nothing.
+ */
+function registerGet(app: Router, def: CrudDefinition, p: Prepared): void {
+  const { entity, label, idParam, scopeParams, named, scopeOf } = p;
+  const params = z.object({ ...(scopeParams?.shape ?? {}), [idParam]: idParamSchema(entity, idParam) });
+  const route = createRoute({
+    method: "get",
+    path: `${def.path}/{${idParam}}`,
+    tags: [def.tag],
+    ...named("get"),
+    summary: `Get a ${label}`,
+    ...access.key(def.roles.get ?? def.roles.list),
+    request: { params },
+    responses: {
+      200: json(enveloped({ [entity.singular]: entity.record }), `The ${label}`),
+      404: {
+        description: `No ${label} with this id${def.scope ? " under the parent the path names" : ""}.`,
+        content: { "application/json": { schema: Envelope } },
+      },
+      ...errorResponses,
+    },
+  });
+  register(app, route, async (c) => {
+    const ctx = serviceContext(c);
+    const path = c.req.valid("param");
+    const { where: scoped } = await scopeOf(ctx, path, notFound404);
+    const id = await resolveId(ctx.db, entity, path[idParam] as Id, notFound404);
+    // What the list would show of it: the rows the caller may see, decorated as a page of one.
+    const row = await findById(ctx.db, entity, id, and(scoped, def.list?.visible?.(ctx)));
+    if (!row) throw notFound404(entity.name, id);
+    const item = entity.toWire(row, ctx.config);
+    await def.list?.decorate?.([item], [row], { db: ctx.db, config: ctx.config });
+    return ok(c, { [entity.singular]: item });
   });
 }
 

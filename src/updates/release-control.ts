@@ -4,7 +4,7 @@
  * and the webhook events of a release's changes (`release.published`, `release.rollout.changed`, `release.halted`,
  * `release.resumed`). What the answers make of these fields is admission.ts and delivery/selection.ts feedRelease.
  */
-import { and, eq, sql } from "drizzle-orm";
+import { type Column, and, eq, getTableName, sql } from "drizzle-orm";
 import { clock, nowIso } from "../kernel/clock";
 import { licenses, productReleases, reports } from "../db/schema";
 import { ApiError } from "../kernel/errors";
@@ -121,8 +121,9 @@ export function releaseChangeEvents(ctx: ServiceContext, row: Row, previous?: Ro
 /**
  * Halts a public release for everyone not yet on it, at once (its product's release generation moves, so no memo
  * or cache keeps offering it). Only a release that is not halted yet changes, in one conditional statement, so a
- * release halts once however many halts race; the one that halted it emits `release.halted` with its reason.
- * Answers the release as it is now, and whether this call halted it.
+ * release halts once however many halts race; the one that halted it keeps `note` (why, in words) as the release's
+ * haltNote and emits `release.halted` with its reason and note. Answers the release as it is now, and whether this
+ * call halted it.
  */
 export async function haltRelease(
   ctx: ServiceContext,
@@ -138,20 +139,24 @@ export async function haltRelease(
   return row ? { row, halted: true } : { row: existing, halted: false };
 }
 
-/** The conditional halt: the row when this call halted it, undefined when it was halted already. */
+/**
+ * The conditional halt: the row when this call halted it, undefined when it was halted already. The note is written
+ * with the halt, in the same statement, so a release never shows one halt's reason with another's note.
+ */
 async function haltIfRunning(
   ctx: ServiceContext,
   releaseId: number,
   reason: HaltReason,
   note?: string,
 ): Promise<Row | undefined> {
+  const said = note?.trim() || null;
   let row: Row;
   try {
     row = await updateRow(
       ctx.db,
       ProductRelease,
       releaseId,
-      { halted: true, haltedAt: nowIso(), haltReason: reason },
+      { halted: true, haltedAt: nowIso(), haltReason: reason, haltNote: said },
       and(eq(productReleases.halted, false), eq(productReleases.public, true)),
     );
   } catch (e) {
@@ -159,16 +164,24 @@ async function haltIfRunning(
     throw e;
   }
   emit(ctx, "release.halted", () => ({
-    data: { ...releaseRecord(ctx, row), reason, ...(note ? { note } : {}) },
+    data: { ...releaseRecord(ctx, row), reason, ...(said ? { note: said } : {}) },
   }));
   return row;
 }
 
-/** Resumes a halted release (400 naming `halted` when it is not); emits `release.resumed` with the halt's reason. */
+/**
+ * Resumes a halted release (400 naming `halted` when it is not), clearing the halt's time, reason and note; emits
+ * `release.resumed` with the halt's reason.
+ */
 export async function resumeRelease(ctx: ServiceContext, productId: number, releaseId: number): Promise<Row> {
   const existing = await requireById(ctx.db, ProductRelease, releaseId, eq(productReleases.productId, productId));
   if (!existing["halted"]) throw new ApiError(400, "halted: the release is not halted");
-  const row = await updateRow(ctx.db, ProductRelease, releaseId, { halted: false, haltedAt: null, haltReason: null });
+  const row = await updateRow(ctx.db, ProductRelease, releaseId, {
+    halted: false,
+    haltedAt: null,
+    haltReason: null,
+    haltNote: null,
+  });
   const reason = existing["haltReason"] ?? "manual";
   emit(ctx, "release.resumed", () => ({ data: { ...releaseRecord(ctx, row), reason } }));
   return row;
@@ -177,14 +190,21 @@ export async function resumeRelease(ctx: ServiceContext, productId: number, rele
 /**
  * After a report naming `version` for a license (`licenseId`, the integer key) was stored: the releases of the
  * license's product with that version, public, not halted, whose `haltOnReports` threshold the reports of the
- * product's licenses naming the version within its window now reach, halt themselves (reason `reports`). One
- * statement finds them (none for a product without haltOnReports); each halts once (haltIfRunning).
+ * product's licenses naming the version within its window now reach, halt themselves (reason `reports`, and a note
+ * saying what was seen: `3 licenses reported version 2.1.0 within 60 minutes`). One statement finds them and counts
+ * (none for a product without haltOnReports); each halts once (haltIfRunning).
  */
 export async function haltOnReports(ctx: ServiceContext, licenseId: number, version: string): Promise<void> {
   const now = nowIso();
-  const window = sql`strftime('%Y-%m-%dT%H:%M:%fZ', ${now}, '-' || json_extract(${productReleases.haltOnReports}, '$.minutes') || ' minutes')`;
+  const window = sql`strftime('%Y-%m-%dT%H:%M:%fZ', ${now}, '-' || json_extract(${named(productReleases.haltOnReports)}, '$.minutes') || ' minutes')`;
+  // Reporters, not reports: one license sending many reports counts once, so it cannot halt a release alone. Its
+  // columns are named with their tables: drizzle leaves them bare in the select list of a one-table query.
+  const [r, l, p] = [reports, licenses, productReleases];
+  const reporters = sql<number>`(SELECT count(DISTINCT ${named(r.licenseId)}) FROM ${r} JOIN ${l} ON ${named(l.id)} = ${named(r.licenseId)}
+              WHERE ${named(l.productId)} = ${named(p.productId)} AND ${named(r.version)} = ${named(p.version)}
+              AND ${named(r.createdAt)} >= ${window})`;
   const due = await ctx.db
-    .select({ id: productReleases.id })
+    .select({ id: productReleases.id, reporters, threshold: productReleases.haltOnReports })
     .from(productReleases)
     .where(
       and(
@@ -196,11 +216,20 @@ export async function haltOnReports(ctx: ServiceContext, licenseId: number, vers
         eq(productReleases.public, true),
         eq(productReleases.halted, false),
         sql`${productReleases.haltOnReports} IS NOT NULL`,
-        // Reporters, not reports: one license sending many reports counts once, so it cannot halt a release alone.
-        sql`(SELECT count(DISTINCT ${reports.licenseId}) FROM ${reports} JOIN ${licenses} ON ${licenses.id} = ${reports.licenseId}
-              WHERE ${licenses.productId} = ${productReleases.productId} AND ${reports.version} = ${productReleases.version}
-              AND ${reports.createdAt} >= ${window}) >= json_extract(${productReleases.haltOnReports}, '$.count')`,
+        sql`${reporters} >= json_extract(${productReleases.haltOnReports}, '$.count')`,
       ),
     );
-  for (const release of due) await haltIfRunning(ctx, release.id, "reports");
+  for (const release of due)
+    await haltIfRunning(ctx, release.id, "reports", reportsNote(release.reporters, version, release.threshold));
+}
+
+/** A column with its table's name, wherever the statement puts it. */
+function named(column: Column) {
+  return sql`${sql.identifier(getTableName(column.table))}.${sql.identifier(column.name)}`;
+}
+
+/** What the automatic halt saw, in words: `3 licenses reported version 2.1.0 within 60 minutes`. */
+function reportsNote(reporters: number, version: string, threshold: { minutes: number } | null): string {
+  const minutes = threshold?.minutes ?? 0;
+  return `${reporters} ${reporters === 1 ? "license" : "licenses"} reported version ${version} within ${minutes} ${minutes === 1 ? "minute" : "minutes"}`;
 }

@@ -2,8 +2,8 @@
  * Release control in the console, in Chromium (Debian's, driven by playwright-core) against the bundled Worker under
  * Miniflare (real D1, Queue and the console's static files): installs poll, download and report their version; the
  * release page charts their adoption as the queue consumer counted it, and its rollout controls set a percentage, add
- * and remove a scheduled step, halt the release (the feed then serves the previous one), roll it back, resume it and
- * mark it critical; the overview
+ * and remove a scheduled step, halt the release with a reason (the feed then serves the previous one; the panel shows
+ * the reason and the header says halted), roll it back, resume it and mark it critical; the overview
  * charts each product's newest release. It takes the README's screenshot of a release page (docs/console-release.png).
  *
  * Needs `npm run console:build` first (`npm test` does it) and Chromium (scripts/ensure-chromium.mjs).
@@ -198,11 +198,20 @@ describe("a release's adoption and rollout in the console", () => {
     await rollout.getByText("Step removed").waitFor();
     expect((await release())["rolloutSchedule"] ?? null).toBeNull();
 
-    // Halt: the feed serves 1.0.0 to an install that is not on 1.1.0; resume: 1.1.0 again (at 100 %).
+    // Halt, saying why: the feed serves 1.0.0 to an install that is not on 1.1.0; resume: 1.1.0 again (at 100 %).
+    const state = page.getByTestId("release-state");
+    expect(await state.textContent()).toBe("published");
+    await rollout.getByLabel("Reason").fill("Crashes on start with GPU driver 531");
     await rollout.getByRole("button", { name: "Halt" }).click();
     await rollout.getByText("The release is halted: callers get the previous release").waitFor();
     await expect.poll(() => rollout.getByTestId("rollout-state").textContent()).toMatch(/^Halted by hand/);
-    expect(await release()).toMatchObject({ halted: true, haltReason: "manual" });
+    expect(await rollout.getByTestId("halt-note").textContent()).toBe("Crashes on start with GPU driver 531");
+    await expect.poll(() => state.textContent()).toBe("halted");
+    expect(await release()).toMatchObject({
+      halted: true,
+      haltReason: "manual",
+      haltNote: "Crashes on start with GPU driver 531",
+    });
     const feed = `/v1/updates/${code}/feed/stable/win-x64/latest.yml`;
     expect(await (await poll(feed, "install-9", "1.0.0")).text()).not.toContain('version: "1.1.0"');
     // Rollback while halted: installs running 1.1.0 are offered 1.0.0.
@@ -217,7 +226,10 @@ describe("a release's adoption and rollout in the console", () => {
     await rollout.getByRole("button", { name: "Resume" }).click();
     await rollout.getByText("The release is resumed").waitFor();
     await expect.poll(() => rollout.getByTestId("rollout-state").textContent()).toBe("100 %");
+    expect(await rollout.getByTestId("halt-note").count()).toBe(0);
+    expect(await state.textContent()).toBe("published");
     expect(await release()).toMatchObject({ halted: false, stagingPercentage: 100 });
+    expect(await release()).not.toHaveProperty("haltNote");
     await rollout.getByLabel("Critical").click();
     await rollout.getByText("Marked critical: older installs must update").waitFor();
     expect(await release()).toMatchObject({ critical: true });

@@ -17,7 +17,9 @@ import { afterAll, describe, expect, it } from "vitest";
 // @ts-expect-error: a plain JavaScript module
 import { localCertificate } from "../../scripts/lib/dev-cert.mjs";
 // @ts-expect-error: a plain JavaScript module
-import { root } from "../../scripts/local-worker.mjs";
+import { root, startLocalWorker } from "../../scripts/local-worker.mjs";
+// @ts-expect-error: a plain JavaScript module
+import { mailLine } from "../../scripts/lib/dev-mail.mjs";
 
 const run = promisify(execFile);
 const cleanup: string[] = [];
@@ -102,6 +104,37 @@ describe("npm run dev", () => {
       }),
     ).toMatch(/IP Address:127\.0\.0\.1, DNS:localhost, IP Address:192\.0\.2\.7/);
   });
+});
+
+describe("where npm run dev says mail goes (issue 37)", () => {
+  it("names the console's Outbox when the Worker has no EMAIL binding, as the running service says", async () => {
+    const key = "api_DevMailKey000000000000000000000";
+    const worker = await startLocalWorker({
+      bindings: {
+        Application__JwtSecret: "dev-mail-jwt-secret-0123456789abcdef",
+        Application__EncryptionKey: "dev-mail",
+        Application__AdminUsername: "admin",
+        Application__AdminPassword: "Dev-Mail-12345",
+        Application__AdminApiKey: key,
+      },
+    });
+    try {
+      const base = worker.url.origin;
+      const info = (await (await fetch(new URL("/v1/info", base), { headers: { "x-api-key": key } })).json()) as {
+        features: { email: string };
+      };
+      const line = mailLine(info.features, base);
+      expect(line).toBe(
+        `Mail: no EMAIL binding, nothing is sent: every email (license keys, portal sign-in links) waits in the Outbox: ${base}/console/#/outbox  (docs/email.md)`,
+      );
+      // The address is the console's (its page is served there).
+      expect((await fetch(`${base}/console/`)).status).toBe(200);
+    } finally {
+      await worker.dispose();
+    }
+    expect(mailLine({ email: "binding" }, "https://127.0.0.1:5000")).toMatch(/^Mail: sent through the EMAIL binding/);
+    expect(mailLine(undefined, "https://127.0.0.1:5000")).toContain("https://127.0.0.1:5000/console/#/outbox");
+  }, 60_000);
 });
 
 describe("the tests and a developer's .dev.vars", () => {

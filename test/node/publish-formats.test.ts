@@ -193,8 +193,11 @@ describe("the folder readers read each tool's output as it writes it", () => {
     ]);
     expect(fromAppcast.dist).toMatchObject({
       version: "1.6.0",
-      releaseNotes: "<ul><li>Faster sync.</li></ul>",
+      // The appcast's HTML description, and its Markdown for the updaters that show text.
+      releaseNotesHtml: "<ul><li>Faster sync.</li></ul>",
+      releaseNotes: "-   Faster sync.",
       releaseDate: "2026-11-20T10:00:00.000Z",
+      sparkle: { bundleVersion: "160", minimumSystemVersion: "11.0" },
     });
     expect(fromAppcast.dist.skipped.map((s) => s.fileName).sort()).toEqual([
       "Studio-1.5.0.zip",

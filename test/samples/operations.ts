@@ -60,10 +60,24 @@ export const operationSamples: Samples = {
   "GET /v1/log/levels": async () => ({}),
   "DELETE /v1/log": async () => ({ path: "/v1/log?before=2000-01-01T00:00:00.000Z" }),
   "GET /v1/info": async () => ({}),
+  "GET /v1/overview": async () => ({}),
   "POST /v1/email/send": async () => ({ body: { to: "someone@example.com", subject: "Sample", body: "Hello" } }),
   "POST /v1/email/license": async () => {
     await newEmailTemplate();
     const license = await newLicenseRow({ licenseeEmail: "licensee@example.com" });
     return { body: { licenseId: license.licenseId } };
+  },
+  "POST /v1/email/preview": async () => {
+    await newEmailTemplate();
+    return { body: {} };
+  },
+  "GET /v1/email/outbox": async () => ({}),
+  "POST /v1/email/outbox/{emailId}/resend": async () => {
+    const emailId = await created(
+      "/v1/email/send",
+      { to: "someone@example.com", subject: "Again", body: "Hi" },
+      "emailId",
+    );
+    return { path: `/v1/email/outbox/${emailId}/resend` };
   },
 };

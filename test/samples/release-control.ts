@@ -1,4 +1,4 @@
-/** Sample requests for release control (CONTRACT section 8): halt, resume and adoption of a release. */
+/** Sample requests for release control (CONTRACT section 8): one release, its halt, resume and adoption. */
 import { type Samples, created } from "./kit";
 import { admin } from "../helpers";
 
@@ -16,6 +16,10 @@ async function publicRelease(): Promise<{ productId: number; releaseId: number }
 }
 
 export const releaseControlSamples: Samples = {
+  "GET /v1/products/{productId}/releases/{releaseId}": async () => {
+    const r = await publicRelease();
+    return { path: `/v1/products/${r.productId}/releases/${r.releaseId}` };
+  },
   "POST /v1/products/{productId}/releases/{releaseId}/halt": async () => {
     const r = await publicRelease();
     return { path: `/v1/products/${r.productId}/releases/${r.releaseId}/halt`, body: { reason: "access sample" } };

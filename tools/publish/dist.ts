@@ -74,14 +74,33 @@ export interface Listing {
   listedBy: string;
 }
 
+/**
+ * What Sparkle decides with, kept on the release under the same names: `bundleVersion` (the item's sparkle:version,
+ * CFBundleVersion, when it is not the release version), the macOS versions it runs on, and whether it is only
+ * announced (sparkle:informationalUpdate).
+ */
+export interface SparkleFields {
+  bundleVersion?: string;
+  minimumSystemVersion?: string;
+  maximumSystemVersion?: string;
+  informationalUpdate?: boolean;
+}
+
 /** What a folder holds: the version and notes of its update info, the artifacts, and what was left out and why. */
 export interface Dist {
   /** The channel the tool's own metadata suggests (a Sparkle item's sparkle:channel), when not electron-builder's. */
   suggestedChannel?: { channel: Channel; from: string };
   version?: string;
   releaseName?: string;
+  /** Markdown or plain text (made from the HTML with turndown when the tool wrote HTML: notes.ts). */
   releaseNotes?: string;
+  /** The notes as HTML, when the tool wrote them so (a Sparkle appcast's description). */
+  releaseNotesHtml?: string;
   releaseDate?: string;
+  /** The Sparkle item's own fields (sparkle.ts). */
+  sparkle?: SparkleFields;
+  /** What disagrees without stopping the publication (printed on stderr). */
+  warnings?: string[];
   /** The update-info files, by name, with electron-builder's channel each is named after. */
   updateInfoFiles: { name: string; channel: string }[];
   /**

@@ -15,6 +15,13 @@ import { serviceUrl } from "./api.ts";
 import { PLATFORMS, type Platform } from "./dist.ts";
 import { FORMATS, type Format } from "./formats.ts";
 import { DEFAULT_PART_SIZE, DEFAULT_SINGLE_LIMIT, type PublishOptions, plan, publish } from "./publish.ts";
+import {
+  type ReleaseControl,
+  parseHaltOnReports,
+  parseRolloutSchedule,
+  parseStagingPercentage,
+  readNotesFile,
+} from "./release-control.ts";
 
 const USAGE = `Usage: licensing-publish --url BASE --product CODE --dir DIR [--dir DIR…] [options]
 
@@ -55,6 +62,15 @@ Options:
   --part-size BYTES       part size of resumable uploads, at least 5 MiB (default ${DEFAULT_PART_SIZE})
   -h, --help              this text
 
+Release control, set on the release before the first upload (a new release or one already there; a value it has
+already is not sent again):
+  --staging-percentage N  the share of installs offered the release, 0-100 (by install id, else license)
+  --rollout-schedule S    later rollout steps: PERCENT@INSTANT, comma-separated, each instant with its zone,
+                          increasing and in the future: "25@2026-12-01T00:00:00Z,50@2026-12-03T00:00:00Z"
+  --critical              installs below this release must update (required: true in the update check)
+  --halt-on-reports C/M   halt the release when C different licenses report its version within M minutes (5/60)
+  --notes-file FILE       the release notes, Markdown, from FILE (instead of those the build output gives)
+
 Environment: LICENSING_API_KEY (an Administrator's or LicenseManager's API key; required unless --dry-run),
 LICENSING_URL, NODE_EXTRA_CA_CERTS. The key is never sent to another origin: a redirect elsewhere fails, naming its
 target. Exit status: 0 done, 1 failed, 2 usage error.`;
@@ -79,6 +95,11 @@ function parse() {
       insecure: { type: "boolean", default: false },
       platform: { type: "string" },
       public: { type: "boolean", default: false },
+      "staging-percentage": { type: "string" },
+      "rollout-schedule": { type: "string" },
+      critical: { type: "boolean", default: false },
+      "halt-on-reports": { type: "string" },
+      "notes-file": { type: "string" },
       "dry-run": { type: "boolean", default: false },
       json: { type: "boolean", default: false },
       "single-limit": { type: "string", default: String(DEFAULT_SINGLE_LIMIT) },
@@ -130,6 +151,19 @@ const partSize = Number(values["part-size"]);
 if (!Number.isSafeInteger(singleLimit) || singleLimit < 1) usageError("--single-limit is a number of bytes");
 if (!Number.isSafeInteger(partSize) || partSize < 5 * 1024 * 1024)
   usageError("--part-size is a number of bytes, at least 5 MiB (5242880)");
+// Release control: every value checked before the folders are read or anything is sent (release-control.ts).
+const control: ReleaseControl = {};
+try {
+  if (values["staging-percentage"] !== undefined)
+    control.stagingPercentage = parseStagingPercentage(values["staging-percentage"]);
+  if (values["rollout-schedule"] !== undefined)
+    control.rolloutSchedule = parseRolloutSchedule(values["rollout-schedule"]);
+  if (values.critical) control.critical = true;
+  if (values["halt-on-reports"] !== undefined) control.haltOnReports = parseHaltOnReports(values["halt-on-reports"]);
+  if (values["notes-file"] !== undefined) control.releaseNotes = readNotesFile(values["notes-file"]);
+} catch (e) {
+  usageError(e instanceof Error ? e.message : String(e));
+}
 if (!apiKey && !values["dry-run"])
   usageError("set LICENSING_API_KEY to an API key of an Administrator or LicenseManager");
 
@@ -148,6 +182,7 @@ const options: PublishOptions = {
   ...(ca ? { ca } : {}),
   ...(values.platform ? { platform: values.platform as Platform } : {}),
   makePublic: values.public,
+  ...(Object.keys(control).length > 0 ? { control } : {}),
   singleLimit,
   partSize,
   log,

@@ -11,8 +11,10 @@ import { createReadStream } from "node:fs";
 import { join } from "node:path";
 import { SingleBar } from "cli-progress";
 import { type Added, ManagementApi, type RemoteDownload } from "./api.ts";
-import { type Artifact, type Channel, type Dist, type Platform, serviceChannel } from "./dist.ts";
+import { type Artifact, type Channel, type Dist, type Platform, type SparkleFields, serviceChannel } from "./dist.ts";
 import { detectFormat, type Format, readFormat } from "./formats.ts";
+import { type ReleaseControl, applyReleaseControl, checkReleaseControl, describeControl } from "./release-control.ts";
+import { sparkleOrderProblems } from "./sparkle.ts";
 
 export interface PublishOptions {
   /** The product's code. */
@@ -38,6 +40,8 @@ export interface PublishOptions {
   platform?: Platform;
   /** Make the release public once every artifact is uploaded. */
   makePublic?: boolean;
+  /** Rollout, critical, automatic halt and notes to set on the release before the first upload (release-control.ts). */
+  control?: ReleaseControl;
   /** Largest file sent in one request (the Worker takes up to 100 MB per request). */
   singleLimit?: number;
   /** Part size of resumable uploads: every part but the last has it (R2: at least 5 MiB). */
@@ -49,6 +53,8 @@ export interface PublishOptions {
   /** What a certificate failure tells the reader to do (default: `--ca FILE` or NODE_EXTRA_CA_CERTS). */
   trustHint?: string;
   log?: (line: string) => void;
+  /** What disagrees without stopping the publication (`warning: …`); default stderr. */
+  warn?: (line: string) => void;
   /** Show a progress bar (bytes, rate, time left) on stderr while uploading. */
   progress?: boolean;
 }
@@ -82,6 +88,8 @@ export interface PublishResult {
   unchanged: string[];
   /** Artifacts whose bytes were there already and whose signature was updated. */
   resigned: string[];
+  /** The release control fields set (those `control` gave that the release did not have yet). */
+  controlled?: string[];
 }
 
 const MiB = 1024 * 1024;
@@ -123,16 +131,29 @@ async function productId(api: ManagementApi, code: string): Promise<number> {
   return products[0].id;
 }
 
-/** The release's id, created with the update info's name, date and notes when it does not exist. */
+/** What the folders say of the release besides its files: name, notes (Markdown and HTML), date. */
+type ReleaseNotes = { releaseName?: string; releaseNotes?: string; releaseNotesHtml?: string; releaseDate?: string };
+
+/** A release as the publisher reads it back. */
+type RemoteRelease = { id: number; version: string; channel: string } & {
+  [K in keyof SparkleFields]?: SparkleFields[K] | null;
+};
+
+/**
+ * The release's id, created with the update info's name, date, notes and Sparkle fields when it does not exist. An
+ * existing release keeps its channel and notes, but takes the Sparkle fields of the build being uploaded (its
+ * sparkle:version and system versions are the build's own).
+ */
 async function ensureRelease(
   api: ManagementApi,
   product: number,
   options: PublishOptions & { version: string; channel: Channel },
-  notes: { releaseName?: string; releaseNotes?: string; releaseDate?: string },
+  notes: ReleaseNotes,
+  sparkle: SparkleFields,
   log: (s: string) => void,
 ) {
   const filter = encodeURIComponent(`version == ${JSON.stringify(options.version)}`);
-  const { productReleases } = await api.call<{ productReleases: { id: number; channel: string }[] }>(
+  const { productReleases } = await api.call<{ productReleases: RemoteRelease[] }>(
     "GET",
     `/v1/products/${product}/releases?filter=${filter}`,
   );
@@ -140,6 +161,13 @@ async function ensureRelease(
   if (existing) {
     if (existing.channel !== options.channel)
       log(`  note: release ${options.version} exists on channel ${existing.channel}; leaving its channel as it is`);
+    const changed = Object.fromEntries(
+      Object.entries(sparkle).filter(([key, value]) => existing[key as keyof SparkleFields] !== value),
+    );
+    if (Object.keys(changed).length > 0) {
+      await api.call("PUT", `/v1/products/${product}/releases`, { productRelease: { id: existing.id, ...changed } });
+      log(`  note: release ${options.version} takes the build's ${Object.keys(changed).join(", ")}`);
+    }
     return { id: existing.id, created: false };
   }
   const { productReleaseId } = await api.call<{ productReleaseId: number }>(
@@ -151,7 +179,9 @@ async function ensureRelease(
         channel: options.channel,
         ...(notes.releaseName ? { name: notes.releaseName } : {}),
         ...(notes.releaseNotes ? { releaseNotes: notes.releaseNotes } : {}),
+        ...(notes.releaseNotesHtml ? { releaseNotesHtml: notes.releaseNotesHtml } : {}),
         ...(notes.releaseDate ? { releaseDate: notes.releaseDate } : {}),
+        ...sparkle,
       },
     },
   );
@@ -335,21 +365,45 @@ async function readFolder(options: PublishOptions, log: (s: string) => void) {
           `${fileName}: its ${algorithm} differs from the one ${listedBy} gives; the file changed after the build: rebuild the folder`,
         );
     }
-  const first = <K extends "releaseName" | "releaseNotes" | "releaseDate">(key: K) =>
-    parts.find((p) => p.dist[key])?.dist[key];
-  const notes = {
-    ...(first("releaseName") ? { releaseName: first("releaseName") } : {}),
-    ...(first("releaseNotes") ? { releaseNotes: first("releaseNotes") } : {}),
-    ...(first("releaseDate") ? { releaseDate: first("releaseDate") } : {}),
-  };
-  return { parts, artifacts, skipped, notes, version, channel };
+  const notes: ReleaseNotes = {};
+  for (const key of ["releaseName", "releaseNotes", "releaseNotesHtml", "releaseDate"] as const) {
+    const value = parts.find((p) => p.dist[key])?.dist[key];
+    if (value) notes[key] = value;
+  }
+  const sparkle = parts.find((p) => p.dist.sparkle && Object.keys(p.dist.sparkle).length > 0)?.dist.sparkle ?? {};
+  const warnings = parts.flatMap((p) => p.dist.warnings ?? []);
+  return { parts, artifacts, skipped, notes, sparkle, warnings, version, channel };
+}
+
+/** `warning: …` lines, on stderr unless told otherwise. */
+const warner = (options: PublishOptions) => options.warn ?? ((line: string) => console.error(`warning: ${line}`));
+
+/**
+ * The release being published against the product's others (its latest 1000): Sparkle offers a build only when its
+ * sparkle:version is above the app's, so an order that disagrees with the versions' is a warning (sparkle.ts
+ * sparkleOrderProblems). Only for a Sparkle folder.
+ */
+async function sparkleOrderWarnings(
+  api: ManagementApi,
+  product: number,
+  published: { version: string; bundleVersion?: string | undefined },
+  warn: (line: string) => void,
+): Promise<void> {
+  const { productReleases } = await api.call<{ productReleases: RemoteRelease[] }>(
+    "GET",
+    `/v1/products/${product}/releases?select=id,version,bundleVersion&sort=-id&take=1000`,
+  );
+  for (const problem of sparkleOrderProblems(published, productReleases)) warn(problem);
 }
 
 /** A dry run: what `publish` would upload, read from the folders alone (the service is not contacted). */
 export async function plan(options: PublishOptions): Promise<PublishPlan> {
   const log = options.log ?? ((line: string) => console.log(line));
-  const { parts, artifacts: planned, skipped, version, channel } = await readFolder(options, log);
+  checkReleaseControl(options.control);
+  const { parts, artifacts: planned, skipped, warnings, version, channel } = await readFolder(options, log);
+  for (const w of warnings) warner(options)(w);
   log(`dry run: ${options.product} ${version} (${channel}) to ${options.url}`);
+  if (options.control) log(`  would set: ${describeControl(options.control)}`);
   const artifacts: PublishPlan["artifacts"] = [];
   const limit = options.singleLimit ?? DEFAULT_SINGLE_LIMIT;
   for (const part of parts) {
@@ -418,6 +472,7 @@ function progressBar(enabled: boolean | undefined, total: number) {
 /** Publishes the folder; see the file comment. */
 export async function publish(options: PublishOptions): Promise<PublishResult> {
   const log = options.log ?? ((line: string) => console.log(line));
+  checkReleaseControl(options.control);
   const { insecure, ca, trustHint } = options;
   const api = new ManagementApi(options.url, options.apiKey, log, { insecure, ca, trustHint });
   try {
@@ -432,12 +487,17 @@ async function publishWith(
   options: PublishOptions,
   log: (line: string) => void,
 ): Promise<PublishResult> {
-  const { artifacts, skipped, notes, version, channel } = await readFolder(options, log);
+  const { parts, artifacts, skipped, notes, sparkle, warnings, version, channel } = await readFolder(options, log);
+  const warn = warner(options);
+  for (const w of warnings) warn(w);
 
   const product = await productId(api, options.product);
-  const release = await ensureRelease(api, product, { ...options, version, channel }, notes, log);
+  if (parts.some((p) => p.format === "sparkle"))
+    await sparkleOrderWarnings(api, product, { version, bundleVersion: sparkle.bundleVersion }, warn);
+  const release = await ensureRelease(api, product, { ...options, version, channel }, notes, sparkle, log);
   log(`${options.product} ${version}: release ${release.id} ${release.created ? "created" : "exists"} (${channel})`);
   for (const s of skipped) log(`  skip ${s.fileName}: ${s.reason}`);
+  const controlled = await applyReleaseControl(api, product, release.id, options.control, log);
 
   const path = `/v1/products/${product}/releases/${release.id}/downloads`;
   const { releaseDownloads } = await api.call<{ releaseDownloads: RemoteDownload[] }>("GET", `${path}?take=1000`);
@@ -448,6 +508,7 @@ async function publishWith(
     replaced: [],
     unchanged: [],
     resigned: [],
+    controlled,
   };
   const toSend = artifacts.filter((a) => {
     const remote = releaseDownloads.find((d) => d.platform === a.platform && d.kind === a.kind);

@@ -9,6 +9,7 @@ import type { ServiceContext } from "../../http/context";
 import { memo } from "../../kernel/memo";
 import { type Platform, type ReleaseWithFiles, publishedAt } from "../catalog";
 import { downloadFor } from "../download-info";
+import { notesText } from "./notes";
 import type { FeedInput, Selection } from "../selection";
 
 /** The installers and zips a feed lists for a release; macOS updaters want the zip first. */
@@ -71,6 +72,7 @@ function feedInfo(
   options: { staged?: number | undefined },
 ) {
   const release = entry.release;
+  const notes = notesText(release);
   // Only what the selection says: a caller the server admitted (a cohort id) gets no percentage to apply again.
   const stagingPercentage = options.staged;
   return {
@@ -79,7 +81,7 @@ function feedInfo(
     ...(files[0] ? { path: files[0].url, sha512: files[0].sha512 } : {}),
     releaseDate: publishedAt(release),
     ...(release.name ? { releaseName: release.name } : {}),
-    ...(release.releaseNotes ? { releaseNotes: release.releaseNotes } : {}),
+    ...(notes ? { releaseNotes: notes } : {}),
     ...(stagingPercentage !== undefined ? { stagingPercentage } : {}),
   };
 }

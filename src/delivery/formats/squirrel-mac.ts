@@ -6,6 +6,7 @@
 import { ApiError } from "../../kernel/errors";
 import type { DownloadRow, Offerable, Platform, ReleaseWithFiles } from "../catalog";
 import { publishedAt } from "../catalog";
+import { notesText } from "./notes";
 import { rfc3339 } from "./tauri";
 
 /**
@@ -45,7 +46,7 @@ export function squirrelMacUpdate(entry: ReleaseWithFiles, url: string) {
   return {
     url,
     name: release.name ?? release.version,
-    notes: release.releaseNotes ?? "",
+    notes: notesText(release),
     pub_date: rfc3339(publishedAt(release)),
   };
 }

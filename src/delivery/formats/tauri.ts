@@ -8,6 +8,7 @@ import { ApiError } from "../../kernel/errors";
 import type { DownloadRow, Offerable, Platform, ReleaseWithFiles } from "../catalog";
 import { publishedAt } from "../catalog";
 import { isSparkleSignature } from "../../updates/vendor-signatures";
+import { notesText } from "./notes";
 
 /** `{{target}}` of tauri-plugin-updater's endpoint template. */
 export const TAURI_TARGETS = ["windows", "darwin", "linux"] as const;
@@ -70,7 +71,7 @@ export function tauriUpdate(entry: ReleaseWithFiles, file: DownloadRow, url: str
   const release = entry.release;
   return {
     version: release.version,
-    notes: release.releaseNotes ?? "",
+    notes: notesText(release),
     pub_date: rfc3339(publishedAt(release)),
     url,
     signature: file.signature ?? "",
@@ -85,7 +86,7 @@ export function tauriStatic(
   const release = entry.release;
   return {
     version: release.version,
-    notes: release.releaseNotes ?? "",
+    notes: notesText(release),
     pub_date: rfc3339(publishedAt(release)),
     platforms: Object.fromEntries(
       platforms.map((p) => [TAURI_KEY_OF[p.platform], { url: p.url, signature: p.file.signature ?? "" }]),

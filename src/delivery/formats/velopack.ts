@@ -5,8 +5,8 @@
  * decision (nupkg.ts).
  */
 import { ApiError } from "../../kernel/errors";
-import { escapeHtml } from "../../mail/license-mail";
 import { CHANNELS, type Platform } from "../../records/vocabulary";
+import { notesHtml, notesText } from "./notes";
 import { type PackagePlan, listed } from "./nupkg";
 
 /** One asset of Velopack's feed (VelopackAsset: field names and types as Velopack's own serde and TypeScript types). */
@@ -28,16 +28,6 @@ function packageIdOf(fileName: string, version: string, fallback: string): strin
   return at > 0 ? fileName.slice(0, at) : fallback;
 }
 
-/** HTML of release notes given as text: escaped, one paragraph per blank-line-separated block. */
-function notesHtml(notes: string): string {
-  return notes
-    .split(/\n\s*\n/)
-    .map((block) => block.trim())
-    .filter(Boolean)
-    .map((block) => `<p>${escapeHtml(block).replace(/\n/g, "<br>")}</p>`)
-    .join("\n");
-}
-
 /**
  * Velopack's `releases.{channel}.json` for a plan. "No update" is an empty `Assets` (Velopack: "the remote feed is
  * empty", no update). The packages are named by bare file name: the client fetches them from its feed folder (the
@@ -47,8 +37,8 @@ function notesHtml(notes: string): string {
 export function velopackFeed(plan: PackagePlan, productCode: string): { Assets: VelopackAsset[] } {
   return {
     Assets: (plan.staged === undefined ? listed(plan) : []).map((step) => {
-      const version = step.entry.release.version;
-      const notes = step.entry.release.releaseNotes ?? "";
+      const release = step.entry.release;
+      const version = release.version;
       return {
         PackageId: packageIdOf(step.file.fileName, version, productCode),
         Version: version,
@@ -57,8 +47,8 @@ export function velopackFeed(plan: PackagePlan, productCode: string): { Assets: 
         SHA1: step.file.sha1.toUpperCase(),
         SHA256: step.file.sha256,
         Size: step.file.size,
-        NotesMarkdown: notes,
-        NotesHtml: notesHtml(notes),
+        NotesMarkdown: notesText(release),
+        NotesHtml: notesHtml(release),
       };
     }),
   };

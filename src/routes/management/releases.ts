@@ -40,11 +40,14 @@ export function registerReleases(app: Router): void {
     tag: "Product releases",
     operationIds: {
       list: "listProductReleases",
+      get: "getProductRelease",
       create: "createProductRelease",
       update: "updateProductRelease",
       delete: "deleteProductRelease",
     },
     label: "product release",
+    // One release by id (issue 37), with the list's roles: what the publisher and the console read back.
+    operations: ["list", "get", "create", "update", "delete"],
     roles: { list: all, create: all, update: all, delete: all },
     idParam: "releaseId",
     scope,
@@ -108,19 +111,18 @@ const haltProductReleaseRoute = createRoute({
   operationId: "haltProductRelease",
   summary: "Halt a public release: every answer offers the previous admissible release (release.halted)",
   description:
-    "Stops the release at once for every caller not yet on it. A release halted already stays as it is (no second " +
-    "event). 400 naming `public` for a release that is not public.",
+    "Stops the release at once for every caller not yet on it. A release halted already stays as it is, its note " +
+    "too (no second event). 400 naming `public` for a release that is not public.",
   ...access.key(Roles.managers),
   request: {
     params,
     body: {
       ...jsonBody(
         z.object({
-          reason: z
-            .string()
-            .max(256)
-            .optional()
-            .openapi({ description: "Why, in words: the release.halted event carries it as `note`." }),
+          reason: z.string().max(256).optional().openapi({
+            description:
+              "Why, in words: kept as the release's `haltNote` until it is resumed; the release.halted event carries it as `note`.",
+          }),
         }),
       ),
       required: false,

@@ -418,6 +418,7 @@ const getSparkleAppcastHandler: Handler<AppEnv> = async (c) => {
         staged: selection.staged,
         criticalBelow: criticalBelow(entry, selection.admitted, product.minimumVersion),
         minimumVersion: product.minimumVersion,
+        admitted: selection.admitted,
       };
     }
     const xml = appcastXml(product, channel, item);
