@@ -73,6 +73,8 @@ async function screenshot(name: string): Promise<void> {
 
 /** A list's filter expression box: under "Filter expression" when the list has simple fields (filters.tsx). */
 async function expressionBox(list: Locator): Promise<Locator> {
+  // The list's filter form first (a page just opened may not have drawn it yet), then its advanced part.
+  await list.getByRole("button", { name: "Apply" }).first().waitFor();
   const details = list.locator("details.advanced");
   if ((await details.count()) === 1 && (await details.getAttribute("open")) === null)
     await details.locator("summary").click();
