@@ -10,6 +10,7 @@ import type { Db } from "../db/client";
 import { customers, licenses, products, resources } from "../db/schema";
 import { ApiError, notFound400 } from "../kernel/errors";
 import type { OutgoingMail } from "./send";
+import { escapeHtml } from "../kernel/markup";
 
 /** The resource `type` of license email templates. */
 export const EMAIL_TEMPLATE_TYPE = "EmailTemplate";
@@ -30,9 +31,6 @@ export async function findLicense(db: Db, licenseId: string | number): Promise<L
   if (!row) throw notFound400("License", licenseId);
   return row;
 }
-
-const HTML_ESCAPES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
-export const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (ch) => HTML_ESCAPES[ch] ?? ch);
 
 /** Replaces each `{Placeholder}` with its value (HTML-escaped in HTML); unknown braces stay as written. */
 export function renderTemplate(template: string, values: Readonly<Record<Placeholder, string>>, html: boolean): string {

@@ -12,7 +12,7 @@
  *   its markup dropped, paragraphs and list items kept as lines. That text goes into JSON or YAML, never into HTML.
  */
 import { Marked } from "marked";
-import { escapeHtml } from "../../mail/license-mail";
+import { escapeHtml } from "../../kernel/markup";
 import type { ReleaseRow } from "../catalog";
 
 type Notes = Pick<ReleaseRow, "releaseNotes" | "releaseNotesHtml">;
