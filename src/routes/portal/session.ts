@@ -69,7 +69,7 @@ const sessionShape = {
 const PortalSession = enveloped(sessionShape).openapi("PortalSession");
 
 const SignInLink = enveloped({
-  customer: PortalCustomer.openapi({ description: "The account the link signs in to, shown before it is used." }),
+  customer: PortalCustomer,
   expiresAt: z.string().openapi({ description: "When the link ends (ISO 8601)." }),
 }).openapi("PortalSignInLink");
 
