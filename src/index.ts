@@ -5,6 +5,7 @@ import { consumeExpiredSeats } from "./licensing/license-events";
 import { writeTraces } from "./licensing/traces";
 import { writeDownloadCounts } from "./updates/download-counts";
 import { writeAdoption } from "./updates/adoption";
+import { writeSessions } from "./updates/sessions";
 import { DEAD_LETTER_QUEUE, consumeDeadLetter } from "./webhooks/dead-letter";
 import { consumeDelivery } from "./webhooks/deliver";
 import { housekeeping } from "./app/housekeeping";
@@ -18,6 +19,7 @@ const jobs: JobHandlers = {
   "license.traces": { batch: writeTraces },
   "release.downloads.counted": { batch: writeDownloadCounts },
   "release.adoption": { batch: writeAdoption },
+  "release.sessions": { batch: writeSessions },
 };
 
 /**

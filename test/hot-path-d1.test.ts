@@ -500,3 +500,39 @@ describe("the Tauri, Squirrel.Mac and Sparkle feeds' licensed answers", () => {
     }
   });
 });
+
+describe("release health's session pings", () => {
+  it("write nothing to D1 on the request path: anonymous, no statement written; with a user key, its license read alone", async () => {
+    const app = await application();
+    const license = await admin("POST", "/v1/licenses", {
+      license: { productId: app.productId, licensingMode: "File" },
+    });
+    expect(license.status, license.text).toBe(200);
+    const list = await admin(
+      "GET",
+      `/v1/licenses?filter=${encodeURIComponent(`id == ${license.body["id"]}`)}&select=userKey`,
+    );
+    const userKey = list.body["licenses"][0].userKey as string;
+    const body = {
+      version: "1.0.0",
+      sessions: [
+        { id: crypto.randomUUID(), status: "started", startedAt: new Date().toISOString() },
+        { id: crypto.randomUUID(), status: "crashed", startedAt: new Date().toISOString(), durationMs: 5 },
+      ],
+    };
+    const path = `/v1/updates/${app.code}/sessions`;
+    const install = { "X-Service-Install-Id": `hp-${crypto.randomUUID()}` };
+    // The first ping may read the product (the isolate's product memo); the second reads nothing at all.
+    await call("POST", path, { body, headers: install });
+    const anonymous = await call("POST", path, { body, headers: install });
+    expect(anonymous.status, anonymous.text).toBe(202);
+    expect(d1Work(anonymous.headers), "anonymous ping").toMatchObject({ "rows-written": 0, statements: 0 });
+    const keyed = await call("POST", path, { body, headers: { ...install, "X-Service-User-Key": userKey } });
+    expect(keyed.status, keyed.text).toBe(202);
+    expect(d1Work(keyed.headers), "licensed ping").toMatchObject({
+      "rows-written": 0,
+      "round-trips": 1,
+      statements: 1,
+    });
+  });
+});

@@ -23,7 +23,7 @@ export async function fetchJson(fetchFn: FetchFunction, url: string, init: Reque
     );
   }
   const isJson = /\bjson\b/i.test(response.headers.get("content-type") ?? "");
-  let body: unknown = undefined;
+  let body: unknown;
   if (text !== "" && isJson) {
     try {
       body = JSON.parse(text);

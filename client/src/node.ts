@@ -125,3 +125,14 @@ export function fileStore(directory: string): ValidationStore {
     },
   };
 }
+
+export {
+  MAX_KEPT_SESSIONS,
+  type ProcessEvents,
+  SESSIONS_FILE,
+  type SessionRecord,
+  type SessionStatus,
+  type SessionTracker,
+  type SessionTrackingOptions,
+  trackSessions,
+} from "./sessions.js";

@@ -15,6 +15,7 @@ import { pruneDeliveries } from "../webhooks/history";
 import { pruneInlineReports, pruneLicenseFiles, pruneStoredReports, pruneTraces } from "../licensing/retention";
 import { pruneOutbox } from "../mail/send";
 import { pruneAdoption } from "../updates/adoption";
+import { pruneSessions } from "../updates/sessions";
 import { prunePortalCredentials } from "../portal/portal-session";
 import { sealPlainPasswords } from "../records/resource-passwords";
 import { sealPlainHeaders } from "../webhooks/subscriptions";
@@ -36,6 +37,8 @@ export async function housekeeping(env: Bindings, now: Date): Promise<Record<str
     licenseTraces: d1Statement(db, pruneTraces(db, config, now)),
     // Release adoption days older than Updates:AdoptionRetentionDays.
     releaseAdoption: d1Statement(db, pruneAdoption(db, config, now)),
+    // Release health sessions of days older than Updates:AdoptionRetentionDays.
+    releaseSessions: d1Statement(db, pruneSessions(db, config, now)),
     // Records of license files expired longer than Licensing:TraceRetentionDays ago.
     licenseFiles: d1Statement(db, pruneLicenseFiles(db, config, now)),
     reports: d1Statement(db, pruneInlineReports(db, config, now)),

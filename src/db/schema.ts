@@ -592,6 +592,39 @@ export const releaseAdoption = sqliteTable(
   ],
 );
 
+/**
+ * Release health (CONTRACT section 13, updates/sessions.ts): one row per session (install id + session id of a
+ * product), written by the queue consumer, never on the request path. `status`: 0 started, 1 exited, 2 crashed,
+ * 3 abnormal (the last final one sent). `day` is the UTC day the session started; `address` the sender's IPv4
+ * address or IPv6 /64 (the honest-count limits); `licensed` whether a license credential sent it.
+ */
+export const releaseSessions = sqliteTable(
+  "release_sessions",
+  {
+    productId: integer("product_id")
+      .notNull()
+      .references(() => products.id, { onDelete: "cascade" }),
+    install: text("install").notNull(),
+    sessionId: text("session_id").notNull(),
+    releaseId: integer("release_id")
+      .notNull()
+      .references(() => productReleases.id, { onDelete: "cascade" }),
+    day: text("day").notNull(),
+    platform: text("platform").notNull(),
+    status: integer("status").notNull(),
+    startedAt: text("started_at").notNull(),
+    durationMs: integer("duration_ms"),
+    address: text("address").notNull(),
+    licensed: bool("licensed").notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.productId, t.install, t.sessionId] }),
+    index("release_sessions_release_day").on(t.releaseId, t.day, t.address),
+    index("release_sessions_install_day").on(t.productId, t.install, t.day),
+    index("release_sessions_day").on(t.day),
+  ],
+);
+
 export const assemblies = sqliteTable(
   "assemblies",
   {

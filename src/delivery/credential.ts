@@ -7,11 +7,13 @@
  * (its key changed, the license deleted, a made-up token) names no license, as an unknown key does.
  */
 import { eq } from "drizzle-orm";
-import { type Params, compiled } from "../db/compiled";
+import { type Params, batchReads, compiled } from "../db/compiled";
 import { licenses } from "../db/schema";
 import type { ServiceContext } from "../http/context";
 import { feedTokenHolds, feedTokenLicenseId } from "../licensing/feed-token";
+import type { LicenseRow } from "../licensing/license-core";
 import { type Caller, USER_KEY_HEADER, callerKey, callerLicenseQuery, callerRead, judgeCaller } from "./caller";
+import { updateRefusal } from "./reasons";
 
 /** The query parameter of a feed token. */
 export const FEED_TOKEN_QUERY = "feed";
@@ -62,4 +64,37 @@ export async function judgeCredential(ctx: ServiceContext, credential: Credentia
     return judgeCaller(ctx, holds ? row : undefined);
   }
   return judgeCaller(ctx, row);
+}
+
+/** The license a licensing bearer token names (its `lic` claim, the license's public id), with its customer's name. */
+const callerLicenseByPublicId = compiled((db, p: Params<{ productId: number; licenseId: string }>) =>
+  callerRead(db, p.productId, eq(licenses.licenseId, p.licenseId), {}),
+);
+
+/** What a session ping (CONTRACT section 13) names its caller with: a credential, or a bearer token's license. */
+export type PingCredential = Credential | { bearerLicense: string };
+
+/** The message of a ping credential that names no license of the product. */
+export const NOT_THIS_PRODUCT = "The credential names no license of this product";
+
+/**
+ * The license of a ping's credential, in one D1 statement (none without a credential: undefined). A credential that
+ * names no license of the product (another product's, an unknown key or token) is refused with 403 and its reason,
+ * as a revoked or expired license is (judgeCaller): a ping counts for its own product or not at all.
+ */
+export async function requireProductLicense(
+  ctx: ServiceContext,
+  productId: number,
+  credential: PingCredential,
+): Promise<LicenseRow | undefined> {
+  if (!credential) return undefined;
+  const query =
+    "bearerLicense" in credential
+      ? callerLicenseByPublicId.with({ productId, licenseId: credential.bearerLicense })
+      : credentialQuery(productId, credential);
+  const [rows] = query ? await batchReads(ctx.db, [query]) : [[]];
+  const caller =
+    "bearerLicense" in credential ? await judgeCaller(ctx, rows[0]) : await judgeCredential(ctx, credential, rows[0]);
+  if (caller.kind === "licensed") return caller.license;
+  throw updateRefusal(NOT_THIS_PRODUCT, caller.kind === "unknown" ? caller.reason : "licenseNotFound");
 }

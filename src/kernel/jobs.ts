@@ -20,6 +20,11 @@ export interface Jobs {
   "release.downloads.counted": { counts: [number, number][] };
   /** Release adoption sightings, `[productId, version, stage, day, platform, install]`, written in one D1 batch (updates/adoption.ts). */
   "release.adoption": { sightings: [number, string, number, string, string, string][] };
+  /**
+   * Release health session pings, `[productId, version, platform, install, sessionId, status, startedAt, durationMs,
+   * address, licensed]`, written one conditional statement each in one D1 batch (updates/sessions.ts).
+   */
+  "release.sessions": { sessions: unknown[][] };
 }
 
 export type JobKind = keyof Jobs;

@@ -416,6 +416,12 @@ export const settingDefinitions = {
     400,
     "Days of release adoption (GET /v1/products/{productId}/releases/{releaseId}/adoption) kept; the cron trigger prunes older days.",
   ),
+  "Updates:HealthInstallsPerAddress": def(
+    int(1, 1000),
+    5,
+    "Unlicensed installs an IP (v6: /64) adds per release a day.",
+  ),
+  "Updates:HealthSessionsPerInstall": def(int(1, 1000), 20, "Sessions one install adds to release health per day."),
   "Updates:PlatformEditions": def(
     platformEditions,
     { windows: [], mac: ["Ultimate"], linux: ["Ultimate"] },

@@ -81,12 +81,18 @@ function requireControlRole(ctx: ServiceContext, values: Row, existing?: Row): v
     );
 }
 
-/** The release a rollback offers: the newest public, not halted release of the product and channel older than `row`. */
-async function previousRelease(ctx: ServiceContext, row: Row): Promise<Row | undefined> {
+/**
+ * The release a rollback offers, the previous admissible release: the newest public, not halted release of the
+ * product and channel older than `row` (its id and version). Release health's baseline is this release too.
+ */
+export async function previousRelease(
+  ctx: Pick<ServiceContext, "db">,
+  row: Row,
+): Promise<{ id: number; version: string } | undefined> {
   const version = row["version"] as string;
   if (!isReleaseVersion(version)) return undefined;
   const rows = await ctx.db
-    .select({ version: productReleases.version })
+    .select({ id: productReleases.id, version: productReleases.version })
     .from(productReleases)
     .where(
       and(
@@ -96,7 +102,9 @@ async function previousRelease(ctx: ServiceContext, row: Row): Promise<Row | und
         eq(productReleases.halted, false),
       ),
     );
-  return rows.find((r) => isReleaseVersion(r.version) && compareVersions(r.version, version) < 0);
+  const older = rows.filter((r) => isReleaseVersion(r.version) && compareVersions(r.version, version) < 0);
+  // The newest of the older ones, whatever order D1 hands the rows in.
+  return older.sort((a, b) => compareVersions(b.version, a.version))[0];
 }
 
 /**

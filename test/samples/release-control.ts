@@ -1,4 +1,4 @@
-/** Sample requests for release control (CONTRACT section 8): one release, its halt, resume and adoption. */
+/** Sample requests for release control (CONTRACT section 8): one release, its halt, resume, adoption and health. */
 import { type Samples, created } from "./kit";
 import { admin } from "../helpers";
 
@@ -33,5 +33,9 @@ export const releaseControlSamples: Samples = {
   "GET /v1/products/{productId}/releases/{releaseId}/adoption": async () => {
     const r = await publicRelease();
     return { path: `/v1/products/${r.productId}/releases/${r.releaseId}/adoption` };
+  },
+  "GET /v1/products/{productId}/releases/{releaseId}/health": async () => {
+    const r = await publicRelease();
+    return { path: `/v1/products/${r.productId}/releases/${r.releaseId}/health` };
   },
 };

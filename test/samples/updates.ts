@@ -40,6 +40,16 @@ export const updateSamples: Samples = {
   "GET /v1/updates/{productCode}": async () => ({
     path: `/v1/updates/${await product()}?platform=win-x64&version=0.9.0`,
   }),
+  // Release health (CONTRACT section 13): one exited session of the install.
+  "POST /v1/updates/{productCode}/sessions": async () => ({
+    path: `/v1/updates/${await product()}/sessions`,
+    headers: { "X-Service-Install-Id": `sample-${crypto.randomUUID()}` },
+    body: {
+      version: "1.0.0",
+      platform: "win-x64",
+      sessions: [{ id: crypto.randomUUID(), status: "exited", startedAt: new Date().toISOString(), durationMs: 1000 }],
+    },
+  }),
   "GET /v1/updates/{productCode}/feed/{channel}/{platform}/{file}": async () => ({
     path: `/v1/updates/${await product()}/feed/stable/win-x64/latest.yml`,
   }),

@@ -35,7 +35,8 @@ const isoDay = (description: string) =>
     .optional()
     .openapi({ format: "date", description });
 
-const AdoptionQuery = z.object({
+/** The span query of adoption and of release health (`from`, `to`). */
+export const AdoptionQuery = z.object({
   from: isoDay(`The first UTC day counted (default: ${DEFAULT_ADOPTION_DAYS - 1} days before \`to\`).`),
   to: isoDay("The last UTC day counted (default: today)."),
 });
@@ -95,9 +96,17 @@ const adoptionRoute = createRoute({
 const getAdoption: RouteHandler<typeof adoptionRoute, AppEnv> = async (c) => {
   const ctx = serviceContext(c);
   const { productId, releaseId } = c.req.valid("param");
-  const query = c.req.valid("query");
   await requireById(ctx.db, Product, productId);
   await requireById(ctx.db, ProductRelease, releaseId, eq(productReleases.productId, productId));
+  const { from, to } = adoptionSpan(c.req.valid("query"));
+  return ok(c, { data: await readAdoption(ctx.db, releaseId, from, to) });
+};
+
+/**
+ * The UTC days a query of AdoptionQuery names (default: the last DEFAULT_ADOPTION_DAYS, today included); 400 when
+ * `from` is after `to` or the span is longer than MAX_ADOPTION_DAYS.
+ */
+export function adoptionSpan(query: z.infer<typeof AdoptionQuery>): { from: string; to: string } {
   const to = query.to !== undefined ? dayOf(query.to) : dayOf(clock.now().toISOString());
   const from =
     query.from !== undefined
@@ -106,8 +115,8 @@ const getAdoption: RouteHandler<typeof adoptionRoute, AppEnv> = async (c) => {
   if (from > to) throw new ApiError(400, `from (${from}) is after to (${to})`);
   if ((Date.parse(to) - Date.parse(from)) / DAY_MS >= MAX_ADOPTION_DAYS)
     throw new ApiError(400, `from (${from}) is more than ${MAX_ADOPTION_DAYS} days before to (${to})`);
-  return ok(c, { data: await readAdoption(ctx.db, releaseId, from, to) });
-};
+  return { from, to };
+}
 
 export function registerAdoption(app: Router): void {
   app.openapi(adoptionRoute, getAdoption);
