@@ -11,10 +11,10 @@
  * console-filters.png, console-license-1280.png, console-outbox.png. Needs `npm run console:build` first and
  * Chromium, as test/node/console.test.ts.
  */
-import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type Browser, type BrowserContext, type Locator, type Page, chromium } from "playwright-core";
+import { type Browser, type BrowserContext, type Page, chromium } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 // @ts-expect-error: plain JavaScript modules shared with the benchmark and the scripts
 import { root, startLocalWorker } from "../../scripts/local-worker.mjs";
@@ -22,6 +22,7 @@ import { root, startLocalWorker } from "../../scripts/local-worker.mjs";
 import { CHROMIUM_ARGS, ensureChromium } from "../../scripts/ensure-chromium.mjs";
 import { type WebhookReceiver, startWebhookReceiver } from "../webhook-receiver";
 import type { JsonBody } from "../json-body.ts";
+import { expressionBox, screenshot } from "./console-kit.ts";
 
 const KEY = "api_OwnerConsoleKey00000000000000000";
 const PASSWORD = "Owner-12345678";
@@ -181,23 +182,6 @@ async function seed(): Promise<void> {
   expect(signIn.status).toBe(200);
 }
 
-async function screenshot(name: string): Promise<void> {
-  const file =
-    process.env["UPDATE_SCREENSHOTS"] === "1"
-      ? join(root, "docs", name)
-      : join(mkdtempSync(join(tmpdir(), "owner-shot-")), name);
-  await page.screenshot({ path: file, fullPage: true });
-  expect(readFileSync(file).subarray(1, 4).toString()).toBe("PNG");
-}
-
-/** A list's expression box: under "Filter expression" when the list has simple fields. */
-async function expressionOf(list: Locator): Promise<Locator> {
-  const details = list.locator("details.advanced");
-  if ((await details.count()) === 1 && (await details.getAttribute("open")) === null)
-    await details.locator("summary").click();
-  return list.getByLabel("Filter", { exact: true });
-}
-
 beforeAll(async () => {
   const executablePath = ensureChromium();
   if (!existsSync(join(root, "console/dist/console/index.html")))
@@ -293,7 +277,7 @@ describe("the console for the business", () => {
     expect(await page.getByRole("alert").count()).toBe(0);
     // The row counts are no longer the overview's.
     expect(await page.getByRole("region", { name: "Counts" }).count()).toBe(0);
-    await screenshot("console-overview.png");
+    await screenshot(page, "console-overview.png");
   }, 60_000);
 
   it("shows the row counts and what is running on the Diagnostics page", async () => {
@@ -322,13 +306,13 @@ describe("the console for the business", () => {
     await expect.poll(async () => (await list.getByRole("row").count()) - 1).toBe(1);
     await list.getByRole("cell", { name: world.hooli }).waitFor();
     // The fields wrote the expression the list applied; it is there to read and change.
-    const expression = await expressionOf(list);
+    const expression = await expressionBox(list);
     const written = await expression.inputValue();
     expect(written).toMatch(
       /^\(licenseId\.ToLower\(\)\.Contains\("hoo"\) \|\| licenseeName\.ToLower\(\)\.Contains\("hoo"\) \|\| .*\) && revoked == false && /,
     );
     expect(await list.getAttribute("data-filter")).toBe(written);
-    await screenshot("console-filters.png");
+    await screenshot(page, "console-filters.png");
     // By hand: the expression as the advanced option.
     await expression.fill('licenseeName == "Wayne"');
     await list.getByRole("button", { name: "Apply" }).click();
@@ -375,7 +359,7 @@ describe("the console for the business", () => {
     await row.getByRole("button", { name: "Copy id" }).click();
     await row.getByText("Copied").waitFor();
     expect(await page.evaluate("navigator.clipboard.readText()")).toBe(MACHINE);
-    await screenshot("console-license-1280.png");
+    await screenshot(page, "console-license-1280.png");
     // The other wide lists: every row's actions are in the window, and the page does not scroll sideways.
     const subscription = (await rest("GET", "/v1/webhooks/subscriptions"))["subscriptions"][0];
     for (const hash of ["#/orders", "#/customers", "#/api-keys", `#/webhooks/${subscription.id}`]) {
@@ -422,7 +406,7 @@ describe("the console for the business", () => {
     await expect.poll(() => list.getByRole("row").count()).toBe(before + 1);
     await licenseMail.getByRole("button", { name: "Open" }).click();
     await body.getByText(world.userKey).waitFor();
-    await screenshot("console-outbox.png");
+    await screenshot(page, "console-outbox.png");
     // A template previewed for a sample license: nothing is sent.
     const preview = page.getByRole("region", { name: "Preview a license email" });
     await preview.getByRole("button", { name: "Preview" }).click();

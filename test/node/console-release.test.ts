@@ -9,7 +9,7 @@
  * Needs `npm run console:build` first (`npm test` does it) and Chromium (scripts/ensure-chromium.mjs).
  */
 import { createHash } from "node:crypto";
-import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Browser, type Page, chromium } from "playwright-core";
@@ -19,6 +19,7 @@ import { root, startLocalWorker } from "../../scripts/local-worker.mjs";
 // @ts-expect-error: a plain JavaScript module
 import { CHROMIUM_ARGS, ensureChromium } from "../../scripts/ensure-chromium.mjs";
 import type { JsonBody } from "../json-body.ts";
+import { screenshot } from "./console-kit.ts";
 
 const KEY = "api_ConsoleReleaseKey000000000000000";
 const PASSWORD = "Console-12345";
@@ -42,16 +43,6 @@ async function poll(path: string, install: string, current?: string): Promise<Re
     redirect: "manual",
     headers: { "X-Service-Install-Id": install, ...(current ? { "X-Service-Current-Version": current } : {}) },
   });
-}
-
-/** The README's picture, refreshed in docs/ with UPDATE_SCREENSHOTS=1, else written to a temporary directory. */
-async function screenshot(name: string): Promise<void> {
-  const file =
-    process.env["UPDATE_SCREENSHOTS"] === "1"
-      ? join(root, "docs", name)
-      : join(mkdtempSync(join(tmpdir(), "console-shot-")), name);
-  await page.screenshot({ path: file, fullPage: true });
-  expect(readFileSync(file).subarray(1, 4).toString()).toBe("PNG");
 }
 
 beforeAll(async () => {
@@ -222,7 +213,7 @@ describe("a release's adoption and rollout in the console", () => {
     await rollout.getByLabel("Rollout %").fill("100");
     await rollout.getByRole("button", { name: "Set rollout" }).click();
     await rollout.getByText("Rollout set to 100 %").waitFor();
-    await screenshot("console-release.png");
+    await screenshot(page, "console-release.png");
     await rollout.getByRole("button", { name: "Resume" }).click();
     await rollout.getByText("The release is resumed").waitFor();
     await expect.poll(() => rollout.getByTestId("rollout-state").textContent()).toBe("100 %");

@@ -12,7 +12,7 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type Browser, type Locator, type Page, chromium } from "playwright-core";
+import { type Browser, type Page, chromium } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 // @ts-expect-error: plain JavaScript modules shared with the benchmark and the scripts
 import { root, startLocalWorker } from "../../scripts/local-worker.mjs";
@@ -22,6 +22,7 @@ import { CHROMIUM_ARGS, ensureChromium } from "../../scripts/ensure-chromium.mjs
 import { checkGenerated } from "../../scripts/openapi-types.mjs";
 import { type WebhookReceiver, startWebhookReceiver } from "../webhook-receiver";
 import type { JsonBody } from "../json-body.ts";
+import { expressionBox, screenshot } from "./console-kit.ts";
 
 const KEY = "api_ConsoleAdminKey0000000000000000";
 const PASSWORD = "Console-12345";
@@ -56,29 +57,6 @@ async function licenseByLicenseId(licenseId: string) {
     key: KEY,
   });
   return res.body["licenses"][0] as JsonBody;
-}
-
-/**
- * A picture the README shows: refreshed in docs/ with UPDATE_SCREENSHOTS=1 (so a plain test run leaves the tree
- * clean), else written to a temporary directory. The whole page.
- */
-async function screenshot(name: string): Promise<void> {
-  const file =
-    process.env["UPDATE_SCREENSHOTS"] === "1"
-      ? join(root, "docs", name)
-      : join(mkdtempSync(join(tmpdir(), "console-shot-")), name);
-  await page.screenshot({ path: file, fullPage: true });
-  expect(readFileSync(file).subarray(1, 4).toString()).toBe("PNG");
-}
-
-/** A list's filter expression box: under "Filter expression" when the list has simple fields (filters.tsx). */
-async function expressionBox(list: Locator): Promise<Locator> {
-  // The list's filter form first (a page just opened may not have drawn it yet), then its advanced part.
-  await list.getByRole("button", { name: "Apply" }).first().waitFor();
-  const details = list.locator("details.advanced");
-  if ((await details.count()) === 1 && (await details.getAttribute("open")) === null)
-    await details.locator("summary").click();
-  return list.getByLabel("Filter", { exact: true });
 }
 
 beforeAll(async () => {
@@ -444,7 +422,7 @@ describe("the admin console in Chromium", () => {
     ]);
     // The README's second picture: a license with names beside ids, dates in words, the token just issued.
     await seats.locator(".machine-name", { hasText: "Office PC" }).waitFor();
-    await screenshot("console-license.png");
+    await screenshot(page, "console-license.png");
     // Back to the floating license for the next step.
     await page.goto(new URL(`/console/#/licenses/${floatingLicense}`, base).toString());
     await page.getByRole("heading", { name: new RegExp(`License ${floatingLicense}`) }).waitFor();
@@ -672,7 +650,7 @@ describe("the admin console in Chromium", () => {
       expect(await page.getByRole("img", { name: new RegExp(`^${chart}.*${today} ${n}$`) }).count(), chart).toBe(1);
     }
     // The whole page, so the picture holds every chart (update adoption sits below the fold at 800 px).
-    await screenshot("console.png");
+    await screenshot(page, "console.png");
     // Downloads counted per artifact: the release page shows the count the API returns (written off the request
     // path, so wait for it).
     const artifacts = async () =>
