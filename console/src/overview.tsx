@@ -1,16 +1,18 @@
 /**
  * The overview (issue 37, "a console for the business"): what an owner asks first, from one request
  * (`GET /v1/overview`): licenses active and expiring, seats in use, revenue and refunds per month and currency,
- * releases rolling out or halted, webhook deliveries given up; the activity charts below. What is running and the
- * row counts are the Diagnostics page's (`GET /v1/info`).
+ * releases rolling out or halted (who halted them, and the health of the first few: health.tsx, one request each),
+ * webhook deliveries given up; the activity charts below. What is running and the row counts are the Diagnostics
+ * page's (`GET /v1/info`).
  */
 import type { ComponentChildren } from "preact";
 import { api, call, must } from "./api/client";
 import type { components } from "./api/client";
 import { Activity } from "./activity";
+import { HealthLine } from "./health";
 import { useLoad } from "./load";
 import { ErrorBox, cell } from "./ui";
-import { formatDate, labelOf } from "./words";
+import { formatDate, haltedBy, labelOf } from "./words";
 
 type Figures = components["schemas"]["Overview"];
 type Month = components["schemas"]["OverviewMonthRevenue"];
@@ -134,6 +136,8 @@ function Expiring({ licenses }: { licenses: Figures["licenses"] }) {
 }
 
 const STATE_WORDS = { staged: "Staged", scheduled: "Scheduled", halted: "Halted" } as const;
+/** The health sentence is read (one request each) for this many releases of the list, the first ones. */
+const HEALTH_LISTED = 5;
 
 function Releases({ releases }: { releases: Figures["releases"] }) {
   return (
@@ -153,16 +157,20 @@ function Releases({ releases }: { releases: Figures["releases"] }) {
             </tr>
           </thead>
           <tbody>
-            {releases.list.map((r) => (
+            {releases.list.map((r, i) => (
               <tr>
                 <td>
                   <a href={`#/products/${r.productId}/releases/${r.releaseId}`}>
                     {r.productName} {r.version}
                   </a>{" "}
                   <small>{r.channel}</small>
+                  {i < HEALTH_LISTED ? (
+                    <HealthLine productId={r.productId} releaseId={r.releaseId} version={r.version} />
+                  ) : null}
                 </td>
                 <td>
                   <span class={`badge ${r.state}`}>{STATE_WORDS[r.state]}</span>
+                  {r.state === "halted" ? <small class="halted-by"> {haltedBy(r.haltReason)}</small> : null}
                 </td>
                 <td class="num">{r.state === "halted" ? "—" : `${r.percentage} %`}</td>
                 <td>

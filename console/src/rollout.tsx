@@ -1,14 +1,16 @@
 /**
- * Release control in the console (CONTRACT section 8): a release's adoption chart (installs offered, downloaded and
- * running it, per day, from GET .../adoption) with the rollout controls beside it (percentage, schedule, halt with its
- * reason, resume, rollback, critical) and why a halted release is halted (its haltNote), and the overview's adoption of
- * each product's newest release.
+ * Release control in the console (CONTRACT sections 8 and 13): a release's adoption chart (installs offered,
+ * downloaded and running it, per day, from GET .../adoption) and its health chart (health.tsx) with the rollout
+ * controls beside them (percentage, schedule, halt with its reason, resume, rollback, critical) and who halted a halted
+ * release and why (its haltReason and haltNote), and the overview's adoption and health of each product's newest
+ * release.
  */
 import { useEffect, useState } from "preact/hooks";
 import { api, call, must } from "./api/client";
 import type { components } from "./api/schema";
+import { HealthChart, HealthLine } from "./health";
 import { ErrorBox, GroupedBarChart, Notice, cell, listOf, useAction } from "./ui";
-import { formatDate, formatDay } from "./words";
+import { formatDate, formatDay, haltedBy } from "./words";
 
 type Row = Record<string, unknown>;
 type Adoption = components["schemas"]["ReleaseAdoption"];
@@ -109,8 +111,7 @@ export function AdoptionChart({
 /** The release's rollout as words: halted, a schedule, or a percentage. */
 function rolloutWords(r: Row, now = Date.now()): string {
   if (r["halted"]) {
-    const why = r["haltReason"] === "reports" ? "by reports" : "by hand";
-    return `Halted ${why}${r["haltedAt"] ? ` at ${formatDate(String(r["haltedAt"]))}` : ""}${r["rollback"] ? ", rolling back" : ""}`;
+    return `Halted ${haltedBy(r["haltReason"])}${r["haltedAt"] ? ` at ${formatDate(String(r["haltedAt"]))}` : ""}${r["rollback"] ? ", rolling back" : ""}`;
   }
   const steps = (Array.isArray(r["rolloutSchedule"]) ? r["rolloutSchedule"] : []) as Step[];
   const passed = steps.filter((s) => Date.parse(s.at) <= now).at(-1);
@@ -123,14 +124,19 @@ interface Step {
   at: string;
 }
 
-/** Why a halted release is halted, in words: the reason given to the halt, or what the automatic halt saw. */
+/**
+ * Who halted a halted release and why, in words, as a banner: "Halted by its health gate: <what the gate saw>",
+ * "Halted by reports: …", "Halted by hand: <the reason given to the halt>".
+ */
 function HaltNote({ release: r }: { release: Row }) {
-  const note = r["halted"] && typeof r["haltNote"] === "string" ? r["haltNote"] : undefined;
-  return note ? (
-    <p class="halt-note">
-      Why: <q data-testid="halt-note">{note}</q>
+  if (!r["halted"]) return null;
+  const note = typeof r["haltNote"] === "string" && r["haltNote"] ? r["haltNote"] : undefined;
+  const by = `Halted ${haltedBy(r["haltReason"])}`;
+  return (
+    <p class="halt-note" data-testid="halt-banner">
+      <strong>{note ? `${by}:` : `${by}.`}</strong> {note ? <q data-testid="halt-note">{note}</q> : null}
     </p>
-  ) : null;
+  );
 }
 
 /**
@@ -164,10 +170,10 @@ export function RolloutControls({
   return (
     <section class="card rollout-controls" aria-label="Rollout">
       <h3>Rollout</h3>
+      <HaltNote release={r} />
       <p>
         Now: <strong data-testid="rollout-state">{rolloutWords(r)}</strong>
       </p>
-      <HaltNote release={r} />
       <form
         class="inline"
         onSubmit={(e) => {
@@ -311,7 +317,10 @@ export function RolloutControls({
   );
 }
 
-/** The release page's rollout section: the adoption chart with the controls beside it (those for writers only). */
+/**
+ * The release page's rollout section: the adoption chart, and beside it the rollout controls (those for writers only)
+ * with the health chart under them.
+ */
 export function ReleaseRollout({
   productId,
   releaseId,
@@ -331,15 +340,26 @@ export function ReleaseRollout({
         <h3>Adoption</h3>
         <AdoptionChart productId={productId} releaseId={releaseId} stamp={String(release["updatedAt"] ?? "")} />
       </section>
-      {write ? (
-        <RolloutControls productId={productId} releaseId={releaseId} release={release} changed={changed} />
-      ) : (
-        <section class="card" aria-label="Rollout">
-          <h3>Rollout</h3>
-          <p>{rolloutWords(release)}</p>
-          <HaltNote release={release} />
+      <div class="rollout-side">
+        {write ? (
+          <RolloutControls productId={productId} releaseId={releaseId} release={release} changed={changed} />
+        ) : (
+          <section class="card" aria-label="Rollout">
+            <h3>Rollout</h3>
+            <HaltNote release={release} />
+            <p>{rolloutWords(release)}</p>
+          </section>
+        )}
+        <section class="card" aria-label="Health">
+          <h3>Health</h3>
+          <HealthChart
+            productId={productId}
+            releaseId={releaseId}
+            version={cell(release["version"])}
+            stamp={String(release["updatedAt"] ?? "")}
+          />
         </section>
-      )}
+      </div>
     </div>
   );
 }
@@ -347,7 +367,10 @@ export function ReleaseRollout({
 /** At most this many products on the overview's adoption chart (the first ones by id). */
 const OVERVIEW_PRODUCTS = 8;
 
-/** The overview's chart: each product's newest published release, its installs over the last 30 days. */
+/**
+ * The overview's chart: each product's newest published release, its installs over the last 30 days; under it, the
+ * health sentence of each of those releases with sessions.
+ */
 export function AdoptionOverview() {
   const { data, error } = useLoaded(async () => {
     const products = listOf(await call("GET", "/v1/products", { query: { take: OVERVIEW_PRODUCTS, sort: "id" } })).rows;
@@ -365,6 +388,9 @@ export function AdoptionOverview() {
       newest
         .filter((n): n is { product: Row; release: Row } => n !== undefined)
         .map(async ({ product, release }) => ({
+          productId: Number(product["id"]),
+          releaseId: Number(release["id"]),
+          version: cell(release["version"]),
           label: `${cell(product["code"])} ${cell(release["version"])}`,
           totals: (await adoptionOf(Number(product["id"]), Number(release["id"]))).totals,
         })),
@@ -373,11 +399,18 @@ export function AdoptionOverview() {
   if (error) return <ErrorBox error={error} />;
   if (!data) return <p aria-busy="true">Loading adoption…</p>;
   return (
-    <GroupedBarChart
-      title="Adoption of each product's newest release (installs, last 30 days)"
-      labelHeader="Release"
-      series={SERIES}
-      data={data.map((d) => ({ label: d.label, values: [d.totals.offered, d.totals.downloaded, d.totals.running] }))}
-    />
+    <div class="chart-with-health">
+      <GroupedBarChart
+        title="Adoption of each product's newest release (installs, last 30 days)"
+        labelHeader="Release"
+        series={SERIES}
+        data={data.map((d) => ({ label: d.label, values: [d.totals.offered, d.totals.downloaded, d.totals.running] }))}
+      />
+      <div class="health-lines" data-testid="newest-health">
+        {data.map((d) => (
+          <HealthLine key={d.label} productId={d.productId} releaseId={d.releaseId} version={d.label} />
+        ))}
+      </div>
+    </div>
   );
 }

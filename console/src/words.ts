@@ -152,3 +152,64 @@ export function permissionNames(mask: number): string {
   const names = PERMISSIONS.filter((p) => (mask & p.bit) !== 0).map((p) => p.name);
   return names.length ? names.join(", ") : "None";
 }
+
+/** The figures a release-health sentence reads: GET .../health's data, or its baseline. */
+export interface HealthFigures {
+  sessions: number;
+  crashedSessions: number;
+}
+
+const count = new Intl.NumberFormat(undefined, { maximumFractionDigits: 0 });
+const percent = new Intl.NumberFormat(undefined, { maximumFractionDigits: 1 });
+
+/** A count in the viewer's locale: "1,204". */
+export function formatCount(n: number): string {
+  return count.format(n);
+}
+
+/**
+ * The crash-free share of `sessions` with `crashed` among them, in percent, rounded down to one decimal (so one crash
+ * in 3,000 sessions reads 99.9, never 100): 97.8. Undefined without sessions.
+ */
+export function crashFreeRate(sessions: number, crashed: number): number | undefined {
+  if (!(sessions > 0)) return undefined;
+  // Counted in integers: (1 − crashed / sessions) × 1000 in floating point can land just below a whole number.
+  return Math.floor(((sessions - crashed) * 1000) / sessions + 1e-9) / 10;
+}
+
+/** A percentage in the viewer's locale, at most one decimal, without its sign: "97.8". */
+export function formatPercent(value: number): string {
+  return percent.format(value);
+}
+
+/** crashFreeRate in words: "97.8"; undefined without sessions. */
+export function crashFreePercent(sessions: number, crashed: number): string | undefined {
+  const rate = crashFreeRate(sessions, crashed);
+  return rate === undefined ? undefined : formatPercent(rate);
+}
+
+/**
+ * A release's health as a release manager reads it: "2.1.0: 97.8 % crash-free sessions (2.0.3: 99.1 %) over 1,204
+ * sessions"; without a baseline (or one without sessions) no parenthesis; without sessions "2.1.0: no sessions
+ * reported yet".
+ */
+export function healthSentence(
+  version: string,
+  health: HealthFigures,
+  baseline?: (HealthFigures & { version: string }) | null,
+): string {
+  const rate = crashFreePercent(health.sessions, health.crashedSessions);
+  if (rate === undefined) return `${version}: no sessions reported yet`;
+  const before = baseline ? crashFreePercent(baseline.sessions, baseline.crashedSessions) : undefined;
+  const compared = before === undefined ? "" : ` (${baseline!.version}: ${before} %)`;
+  const over = `${formatCount(health.sessions)} session${health.sessions === 1 ? "" : "s"}`;
+  return `${version}: ${rate} % crash-free sessions${compared} over ${over}`;
+}
+
+/** Who halted a release, from its haltReason: "by hand", "by reports", "by its health gate". */
+export function haltedBy(reason: unknown): string {
+  if (reason === "health") return "by its health gate";
+  if (reason === "reports") return "by reports";
+  if (reason === undefined || reason === null || reason === "manual") return "by hand";
+  return `by ${String(reason)}`;
+}

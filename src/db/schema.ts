@@ -14,6 +14,15 @@ const updatedAt = () => text("updated_at").notNull();
 const bool = (name: string) => integer(name, { mode: "boolean" });
 const json = <T>(name: string) => text(name, { mode: "json" }).$type<T>();
 
+/** A release's health gate as stored (CONTRACT section 13): rates as fractions 0-1, the minimums, what it does. */
+export interface HealthGate {
+  maxCrashRate?: number | undefined;
+  maxCrashRateRatio?: number | undefined;
+  minSessions: number;
+  minInstalls: number;
+  action: "halt" | "rollback";
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Accounts and access
 
@@ -269,7 +278,7 @@ export const productReleases = sqliteTable(
     rolloutSchedule: json<{ percentage: number; at: string }[]>("rollout_schedule"),
     halted: bool("halted").notNull().default(false),
     haltedAt: text("halted_at"),
-    /** `manual` (POST .../halt) or `reports` (haltOnReports); null while not halted. */
+    /** `manual` (POST .../halt), `reports` (haltOnReports) or `health` (healthGate); null while not halted. */
     haltReason: text("halt_reason"),
     /** Why, in words: the text given to POST .../halt, or what the automatic halt saw; null while not halted. */
     haltNote: text("halt_note"),
@@ -290,6 +299,8 @@ export const productReleases = sqliteTable(
     /** A filter-language expression over the license's fields (http/filter.ts): who the release is for. */
     audience: text("audience"),
     haltOnReports: json<{ count: number; minutes: number }>("halt_on_reports"),
+    /** Release health's gate (CONTRACT section 13, updates/health-gate.ts): when the release halts itself. */
+    healthGate: json<HealthGate>("health_gate"),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
@@ -616,12 +627,41 @@ export const releaseSessions = sqliteTable(
     durationMs: integer("duration_ms"),
     address: text("address").notNull(),
     licensed: bool("licensed").notNull(),
+    /**
+     * Whether the figures and the gate count it (the honest counts: its address's unlicensed installs that day were
+     * within Updates:HealthInstallsPerAddress); a session beyond them is kept for its install's crash loops alone.
+     */
+    counted: bool("counted").notNull().default(true),
   },
   (t) => [
     primaryKey({ columns: [t.productId, t.install, t.sessionId] }),
     index("release_sessions_release_day").on(t.releaseId, t.day, t.address),
     index("release_sessions_install_day").on(t.productId, t.install, t.day),
     index("release_sessions_day").on(t.day),
+  ],
+);
+
+/**
+ * Installs in a crash loop (CONTRACT section 13, updates/crash-loops.ts): their last sessions of `version` all
+ * crashed soon after starting, so their update answers offer the previous admissible release, for them alone, until
+ * they report a session of another version or one that did not crash.
+ */
+export const installCrashLoops = sqliteTable(
+  "install_crash_loops",
+  {
+    productId: integer("product_id")
+      .notNull()
+      .references(() => products.id, { onDelete: "cascade" }),
+    install: text("install").notNull(),
+    releaseId: integer("release_id")
+      .notNull()
+      .references(() => productReleases.id, { onDelete: "cascade" }),
+    version: text("version").notNull(),
+    since: text("since").notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.productId, t.install] }),
+    index("install_crash_loops_since").on(t.productId, t.since),
   ],
 );
 

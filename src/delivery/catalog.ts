@@ -3,17 +3,19 @@
  * D1 round trip (DESIGN: one round trip on a cache miss). Plus the platform families and the rules of SPEC "Update and
  * maintenance rules" as pure functions over a license and a release.
  */
-import { and, eq, inArray } from "drizzle-orm";
+import { and, eq, getTableColumns, inArray, sql } from "drizzle-orm";
 import type { PlatformEditions, Config } from "../kernel/config";
 import type { Db } from "../db/client";
 import { productReleases, products, releaseDownloads } from "../db/schema";
 import type { LicenseRow } from "../licensing/license-core";
 import { CHANNELS, LicenseTypeCode, PLATFORMS, type Platform, editionIn } from "../records/vocabulary";
 import { compareVersions, isReleaseVersion } from "../records/versions";
+import { CRASH_LOOPS_REMEMBERED, type CrashLoops } from "../updates/crash-loops";
 
 export { CHANNELS, PLATFORMS, type Platform };
 
-export type ProductRow = typeof products.$inferSelect;
+/** A product as the update routes read it: with its installs' crash loops (updates/crash-loops.ts) when it has any. */
+export type ProductRow = typeof products.$inferSelect & { crashLoops?: CrashLoops };
 export type ReleaseRow = typeof productReleases.$inferSelect;
 export type DownloadRow = typeof releaseDownloads.$inferSelect;
 
@@ -35,8 +37,27 @@ export function feedFiles(platform: Platform): string[] {
   return platform === "linux-arm64" ? ["latest-linux.yml", "latest-linux-arm64.yml"] : ["latest-linux.yml"];
 }
 
+/**
+ * The product with this code, and its crash loops: how many, and the newest CRASH_LOOPS_REMEMBERED of them (install
+ * id -> version), in the same statement (two index reads when it has none).
+ */
 export async function productByCode(db: Db, code: string): Promise<ProductRow | undefined> {
-  return db.select().from(products).where(eq(products.code, code)).get();
+  const loops = sql.raw(`install_crash_loops WHERE product_id = "products"."id"`);
+  const row = await db
+    .select({
+      ...getTableColumns(products),
+      crashLoopCount: sql<number>`(SELECT count(*) FROM ${loops})`.mapWith(Number),
+      crashLoopInstalls: sql<string | null>`(SELECT json_group_object(install, version) FROM (
+        SELECT install, version FROM ${loops} ORDER BY since DESC LIMIT ${sql.raw(String(CRASH_LOOPS_REMEMBERED))}))`,
+    })
+    .from(products)
+    .where(eq(products.code, code))
+    .get();
+  if (!row) return undefined;
+  const { crashLoopCount, crashLoopInstalls, ...product } = row;
+  if (crashLoopCount === 0) return product;
+  const installs = JSON.parse(crashLoopInstalls ?? "{}") as Record<string, string>;
+  return { ...product, crashLoops: { count: crashLoopCount, installs } };
 }
 
 /**

@@ -30,6 +30,8 @@ export interface Asking {
   audienceMatched?: ReadonlySet<number> | undefined;
   /** The product's `minimumVersion`: a caller below it must update (`required`). */
   minimumVersion?: string | null | undefined;
+  /** The version the install crashes on, when it is in a crash loop (updates/crash-loops.ts). */
+  crashLoop?: string | undefined;
 }
 
 export interface FeedInput extends Asking {
@@ -51,16 +53,24 @@ export type Selection = (
   rollout: { percentage: number; admitted: boolean } | undefined;
   /** The `stagingPercentage` the answer carries: set only when the server does not decide (anonymous, no install id). */
   staged: number | undefined;
-  /** The caller runs a halted release with `rollback` and is offered the previous admissible one (a downgrade). */
+  /**
+   * The caller is offered the previous admissible release (a downgrade): it runs a halted release with `rollback`, or
+   * the version its install crashes on (a crash loop).
+   */
   rollback: boolean;
+  /** Why, when `rollback`: `halted` (the release's own rollback) or `crashLoop` (this install's). */
+  rollbackReason?: "halted" | "crashLoop";
   /** The caller runs a version below the product's minimumVersion, or a newer critical release is admissible. */
   required: boolean;
 };
 
-/** Whether the caller may see a release at all: not halted, and its audience (if any) matches the caller's license. */
+/**
+ * Whether the caller may see a release at all: not halted, not the version its install crashes on, and its audience
+ * (if any) matches the caller's license.
+ */
 function visible(input: Asking, entry: ReleaseWithFiles): boolean {
   const release = entry.release;
-  if (release.halted) return false;
+  if (release.halted || release.version === input.crashLoop) return false;
   if (release.audience === null || release.audience === undefined) return true;
   return input.caller.kind === "licensed" && (input.audienceMatched?.has(release.id) ?? false);
 }
@@ -159,14 +169,25 @@ async function select(
             : "licenseRequired";
     return { ...control, required, reason: unknownKey ?? withheld };
   }
-  // A caller running a halted release that rolls back is offered the previous admissible release, older than it.
+  // A caller running a halted release that rolls back, or the version its install crashes on, is offered the
+  // previous admissible release, older than it.
   const running = current === undefined ? undefined : input.releases.find((r) => r.release.version === current);
-  const rollback =
-    running?.release.halted === true &&
-    running.release.rollback &&
-    compareVersions(entry.release.version, running.release.version) < 0;
+  const older = current !== undefined && compareVersions(entry.release.version, current) < 0;
+  const rollbackReason: Selection["rollbackReason"] =
+    older && current === input.crashLoop
+      ? "crashLoop"
+      : older && running?.release.halted === true && running.release.rollback
+        ? "halted"
+        : undefined;
   const staged = cohort === undefined ? effectivePercentage(entry.release, now) : undefined;
-  const chosen = { ...control, entry, staged, rollback, required };
+  const chosen = {
+    ...control,
+    entry,
+    staged,
+    rollback: rollbackReason !== undefined,
+    ...(rollbackReason ? { rollbackReason } : {}),
+    required,
+  };
   return unknownKey ? { ...chosen, reason: unknownKey } : chosen;
 }
 

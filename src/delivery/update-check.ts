@@ -107,8 +107,16 @@ export const UpdateCheckData = z
     }),
     rollback: z.boolean().openapi({
       description:
-        "The caller runs a halted release that rolls back: `download` is the previous release (allow the downgrade).",
+        "The caller is to go back to the previous release (allow the downgrade): `download` is it. Its reason is rollbackReason.",
     }),
+    rollbackReason: z
+      .enum(["halted", "crashLoop"])
+      .optional()
+      .openapi({
+        description:
+          "With rollback: `halted` (the release it runs was halted with rollback) or `crashLoop` (this install's " +
+          "last sessions of the version it runs all crashed soon after starting: CONTRACT section 13).",
+      }),
   })
   .openapi("UpdateCheckData");
 export type UpdateCheckData = z.infer<typeof UpdateCheckData>;
@@ -218,6 +226,7 @@ export async function checkForUpdate(ctx: ServiceContext, input: UpdateCheckInpu
   }
   data.installable = true;
   data.rollback = selection.rollback && selection.entry === candidate;
+  if (data.rollback && selection.rollbackReason) data.rollbackReason = selection.rollbackReason;
   const file = mainFile(candidate.files);
   if ((data.updateAvailable || data.rollback) && file) data.download = await downloadFor(ctx, input, candidate, file);
   return data;

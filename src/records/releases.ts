@@ -9,8 +9,8 @@ import { MAX_FILTER_LENGTH } from "../http/filter";
 
 export { CHANNELS };
 
-/** Why a release is halted: by hand (POST .../halt) or by its reports (haltOnReports). */
-export const HALT_REASONS = ["manual", "reports"] as const;
+/** Why a release is halted: by hand (POST .../halt), by its reports (haltOnReports) or by its health (healthGate). */
+export const HALT_REASONS = ["manual", "reports", "health"] as const;
 export type HaltReason = (typeof HALT_REASONS)[number];
 
 /** A JSON value stored as text, neither filtered nor sorted. */
@@ -57,7 +57,10 @@ export const ProductRelease = defineEntity({
     ),
     halted: f.bool({ readOnly: true, description: "Stopped for everyone not yet on it (POST .../halt, .../resume)." }),
     haltedAt: f.date({ readOnly: true }),
-    haltReason: f.oneOf(HALT_REASONS, { readOnly: true, description: "manual (POST .../halt) or reports." }),
+    haltReason: f.oneOf(HALT_REASONS, {
+      readOnly: true,
+      description: "manual (POST .../halt), reports (haltOnReports) or health (healthGate).",
+    }),
     haltNote: f.string({
       readOnly: true,
       description: "Why it was halted, in words: the reason given to POST .../halt, or what the automatic halt saw.",
@@ -98,6 +101,27 @@ export const ProductRelease = defineEntity({
     haltOnReports: json(
       z.object({ count: int32(1), minutes: int32(1, 525_600) }),
       "Halt the release itself when reports naming its version arrive from `count` different licenses within `minutes` (many reports of one license count once).",
+    ),
+    healthGate: json(
+      z
+        .object({
+          maxCrashRate: z.number().min(0).max(1).optional().openapi({
+            description: "Halt when the crash rate's lower bound (95 % Wilson) is above this fraction (0-1).",
+          }),
+          maxCrashRateRatio: z.number().positive().max(1000).optional().openapi({
+            description: "Halt when the crash rate's lower bound is above this many times the previous release's.",
+          }),
+          minSessions: int32(0).default(100).openapi({ description: "Judged only from this many sessions (100)." }),
+          minInstalls: int32(0).default(20).openapi({ description: "Judged only from this many installs (20)." }),
+          action: z.enum(["halt", "rollback"]).default("halt").openapi({
+            description: "halt, or rollback (halted with rollback: installs on it are offered the previous release).",
+          }),
+        })
+        .refine((g) => g.maxCrashRate !== undefined || g.maxCrashRateRatio !== undefined, {
+          message: "give maxCrashRate, maxCrashRateRatio or both",
+          path: ["maxCrashRate"],
+        }),
+      "Release health's gate (CONTRACT section 13): the release halts itself, within a minute of the sessions that cross it, when the lower bound of its crash rate is above maxCrashRate or maxCrashRateRatio x the previous release's.",
     ),
     createdAt: f.date({ readOnly: true }),
     updatedAt: f.date({ readOnly: true }),

@@ -11,13 +11,13 @@ import { ApiError } from "../kernel/errors";
 import { isManager } from "../auth/guard";
 import type { ServiceContext } from "../http/context";
 import { type Row, requireById, updateRow } from "../http/repository";
-import { emit } from "../webhooks/emit";
+import { type EmitContext, emit } from "../webhooks/emit";
 import { checkAudience } from "./audience";
 import { type HaltReason, ProductRelease } from "../records/releases";
 import { compareVersions, isReleaseVersion } from "../records/versions";
 
 /** The wire record of a release row (the webhook events' `data`). */
-function releaseRecord(ctx: ServiceContext, row: Row): Record<string, unknown> {
+function releaseRecord(ctx: Pick<ServiceContext, "config">, row: Row): Record<string, unknown> {
   return ProductRelease.toWire(row, ctx.config) as Record<string, unknown>;
 }
 
@@ -56,7 +56,15 @@ export async function checkReleaseControl(ctx: ServiceContext, values: Row, exis
 }
 
 /** The fields that decide who is offered a release, beyond publishing it: release control (CONTRACT section 8). */
-const CONTROL_FIELDS = ["stagingPercentage", "rolloutSchedule", "rollback", "audience", "haltOnReports", "critical"];
+const CONTROL_FIELDS = [
+  "stagingPercentage",
+  "rolloutSchedule",
+  "rollback",
+  "audience",
+  "haltOnReports",
+  "healthGate",
+  "critical",
+];
 
 /**
  * Release control follows the roles of halt (Administrator, LicenseManager): a caller who may not halt a release may
@@ -149,13 +157,15 @@ export async function haltRelease(
 
 /**
  * The conditional halt: the row when this call halted it, undefined when it was halted already. The note is written
- * with the halt, in the same statement, so a release never shows one halt's reason with another's note.
+ * with the halt, in the same statement, so a release never shows one halt's reason with another's note. The health
+ * gate (health-gate.ts) halts with `rollback` when its action says so, and its figures in the event (`health`).
  */
-async function haltIfRunning(
-  ctx: ServiceContext,
+export async function haltIfRunning(
+  ctx: EmitContext,
   releaseId: number,
   reason: HaltReason,
   note?: string,
+  gate?: { rollback: boolean; health: Record<string, unknown> },
 ): Promise<Row | undefined> {
   const said = note?.trim() || null;
   let row: Row;
@@ -164,7 +174,13 @@ async function haltIfRunning(
       ctx.db,
       ProductRelease,
       releaseId,
-      { halted: true, haltedAt: nowIso(), haltReason: reason, haltNote: said },
+      {
+        halted: true,
+        haltedAt: nowIso(),
+        haltReason: reason,
+        haltNote: said,
+        ...(gate?.rollback ? { rollback: true } : {}),
+      },
       and(eq(productReleases.halted, false), eq(productReleases.public, true)),
     );
   } catch (e) {
@@ -172,7 +188,12 @@ async function haltIfRunning(
     throw e;
   }
   emit(ctx, "release.halted", () => ({
-    data: { ...releaseRecord(ctx, row), reason, ...(said ? { note: said } : {}) },
+    data: {
+      ...releaseRecord(ctx, row),
+      reason,
+      ...(said ? { note: said } : {}),
+      ...(gate ? { health: gate.health } : {}),
+    },
   }));
   return row;
 }

@@ -1,25 +1,31 @@
 /**
  * Release health (CONTRACT section 13): the sessions installs report (`POST /v1/updates/{productCode}/sessions`) and
- * the figures a release's health answer reads from them.
+ * what the consumer makes of them: the crash loops of installs (crash-loops.ts) and the health gates of releases
+ * (health-gate.ts).
  *
  * Nothing is written to D1 on the request path: a ping's sessions, checked, become one message of the TRACES queue
  * (sent after the response), and the consumer writes them. A ping is rare (a session's start and end, batched by the
  * client), so it is one message per request rather than an isolate's gathering (adoption.ts, traces.ts).
  *
- * The consumer writes each session with one conditional statement, all of a queue batch in D1 batches run in order
- * (so each statement sees the rows of those before it). A row is a session, keyed by product, install id and session
- * id, so a session sent twice counts once; a later final status (exited, crashed, abnormal) replaces the stored one, a
- * later `started` changes nothing. The honest counts are that statement's condition: a new session is written only
- * while its install has fewer than Updates:HealthSessionsPerInstall sessions that day, and, unless a license credential
- * sent it, while its address (IPv4, or IPv6 /64) has fewer than Updates:HealthInstallsPerAddress unlicensed installs
- * on the release that day or its install is one of them. A session of a version no release has is not written.
+ * The consumer writes each ping (one install's sessions of one version) with one conditional statement, all of a queue
+ * batch in one D1 batch run in order (so each statement sees the rows of those before it). A row is a session, keyed by
+ * product, install id and session id, so a session sent twice counts once; a later final status (exited, crashed,
+ * abnormal) replaces the stored one, a later `started` changes nothing. The honest counts are that statement's
+ * condition: a new session is written only while its install has fewer than Updates:HealthSessionsPerInstall sessions
+ * that day, and counted in the figures only when a license credential sent it, or its address (IPv4, or IPv6 /64) has
+ * fewer than Updates:HealthInstallsPerAddress counted unlicensed installs on the release that day, or its install is
+ * one of them; a session beyond the address limit is kept for its install's crash loops alone. A session of a version
+ * no release has is not written. The figures are health-figures.ts.
  */
-import { and, eq, gte, lt, lte, sql } from "drizzle-orm";
+import { lt } from "drizzle-orm";
 import type { Config } from "../kernel/config";
 import type { Db } from "../db/client";
 import { loadConfig } from "../db/settings-store";
 import { releaseSessions } from "../db/schema";
 import type { Job, JobOf } from "../kernel/jobs";
+import { clock } from "../kernel/clock";
+import { crashLoopStatements } from "./crash-loops";
+import { judgeHealthGates } from "./health-gate";
 
 /** The statuses, by their stored number. The final ones are all but `started`. */
 export const SESSION_STATUSES = ["started", "exited", "crashed", "abnormal"] as const;
@@ -36,8 +42,6 @@ export const SESSION_CLOCK_SKEW_MS = 5 * 60_000;
 export const SESSION_MAX_AGE_MS = 7 * 86_400_000;
 /** The longest session a ping may report (`durationMs`). */
 export const SESSION_MAX_DURATION_MS = 7 * 86_400_000;
-/** A session still `started` this long after it started counts as `abnormal` (killed or hung). */
-export const SESSION_ABNORMAL_AFTER_MS = 86_400_000;
 
 /** One session as queued: `[productId, version, platform, install, sessionId, status, startedAt, durationMs, address, licensed]`. */
 export type QueuedSession = [number, string, string, string, string, number, string, number | null, string, 0 | 1];
@@ -115,158 +119,112 @@ function isQueuedSession(v: unknown): v is QueuedSession {
 }
 
 /**
- * One session's conditional upsert (parameters numbered: ?1 product, ?2 version, ?3 platform, ?4 install, ?5 session,
- * ?6 status, ?7 startedAt, ?8 durationMs, ?9 address, ?10 licensed, ?11 day, ?12 installs per address, ?13 sessions
- * per install). A session already stored always passes (its status may change); a new one passes the honest counts.
+ * The sessions of one install's ping as one conditional upsert (parameters numbered: ?1 product, ?2 version, ?3
+ * platform, ?4 install, ?5 address, ?6 licensed, ?7 the sessions as JSON `[[id, status, startedAt, durationMs], …]`,
+ * ?8 installs per address, ?9 sessions per install). A session already stored always passes (its status may change);
+ * a new one is written while its install has fewer than ?9 sessions that day, counting the new ones of the same ping
+ * before it (their rank), and counted (the figures and the gate read it) when a license credential sent it, its
+ * install is counted on the release that day already, or its address has fewer than ?8 counted unlicensed installs
+ * there. The SELECT reads the table it writes, so SQLite computes it whole before inserting: the counts are those
+ * before the ping, and the rank adds the ping's own.
  */
-const UPSERT_SESSION = `INSERT INTO release_sessions
-    (product_id, install, session_id, release_id, day, platform, status, started_at, duration_ms, address, licensed)
-  SELECT ?1, ?4, ?5, r.id, ?11, ?3, ?6, ?7, ?8, ?9, ?10 FROM product_releases AS r
-  WHERE r.product_id = ?1 AND r.version = ?2 AND (
-    EXISTS (SELECT 1 FROM release_sessions WHERE product_id = ?1 AND install = ?4 AND session_id = ?5)
-    OR (
-      (SELECT count(*) FROM release_sessions WHERE product_id = ?1 AND install = ?4 AND day = ?11) < ?13
-      AND (
-        ?10 = 1
-        OR EXISTS (SELECT 1 FROM release_sessions WHERE release_id = r.id AND day = ?11 AND install = ?4)
-        OR (SELECT count(DISTINCT install) FROM release_sessions
-          WHERE release_id = r.id AND day = ?11 AND address = ?9 AND licensed = 0) < ?12
-      )
-    )
+const UPSERT_SESSIONS = `WITH v AS (
+    SELECT json_extract(value, '$[0]') AS session_id, json_extract(value, '$[1]') AS status,
+      json_extract(value, '$[2]') AS started_at, json_extract(value, '$[3]') AS duration_ms,
+      substr(json_extract(value, '$[2]'), 1, 10) AS day, key AS position
+    FROM json_each(?7)
+  ), k AS (
+    SELECT v.*, EXISTS (SELECT 1 FROM release_sessions AS s
+      WHERE s.product_id = ?1 AND s.install = ?4 AND s.session_id = v.session_id) AS stored FROM v
+  ), fresh AS (
+    SELECT session_id, day, dense_rank() OVER (PARTITION BY day ORDER BY session_id) AS rank FROM k WHERE NOT stored
   )
+  INSERT INTO release_sessions (product_id, install, session_id, release_id, day, platform, status, started_at,
+    duration_ms, address, licensed, counted)
+  SELECT ?1, ?4, k.session_id, r.id, k.day, ?3, k.status, k.started_at, k.duration_ms, ?5, ?6,
+    ?6 = 1
+    OR EXISTS (SELECT 1 FROM release_sessions WHERE release_id = r.id AND day = k.day AND install = ?4 AND counted = 1)
+    OR (SELECT count(DISTINCT install) FROM release_sessions
+      WHERE release_id = r.id AND day = k.day AND address = ?5 AND licensed = 0 AND counted = 1) < ?8
+  FROM k JOIN product_releases AS r ON r.product_id = ?1 AND r.version = ?2
+  WHERE k.stored OR (SELECT count(*) FROM release_sessions WHERE product_id = ?1 AND install = ?4 AND day = k.day)
+    + (SELECT f.rank FROM fresh AS f WHERE f.session_id = k.session_id AND f.day = k.day) <= ?9
+  ORDER BY k.position
   ON CONFLICT (product_id, install, session_id) DO UPDATE SET
     status = excluded.status, duration_ms = coalesce(excluded.duration_ms, duration_ms)
   WHERE excluded.status <> 0`;
 
-/** Statements per D1 batch: each batch runs in order, and the next starts after it. */
-const STATEMENTS_PER_BATCH = 100;
+/** A ping as the consumer writes it: one install's sessions of one version, from one address. */
+interface PingRows {
+  key: [number, string, string, string, string, 0 | 1];
+  sessions: [string, number, string, number | null][];
+}
 
-/** Writes the sessions of a queue batch (in the order sent); malformed messages are logged and skipped. */
-export async function writeSessions(messages: Message<Job>[], env: Bindings): Promise<void> {
-  // The honest-count limits are settings (cached per isolate).
-  const { config } = await loadConfig(env, env.DB);
-  const statement = env.DB.prepare(UPSERT_SESSION);
-  const statements: D1PreparedStatement[] = [];
+/**
+ * The pings of a queue batch: each message's sessions grouped by what they share (one group per message, as the
+ * route queues them), in the order sent.
+ */
+function pingsOf(messages: Message<Job>[]): PingRows[] {
+  const pings: PingRows[] = [];
   for (const message of messages) {
     const sessions = (message.body as { sessions?: unknown }).sessions;
     const list = Array.isArray(sessions) ? sessions : [];
     const valid = list.filter(isQueuedSession);
     if (!Array.isArray(sessions) || valid.length !== list.length)
       console.error(`sessions: message ${message.id} holds malformed sessions, skipped`);
-    for (const s of valid)
-      statements.push(
-        statement.bind(
-          ...s,
-          s[6].slice(0, 10),
-          config["Updates:HealthInstallsPerAddress"],
-          config["Updates:HealthSessionsPerInstall"],
-        ),
-      );
+    const groups = new Map<string, PingRows>();
+    for (const s of valid) {
+      const key: PingRows["key"] = [s[0], s[1], s[2], s[3], s[8], s[9]];
+      const name = JSON.stringify(key);
+      const group = groups.get(name) ?? { key, sessions: [] };
+      group.sessions.push([s[4], s[5], s[6], s[7]]);
+      groups.set(name, group);
+    }
+    pings.push(...groups.values());
   }
-  for (let i = 0; i < statements.length; i += STATEMENTS_PER_BATCH)
-    await env.DB.batch(statements.slice(i, i + STATEMENTS_PER_BATCH));
-  for (const message of messages) message.ack();
-}
-
-/** A release's health figures over a span (CONTRACT section 13); rates are null with nothing to divide by. */
-export interface HealthFigures {
-  sessions: number;
-  crashedSessions: number;
-  crashFreeSessions: number | null;
-  installs: number;
-  crashedInstalls: number;
-  crashFreeInstalls: number | null;
-}
-
-function figures(row: { sessions: number; crashed: number; installs: number; crashedInstalls: number }): HealthFigures {
-  return {
-    sessions: row.sessions,
-    crashedSessions: row.crashed,
-    crashFreeSessions: row.sessions === 0 ? null : 1 - row.crashed / row.sessions,
-    installs: row.installs,
-    crashedInstalls: row.crashedInstalls,
-    crashFreeInstalls: row.installs === 0 ? null : 1 - row.crashedInstalls / row.installs,
-  };
+  return pings;
 }
 
 /**
- * The counts of a release's counted sessions, in all or grouped by day or platform: final ones, and those still
- * `started` after SESSION_ABNORMAL_AFTER_MS, which count as abnormal (so as crashed, as `crashed` and `abnormal` do).
+ * Writes the sessions of a queue batch (in the order sent), then what they change: the crash loops of their installs
+ * (crash-loops.ts) and the health gates of their releases (health-gate.ts). Each ping costs a few statements whatever
+ * its number of sessions (D1 allows a Worker invocation 1,000), all in one D1 batch; malformed messages are logged and
+ * skipped.
  */
-function healthRows(db: Db, releaseId: number, span: Span, by?: "day" | "platform") {
-  const s = releaseSessions;
-  const cutoff = new Date(span.now.getTime() - SESSION_ABNORMAL_AFTER_MS).toISOString();
-  const crashed = sql`(${s.status} <> 1)`;
-  const counts = {
-    sessions: sql<number>`count(*)`.mapWith(Number),
-    crashed: sql<number>`coalesce(sum(${crashed}), 0)`.mapWith(Number),
-    installs: sql<number>`count(DISTINCT ${s.install})`.mapWith(Number),
-    crashedInstalls: sql<number>`count(DISTINCT CASE WHEN ${crashed} THEN ${s.install} END)`.mapWith(Number),
-  };
-  const where = and(
-    eq(s.releaseId, releaseId),
-    gte(s.day, span.from),
-    lte(s.day, span.to),
-    sql`(${s.status} <> 0 OR ${s.startedAt} < ${cutoff})`,
-  );
-  if (by === undefined)
-    return db
-      .select({ key: sql<string>`''`, ...counts })
-      .from(s)
-      .where(where);
-  const column = by === "day" ? s.day : s.platform;
-  return db
-    .select({ key: column, ...counts })
-    .from(s)
-    .where(where)
-    .groupBy(column)
-    .orderBy(column);
-}
-
-/** The UTC days `from` to `to` (`YYYY-MM-DD`, inclusive) and the instant the answer is made at. */
-export interface Span {
-  from: string;
-  to: string;
-  now: Date;
-}
-
-/** A release's health over a span, by day and by platform, and its baseline's. */
-export interface Health extends HealthFigures {
-  from: string;
-  to: string;
-  /** Only days with counted sessions, in order. */
-  days: (HealthFigures & { day: string })[];
-  /** Only platforms with counted sessions (a ping naming none: absent `platform`). */
-  platforms: (HealthFigures & { platform?: string })[];
-  /** The previous admissible release's figures over the same span; null when there is none. */
-  baseline: (HealthFigures & { releaseId: number; version: string }) | null;
-}
-
-const NONE = { sessions: 0, crashed: 0, installs: 0, crashedInstalls: 0 };
-
-/** Reads a release's health, and its baseline release's figures, in one D1 round trip. */
-export async function readHealth(
-  db: Db,
-  releaseId: number,
-  baseline: { id: number; version: string } | undefined,
-  span: Span,
-): Promise<Health> {
-  const [totals, perDay, perPlatform, baseTotals] = await db.batch([
-    healthRows(db, releaseId, span),
-    healthRows(db, releaseId, span, "day"),
-    healthRows(db, releaseId, span, "platform"),
-    healthRows(db, baseline?.id ?? 0, span),
-  ]);
-  return {
-    from: span.from,
-    to: span.to,
-    ...figures(totals[0] ?? NONE),
-    days: perDay.map((row) => ({ day: row.key, ...figures(row) })),
-    platforms: perPlatform.map((row) => ({ ...(row.key === "" ? {} : { platform: row.key }), ...figures(row) })),
-    baseline: baseline
-      ? { releaseId: baseline.id, version: baseline.version, ...figures(baseTotals[0] ?? NONE) }
-      : null,
-  };
+export async function writeSessions(messages: Message<Job>[], env: Bindings, ctx: ExecutionContext): Promise<void> {
+  // The honest-count and crash-loop limits are settings (cached per isolate).
+  const { config } = await loadConfig(env, env.DB);
+  const upsert = env.DB.prepare(UPSERT_SESSIONS);
+  const pings = pingsOf(messages);
+  const now = clock.now();
+  const statements = pings.flatMap((ping) => {
+    const [productId, version, platform, install, address, licensed] = ping.key;
+    const sessions = JSON.stringify(ping.sessions);
+    return [
+      upsert.bind(
+        productId,
+        version,
+        platform,
+        install,
+        address,
+        licensed,
+        sessions,
+        config["Updates:HealthInstallsPerAddress"],
+        config["Updates:HealthSessionsPerInstall"],
+      ),
+      ...crashLoopStatements(env.DB, config, { productId, version, install }, now),
+    ];
+  });
+  if (statements.length > 0) await env.DB.batch(statements);
+  for (const message of messages) message.ack();
+  const released = [...new Map(pings.map((p) => [`${p.key[0]}\n${p.key[1]}`, [p.key[0], p.key[1]]])).values()];
+  if (released.length === 0) return;
+  // The sessions are written: a gate that fails to judge now judges with the release's next sessions.
+  try {
+    await judgeHealthGates(env, ctx, released as [number, string][]);
+  } catch (e) {
+    console.error("sessions: judging the health gates failed", e);
+  }
 }
 
 /** The statement removing session days older than Updates:AdoptionRetentionDays (app/housekeeping.ts), unexecuted. */

@@ -40,7 +40,8 @@ export const EVENT_TYPES = [
   {
     name: "release.halted",
     description:
-      "A release was halted; data.reason is manual (POST .../halt) or reports (haltOnReports), data.note why in words (as data.haltNote).",
+      "A release was halted; data.reason is manual (POST .../halt), reports (haltOnReports) or health (healthGate, with " +
+      "the figures it judged in data.health), data.note why in words (as data.haltNote).",
   },
   { name: "release.resumed", description: "A halted release was resumed; data.reason is the halt's reason." },
   { name: "webhook.test", description: "A test delivery requested with POST /v1/webhooks/subscriptions/{id}/test." },

@@ -18,7 +18,7 @@ import type { Router } from "../../http/router";
 import { Product } from "../../records/products";
 import { ProductRelease } from "../../records/releases";
 import { previousRelease } from "../../updates/release-control";
-import { readHealth } from "../../updates/sessions";
+import { readHealth } from "../../updates/health-figures";
 import { AdoptionQuery, MAX_ADOPTION_DAYS, adoptionSpan } from "./adoption";
 
 const rate = (what: string) =>

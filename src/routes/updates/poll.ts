@@ -35,6 +35,7 @@ import { MAX_VERSION_LENGTH, isReleaseVersion } from "../../records/versions";
 import { callerAndReleases } from "../../delivery/poll";
 import { downloadUrlFor } from "../../delivery/download-info";
 import { publicOrigin } from "../../http/context";
+import { crashLoopOf } from "../../updates/crash-loops";
 
 export const TRACE_UPDATE_CHECK = TraceAction.UpdateCheck;
 export const TRACE_DOWNLOAD = TraceAction.Download;
@@ -215,7 +216,7 @@ export async function throughCache(
 /**
  * Who asks an update route, as release control reads it (delivery/selection.ts Asking), and the releases offered to the platform:
  * the caller behind the credential, the install id (X-Service-Install-Id), the running version (the update check's
- * `version`, else X-Service-Current-Version), the audiences the license matches and the product's minimum version.
+ * `version`, else X-Service-Current-Version), the audiences the license matches, the product's minimum version and the install's crash loop.
  * Every update answer (each feed format, the update check) hands this to feedRelease.
  */
 export async function askingFor(
@@ -243,6 +244,7 @@ export async function askingFor(
     currentVersion: running !== undefined && isReleaseVersion(running) ? running : undefined,
     audienceMatched,
     minimumVersion: product.minimumVersion,
+    crashLoop: await crashLoopOf(ctx.db, product.id, product.crashLoops, installId),
   };
 }
 
