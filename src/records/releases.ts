@@ -113,7 +113,7 @@ export const ProductRelease = defineEntity({
           }),
           minSessions: int32(0).default(100).openapi({ description: "Judged only from this many sessions (100)." }),
           minInstalls: int32(0).default(20).openapi({ description: "Judged only from this many installs (20)." }),
-          action: z.enum(["halt", "rollback"]).default("halt").openapi({
+          action: z.enum(["halt", "rollback"]).default("halt").openapi("HealthGateAction", {
             description: "halt, or rollback (halted with rollback: installs on it are offered the previous release).",
           }),
         })

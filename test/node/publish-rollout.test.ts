@@ -115,6 +115,8 @@ describe("licensing-publish sets the release's rollout", () => {
       "--critical",
       "--halt-on-reports",
       "5/60",
+      "--health-gate",
+      "maxCrashRate=2%, ratio=1.5, action=rollback",
       "--notes-file",
       join(dir, "notes.md"),
       "--public",
@@ -136,6 +138,7 @@ describe("licensing-publish sets the release's rollout", () => {
       ],
       critical: true,
       haltOnReports: { count: 5, minutes: 60 },
+      healthGate: { maxCrashRate: 0.02, maxCrashRateRatio: 1.5, minSessions: 100, minInstalls: 20, action: "rollback" },
       releaseNotes: NOTES.trimEnd(),
     });
 
@@ -206,6 +209,19 @@ describe("licensing-publish sets the release's rollout", () => {
       [["--halt-on-reports", "5"], /--halt-on-reports is COUNT\/MINUTES/],
       [["--halt-on-reports", "0/60"], /--halt-on-reports is COUNT\/MINUTES .* not "0\/60"/],
       [["--halt-on-reports", "5/600000"], /MINUTES from 1 to 525600/],
+      [
+        ["--health-gate", "maxCrashRate=150%"],
+        /--health-gate maxCrashRate: a rate from 0 to 1 \(or 0% to 100%\), not "150%"/,
+      ],
+      [["--health-gate", "maxCrashRate=-0.1"], /--health-gate maxCrashRate: a rate from 0 to 1/],
+      [["--health-gate", "ratio=0"], /--health-gate ratio: a multiple above 0/],
+      [
+        ["--health-gate", "maxCrashRate=0.02,minSessions=-1"],
+        /--health-gate minSessions: a whole number from 0, not "-1"/,
+      ],
+      [["--health-gate", "minSessions=10"], /at least one of maxCrashRate and ratio/],
+      [["--health-gate", "maxCrashRate=0.02,action=explode"], /--health-gate action: halt or rollback, not "explode"/],
+      [["--health-gate", "crashes=3"], /--health-gate: unknown key "crashes"/],
       [["--notes-file", join(dir, "missing.md")], /--notes-file .*missing\.md: ENOENT/],
     ];
     writeFileSync(join(dir, "empty.md"), "\n  \n");

@@ -18,6 +18,7 @@ import { DEFAULT_PART_SIZE, DEFAULT_SINGLE_LIMIT, type PublishOptions, plan, pub
 import {
   type ReleaseControl,
   parseHaltOnReports,
+  parseHealthGate,
   parseRolloutSchedule,
   parseStagingPercentage,
   readNotesFile,
@@ -69,6 +70,9 @@ already is not sent again):
                           increasing and in the future: "25@2026-12-01T00:00:00Z,50@2026-12-03T00:00:00Z"
   --critical              installs below this release must update (required: true in the update check)
   --halt-on-reports C/M   halt the release when C different licenses report its version within M minutes (5/60)
+  --health-gate G         halt it on its crash-free sessions: maxCrashRate=2%,ratio=2,minSessions=100,
+                          minInstalls=20,action=halt|rollback (the lower bound of its crash rate above 2 %, or
+                          above 2 x the previous release's; see docs/reference/release-control.md)
   --notes-file FILE       the release notes, Markdown, from FILE (instead of those the build output gives)
 
 Environment: LICENSING_API_KEY (an Administrator's or LicenseManager's API key; required unless --dry-run),
@@ -99,6 +103,7 @@ function parse() {
       "rollout-schedule": { type: "string" },
       critical: { type: "boolean", default: false },
       "halt-on-reports": { type: "string" },
+      "health-gate": { type: "string" },
       "notes-file": { type: "string" },
       "dry-run": { type: "boolean", default: false },
       json: { type: "boolean", default: false },
@@ -160,6 +165,7 @@ try {
     control.rolloutSchedule = parseRolloutSchedule(values["rollout-schedule"]);
   if (values.critical) control.critical = true;
   if (values["halt-on-reports"] !== undefined) control.haltOnReports = parseHaltOnReports(values["halt-on-reports"]);
+  if (values["health-gate"] !== undefined) control.healthGate = parseHealthGate(values["health-gate"]);
   if (values["notes-file"] !== undefined) control.releaseNotes = readNotesFile(values["notes-file"]);
 } catch (e) {
   usageError(e instanceof Error ? e.message : String(e));

@@ -1,6 +1,6 @@
 /**
  * What a publication sets on its release besides the artifacts (CONTRACT section 8): the rollout percentage, scheduled
- * steps, `critical`, the automatic halt on reports, and release notes read from a Markdown file. Each value is read
+ * steps, `critical`, the automatic halts (on reports, on the release's health), and release notes read from a Markdown file. Each value is read
  * from the command line's words and checked here, before anything is sent (the service checks again); publish.ts
  * sets what differs from the release as it is, before the first upload.
  */
@@ -22,8 +22,19 @@ export interface ReleaseControl {
   critical?: boolean;
   /** Halt the release when `count` different licenses report its version within `minutes`. */
   haltOnReports?: { count: number; minutes: number };
+  /** Halt the release itself when its crash rate is surely too high (CONTRACT section 13). */
+  healthGate?: HealthGate;
   /** The release notes, Markdown (replacing those the build output gives). */
   releaseNotes?: string;
+}
+
+/** A release's health gate as the service stores it (its defaults filled in). */
+export interface HealthGate {
+  maxCrashRate?: number;
+  maxCrashRateRatio?: number;
+  minSessions: number;
+  minInstalls: number;
+  action: "halt" | "rollback";
 }
 
 /** The service's limits (src/records/releases.ts). */
@@ -113,6 +124,79 @@ export function parseHaltOnReports(text: string): { count: number; minutes: numb
   return { count, minutes };
 }
 
+const GATE_USAGE =
+  "--health-gate is KEY=VALUE pairs, comma-separated: maxCrashRate=2% (or 0.02), ratio=2 (maxCrashRateRatio: times the " +
+  "previous release's crash rate), minSessions=100, minInstalls=20, action=halt|rollback; at least one of maxCrashRate " +
+  "and ratio";
+
+/** A fraction 0-1 written as one (0.02) or as a percentage (2%). */
+function fraction(text: string, key: string): number {
+  const percent = text.endsWith("%");
+  const number = Number(percent ? text.slice(0, -1) : text);
+  const value = percent ? number / 100 : number;
+  if (text === "" || text === "%" || !Number.isFinite(value) || value < 0 || value > 1)
+    throw new Error(`--health-gate ${key}: a rate from 0 to 1 (or 0% to 100%), not ${JSON.stringify(text)}`);
+  return value;
+}
+
+function count(text: string, key: string): number {
+  if (!/^\d{1,10}$/.test(text) || Number(text) > MAX_INT32)
+    throw new Error(`--health-gate ${key}: a whole number from 0, not ${JSON.stringify(text)}`);
+  return Number(text);
+}
+
+/**
+ * `--health-gate "maxCrashRate=2%,ratio=2,minSessions=200,action=rollback"`: the release halts itself (or rolls back)
+ * when the lower bound of its crash rate is above maxCrashRate, or above ratio x the previous release's crash rate,
+ * once it has minSessions sessions (100) and minInstalls installs (20).
+ */
+export function parseHealthGate(text: string): HealthGate {
+  const gate: HealthGate = { minSessions: 100, minInstalls: 20, action: "halt" };
+  const pairs = text
+    .split(",")
+    .map((w) => w.trim())
+    .filter((w) => w !== "");
+  if (pairs.length === 0) throw new Error(GATE_USAGE);
+  for (const pair of pairs) {
+    const at = pair.indexOf("=");
+    const key = at < 0 ? pair : pair.slice(0, at).trim();
+    const value = at < 0 ? "" : pair.slice(at + 1).trim();
+    if (at < 0) throw new Error(`--health-gate ${pair}: write KEY=VALUE. ${GATE_USAGE}`);
+    if (key === "maxCrashRate") gate.maxCrashRate = fraction(value, key);
+    else if (key === "ratio" || key === "maxCrashRateRatio") {
+      const ratio = Number(value);
+      if (value === "" || !Number.isFinite(ratio) || ratio <= 0 || ratio > 1000)
+        throw new Error(`--health-gate ${key}: a multiple above 0 and at most 1000, not ${JSON.stringify(value)}`);
+      gate.maxCrashRateRatio = ratio;
+    } else if (key === "minSessions" || key === "minInstalls") gate[key] = count(value, key);
+    else if (key === "action") {
+      if (value !== "halt" && value !== "rollback")
+        throw new Error(`--health-gate action: halt or rollback, not ${JSON.stringify(value)}`);
+      gate.action = value;
+    } else throw new Error(`--health-gate: unknown key ${JSON.stringify(key)}. ${GATE_USAGE}`);
+  }
+  if (gate.maxCrashRate === undefined && gate.maxCrashRateRatio === undefined) throw new Error(GATE_USAGE);
+  // In the order the service answers it, so a gate the release has already compares equal (controlChanges).
+  return {
+    ...(gate.maxCrashRate !== undefined ? { maxCrashRate: gate.maxCrashRate } : {}),
+    ...(gate.maxCrashRateRatio !== undefined ? { maxCrashRateRatio: gate.maxCrashRateRatio } : {}),
+    minSessions: gate.minSessions,
+    minInstalls: gate.minInstalls,
+    action: gate.action,
+  };
+}
+
+/** The gate in the words of its flag, for checks and the log. */
+function gateWords(gate: HealthGate): string {
+  const rules = [
+    ...(gate.maxCrashRate !== undefined ? [`maxCrashRate=${gate.maxCrashRate}`] : []),
+    ...(gate.maxCrashRateRatio !== undefined ? [`ratio=${gate.maxCrashRateRatio}`] : []),
+  ];
+  return [...rules, `minSessions=${gate.minSessions}`, `minInstalls=${gate.minInstalls}`, `action=${gate.action}`].join(
+    ",",
+  );
+}
+
 /** `--notes-file FILE`: the release notes, Markdown, as the file holds them (UTF-8; a byte order mark dropped). */
 export function readNotesFile(path: string): string {
   let text: string;
@@ -134,6 +218,7 @@ export function checkReleaseControl(control: ReleaseControl | undefined, now = D
   if (control.stagingPercentage !== undefined) percentage(String(control.stagingPercentage), "stagingPercentage");
   if (control.rolloutSchedule) checkSchedule(control.rolloutSchedule, now);
   if (control.haltOnReports) parseHaltOnReports(`${control.haltOnReports.count}/${control.haltOnReports.minutes}`);
+  if (control.healthGate) control.healthGate = parseHealthGate(gateWords({ ...control.healthGate }));
   if (control.releaseNotes !== undefined && control.releaseNotes.length > MAX_NOTES)
     throw new Error(`releaseNotes: at most ${MAX_NOTES} characters`);
 }
@@ -170,6 +255,7 @@ export function describeControl(fields: ReleaseControl): string {
     words.push(
       `halt when ${fields.haltOnReports.count} licenses report it within ${fields.haltOnReports.minutes} minutes`,
     );
+  if (fields.healthGate) words.push(`health gate ${gateWords(fields.healthGate)}`);
   if (fields.releaseNotes !== undefined) words.push(`release notes (${fields.releaseNotes.length} characters)`);
   if ("releaseNotesHtml" in fields) words.push("HTML release notes cleared");
   return words.join("; ");
