@@ -8,7 +8,7 @@
  * only a signed rollback turns on `allowDowngrade`. electron-updater is a peer dependency: this module only
  * configures the instance the application passes in.
  */
-import type { UpdateCheckData, UpdateCheckRequest, VerifiedUpdateCheck } from "./types.js";
+import type { RollbackReason, UpdateCheckData, UpdateCheckRequest, VerifiedUpdateCheck } from "./types.js";
 
 /** The part of electron-updater's AppUpdater this helper reads and sets. */
 export interface ConfigurableUpdater {
@@ -115,10 +115,15 @@ export interface UpdateDecision {
   /** The install must update (below the product's minimum version, or a newer critical release): force it. */
   required: boolean;
   /**
-   * The install runs a halted, rolled-back release: the feed offers the previous release and `allowDowngrade` is now
-   * on, so electron-updater downloads and installs it.
+   * The install is to go back to the previous release (its release is halted and rolled back, or it crashes on start):
+   * the feed offers that release and `allowDowngrade` is now on, so electron-updater downloads and installs it.
    */
   rollback: boolean;
+  /**
+   * Why, with `rollback`: `halted` (the release is halted and rolled back for everyone) or `crashLoop` (this install's
+   * last sessions of its version all crashed soon after starting: it alone goes back).
+   */
+  rollbackReason?: RollbackReason;
 }
 
 /** The part of `LicensingClient` {@link signedUpdateCheck} uses. */
@@ -151,5 +156,10 @@ export async function signedUpdateCheck(
   const { data } = await client.checkForUpdate(request);
   const rollback = data.rollback && data.download !== undefined;
   updater.allowDowngrade = rollback;
-  return { data, required: data.required, rollback };
+  return {
+    data,
+    required: data.required,
+    rollback,
+    ...(rollback && data.rollbackReason ? { rollbackReason: data.rollbackReason } : {}),
+  };
 }

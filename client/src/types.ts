@@ -150,6 +150,12 @@ export interface UpdateCheckRequest extends PathParams<"checkForUpdate">, Withou
 export type WithheldReason = NonNullable<Schemas["UpdateCheckData"]["withheldReason"]>;
 
 /**
+ * Why the caller is rolled back (CONTRACT sections 8 and 13): `halted`, the release it runs is halted and rolled back
+ * for everyone; `crashLoop`, this install's last sessions of it all crashed soon after starting.
+ */
+export type RollbackReason = NonNullable<Schemas["UpdateCheckData"]["rollbackReason"]>;
+
+/**
  * The artifact to install, present when the latest release is installable and newer than the caller's version. `url`
  * is absolute, on the service's download route; it carries `?token=` for a gated release.
  */
@@ -191,10 +197,13 @@ export interface UpdateCheckData {
    */
   required: boolean;
   /**
-   * The caller runs a halted release that is rolled back: `download` is the previous release, older than `version`;
-   * install it as a downgrade (electron-updater's `allowDowngrade`). `false` when the service did not say.
+   * The caller is to go back to the previous release (it runs a halted release that is rolled back, or it is in a
+   * crash loop: `rollbackReason`): `download` is that release, older than `version`; install it as a downgrade
+   * (electron-updater's `allowDowngrade`). `false` when the service did not say.
    */
   rollback: boolean;
+  /** Why, with `rollback`: `halted` or `crashLoop`; absent otherwise, from an older service, or for a reason unknown. */
+  rollbackReason?: RollbackReason;
 }
 
 /** The newest release's rollout as the update check reports it for the caller. */

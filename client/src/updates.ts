@@ -3,10 +3,11 @@
  * read only after its signature verified over the raw JSON, so these readers check shape, not authenticity.
  */
 import { ProtocolError } from "./errors.js";
-import { updateCheckDataWithheldReasonValues } from "./gen/openapi.js";
+import { updateCheckDataRollbackReasonValues, updateCheckDataWithheldReasonValues } from "./gen/openapi.js";
 import type {
   JwkSet,
   PublicJwk,
+  RollbackReason,
   UpdateCheckData,
   UpdateDownload,
   UpdateMaintenance,
@@ -17,6 +18,8 @@ import { type JsonObject, num, object, optBool, optNum, optStr, str } from "./wi
 
 /** SPEC's withheldReason values, as the document's UpdateCheckData lists them (generated). */
 const WITHHELD_REASONS: readonly WithheldReason[] = updateCheckDataWithheldReasonValues;
+/** The rollbackReason values the document lists (generated). */
+const ROLLBACK_REASONS: readonly RollbackReason[] = updateCheckDataRollbackReasonValues;
 
 function bool(o: JsonObject, key: string, what: string): boolean {
   const v = optBool(o, key, what);
@@ -71,6 +74,7 @@ export function updateCheckDataFromJson(value: unknown): UpdateCheckData {
   const downloadObject = optObject(o, "download", "data");
   const maintenanceObject = optObject(o, "maintenance", "data");
   const rolloutObject = optObject(o, "rollout", "data");
+  const rollbackReason = optStr(o, "rollbackReason", "data");
   return {
     format: num(o, "format", "data"),
     product: { code: str(product, "code", "data.product"), name: str(product, "name", "data.product") },
@@ -95,6 +99,10 @@ export function updateCheckDataFromJson(value: unknown): UpdateCheckData {
     // A service without release control sends neither: nothing is required, nothing rolled back.
     required: optBool(o, "required", "data") ?? false,
     rollback: optBool(o, "rollback", "data") ?? false,
+    // A reason this client does not know yet is left out, not refused: the rollback itself still applies.
+    rollbackReason: ROLLBACK_REASONS.includes(rollbackReason as RollbackReason)
+      ? (rollbackReason as RollbackReason)
+      : undefined,
   };
 }
 

@@ -1,10 +1,11 @@
 /**
  * Release health in the console (CONTRACT section 13), in Chromium (Debian's, driven by playwright-core) against the
  * bundled Worker under Miniflare (real D1 and Queue): installs of 1.0.0 and 1.1.0 report their sessions through
- * POST /v1/updates/{productCode}/sessions; once the queue consumer has counted them, 1.1.0 is halted with a reason and
- * its release page shows its crash-free sessions per day beside its baseline's (1.0.0), the sentence a release manager
- * reads, the figures per platform and who halted it and why; 1.0.0's page has no baseline; the overview says the same
- * sentence for the halted release and for each product's newest release. It takes the picture docs/console.md shows
+ * POST /v1/updates/{productCode}/sessions; 1.1.0 has a health gate (at most 1 % of sessions crashed), which its 2.2 %
+ * crosses, so the queue consumer halts it (haltReason "health"). Its release page shows its crash-free sessions per day
+ * beside its baseline's (1.0.0), the sentence a release manager reads, the figures per platform, and that its health
+ * gate halted it with what the gate saw; 1.0.0's page has no baseline; the overview says the same sentence for the
+ * halted release and for each product's newest release, and who halted it. It takes the picture docs/console.md shows
  * (docs/console-release-health.png, written with UPDATE_SCREENSHOTS=1).
  *
  * Needs `npm run console:build` first (`npm test` does it) and Chromium (scripts/ensure-chromium.mjs).
@@ -25,7 +26,11 @@ import { screenshot } from "./console-kit.ts";
 
 const KEY = "api_ConsoleHealthKey00000000000000000";
 const PASSWORD = "Console-12345";
-const REASON = "Crash-free sessions fell below 98 % on macOS";
+/** The gate of 1.1.0: halt when surely more than 1 % of its sessions crash, judged from 100 sessions on 20 installs. */
+const GATE = { maxCrashRate: 0.01, minSessions: 100, minInstalls: 20 };
+/** The haltNote the gate writes: what it saw when the sessions written so far crossed it (healthNote, health-gate.ts). */
+const GATE_NOTE =
+  /^Health gate: \d+\.\d % of [\d,]+ sessions crashed \(at least \d+\.\d %\) on \d+ installs, above the gate's 1\.0 %\.$/;
 let worker: { url: URL; dispose(): Promise<void> };
 let browser: Browser;
 let page: Page;
@@ -136,8 +141,10 @@ describe("a release's health in the console", () => {
   let code: string;
   const releases: Record<string, number> = {};
   const sentence = "1.1.0: 97.8 % crash-free sessions (1.0.0: 99.1 %) over 1,204 sessions";
+  /** 1.1.0's haltNote, as its health gate wrote it. */
+  let haltNote = "";
 
-  it("charts crash-free sessions beside the baseline's, says so in a sentence, and shows who halted the release and why", async () => {
+  it("charts crash-free sessions beside the baseline's, says so in a sentence, and shows that its health gate halted the release", async () => {
     code = `health-${Date.now() % 100_000}`;
     const product = await rest("POST", "/v1/products", { product: { code, name: "Studio", isApplication: true } });
     expect(product.status, JSON.stringify(product.body)).toBe(200);
@@ -172,20 +179,29 @@ describe("a release's health in the console", () => {
       }
     }
 
+    // 1.1.0 watches itself: its health gate, set with the release's other fields before any session arrives.
+    const gated = await rest("PUT", `/v1/products/${productId}/releases`, {
+      productRelease: { id: releases["1.1.0"], healthGate: GATE },
+    });
+    expect(gated.status, JSON.stringify(gated.body)).toBe(200);
+
+    // Every install checks for updates: the adoption chart beside the health chart counts the 1.1.0 ones running it
+    // and the 1.0.0 ones offered it (first, while 1.1.0 is still offered: its gate halts it once the sessions arrive).
+    const checks: (() => Promise<void>)[] = [];
+    for (let i = 0; i < 40; i++) checks.push(() => check(code, `win-${i}`, "1.1.0", "win-x64"));
+    for (let i = 0; i < 21; i++) checks.push(() => check(code, `mac-${i}`, "1.1.0", "darwin-arm64"));
+    for (let i = 0; i < 17; i++) checks.push(() => check(code, `old-${i}`, "1.0.0", "win-x64"));
     // 1.1.0: 40 installs on Windows with 20 sessions each, 10 of them crashed once (800 sessions, 10 crashed); 21 on
     // macOS with 20 sessions each but the last with 4, 16 of them crashed once (404, 16). 1,204 sessions, 26 crashed:
-    // 97.8 % crash-free. 1.0.0: 17 installs on Windows with 20 sessions each, 3 crashed: 340, 99.1 %.
+    // 97.8 % crash-free, a crash rate of 2.2 % whose Wilson lower bound (about 1.5 %) is above the gate's 1 %. 1.0.0:
+    // 17 installs on Windows with 20 sessions each, 3 crashed: 340, 99.1 %.
     const reports: (() => Promise<void>)[] = [];
     for (let i = 0; i < 40; i++) reports.push(() => report(code, `win-${i}`, "1.1.0", "win-x64", 20, i < 10 ? 1 : 0));
     for (let i = 0; i < 21; i++)
       reports.push(() => report(code, `mac-${i}`, "1.1.0", "darwin-arm64", i === 20 ? 4 : 20, i < 16 ? 1 : 0));
     for (let i = 0; i < 17; i++) reports.push(() => report(code, `old-${i}`, "1.0.0", "win-x64", 20, i < 3 ? 1 : 0));
-    // Every install also checks for updates: the adoption chart beside the health chart counts the 1.1.0 ones running
-    // it and the 1.0.0 ones offered it.
-    for (let i = 0; i < 40; i++) reports.push(() => check(code, `win-${i}`, "1.1.0", "win-x64"));
-    for (let i = 0; i < 21; i++) reports.push(() => check(code, `mac-${i}`, "1.1.0", "darwin-arm64"));
-    for (let i = 0; i < 17; i++) reports.push(() => check(code, `old-${i}`, "1.0.0", "win-x64"));
-    for (let i = 0; i < reports.length; i += 10) await Promise.all(reports.slice(i, i + 10).map((send) => send()));
+    for (const batch of [checks, reports])
+      for (let i = 0; i < batch.length; i += 10) await Promise.all(batch.slice(i, i + 10).map((send) => send()));
 
     // The queue consumer counts them a few seconds later.
     const health = async () =>
@@ -210,10 +226,19 @@ describe("a release's health in the console", () => {
       )
       .toEqual({ offered: 17, downloaded: 0, running: 61 });
 
-    const halt = await rest("POST", `/v1/products/${productId}/releases/${releases["1.1.0"]}/halt`, {
-      reason: REASON,
-    });
-    expect(halt.status, JSON.stringify(halt.body)).toBe(200);
+    // The gate halted 1.1.0 when the sessions written so far crossed it (within seconds of them), and said why.
+    const release = async () =>
+      (
+        await rest(
+          "GET",
+          `/v1/products/${productId}/releases?filter=${encodeURIComponent(`id == ${releases["1.1.0"]}`)}`,
+        )
+      ).body["productReleases"][0] as JsonBody;
+    await expect.poll(async () => (await release())["halted"], { timeout: 60_000, interval: 500 }).toBe(true);
+    const halted = await release();
+    expect(halted).toMatchObject({ halted: true, haltReason: "health", rollback: false, healthGate: GATE });
+    haltNote = halted["haltNote"];
+    expect(haltNote).toMatch(GATE_NOTE);
 
     await page.goto(new URL("/console/", base).toString());
     await page.getByLabel("User name").fill("admin");
@@ -243,11 +268,11 @@ describe("a release's health in the console", () => {
     // The adoption chart is still beside it.
     await page.getByRole("region", { name: "Adoption" }).getByRole("figure").waitFor();
 
-    // Who halted it and why, first in the rollout panel.
+    // Who halted it and why, first in the rollout panel: its health gate, with what the gate saw.
     const rollout = page.getByRole("region", { name: "Rollout" });
-    expect(await rollout.getByTestId("halt-banner").textContent()).toBe(`Halted by hand: ${REASON}`);
-    expect(await rollout.getByTestId("halt-note").textContent()).toBe(REASON);
-    expect(await rollout.getByTestId("rollout-state").textContent()).toMatch(/^Halted by hand at /);
+    expect(await rollout.getByTestId("halt-banner").textContent()).toBe(`Halted by its health gate: ${haltNote}`);
+    expect(await rollout.getByTestId("halt-note").textContent()).toBe(haltNote);
+    expect(await rollout.getByTestId("rollout-state").textContent()).toMatch(/^Halted by its health gate at /);
     await screenshot(page, "console-release-health.png");
 
     // 1.0.0 is the oldest release: no baseline, so no parenthesis, and one line in its chart.
@@ -267,7 +292,9 @@ describe("a release's health in the console", () => {
     const rolling = page.getByRole("region", { name: "Releases rolling out" });
     const row = rolling.getByRole("row").filter({ hasText: "Studio 1.1.0" });
     await expect.poll(() => row.getByTestId("health-line").textContent(), { timeout: 15_000 }).toBe(sentence);
-    expect(await row.getByRole("cell").nth(1).textContent()).toBe("Halted by hand");
+    expect(await row.getByRole("cell").nth(1).textContent()).toBe("Halted by its health gate");
+    // Why, in its last column: what the gate saw, and since when.
+    expect(await row.getByRole("cell").nth(3).textContent()).toContain(`${haltNote} (since `);
     const newest = page.getByTestId("newest-health");
     await expect
       .poll(() => newest.getByTestId("health-line").allTextContents(), { timeout: 15_000 })
