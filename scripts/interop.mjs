@@ -1,0 +1,701 @@
+// `npm run interop`: the interop suite of CONTRACT 14. Starts the service (the bundled Worker under Miniflare, or the
+// one at `--url`, e.g. `wrangler dev`, with `--admin-key`), seeds a product with releases and, for each language,
+// licenses (node-locked, floating) plus an expired one, builds every language of clients/interop.json (its `build`),
+// then runs every case through each language's `run` and checks its output: activate, validate online and within
+// and beyond the offline grace, floating seats, license files, air-gap codes, the signed update check, sessions,
+// deactivate, and refusals. Finally a license file checked out by each language is verified by every other, printed as
+// a table. Exits 1 on any failure.
+//
+//   npm run interop [-- --url http://127.0.0.1:8787 --admin-key <key>] [--only typescript,go] [--jobs 4] [--ca <pem>]
+//                      [--config clients/interop.json] [--verbose]
+import { spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { availableParallelism, tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { root, startLocalWorker } from "./local-worker.mjs";
+
+const { values: args } = parseArgs({
+  options: {
+    url: { type: "string" },
+    "admin-key": { type: "string" },
+    only: { type: "string" },
+    jobs: { type: "string" },
+    ca: { type: "string" },
+    config: { type: "string", default: "clients/interop.json" },
+    verbose: { type: "boolean", default: false },
+  },
+});
+
+const DAY = 86_400_000;
+const LOCAL_ADMIN_KEY = "api_InteropAdminKey00000000000000000";
+const CASE_TIMEOUT_MS = 120_000;
+const started = Date.now();
+
+const languages = JSON.parse(readFileSync(resolve(root, args.config), "utf8"));
+const only = args.only?.split(",").map((s) => s.trim());
+const names = Object.keys(languages).filter((l) => !only || only.includes(l));
+if (names.length === 0) {
+  console.error(`interop: no language to run (${args.config} has ${Object.keys(languages).join(", ")})`);
+  process.exit(2);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Processes: at most `jobs` at a time (the machine may have few cores; the cases mostly wait on the service).
+
+const jobs = Number(args.jobs ?? Math.max(2, Math.min(6, availableParallelism() * 2)));
+let running = 0;
+const waiting = [];
+async function slot(run) {
+  if (running >= jobs) await new Promise((resolve) => waiting.push(resolve));
+  running++;
+  try {
+    return await run();
+  } finally {
+    running--;
+    waiting.shift()?.();
+  }
+}
+
+const quote = (s) => (/^[\w@%+=:,./-]+$/.test(s) ? s : `'${String(s).replace(/'/g, "'\\''")}'`);
+
+/** Runs a shell command from the project root: its exit code, stdout and stderr. */
+function sh(command, timeout = CASE_TIMEOUT_MS) {
+  return new Promise((resolve) => {
+    const child = spawn("sh", ["-c", command], { cwd: root, stdio: ["ignore", "pipe", "pipe"], detached: true });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d) => (stdout += d));
+    child.stderr.on("data", (d) => (stderr += d));
+    const timer = setTimeout(() => {
+      try {
+        process.kill(-child.pid, "SIGKILL");
+      } catch {}
+      stderr += `\n(killed after ${timeout} ms)`;
+    }, timeout);
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code: code ?? 1, stdout, stderr });
+    });
+  });
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The service.
+
+/** A base URL where nothing listens: the service unreachable. */
+async function closedPort() {
+  const server = createServer();
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  return `http://127.0.0.1:${port}`;
+}
+
+let worker;
+let base;
+let adminKey;
+if (args.url) {
+  base = args.url.replace(/\/+$/, "");
+  adminKey = args["admin-key"] ?? process.env.LICENSING_ADMIN_KEY;
+  if (!adminKey) {
+    console.error("interop: --url needs the service's admin API key: --admin-key or LICENSING_ADMIN_KEY");
+    process.exit(2);
+  }
+} else {
+  console.log("interop: starting the bundled Worker…");
+  adminKey = LOCAL_ADMIN_KEY;
+  worker = await startLocalWorker({
+    bindings: {
+      Application__JwtSecret: "interop-jwt-secret-0123456789abcdef012345",
+      Application__EncryptionKey: "interop-encryption-key",
+      Application__AdminUsername: "admin",
+      Application__AdminPassword: "Interop-12345",
+      Application__AdminApiKey: LOCAL_ADMIN_KEY,
+    },
+  });
+  base = worker.url.toString().replace(/\/+$/, "");
+}
+const unreachable = await closedPort();
+const work = mkdtempSync(join(tmpdir(), "licensing-interop-"));
+
+async function api(method, path, body) {
+  const res = await fetch(`${base}${path}`, {
+    method,
+    headers: {
+      "x-api-key": adminKey,
+      ...(body !== undefined && !(body instanceof FormData) ? { "content-type": "application/json" } : {}),
+    },
+    body: body === undefined ? undefined : body instanceof FormData ? body : JSON.stringify(body),
+  });
+  const text = await res.text();
+  if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${text}`);
+  return text ? JSON.parse(text) : {};
+}
+
+/**
+ * The per-address limits the suite would trip from one address (every case signs in; some fail on purpose), raised for
+ * the run and put back after it: a `wrangler dev` names the caller's address, and five failed logins block it.
+ */
+const LIMITS = {
+  "IpFiltering:AuthenticationProtection:MaxFailedAttempts": "100000",
+  "IpFiltering:AuthenticationProtection:MaxLoginRequestsPerTimeFrame": "100000",
+  "IpFiltering:BruteForceProtection:MaxRequestsPerTimeFrame": "100000",
+  "Licensing:MaxRequestsPerLicense": "100000",
+};
+let restore;
+
+async function raiseLimits() {
+  const { settings } = await api("GET", "/v1/settings?take=1000");
+  const before = new Map(settings.map((s) => [s.name, s]));
+  restore = Object.keys(LIMITS).map((name) => {
+    const was = before.get(name);
+    return { name, value: was?.source === "database" ? (was.value ?? null) : null };
+  });
+  await api("PUT", "/v1/settings", { settings: Object.entries(LIMITS).map(([name, value]) => ({ name, value })) });
+}
+
+const results = [];
+let exitCode = 0;
+try {
+  await raiseLimits();
+  // --- Seeding ----------------------------------------------------------------------------------------------------
+  const run = `${Date.now().toString(36)}`;
+  const product = `interop-${run}`;
+  const productId = (
+    await api("POST", "/v1/products", { product: { code: product, name: "Interop", isApplication: true } })
+  ).productId;
+  for (const [version, date] of [
+    ["1.0.0", "2026-01-01T00:00:00Z"],
+    ["2.0.0", "2026-02-01T00:00:00Z"],
+  ]) {
+    const id = (
+      await api("POST", `/v1/products/${productId}/releases`, {
+        productRelease: { version, public: true, releaseDate: date },
+      })
+    ).productReleaseId;
+    const form = new FormData();
+    form.set("platform", "win-x64");
+    form.set("kind", "installer");
+    form.set("file", new Blob([Buffer.alloc(1024, version.charCodeAt(0))]), `Interop Setup ${version}.exe`);
+    await api("POST", `/v1/products/${productId}/releases/${id}/downloads`, form);
+  }
+  const newLicense = async (license) => {
+    const { id } = await api("POST", "/v1/licenses", { license: { productId, ...license } });
+    const listed = await api(
+      "GET",
+      `/v1/licenses?filter=${encodeURIComponent(`id == ${id}`)}&select=userKey,licenseId`,
+    );
+    return listed.licenses[0];
+  };
+  const expired = await newLicense({ licensingMode: "Activation", maxClients: 5, expireDate: "2020-01-01T00:00:00Z" });
+  const licenses = {};
+  for (const lang of names) {
+    licenses[lang] = {
+      locked: await newLicense({ licensingMode: "Activation", maxClients: 10, expireDate: "2099-01-01T00:00:00Z" }),
+      floating: await newLicense({ licensingMode: "Floating", maxClients: 1, expireDate: "2099-01-01T00:00:00Z" }),
+    };
+  }
+  // The grace days the service signs into validations (Licensing:OfflineGraceDays), read from one.
+  const probe = await newLicense({ licensingMode: "File", maxClients: 1 });
+  const login = await (
+    await fetch(`${base}/v1/auth/login`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ userKey: probe.userKey }),
+    })
+  ).json();
+  const graceDays = (
+    await (
+      await fetch(`${base}/v1/license/validate`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${login.token}` },
+        body: JSON.stringify({ userKey: probe.userKey }),
+      })
+    ).json()
+  ).offlineGraceDays;
+  const jwksText = await (await fetch(`${base}/v1/extensions/keys`)).text();
+
+  // --- Builds -----------------------------------------------------------------------------------------------------
+  const built = new Set();
+  for (const lang of names) {
+    const { build } = languages[lang];
+    if (!build) {
+      built.add(lang);
+      continue;
+    }
+    const t = Date.now();
+    const res = await sh(build, 900_000);
+    const ok = res.code === 0;
+    results.push({ lang, name: "build", ok, detail: ok ? "" : `${res.stdout}${res.stderr}`.trim().slice(-2000) });
+    console.log(`${ok ? "PASS" : "FAIL"} ${lang} build (${((Date.now() - t) / 1000).toFixed(1)} s)`);
+    if (ok) built.add(lang);
+  }
+
+  // --- Cases ------------------------------------------------------------------------------------------------------
+
+  /** Runs `<run> <case> <options>` of `lang`: exit code and the JSON it printed. */
+  async function invoke(lang, name, options) {
+    const argv = [name];
+    for (const [key, value] of Object.entries(options)) if (value !== undefined) argv.push(`--${key}`, String(value));
+    if (args.ca) argv.push("--ca", args.ca);
+    const command = `${languages[lang].run} ${argv.map(quote).join(" ")}`;
+    const res = await slot(() => sh(command));
+    let json;
+    try {
+      json = JSON.parse(res.stdout.trim().split("\n").pop() ?? "");
+    } catch {
+      json = undefined;
+    }
+    return { ...res, json, command };
+  }
+
+  /** Whether `actual` has every member of `expected` (instants compared as instants; a function is a predicate). */
+  function matches(expected, actual) {
+    if (typeof expected === "function") return expected(actual);
+    if (expected && typeof expected === "object") {
+      if (!actual || typeof actual !== "object") return false;
+      return Object.entries(expected).every(([k, v]) => matches(v, actual[k]));
+    }
+    if (typeof expected === "string" && typeof actual === "string" && /^\d{4}-\d\d-\d\dT/.test(expected))
+      return Date.parse(expected) === Date.parse(actual);
+    return expected === actual;
+  }
+
+  /**
+   * One case and its check: `expect` is `{ output }` (exit 0, these members), `{ error: code }` (exit 1 and this
+   * refusal code; an array: any of them) or `{ exit: 2 }` (misuse). Returns the printed JSON.
+   */
+  async function check(lang, label, name, options, expect) {
+    const res = await invoke(lang, name, options);
+    let problem;
+    if (expect.exit === 2) {
+      if (res.code !== 2) problem = `exit ${res.code}, expected 2 (misuse)`;
+    } else if (expect.error !== undefined) {
+      const codes = [expect.error].flat();
+      if (res.code !== 1) problem = `exit ${res.code}, expected 1 (refused ${codes.join(" or ")})`;
+      else if (!codes.includes(res.json?.error?.code))
+        problem = `refused ${JSON.stringify(res.json?.error?.code)}, expected ${codes.join(" or ")}`;
+    } else if (res.code !== 0) problem = `exit ${res.code}, expected 0`;
+    else if (!matches(expect.output, res.json)) problem = `output does not match ${JSON.stringify(expect.output)}`;
+    const ok = problem === undefined;
+    const detail = ok
+      ? ""
+      : `${problem}\n    $ ${res.command}\n    stdout: ${res.stdout.trim().slice(0, 1500)}\n    stderr: ${res.stderr.trim().slice(-1500)}`;
+    results.push({ lang, name: label, ok, detail });
+    console.log(`${ok ? "PASS" : "FAIL"} ${lang} ${label}${ok ? "" : `: ${detail}`}`);
+    if (args.verbose && ok) console.log(`    ${res.stdout.trim()}`);
+    return res.json;
+  }
+
+  const isString = (v) => typeof v === "string" && v !== "";
+  const isInstant = (v) => typeof v === "string" && !Number.isNaN(Date.parse(v));
+  /** Files checked out by each language, for the table: path, machine, user key, license id. */
+  const files = {};
+
+  async function casesOf(lang) {
+    const { locked, floating } = licenses[lang];
+    const dir = join(work, lang);
+    mkdirSync(dir, { recursive: true });
+    const m = (suffix) => `${lang}-${run}-${suffix}`;
+    const common = { url: base, product, "user-key": locked.userKey };
+
+    const nodeLocked = async () => {
+      const state = join(dir, "state-locked");
+      const machine = m("PC1");
+      await check(
+        lang,
+        "activate",
+        "activate",
+        { ...common, machine },
+        {
+          output: { licenseId: locked.licenseId, machineId: machine },
+        },
+      );
+      await check(
+        lang,
+        "validate (online, --state)",
+        "validate",
+        { ...common, machine, state },
+        {
+          output: { valid: true, licenseId: locked.licenseId, verified: true, offline: false },
+        },
+      );
+      const validatedAt = Date.now();
+      await check(
+        lang,
+        `validate offline within ${graceDays} grace days`,
+        "validate",
+        { ...common, url: unreachable, machine, state, now: new Date(validatedAt + DAY).toISOString() },
+        { output: { valid: true, licenseId: locked.licenseId, verified: true, offline: true } },
+      );
+      await check(
+        lang,
+        "validate offline beyond the grace: grace",
+        "validate",
+        {
+          ...common,
+          url: unreachable,
+          machine,
+          state,
+          now: new Date(validatedAt + (graceDays + 1) * DAY).toISOString(),
+        },
+        { error: "grace" },
+      );
+      await check(
+        lang,
+        "validate unreachable without state: network",
+        "validate",
+        { ...common, url: unreachable, machine },
+        {
+          error: "network",
+        },
+      );
+      const file = join(dir, "checked-out.lic");
+      const out = await check(
+        lang,
+        "checkout (encrypted)",
+        "checkout",
+        { ...common, machine, file },
+        {
+          output: { expiresAt: isInstant },
+        },
+      );
+      files[lang] = { file, machine, userKey: locked.userKey, licenseId: locked.licenseId, expiresAt: out?.expiresAt };
+      // Offline: the keys from the state, the service unreachable.
+      const offline = { ...common, url: unreachable, machine, file };
+      const keyed = join(dir, "state-keys");
+      mkdirSync(keyed, { recursive: true });
+      writeFileSync(join(keyed, "jwks.json"), jwksText);
+      await check(
+        lang,
+        "verify-file (offline, keys from --state)",
+        "verify-file",
+        { ...offline, state: keyed },
+        {
+          output: { licenseId: locked.licenseId, machineId: machine, expiresAt: out?.expiresAt ?? isInstant },
+        },
+      );
+      await check(
+        lang,
+        "verify-file on another machine: decrypt",
+        "verify-file",
+        { ...offline, state: keyed, machine: m("OTHER") },
+        {
+          error: "decrypt",
+        },
+      );
+      await check(
+        lang,
+        "verify-file for another product: product",
+        "verify-file",
+        { ...offline, state: keyed, product: "other-product" },
+        {
+          error: "product",
+        },
+      );
+      if (out?.expiresAt) {
+        const after = new Date(Date.parse(out.expiresAt) + DAY).toISOString();
+        await check(
+          lang,
+          "verify-file after its expiry: expired",
+          "verify-file",
+          { ...offline, state: keyed, now: after },
+          {
+            error: "expired",
+          },
+        );
+        const before = new Date(Date.now() - 2 * DAY).toISOString();
+        await check(
+          lang,
+          "verify-file with the clock set back: clock",
+          "verify-file",
+          { ...offline, state: keyed, now: before },
+          {
+            error: "clock",
+          },
+        );
+      }
+      const text = readFileSync(file, "utf8").trim();
+      const [h, p, s] = text.split(".");
+      const sig = Buffer.from(s ?? "", "base64url");
+      if (sig.length > 0) sig[5] ^= 1;
+      const tampered = join(dir, "tampered.lic");
+      writeFileSync(tampered, `${h}.${p}.${sig.toString("base64url")}`);
+      await check(
+        lang,
+        "verify-file, one signature byte changed: signature",
+        "verify-file",
+        { ...offline, state: keyed, file: tampered },
+        {
+          error: "signature",
+        },
+      );
+      const garbage = join(dir, "garbage.lic");
+      writeFileSync(garbage, "not a license file");
+      await check(
+        lang,
+        "verify-file of garbage: malformed",
+        "verify-file",
+        { ...offline, state: keyed, file: garbage },
+        {
+          error: "malformed",
+        },
+      );
+      await check(
+        lang,
+        "deactivate while it holds a license file: licenseFileHeld",
+        "deactivate",
+        { ...common, machine },
+        {
+          error: "licenseFileHeld",
+        },
+      );
+    };
+
+    const deactivation = async () => {
+      const machine = m("PC0");
+      await check(
+        lang,
+        "activate (to deactivate)",
+        "activate",
+        { ...common, machine },
+        {
+          output: { licenseId: locked.licenseId, machineId: machine },
+        },
+      );
+      await check(lang, "deactivate", "deactivate", { ...common, machine }, { output: {} });
+      await check(
+        lang,
+        "validate after deactivate: notActivated",
+        "validate",
+        { ...common, machine },
+        {
+          error: "notActivated",
+        },
+      );
+    };
+
+    const seats = async () => {
+      const f = { url: base, product, "user-key": floating.userKey };
+      const machine = m("PC2");
+      const state = join(dir, "state-seats");
+      const seat = { ...f, machine, client: "c1", state };
+      await check(lang, "seat-request", "seat-request", seat, {
+        output: { licenseId: floating.licenseId, clientId: "c1" },
+      });
+      await check(lang, "seat-heartbeat", "seat-heartbeat", seat, {
+        output: { licenseId: floating.licenseId, clientId: "c1" },
+      });
+      await check(
+        lang,
+        "seat-request beyond the seats: seatsExhausted",
+        "seat-request",
+        { ...seat, client: "c2" },
+        {
+          error: "seatsExhausted",
+        },
+      );
+      await check(lang, "seat-release", "seat-release", seat, {
+        output: { licenseId: floating.licenseId, clientId: "c1" },
+      });
+      await check(lang, "seat-heartbeat after release: licenseTokenNotFound", "seat-heartbeat", seat, {
+        error: "licenseTokenNotFound",
+      });
+    };
+
+    const airgap = async () => {
+      const machine = m("AIR");
+      const request = await check(
+        lang,
+        "airgap-request",
+        "airgap-request",
+        { product, "user-key": locked.userKey, machine },
+        {
+          output: { requestCode: (v) => isString(v) && v.startsWith("LRQ1-"), nonce: isString },
+        },
+      );
+      if (!request?.requestCode) return;
+      const res = await fetch(`${base}/v1/license/offline-activation`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ requestCode: request.requestCode }),
+      });
+      const answer = await res.json();
+      const ok = res.status === 200 && typeof answer.responseCode === "string";
+      results.push({ lang, name: "the service reads its request code", ok, detail: ok ? "" : JSON.stringify(answer) });
+      console.log(
+        `${ok ? "PASS" : "FAIL"} ${lang} the service reads its request code${ok ? "" : `: ${res.status} ${JSON.stringify(answer)}`}`,
+      );
+      if (!ok) return;
+      const code = join(dir, "response-code.txt");
+      writeFileSync(code, answer.responseCode);
+      const keyed = join(dir, "state-air");
+      mkdirSync(keyed, { recursive: true });
+      writeFileSync(join(keyed, "jwks.json"), jwksText);
+      const verify = { url: unreachable, product, machine, file: code, nonce: request.nonce, state: keyed };
+      await check(lang, "airgap-verify (LRS2)", "airgap-verify", verify, {
+        output: { licenseId: locked.licenseId, machineId: machine },
+      });
+      const jws = join(dir, "response-file.lic");
+      writeFileSync(jws, answer.licenseFile);
+      await check(
+        lang,
+        "airgap-verify of the downloaded license file",
+        "airgap-verify",
+        { ...verify, file: jws },
+        {
+          output: { licenseId: locked.licenseId, machineId: machine },
+        },
+      );
+      await check(
+        lang,
+        "airgap-verify with another nonce: nonce",
+        "airgap-verify",
+        { ...verify, nonce: "another-nonce" },
+        {
+          error: "nonce",
+        },
+      );
+      await check(
+        lang,
+        "airgap-verify on another machine: machine",
+        "airgap-verify",
+        { ...verify, machine: m("OTHER") },
+        {
+          error: "machine",
+        },
+      );
+      const typo = join(dir, "response-typo.txt");
+      const chars = answer.responseCode.split("");
+      const at = chars.length >> 1;
+      chars[at] = chars[at] === "7" ? "8" : chars[at] === "-" ? "-" : "7";
+      if (chars[at] === "-") chars[at + 1] = chars[at + 1] === "7" ? "8" : "7";
+      writeFileSync(typo, chars.join(""));
+      await check(
+        lang,
+        "airgap-verify of a mistyped code: malformed",
+        "airgap-verify",
+        { ...verify, file: typo },
+        {
+          error: "malformed",
+        },
+      );
+    };
+
+    const updates = async () => {
+      const u = { url: base, product, "user-key": locked.userKey, platform: "win-x64", machine: m("INSTALL") };
+      await check(
+        lang,
+        "update-check from 1.0.0",
+        "update-check",
+        { ...u, version: "1.0.0" },
+        {
+          output: { available: true, version: "2.0.0", required: false, rollback: false },
+        },
+      );
+      await check(
+        lang,
+        "update-check from 2.0.0",
+        "update-check",
+        { ...u, version: "2.0.0" },
+        {
+          output: { available: false, required: false, rollback: false },
+        },
+      );
+      await check(
+        lang,
+        "update-check with an expired license: licenseExpired",
+        "update-check",
+        { ...u, "user-key": expired.userKey, version: "1.0.0" },
+        {
+          error: "licenseExpired",
+        },
+      );
+      for (const status of ["started", "exited", "crashed"])
+        await check(
+          lang,
+          `session ${status}`,
+          "session",
+          { ...u, version: "1.0.0", status },
+          { output: { accepted: 1 } },
+        );
+    };
+
+    const refusals = async () => {
+      await check(
+        lang,
+        "activate an expired license: licenseExpired",
+        "activate",
+        { ...common, "user-key": expired.userKey, machine: m("PC9") },
+        {
+          error: "licenseExpired",
+        },
+      );
+      await check(
+        lang,
+        "activate for another product: wrongProduct",
+        "activate",
+        { ...common, product: "other-product", machine: m("PC9") },
+        {
+          error: "wrongProduct",
+        },
+      );
+      await check(
+        lang,
+        "activate with an unknown user key: invalidUserKey",
+        "activate",
+        { ...common, "user-key": "ZZZZZ-ZZZZZ-ZZZZZ-ZZZZZ-ZZZZZ", machine: m("PC9") },
+        {
+          error: "invalidUserKey",
+        },
+      );
+      await check(lang, "an unknown case: misuse", "no-such-case", { ...common }, { exit: 2 });
+    };
+
+    await Promise.all([nodeLocked(), deactivation(), seats(), airgap(), updates(), refusals()]);
+  }
+
+  await Promise.all([...built].map(casesOf));
+
+  // --- The table: a license file checked out by X verifies in Y ---------------------------------------------------
+  const table = {};
+  await Promise.all(
+    [...built].flatMap((x) =>
+      [...built].map(async (y) => {
+        const f = files[x];
+        if (!f) return;
+        const state = join(work, `matrix-${x}-${y}`);
+        const json = await check(
+          y,
+          `verify-file of ${x}'s license file`,
+          "verify-file",
+          { url: base, product, "user-key": f.userKey, machine: f.machine, file: f.file, state },
+          { output: { licenseId: f.licenseId, machineId: f.machine } },
+        );
+        (table[x] ??= {})[y] = json?.licenseId === f.licenseId;
+      }),
+    ),
+  );
+  const langs = [...built];
+  const width = Math.max(12, ...langs.map((l) => l.length + 2));
+  console.log("\nlicense file checked out by (row) verifies in (column)");
+  console.log(["".padEnd(width), ...langs.map((l) => l.padEnd(width))].join(""));
+  for (const x of langs)
+    console.log([x.padEnd(width), ...langs.map((y) => (table[x]?.[y] ? "yes" : "NO").padEnd(width))].join(""));
+} catch (error) {
+  console.error(error);
+  exitCode = 1;
+} finally {
+  if (restore && !worker) await api("PUT", "/v1/settings", { settings: restore }).catch((e) => console.error(e));
+  await worker?.dispose();
+  rmSync(work, { recursive: true, force: true });
+}
+
+const failed = results.filter((r) => !r.ok);
+console.log(
+  `\ninterop: ${results.length - failed.length} of ${results.length} checks passed for ${names.join(", ")} in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+);
+for (const f of failed) console.log(`  FAIL ${f.lang} ${f.name}`);
+process.exit(exitCode || failed.length ? 1 : 0);
