@@ -6,10 +6,16 @@
 // deactivate, and refusals. Finally a license file checked out by each language is verified by every other, printed as
 // a table. Exits 1 on any failure.
 //
-//   npm run interop [-- --url http://127.0.0.1:8787 --admin-key <key>] [--only typescript,go] [--jobs 4] [--ca <pem>]
-//                      [--config clients/interop.json] [--verbose]
+// `--dev` runs the suite against `wrangler dev` as `npm run dev` starts it (HTTPS with the local certificate, passed to
+// every case as `--ca`; the admin key of .dev.vars), on a free port, stopped at the end. A language's optional
+// `example` command (clients/interop.json) is run too, against the same service, with LICENSING_URL,
+// LICENSING_PRODUCT, LICENSING_USER_KEY, LICENSING_MACHINE, LICENSING_FLOATING_KEY, LICENSING_CA (a PEM path or empty)
+// and LICENSING_STATE (an empty directory) in its environment: it must exit 0.
+//
+//   npm run interop [-- --dev | --url http://127.0.0.1:8787 --admin-key <key>] [--only typescript,go] [--jobs 4]
+//                      [--ca <pem>] [--config clients/interop.json] [--verbose]
 import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { availableParallelism, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -19,6 +25,7 @@ import { root, startLocalWorker } from "./local-worker.mjs";
 const { values: args } = parseArgs({
   options: {
     url: { type: "string" },
+    dev: { type: "boolean", default: false },
     "admin-key": { type: "string" },
     only: { type: "string" },
     jobs: { type: "string" },
@@ -93,10 +100,78 @@ async function closedPort() {
   return `http://127.0.0.1:${port}`;
 }
 
+/**
+ * `npm run dev` on a free port, as a newcomer starts it: its process group (to stop wrangler and workerd with it), the
+ * base URL it announced, and the certificate to trust.
+ */
+async function startDev() {
+  const free = createServer();
+  await new Promise((resolve) => free.listen(0, "127.0.0.1", resolve));
+  const { port } = free.address();
+  await new Promise((resolve) => free.close(resolve));
+  console.log(`interop: starting npm run dev on port ${port}…`);
+  const child = spawn("npm", ["run", "dev"], {
+    cwd: root,
+    env: { ...process.env, PORT: String(port) },
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: true,
+  });
+  let log = "";
+  const ready = new RegExp(`^Licensing service ready at (https?://127\\.0\\.0\\.1:${port})`, "m");
+  const url = await new Promise((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`npm run dev did not get ready within 4 minutes:\n${log}`)),
+      240_000,
+    );
+    const seen = (d) => {
+      log += d;
+      const m = ready.exec(log);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
+    };
+    child.stdout.on("data", seen);
+    child.stderr.on("data", seen);
+    child.on("exit", (code) => reject(new Error(`npm run dev ended (${code}) before it was ready:\n${log}`)));
+  });
+  const vars = readFileSync(join(root, ".dev.vars"), "utf8");
+  const key = /^Application__AdminApiKey=(.+)$/m.exec(vars)?.[1]?.trim();
+  const cert = join(root, ".wrangler/dev-cert/cert.pem");
+  return {
+    url,
+    key,
+    ca: url.startsWith("https:") && existsSync(cert) ? cert : undefined,
+    stop: async () => {
+      try {
+        process.kill(-child.pid, "SIGTERM");
+      } catch {}
+      for (let i = 0; i < 30 && child.exitCode === null; i++) await new Promise((r) => setTimeout(r, 500));
+      try {
+        process.kill(-child.pid, "SIGKILL");
+      } catch {}
+    },
+  };
+}
+
 let worker;
+let dev;
 let base;
 let adminKey;
-if (args.url) {
+if (args.dev) {
+  // The suite itself runs in a second process that trusts the certificate `npm run dev` made (Node reads
+  // NODE_EXTRA_CA_CERTS when it starts), against that service.
+  dev = await startDev();
+  const rest = process.argv.slice(2).filter((a) => a !== "--dev");
+  const child = spawn(
+    process.execPath,
+    [process.argv[1], ...rest, "--url", dev.url, "--admin-key", dev.key, ...(dev.ca ? ["--ca", dev.ca] : [])],
+    { cwd: root, stdio: "inherit", env: { ...process.env, ...(dev.ca ? { NODE_EXTRA_CA_CERTS: dev.ca } : {}) } },
+  );
+  const code = await new Promise((resolve) => child.on("exit", (c) => resolve(c ?? 1)));
+  await dev.stop();
+  process.exit(code);
+} else if (args.url) {
   base = args.url.replace(/\/+$/, "");
   adminKey = args["admin-key"] ?? process.env.LICENSING_ADMIN_KEY;
   if (!adminKey) {
@@ -658,6 +733,48 @@ try {
   }
 
   await Promise.all([...built].map(casesOf));
+
+  // --- Each language's example, against the same service --------------------------------------------------------
+  await Promise.all(
+    [...built]
+      .filter((lang) => languages[lang].example)
+      .map(async (lang) => {
+        const locked = await newLicense({
+          licensingMode: "Activation",
+          maxClients: 10,
+          expireDate: "2099-01-01T00:00:00Z",
+        });
+        const floating = await newLicense({
+          licensingMode: "Floating",
+          maxClients: 1,
+          expireDate: "2099-01-01T00:00:00Z",
+        });
+        const state = join(work, `example-${lang}`);
+        mkdirSync(state, { recursive: true });
+        const env = {
+          LICENSING_URL: base,
+          LICENSING_PRODUCT: product,
+          LICENSING_USER_KEY: locked.userKey,
+          LICENSING_MACHINE: `example-${lang}-${run}`,
+          LICENSING_FLOATING_KEY: floating.userKey,
+          LICENSING_CA: args.ca ?? "",
+          LICENSING_STATE: state,
+        };
+        const exports = Object.entries(env)
+          .map(([k, v]) => `${k}=${quote(v)}`)
+          .join(" ");
+        const res = await slot(() => sh(`env ${exports} ${languages[lang].example}`));
+        const ok = res.code === 0;
+        results.push({
+          lang,
+          name: "example",
+          ok,
+          detail: ok ? "" : `${res.stdout}${res.stderr}`.trim().slice(-2000),
+        });
+        console.log(`${ok ? "PASS" : "FAIL"} ${lang} example`);
+        if (!ok || args.verbose) console.log(`${res.stdout}${res.stderr}`.trim().slice(-2000));
+      }),
+  );
 
   // --- The table: a license file checked out by X verifies in Y ---------------------------------------------------
   const table = {};
