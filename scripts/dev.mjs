@@ -73,8 +73,11 @@ if (!existsSync(".dev.vars")) {
 
 // Offline machines: no metrics or update checks from wrangler.
 const env = { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false" };
+// Where the local D1, R2, Durable Objects and Queues live: .wrangler/state, or LICENSING_DEV_STATE (a folder of its
+// own, as the clients' interop suite in `npm test` uses, so that it never touches the state of your `npm run dev`).
+const persist = process.env.LICENSING_DEV_STATE ? ["--persist-to", process.env.LICENSING_DEV_STATE] : [];
 // 4. The schema.
-const migrate = spawnSync(process.execPath, [wrangler, "d1", "migrations", "apply", "DB", "--local"], {
+const migrate = spawnSync(process.execPath, [wrangler, "d1", "migrations", "apply", "DB", "--local", ...persist], {
   stdio: "inherit",
   env: { ...env, CI: "true" },
 });
@@ -118,6 +121,7 @@ const dev = spawn(
     protocol,
     ...(certificate ? ["--https-key-path", certificate.keyFile, "--https-cert-path", certificate.certFile] : []),
     ...environment,
+    ...persist,
     ...process.argv.slice(2),
   ],
   {

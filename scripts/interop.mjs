@@ -110,9 +110,11 @@ async function startDev() {
   const { port } = free.address();
   await new Promise((resolve) => free.close(resolve));
   console.log(`interop: starting npm run dev on port ${port}…`);
+  const state = mkdtempSync(join(tmpdir(), "licensing-interop-dev-"));
   const child = spawn("npm", ["run", "dev"], {
     cwd: root,
-    env: { ...process.env, PORT: String(port) },
+    // A state of its own: a developer's `npm run dev` and its data are left alone.
+    env: { ...process.env, PORT: String(port), LICENSING_DEV_STATE: state },
     stdio: ["ignore", "pipe", "pipe"],
     detached: true,
   });
@@ -150,6 +152,7 @@ async function startDev() {
       try {
         process.kill(-child.pid, "SIGKILL");
       } catch {}
+      rmSync(state, { recursive: true, force: true });
     },
   };
 }
