@@ -21,7 +21,16 @@ import { bundleWorker, root, startLocalWorker } from "../scripts/local-worker.mj
 import { ensurePackage } from "./apt.mjs";
 import { workerdChildren } from "./memory.mjs";
 import { fillLicenses } from "./seed.mjs";
-import { ENCRYPTION_KEY, MiB, RuntimeLog, SERVICE_BINDINGS, cpuMsOf, requestOf, seedService } from "./service.mjs";
+import {
+  ENCRYPTION_KEY,
+  MiB,
+  RuntimeLog,
+  SERVICE_BINDINGS,
+  cpuMsOf,
+  requestOf,
+  sampleOf,
+  seedService,
+} from "./service.mjs";
 import { wrk } from "./wrk.mjs";
 
 const env = process.env;
@@ -106,12 +115,8 @@ const load = (side, request, duration) =>
 
 /** One request's status on each side before the slices: a path that fails on a build is named, not measured. */
 async function statusOf(side, request) {
-  const res = await fetch(new URL(request.path.replace("[<id>]", "sample"), side.url), {
-    method: request.method ?? "GET",
-    headers: request.headers,
-    body: request.body?.replace("[<id>]", `sample-${crypto.randomUUID()}`),
-    redirect: "manual",
-  });
+  const sample = sampleOf(request, `sample-${crypto.randomUUID()}`);
+  const res = await fetch(new URL(sample.path, side.url), { ...sample, redirect: "manual" });
   await res.arrayBuffer();
   return res.status;
 }

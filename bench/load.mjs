@@ -3,11 +3,13 @@
 // event loop with the process that started workerd and nginx, or its own work would be counted against them.
 //
 // Usage: node bench/load.mjs '<json>' where the JSON is { url, method?, headers?, body?, connections, duration }.
-// A body containing `[<id>]` gets a fresh unique id in each request (autocannon's idReplacement): the activate
-// scenario uses it for a new machine per request. Prints one JSON line: req/s, latency percentiles (ms), bytes/s,
-// and how many answers were not 2xx. The percentiles come from every answer's own time, to 0.1 ms (autocannon's
-// histogram keeps whole milliseconds, too coarse for the one-connection runs).
+// A body or header containing `[<id>]` gets a fresh unique id in each request (autocannon's idReplacement, over the
+// whole request): the activate scenario uses it for a new machine per request, the session pings for a new install.
+// Prints one JSON line: req/s, latency percentiles (ms), bytes/s, and how many answers were not 2xx. The percentiles
+// come from every answer's own time, to 0.1 ms (autocannon's histogram keeps whole milliseconds, too coarse for the
+// one-connection runs).
 import autocannon from "autocannon";
+import { hasIdPlaceholder } from "./wrk.mjs";
 
 const spec = JSON.parse(process.argv[2] ?? "{}");
 const times = [];
@@ -18,7 +20,7 @@ const run = autocannon({
   body: spec.body,
   connections: spec.connections,
   duration: spec.duration,
-  idReplacement: typeof spec.body === "string" && spec.body.includes("[<id>]"),
+  idReplacement: hasIdPlaceholder(spec),
 });
 run.on("response", (_client, status, _bytes, ms) => {
   if (status >= 200 && status < 300) times.push(ms);

@@ -48,7 +48,16 @@ import { profileWhile, report } from "./profile.mjs";
 import { FLOORS, startFloorWorker } from "./floors.mjs";
 import { noLogicWorker } from "./no-logic.mjs";
 import { fillLicenses } from "./seed.mjs";
-import { ENCRYPTION_KEY, MiB, RuntimeLog, SERVICE_BINDINGS, cpuMsOf, requestOf, seedService } from "./service.mjs";
+import {
+  ENCRYPTION_KEY,
+  MiB,
+  RuntimeLog,
+  SERVICE_BINDINGS,
+  cpuMsOf,
+  requestOf,
+  sampleOf,
+  seedService,
+} from "./service.mjs";
 import { wrk } from "./wrk.mjs";
 import { commerceBurst, commerceRows } from "./commerce-burst.mjs";
 
@@ -118,12 +127,18 @@ const servicePids = workerdChildren().filter((pid) => !before.has(pid));
 // the platform's static-assets router; the baseline is configured with the same assets, so it pays the same hop and
 // the ratios measure the service's own work. The bare no-logic Worker (no assets) is measured too, in the generator
 // check: the difference between the two is what the router costs on this machine (docs/performance.md).
-const baselineScript = `export default { fetch(request) {
+// A request with a body (the POST scenarios) has it read before the answer, as the service reads it: a body left
+// unread costs the Worker more than one read (a no-logic Worker answered a session ping's POST, its body unread, at
+// about three quarters of its rate with the body read), which would flatter every POST scenario's × baseline.
+const baselineScript = `function answer(request) {
     const url = new URL(request.url);
     const size = url.searchParams.get("size");
     if (size) return new Response(new Uint8Array(Number(size)), { headers: { "content-type": "application/octet-stream" } });
     const body = url.searchParams.get("body") ?? "Healthy";
     return new Response(body, { headers: { "content-type": url.searchParams.get("type") ?? "text/plain" } });
+  }
+  export default { fetch(request) {
+    return request.body ? request.arrayBuffer().then(() => answer(request)) : answer(request);
   } }`;
 const baseline = noLogicWorker({ script: baselineScript, withAssets: true, log: baselineLog });
 const baselineUrl = await baseline.ready;
@@ -150,11 +165,8 @@ const scenarios = seeded.scenarios.filter((s) => wanted(s.name));
 
 /** The baseline's path answering the same bytes (and content type) as one answer of the service. */
 async function baselinePathFor(request) {
-  const res = await fetch(new URL(request.path.replace("[<id>]", "sample"), serviceUrl), {
-    method: request.method ?? "GET",
-    headers: request.headers,
-    body: request.body?.replace("[<id>]", "sample"),
-  });
+  const sample = sampleOf(request, "sample");
+  const res = await fetch(new URL(sample.path, serviceUrl), sample);
   const bytes = new Uint8Array(await res.arrayBuffer());
   if (!res.ok) throw new Error(`sample answer of ${request.path}: ${res.status} ${new TextDecoder().decode(bytes)}`);
   const type = res.headers.get("content-type") ?? "application/octet-stream";
@@ -195,14 +207,40 @@ async function load(url, request, duration, conns = connections) {
 const serviceCpuMs = () => cpuMsOf(memory.pids);
 
 /**
- * Two requests in alternating slices (`SLICES` of `SLICE_SECONDS` each, after a warm-up of both): req/s of each over
- * all its slices, and b's ratio to a.
+ * Waits `minMs`, then until the Worker whose CPU `cpuMs` reads (the service's) is idle (at most 20 ms of CPU in half a
+ * second: its queues drained), for at most 60 s more; answers when it became idle (`performance.now()`). A queue's
+ * batches arrive within its batch timeout (5 s) when they are few; a run that queued a message per request (the
+ * session pings) leaves a backlog that takes longer, and its writes would land in the next run's numbers.
  */
-async function interleaved(a, b, url = serviceUrl) {
+async function settled(minMs = 0, cpuMs = serviceCpuMs) {
+  const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+  await sleep(minMs);
+  const end = Date.now() + 60_000;
+  while (Date.now() < end) {
+    const at = performance.now();
+    const before = cpuMs();
+    await sleep(500);
+    if (cpuMs() - before <= 20) return at;
+  }
+  console.warn("  the Worker was still busy 60 s after the run");
+  return performance.now();
+}
+
+/**
+ * Two requests in alternating slices (`SLICES` of `SLICE_SECONDS` each, after a warm-up of both): req/s of each over
+ * all its slices, and b's ratio to a. `queued`: b sends a queue message per request (the session pings), whose
+ * consumer runs in the same workerd after the answers: every slice starts with the Worker idle, and b's slices are
+ * charged the time its queue takes to drain after them, so neither side carries the other's backlog and b pays for
+ * its own (`bSlices` and `ratioSlices`: over its slices alone). `cpuMs` reads the CPU time of that Worker (the
+ * service's; a floor's).
+ */
+async function interleaved(a, b, url = serviceUrl, { queued = false, cpuMs = serviceCpuMs } = {}) {
   // A request may name its own Worker (`url`): the cached answers are held against the baseline Worker this way.
   await load(a.url ?? url, a, 1);
   await load(b.url ?? url, b, 1);
   const sum = { a: 0, b: 0 };
+  // Each side's seconds: its slices, and for a queued b the drain after each.
+  const time = { a: 0, b: 0 };
   // The service's CPU over each side's slices (the service's side only: a baseline's is not the service's work).
   const cpu = { a: 0, b: 0 };
   for (let i = 0; i < SLICES; i++) {
@@ -210,16 +248,21 @@ async function interleaved(a, b, url = serviceUrl) {
     const order = i % 2 === 0 ? ["a", "b"] : ["b", "a"];
     for (const key of order) {
       const request = key === "a" ? a : b;
+      if (queued) await settled(0, cpuMs);
       const before = serviceCpuMs();
       sum[key] += (await load(request.url ?? url, request, SLICE_SECONDS)).total;
+      const loaded = performance.now();
+      time[key] += SLICE_SECONDS + (queued && key === "b" ? ((await settled(0, cpuMs)) - loaded) / 1000 : 0);
       cpu[key] += serviceCpuMs() - before;
     }
   }
-  const total = SLICES * SLICE_SECONDS;
+  const slices = SLICES * SLICE_SECONDS;
   return {
-    a: sum.a / total,
-    b: sum.b / total,
-    ratio: sum.b / sum.a,
+    a: sum.a / time.a,
+    b: sum.b / time.b,
+    ratio: sum.b / time.b / (sum.a / time.a),
+    // For a queued b: its rate over its slices alone (the request path, and what its consumer did meanwhile).
+    ...(queued ? { bSlices: sum.b / slices, ratioSlices: sum.b / sum.a } : {}),
     cpuA: cpu.a / sum.a,
     cpuB: cpu.b / sum.b,
   };
@@ -240,11 +283,8 @@ async function measure(url, request, duration, warm, conns = connections, pids =
 
 /** The D1 work of one request of a scenario, from the service's Server-Timing header (http/d1-session.ts). */
 async function d1WorkOf(request) {
-  const res = await fetch(new URL(request.path, serviceUrl), {
-    method: request.method ?? "GET",
-    headers: request.headers,
-    body: request.body?.replace("[<id>]", `sample-${crypto.randomUUID()}`),
-  });
+  const sample = sampleOf(request, `sample-${crypto.randomUUID()}`);
+  const res = await fetch(new URL(sample.path, serviceUrl), sample);
   await res.arrayBuffer();
   const work = {};
   for (const metric of (res.headers.get("server-timing") ?? "").split(",")) {
@@ -255,12 +295,23 @@ async function d1WorkOf(request) {
   return work;
 }
 
-/** Rows of the tables written after a response or by the queue (traces, download tokens, the service log). */
+/** Whether the service's D1 has this table (a bundle built beforehand may predate it). */
+async function hasTable(name) {
+  const row = await (await d1())
+    .prepare("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = ?")
+    .bind(name)
+    .first();
+  return row.n > 0;
+}
+/** The tables written after a response or by the queue: traces, download tokens, the service log, release sessions. */
+const laterTables = ["license_traces", "download_tokens", "logs", "release_sessions"];
+const laterFound = [];
+for (const table of laterTables) if (await hasTable(table)) laterFound.push(table);
+
+/** Rows of the tables written after a response or by the queue. */
 async function laterRows() {
   const row = await (await d1())
-    .prepare(
-      "SELECT (SELECT count(*) FROM license_traces) + (SELECT count(*) FROM download_tokens) + (SELECT count(*) FROM logs) AS n",
-    )
+    .prepare(`SELECT ${laterFound.map((table) => `(SELECT count(*) FROM ${table})`).join(" + ")} AS n`)
     .first();
   return row.n;
 }
@@ -277,7 +328,8 @@ async function fillTo(target) {
 // 6. The main table: every scenario against its baseline, with 10 licenses in D1 (or the first scale).
 const mainLicenses = await fillTo(scales[0] ?? 10);
 let nginx;
-if (env.BENCH_NGINX !== "0" && scenarios.some((s) => s.nginx)) {
+// nginx serves the download scenario's file and the load generator check's smallest answer (wrk's own ceiling).
+if (env.BENCH_NGINX !== "0" && (scenarios.some((s) => s.nginx) || !wrkFound.skipped)) {
   nginx = await startNginx(fileName, fileBytes, (m) => console.log(m));
   if (nginx.skipped) {
     notes.push(`nginx baseline skipped: ${nginx.skipped}.`);
@@ -292,6 +344,15 @@ const generator = {};
 if (!wrkFound.skipped) {
   console.log(`\nLoad generator check: ${connections} connections, ${seconds} s`);
   if (nginx) generator.nginx = await measure(nginx.url, { path: "/tiny.txt" }, seconds, warmup);
+  // The same with a fresh id in each request (the Lua request() of the activate and session-ping scenarios, which
+  // builds every request anew): what wrk can send when it cannot reuse one request.
+  if (nginx)
+    generator.nginxFresh = await measure(
+      nginx.url,
+      { path: "/tiny.txt", headers: { "X-Service-Install-Id": "bench-install-[<id>]" } },
+      seconds,
+      warmup,
+    );
   generator.baseline = await measure(baselineUrl, { path: "/?body=Healthy" }, seconds, warmup);
   const bare = noLogicWorker({ script: baselineScript, withAssets: false, log: new RuntimeLog("bare") });
   const bareUrl = await bare.ready;
@@ -302,7 +363,7 @@ if (!wrkFound.skipped) {
   generator.autocannon = await autocannonLoad(bareUrl, { path: "/?body=Healthy" }, seconds);
   await bare.dispose();
   console.log(
-    `  wrk -> nginx (7 bytes): ${generator.nginx ? fmt(generator.nginx) : "skipped"} | wrk -> no-logic Worker: ${fmt(generator.bare)} | with the static-assets router: ${fmt(generator.baseline)} | autocannon -> no-logic Worker: ${fmt(generator.autocannon)}`,
+    `  wrk -> nginx (7 bytes): ${generator.nginx ? fmt(generator.nginx) : "skipped"} | with a fresh id in each request: ${generator.nginxFresh ? fmt(generator.nginxFresh) : "skipped"} | wrk -> no-logic Worker: ${fmt(generator.bare)} | with the static-assets router: ${fmt(generator.baseline)} | autocannon -> no-logic Worker: ${fmt(generator.autocannon)}`,
   );
 }
 
@@ -315,14 +376,24 @@ if (!wrkFound.skipped) {
   );
   otherPids.push(...floorPids);
   console.log(`\nPlatform floors: ${connections} connections, ${seconds} s`);
-  for (const { path, name, request, hotPath } of FLOORS) {
+  for (const { path, name, request, hotPath, against, queues } of FLOORS) {
     const r = await measure(floor.url, { path, ...request }, seconds, warmup, connections, floorPids);
-    // A hot path's floor: its ratio to the one read from slices taken in turn, as the hot paths' ratios to health
-    // are; the parts' ratios are from their runs.
-    const slices = hotPath ? await interleaved({ path: "/read" }, { path, ...request }, floor.url) : undefined;
-    const toRead = slices?.ratio ?? r.rps / (floors[0]?.r.rps ?? r.rps);
-    floors.push({ path, name, r, toRead });
-    console.log(`  ${path}: ${fmt(r)}, CPU ${r.cpuMs?.toFixed(2)} ms/req, ${toRead.toFixed(2)} × /read`);
+    // A hot path's floor: its ratio to the one read (or to `against`, the session ping's to the no-logic POST) from
+    // slices taken in turn, as the hot paths' ratios to health are; the parts' ratios are from their runs.
+    const reference = against ? { path: against, ...request } : { path: "/read" };
+    const slices = hotPath
+      ? await interleaved(reference, { path, ...request }, floor.url, {
+          queued: Boolean(queues),
+          cpuMs: () => cpuMsOf(floorPids),
+        })
+      : undefined;
+    const ofRead = r.rps / (floors[0]?.r.rps ?? r.rps);
+    const toRead = against ? ofRead : (slices?.ratio ?? ofRead);
+    const toAgainst = against ? (slices?.ratio ?? r.rps / floors.find((f) => f.path === against).r.rps) : undefined;
+    floors.push({ path, name, r, toRead, against, toAgainst, toAgainstSlices: slices?.ratioSlices });
+    console.log(
+      `  ${path}: ${fmt(r)}, CPU ${r.cpuMs?.toFixed(2)} ms/req, ${toRead.toFixed(2)} × /read${against ? `, ${toAgainst.toFixed(2)} × ${against}` : ""}`,
+    );
   }
   await floor.dispose();
 }
@@ -338,6 +409,8 @@ const PAIRED = {
 };
 const rows = [];
 for (const scenario of scenarios) {
+  // A row before may have left its queue's work behind (the session pings: a message per request): it is done first.
+  await settled();
   process.stdout.write(`${scenario.name} ... `);
   // Other work on the machine moves every number: the load average is kept beside each row to read them by.
   const load1 = loadavg()[0];
@@ -345,9 +418,14 @@ for (const scenario of scenarios) {
   const baselinePath = await baselinePathFor(request);
   // A licensed hot path is held against the one-read route in interleaved slices: this machine's speed swings by
   // ±15 % between one 10 s run and the next, which two runs made one after the other do not cancel.
-  const health = scenario.againstHealth && !profiling ? await interleaved({ path: "/health" }, request) : undefined;
+  // A scenario that queues a message per request (`queues`) is charged its queue's drain in the slices (interleaved).
+  const queued = Boolean(scenario.queues);
+  const health =
+    scenario.againstHealth && !profiling
+      ? await interleaved({ path: "/health" }, request, serviceUrl, { queued })
+      : undefined;
   // The slices' traces arrive through the queue within its batch timeout: let them land before the count starts.
-  if (health) await new Promise((r) => setTimeout(r, 5500));
+  if (health) await settled(5500);
   const laterBefore = scenario.latency ? await laterRows() : undefined;
   let svc;
   if (profiling) {
@@ -357,6 +435,8 @@ for (const scenario of scenarios) {
     report(join(root, "bench/profiles"), scenario.name, profiles);
   } else svc = await measure(serviceUrl, request, seconds, warmup);
   const work = await d1WorkOf(requestOf(scenario));
+  // The baseline's run does not share the machine with the service's queue backlog.
+  if (queued) await settled();
   const base = await measure(baselineUrl, { ...request, path: baselinePath }, seconds, warmup);
   // Counted before the slices below, which send other requests to the service.
   let later;
@@ -364,11 +444,12 @@ for (const scenario of scenarios) {
     // Traces arrive through the queue within its batch timeout (5 s): rows written after the response or by the
     // queue, per request of the scenario (warm-up, run and the sample; plus the requests each connection still had
     // in flight when wrk stopped, which the service answers but wrk does not count).
-    await new Promise((r) => setTimeout(r, 5500));
+    await settled(5500);
     later = ((await laterRows()) - laterBefore) / (svc.total + svc.warmTotal + 1 + (warmup > 0 ? 2 : 1) * connections);
   }
-  // An anonymous cached answer is held against the no-logic Worker in interleaved slices too: its ratio to the
-  // baseline is the measure (issues 25 and 27), and two runs one after the other move it by the machine's swing.
+  // An anonymous cached answer (and the anonymous session ping, `againstBaseline`) is held against the no-logic Worker
+  // in interleaved slices too: its ratio to the baseline is the measure (issues 25 and 27; the ping's target, 0.9, of
+  // issue 38), and two runs one after the other move it by the machine's swing.
   // A path with release control is held against the same path without it in interleaved slices (issue 26: within
   // 10 % of its cost without a rollout and an audience).
   const pairedWith = PAIRED[scenario.name];
@@ -376,9 +457,14 @@ for (const scenario of scenarios) {
   const paired = pairedScenario
     ? { with: pairedWith, ...(await interleaved(requestOf(pairedScenario), request)) }
     : undefined;
-  const cached = scenario.name.includes("(anonymous, cached)") && !profiling;
-  const vsBase = cached
-    ? await interleaved({ ...request, path: baselinePath, url: baselineUrl }, { ...request, url: serviceUrl })
+  const againstBaseline = (scenario.againstBaseline || scenario.name.includes("(anonymous, cached)")) && !profiling;
+  const vsBase = againstBaseline
+    ? await interleaved(
+        { ...request, path: baselinePath, url: baselineUrl },
+        { ...request, url: serviceUrl },
+        serviceUrl,
+        { queued },
+      )
     : undefined;
   const row = {
     scenario: scenario.name,
@@ -408,6 +494,7 @@ const latencyRows = [];
 if (latencySeconds > 0) {
   console.log(`\nLatency: 1 connection, ${latencySeconds} s after 1 s warm-up`);
   for (const scenario of scenarios.filter((s) => s.latency)) {
+    await settled();
     const svc = await measure(serviceUrl, requestOf(scenario), latencySeconds, 1, 1);
     latencyRows.push({ scenario: scenario.name, svc });
     console.log(`  ${scenario.name}: ${fmt(svc)}`);
@@ -485,6 +572,11 @@ const growth = (list) =>
   list.length > 1 && list[0]?.p50 > 0 && list.at(-1)?.p50 > 0
     ? `${(((list.at(-1).p50 - list[0].p50) / list[0].p50) * 100).toFixed(0)} %`
     : "";
+/** A queued row's ratio over its slices alone, beside the one charged its drain. */
+const slicesAlone = (slices) =>
+  slices.ratioSlices === undefined
+    ? ""
+    : `; ${slices.ratioSlices.toFixed(2)} over its slices alone (${slices.bSlices.toFixed(0)} req/s)`;
 const lines = [
   `# Benchmark ${new Date().toISOString()}`,
   "",
@@ -498,16 +590,16 @@ const lines = [
   "",
   `## Main table (${mainLicenses} licenses in D1)`,
   "",
-  `Ratios: to the no-logic Worker answering the same bytes behind the same static-assets router (× baseline) and to the one-read route, the health check (× health). The licensed hot paths are held against health in interleaved slices (${SLICES} × ${SLICE_SECONDS} s of each, taken in turn; in brackets the path's req/s, then health's, over those slices): this machine's speed swings by up to ±15 % from one run to the next, which slices taken in turn cancel. The anonymous cached answers are held against the no-logic Worker the same way: their × baseline comes from slices taken in turn with it (in brackets the service's req/s, then the baseline's).`,
+  `Ratios: to the no-logic Worker answering the same bytes behind the same static-assets router (× baseline) and to the one-read route, the health check (× health). The licensed hot paths are held against health in interleaved slices (${SLICES} × ${SLICE_SECONDS} s of each, taken in turn; in brackets the path's req/s, then health's, over those slices): this machine's speed swings by up to ±15 % from one run to the next, which slices taken in turn cancel. The anonymous cached answers and the anonymous session ping are held against the no-logic Worker the same way: their × baseline comes from slices taken in turn with it (in brackets the service's req/s, then the baseline's). The no-logic Worker reads a POST's body before it answers, as the service does. The session pings send a queue message per request, whose consumer runs in the service's workerd: their slices start with the service idle and are charged the time its queue takes to drain after them (req/s over the slices and the drains; after it, the ratio over the slices alone: the request path and what the consumer did meanwhile), and their req/s column is the run's alone.`,
   "CPU ms: the service workerd's user + system time per request (10 ms ticks over the run). D1: statements, round trips and rows",
   "written on the request path, from the service's Server-Timing; later rows: rows added per request after the response or by a",
-  "queue (traces, download tokens, service log), counted in D1 for the hot paths.",
+  "queue (traces, download tokens, service log, release sessions), counted in D1 for the hot paths.",
   "",
   "| scenario | req/s | p50 ms | p99 ms | baseline req/s | × baseline | × health | CPU ms/req | D1 statements | D1 round trips | D1 rows written | later rows/req | not 2xx/3xx | load avg |",
   "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
   ...rows.map(
     (r) =>
-      `| ${r.scenario} | ${r.svc.rps.toFixed(0)} | ${r.svc.p50} | ${r.svc.p99} | ${r.base.rps.toFixed(0)} | ${r.ratio.toFixed(2)}${r.vsBase ? ` (${r.vsBase.b.toFixed(0)} : ${r.vsBase.a.toFixed(0)})` : ""} | ${toHealth(r)?.toFixed(2) ?? ""}${r.health ? ` (${r.health.b.toFixed(0)} : ${r.health.a.toFixed(0)})` : ""} | ${r.svc.cpuMs?.toFixed(2) ?? ""} | ${r.work.statements ?? ""} | ${r.work["round-trips"] ?? ""} | ${r.work["rows-written"] ?? ""} | ${r.later?.toFixed(2) ?? ""} | ${r.svc.non2xx + r.svc.errors + r.svc.timeouts} | ${r.load1.toFixed(1)} |`,
+      `| ${r.scenario} | ${r.svc.rps.toFixed(0)} | ${r.svc.p50} | ${r.svc.p99} | ${r.base.rps.toFixed(0)} | ${r.ratio.toFixed(2)}${r.vsBase ? ` (${r.vsBase.b.toFixed(0)} : ${r.vsBase.a.toFixed(0)})${slicesAlone(r.vsBase)}` : ""} | ${toHealth(r)?.toFixed(2) ?? ""}${r.health ? ` (${r.health.b.toFixed(0)} : ${r.health.a.toFixed(0)})${slicesAlone(r.health)}` : ""} | ${r.svc.cpuMs?.toFixed(2) ?? ""} | ${r.work.statements ?? ""} | ${r.work["round-trips"] ?? ""} | ${r.work["rows-written"] ?? ""} | ${r.later?.toFixed(2) ?? ""} | ${r.svc.non2xx + r.svc.errors + r.svc.timeouts} | ${r.load1.toFixed(1)} |`,
   ),
   "",
 ];
@@ -546,6 +638,7 @@ if (generator.baseline) {
     ...(generator.nginx
       ? [
           `| wrk -> nginx, a 7-byte file | ${generator.nginx.rps.toFixed(0)} | ${generator.nginx.p50} | ${generator.nginx.p99} |`,
+          `| wrk with a fresh id in each request (Lua request(), as the activate and session-ping scenarios) -> nginx, a 7-byte file | ${generator.nginxFresh.rps.toFixed(0)} | ${generator.nginxFresh.p50} | ${generator.nginxFresh.p99} |`,
         ]
       : []),
     `| wrk -> no-logic Worker | ${generator.bare.rps.toFixed(0)} | ${generator.bare.p50} | ${generator.bare.p99} |`,
@@ -561,13 +654,13 @@ if (floors.length > 0) {
   lines.push(
     "## Platform floors (what a hot path cannot avoid, in a no-logic Worker deployed alike)",
     "",
-    `The same static assets, local D1 with the service's schema and a SQLite-backed Durable Object on disk (bench/floors.mjs). A path's ratio to the first row bounds what the service's path doing that work can reach against its health check; the last two are a hot path's whole platform work: its POST with a JSON body, its own D1 statement (the service's SQL text, bench/floor-statements.mjs) and its Durable Object call or signature, and their ratios come from slices taken in turn with the first row (${SLICES} × ${SLICE_SECONDS} s of each).`,
+    `The same static assets, local D1 with the service's schema and a SQLite-backed Durable Object on disk (bench/floors.mjs). A path's ratio to the first row bounds what the service's path doing that work can reach against its health check; the heartbeat's and the validation's floors are a hot path's whole platform work: its POST with a JSON body, its own D1 statement (the service's SQL text, bench/floor-statements.mjs) and its Durable Object call or signature, and their ratios come from slices taken in turn with the first row (${SLICES} × ${SLICE_SECONDS} s of each). The session ping's floor (a queue message per request, and its consumer's write, in the same workerd) is held against the same POST answered with no work, in slices taken in turn and charged its queue's drain as the service's ping is: it bounds what the anonymous ping can reach against the no-logic Worker.`,
     "",
-    "| work | req/s | p50 ms | p99 ms | CPU ms/req | × one D1 read |",
-    "|---|---|---|---|---|---|",
+    "| work | req/s | p50 ms | p99 ms | CPU ms/req | × one D1 read | × its reference |",
+    "|---|---|---|---|---|---|---|",
     ...floors.map(
-      ({ name, r, toRead }) =>
-        `| ${name} | ${r.rps.toFixed(0)} | ${r.p50} | ${r.p99} | ${r.cpuMs?.toFixed(2) ?? ""} | ${toRead.toFixed(2)} |`,
+      ({ name, r, toRead, against, toAgainst, toAgainstSlices }) =>
+        `| ${name} | ${r.rps.toFixed(0)} | ${r.p50} | ${r.p99} | ${r.cpuMs?.toFixed(2) ?? ""} | ${toRead.toFixed(2)} | ${against ? `${toAgainst.toFixed(2)} × \`${against}\`${toAgainstSlices === undefined ? "" : ` (${toAgainstSlices.toFixed(2)} over its slices alone)`}` : ""} |`,
     ),
     "",
   );
@@ -586,6 +679,14 @@ if (floors.length > 0) {
       `- ${scenario}: ${ratio.toFixed(2)} × health; its floor ${bound.toFixed(2)} × one read, so ${(ratio / bound).toFixed(2)} of what the platform leaves it.`,
     );
   }
+  // The anonymous session ping against the no-logic Worker, beside its floor against the floor's no-logic POST.
+  const pingRow = rows.find((r) => r.scenario === "session ping (anonymous, an install each)");
+  const pingFloor = floors.find((f) => f.path === "/ping");
+  const gatheredFloor = floors.find((f) => f.path === "/ping-gathered");
+  if (pingRow && pingFloor)
+    lines.push(
+      `- ${pingRow.scenario}: ${pingRow.ratio.toFixed(2)} × baseline with its queue's drain charged (${pingRow.vsBase?.ratioSlices?.toFixed(2)} over its slices alone); its floor (a queue message per request) ${pingFloor.toAgainst.toFixed(2)} (${pingFloor.toAgainstSlices?.toFixed(2)}) × the no-logic POST, so ${(pingRow.ratio / pingFloor.toAgainst).toFixed(2)} of what the platform leaves it${gatheredFloor ? `; with the pings gathered per isolate, the floor is ${gatheredFloor.toAgainst.toFixed(2)} (${gatheredFloor.toAgainstSlices?.toFixed(2)})` : ""}.`,
+    );
   lines.push("");
 }
 if (latencyRows.length > 0) {

@@ -67,7 +67,47 @@ export function cpuMsOf(pids) {
   return ticks * 10;
 }
 
+/**
+ * A session ping (release health, CONTRACT section 13) as the client package sends it at an application's next start:
+ * one finished session of the seeded release (1.0.0), started an hour before (the route takes a startedAt from 7
+ * days ago to 5 minutes ahead). Every request is another install's ping (a fresh install and session id from the load
+ * generator, `[<id>]`), as a population of installs sends them: one fixed install would be one session counted once,
+ * which no real traffic is. The queue's consumer writes them off the request path.
+ */
+export const sessionPingBody = () =>
+  JSON.stringify({
+    version: "1.0.0",
+    platform: "win-x64",
+    sessions: [
+      {
+        id: "[<id>]",
+        status: "exited",
+        startedAt: new Date(Date.now() - 3_600_000).toISOString(),
+        durationMs: 3_540_000,
+      },
+    ],
+  });
+/** The session ping's headers: a JSON body and a fresh install id in each request. */
+export const SESSION_PING_HEADERS = {
+  "content-type": "application/json",
+  "X-Service-Install-Id": "bench-install-[<id>]",
+};
+
 export const requestOf = (scenario) => (typeof scenario.request === "function" ? scenario.request() : scenario.request);
+
+/**
+ * One request of a scenario as a single sample is sent (the baseline's bytes, the D1 work, a build's status): `id`
+ * where the load generator puts a fresh id in each request (`[<id>]` in the path, the body or a header's value).
+ */
+export function sampleOf(request, id) {
+  const fill = (text) => text.replaceAll("[<id>]", id);
+  return {
+    method: request.method ?? "GET",
+    path: fill(request.path),
+    headers: Object.fromEntries(Object.entries(request.headers ?? {}).map(([name, value]) => [name, fill(value)])),
+    body: request.body === undefined ? undefined : fill(request.body),
+  };
+}
 
 /**
  * Seeds a freshly started service (`url`, its Miniflare `mf`) through its API and answers the scenarios over that data
@@ -276,6 +316,23 @@ export async function seedService({ url, mf, activations = 1, lenient = false })
   const validateBody = JSON.stringify({ userKey: validating.userKey, machineId: "bench-validate" });
   const heartbeatBody = JSON.stringify({ licenseToken: seat.licenseToken });
   const loginBody = JSON.stringify({ username: "admin", password: "Bench-12345678" });
+  // Session pings (sessionPingBody above): one request, one install's ping.
+  const sessionsPath = "/v1/updates/bench/sessions";
+  const sessionsBody = sessionPingBody();
+  const ping = (headers = {}) => ({
+    path: sessionsPath,
+    method: "POST",
+    body: sessionsBody,
+    headers: { ...SESSION_PING_HEADERS, ...headers },
+  });
+  // One ping before any number is taken: the route answers 202 (a build from before release health refuses it, and
+  // its session scenarios are left out, `lenient`).
+  await feature("release health", async () => {
+    const probe = sampleOf(ping(), "probe");
+    const res = await fetch(new URL(probe.path, serviceUrl), probe);
+    const text = await res.text();
+    if (res.status !== 202) throw new Error(`POST ${probe.path}: ${res.status} ${text}`);
+  });
   let activateRuns = 0;
   // The scenarios. `request` is what the service is sent; the baseline answers a sample of the same answer's bytes.
   // `scale` marks the scenarios whose work depends on the licenses in D1: they run again at each scale. `latency`
@@ -344,6 +401,25 @@ export async function seedService({ url, mf, activations = 1, lenient = false })
       latency: true,
       againstHealth: true,
       request: { path: rcCheckPath, headers: rcHeaders },
+    },
+    // The anonymous ping is held against the no-logic Worker in slices taken in turn, as the cached answers are
+    // (its target: 0.9 of it); the licensed one against health, as the other licensed hot paths. `queues`: each
+    // request sends a queue message, whose consumer's work (in the same workerd here) is charged to the row.
+    {
+      name: "session ping (anonymous, an install each)",
+      needs: "release health",
+      latency: true,
+      queues: true,
+      againstBaseline: true,
+      request: ping(),
+    },
+    {
+      name: "session ping (user key, an install each)",
+      needs: "release health",
+      latency: true,
+      queues: true,
+      againstHealth: true,
+      request: ping({ "X-Service-User-Key": updater.userKey }),
     },
     {
       name: "license validate (bearer)",

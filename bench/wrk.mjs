@@ -10,27 +10,47 @@ import { promisify } from "node:util";
 
 const run = promisify(execFile);
 
-/** A Lua long string: no escaping needed for any text without its closing bracket. */
+/** A Lua long string: no escaping needed for any text without its closing bracket (nor ending where it begins). */
 function luaString(text) {
   let level = "";
-  while (text.includes(`]${level}]`)) level += "=";
+  // `${text}]`: a text ending in "]" (an install id "bench-[<id>]") would close `]]` one bracket early.
+  while (`${text}]`.includes(`]${level}]`)) level += "=";
   return `[${level}[${text}]${level}]`;
 }
 
+/** Whether a request carries the `[<id>]` placeholder (in its body or a header's value): a fresh id in each request. */
+export const hasIdPlaceholder = ({ headers = {}, body }) =>
+  (typeof body === "string" && body.includes("[<id>]")) ||
+  Object.values(headers).some((value) => String(value).includes("[<id>]"));
+
 function script({ method = "GET", headers = {}, body }) {
   const lines = [`wrk.method = ${luaString(method)}`];
-  for (const [name, value] of Object.entries(headers))
-    lines.push(`wrk.headers[ ${luaString(name)} ] = ${luaString(String(value))}`);
-  if (typeof body === "string" && body.includes("[<id>]")) {
-    // A fresh id in every request (the activate scenario: a new machine each time); each thread seeds on its own.
+  if (hasIdPlaceholder({ headers, body })) {
+    // A fresh id in every request, the same one wherever `[<id>]` stands (the activate scenario: a new machine each
+    // time; the session pings: a new install and session each time); each thread seeds on its own. The headers
+    // without the placeholder are copied as they are; wrk.format adds Host and Content-Length to the fresh table.
+    const fixed = Object.entries(headers).filter(([, value]) => !String(value).includes("[<id>]"));
+    const templated = Object.entries(headers).filter(([, value]) => String(value).includes("[<id>]"));
     lines.push(
       "local threads = 0",
       "function setup(thread) threads = threads + 1; thread:set('tid', threads) end",
       "function init(args) math.randomseed(os.time() * 1000 + (tid or 0)) end",
-      `local template = ${luaString(body)}`,
-      "function request() local id = string.format('%08x%08x', math.random(0, 2147483646), math.random(0, 2147483646)); return wrk.format(nil, nil, nil, (template:gsub('%[<id>%]', id))) end",
+      `local template = ${typeof body === "string" ? luaString(body) : "nil"}`,
+      `local fixed = { ${fixed.map(([name, value]) => `[ ${luaString(name)} ] = ${luaString(String(value))}`).join(", ")} }`,
+      `local templated = { ${templated.map(([name, value]) => `[ ${luaString(name)} ] = ${luaString(String(value))}`).join(", ")} }`,
+      "function request()",
+      "  local id = string.format('%08x%08x', math.random(0, 2147483646), math.random(0, 2147483646))",
+      "  local headers = {}",
+      "  for name, value in pairs(fixed) do headers[name] = value end",
+      "  for name, value in pairs(templated) do headers[name] = (value:gsub('%[<id>%]', id)) end",
+      "  return wrk.format(nil, nil, headers, template and (template:gsub('%[<id>%]', id)))",
+      "end",
     );
-  } else if (body !== undefined) lines.push(`wrk.body = ${luaString(body)}`);
+  } else {
+    for (const [name, value] of Object.entries(headers))
+      lines.push(`wrk.headers[ ${luaString(name)} ] = ${luaString(String(value))}`);
+    if (body !== undefined) lines.push(`wrk.body = ${luaString(body)}`);
+  }
   lines.push(
     "function done(summary, latency, requests)",
     "  local e = summary.errors",

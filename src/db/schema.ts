@@ -635,7 +635,8 @@ export const releaseSessions = sqliteTable(
   },
   (t) => [
     primaryKey({ columns: [t.productId, t.install, t.sessionId] }),
-    index("release_sessions_release_day").on(t.releaseId, t.day, t.address),
+    // The honest counts' per-address count reads only the address's counted unlicensed rows (sessions.ts).
+    index("release_sessions_release_day").on(t.releaseId, t.day, t.address, t.licensed, t.counted, t.install),
     index("release_sessions_install_day").on(t.productId, t.install, t.day),
     index("release_sessions_day").on(t.day),
   ],

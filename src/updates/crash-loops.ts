@@ -48,18 +48,33 @@ const LEAVE = `DELETE FROM install_crash_loops
     ORDER BY s.started_at DESC LIMIT 1
   ) = 1`;
 
-/** The statements that follow a ping's sessions into its install's crash loop, or out of it. */
+/**
+ * The statements that follow a ping's sessions (`[id, status, startedAt, durationMs]`, statuses by their number)
+ * into its install's crash loop, or out of it: leaving only when it holds a session that ended calmly (exited, or
+ * after the limit), entering only when it holds a quick crash. A ping of clean exits costs one statement here.
+ */
 export function crashLoopStatements(
   db: D1Database,
   config: Config,
-  ping: { productId: number; version: string; install: string },
+  ping: { productId: number; version: string; install: string; sessions: [string, number, string, number | null][] },
   now: Date,
 ): D1PreparedStatement[] {
   const limit = config["Updates:CrashLoopMinutes"] * 60_000;
   const { productId, install, version } = ping;
+  const crashed = (status: number) => status === 2 || status === 3;
+  const calm = ping.sessions.some(
+    ([, status, , ms]) => status === 1 || (crashed(status) && ms !== null && ms >= limit),
+  );
+  const quick = ping.sessions.some(([, status, , ms]) => crashed(status) && ms !== null && ms < limit);
   return [
-    db.prepare(LEAVE).bind(productId, install, version, null, limit),
-    db.prepare(ENTER).bind(productId, install, version, config["Updates:CrashLoopSessions"], limit, now.toISOString()),
+    ...(calm ? [db.prepare(LEAVE).bind(productId, install, version, null, limit)] : []),
+    ...(quick
+      ? [
+          db
+            .prepare(ENTER)
+            .bind(productId, install, version, config["Updates:CrashLoopSessions"], limit, now.toISOString()),
+        ]
+      : []),
   ];
 }
 

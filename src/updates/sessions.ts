@@ -3,9 +3,9 @@
  * what the consumer makes of them: the crash loops of installs (crash-loops.ts) and the health gates of releases
  * (health-gate.ts).
  *
- * Nothing is written to D1 on the request path: a ping's sessions, checked, become one message of the TRACES queue
- * (sent after the response), and the consumer writes them. A ping is rare (a session's start and end, batched by the
- * client), so it is one message per request rather than an isolate's gathering (adoption.ts, traces.ts).
+ * Nothing is written to D1 on the request path: a ping's sessions, checked, join the isolate's gathering, sent as one
+ * message of the TRACES queue with the other pings of the next 200 ms (kernel/gathering.ts), and the consumer writes
+ * them. (One message per ping cost the queue, and the consumer's invocations, a third of the throughput.)
  *
  * The consumer writes each ping (one install's sessions of one version) with one conditional statement, all of a queue
  * batch in one D1 batch run in order (so each statement sees the rows of those before it). A row is a session, keyed by
@@ -24,6 +24,7 @@ import { loadConfig } from "../db/settings-store";
 import { releaseSessions } from "../db/schema";
 import type { Job, JobOf } from "../kernel/jobs";
 import { clock } from "../kernel/clock";
+import { type GatheringContext, gathering } from "../kernel/gathering";
 import { crashLoopStatements } from "./crash-loops";
 import { judgeHealthGates } from "./health-gate";
 
@@ -77,8 +78,29 @@ export function sessionTimeProblems(sessions: SessionPing["sessions"], now: Date
   return problems;
 }
 
-/** Queues a checked ping's sessions as one message, after the response; never throws. Answers how many were taken. */
-export function queueSessions(ctx: { env: Bindings; waitUntil(p: Promise<unknown>): void }, ping: SessionPing): number {
+/** How long an isolate gathers pings before it queues them as one message. */
+export const SESSIONS_GATHER_MS = 200;
+/**
+ * Pings in one message, at most: the consumer writes a ping with one to three statements, so a queue batch of 10
+ * messages stays far below D1's 1,000 statements an invocation.
+ */
+const MAX_PINGS_PER_MESSAGE = 25;
+
+/** The isolate's gathering of pings (kernel/gathering.ts): one queue message for many pings. */
+const gathered = gathering<QueuedSession>({
+  ms: SESSIONS_GATHER_MS,
+  maxItems: MAX_PINGS_PER_MESSAGE,
+  // A message holds 128 KB; a ping of 100 sessions is about 15 KB of JSON.
+  maxBytes: 64 * 1024,
+  send: (env, sessions) => env.TRACES.send({ kind: SESSIONS_JOB, sessions } satisfies JobOf<typeof SESSIONS_JOB>),
+  what: "sessions",
+});
+
+/**
+ * Queues a checked ping's sessions, off the response path: they join the isolate's gathering, sent as one message
+ * with the pings of the next moments (kernel/gathering.ts); never throws. Answers how many were taken.
+ */
+export function queueSessions(ctx: GatheringContext, ping: SessionPing): number {
   const sessions: QueuedSession[] = ping.sessions.map((s) => [
     ping.productId,
     ping.version,
@@ -91,10 +113,7 @@ export function queueSessions(ctx: { env: Bindings; waitUntil(p: Promise<unknown
     ping.address,
     ping.licensed ? 1 : 0,
   ]);
-  const message: JobOf<typeof SESSIONS_JOB> = { kind: SESSIONS_JOB, sessions };
-  ctx.waitUntil(
-    ctx.env.TRACES.send(message).catch((e: unknown) => console.error(`${sessions.length} sessions not queued`, e)),
-  );
+  gathered.add(ctx, sessions);
   return sessions.length;
 }
 
@@ -143,7 +162,8 @@ const UPSERT_SESSIONS = `WITH v AS (
     duration_ms, address, licensed, counted)
   SELECT ?1, ?4, k.session_id, r.id, k.day, ?3, k.status, k.started_at, k.duration_ms, ?5, ?6,
     ?6 = 1
-    OR EXISTS (SELECT 1 FROM release_sessions WHERE release_id = r.id AND day = k.day AND install = ?4 AND counted = 1)
+    OR EXISTS (SELECT 1 FROM release_sessions
+      WHERE product_id = ?1 AND install = ?4 AND release_id = r.id AND day = k.day AND counted = 1)
     OR (SELECT count(DISTINCT install) FROM release_sessions
       WHERE release_id = r.id AND day = k.day AND address = ?5 AND licensed = 0 AND counted = 1) < ?8
   FROM k JOIN product_releases AS r ON r.product_id = ?1 AND r.version = ?2
@@ -212,7 +232,7 @@ export async function writeSessions(messages: Message<Job>[], env: Bindings, ctx
         config["Updates:HealthInstallsPerAddress"],
         config["Updates:HealthSessionsPerInstall"],
       ),
-      ...crashLoopStatements(env.DB, config, { productId, version, install }, now),
+      ...crashLoopStatements(env.DB, config, { productId, version, install, sessions: ping.sessions }, now),
     ];
   });
   if (statements.length > 0) await env.DB.batch(statements);
