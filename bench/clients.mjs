@@ -14,7 +14,7 @@ import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { Agent, request } from "node:http";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { cpus, release as osRelease, totalmem } from "node:os";
+import { cpus, loadavg, release as osRelease, totalmem } from "node:os";
 import { dirname, relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { adminApi, LOCAL_ADMIN_KEY, startInteropWorker } from "../scripts/lib/interop-service.mjs";
@@ -128,6 +128,7 @@ async function plainHttp(base, product, license, machineId) {
 const cpu = cpus();
 const machine = `${cpu.length} × ${cpu[0]?.model ?? "cpu"}, ${(totalmem() / 2 ** 20).toFixed(1)} MiB RAM, ${process.platform} ${osRelease()} ${process.arch}; Node ${process.version}`;
 console.log(`bench:clients: ${names.join(", ")}, ${seconds} s each; machine: ${machine}`);
+const loadBefore = loadavg()[0];
 console.log("bench:clients: starting the bundled Worker…");
 const worker = await startInteropWorker();
 const base = worker.url.toString().replace(/\/+$/, "");
@@ -230,7 +231,7 @@ if (baselines.length > 0) {
   ].join("\n");
   const report = `# Clients: validate with verification over one connection, ${date}
 
-Machine: ${machine}.
+Machine: ${machine}. Load average (1 min): ${loadBefore.toFixed(2)} at the start, ${loadavg()[0].toFixed(2)} at the end.
 Service: the bundled Worker under workerd through Miniflare on the same machine (scripts/lib/interop-service.mjs, as
 \`npm run interop\` starts it), one product, a node-locked license per language.
 
@@ -243,7 +244,8 @@ verification alone, with the library's own function and the keys in hand, repeat
 Plain HTTP: the same request (the same body, the bearer token of one login) from Node's node:http over one kept-alive
 socket, the answer read but neither parsed nor verified, for ${seconds} s before the first language and after each one
 (${speeds.map((v) => fmt(v)).join(", ")} req/s; the row shows their mean). × plain HTTP: a language's req/s over the mean of
-the plain-HTTP runs just before and just after it.
+the plain-HTTP runs just before and just after it. Node's own HTTP client costs are in the baseline: a client whose HTTP
+stack costs less than node:http's can come near 1.00 with its verification included.
 
 ${table}
 

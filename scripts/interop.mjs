@@ -3,8 +3,8 @@
 // licenses (node-locked, floating) plus an expired one, builds every language of clients/interop.json (its `build`),
 // then runs every case through each language's `run` and checks its output: activate, validate online and within
 // and beyond the offline grace, floating seats, license files, air-gap codes, the signed update check, sessions,
-// deactivate, and refusals. Finally a license file checked out by each language is verified by every other, printed as
-// a table. Exits 1 on any failure.
+// deactivate, refusals, and bench-validate for a moment (npm run bench:clients times it). Finally a license file
+// checked out by each language is verified by every other, printed as a table. Exits 1 on any failure.
 //
 // `--dev` runs the suite against `wrangler dev` as `npm run dev` starts it (HTTPS with the local certificate, passed to
 // every case as `--ca`; the admin key of .dev.vars), on a free port, stopped at the end. A language's optional
@@ -20,7 +20,8 @@ import { createServer } from "node:net";
 import { availableParallelism, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { root, startLocalWorker } from "./local-worker.mjs";
+import { adminApi, LOCAL_ADMIN_KEY, startInteropWorker } from "./lib/interop-service.mjs";
+import { root } from "./local-worker.mjs";
 
 const { values: args } = parseArgs({
   options: {
@@ -36,7 +37,6 @@ const { values: args } = parseArgs({
 });
 
 const DAY = 86_400_000;
-const LOCAL_ADMIN_KEY = "api_InteropAdminKey00000000000000000";
 const CASE_TIMEOUT_MS = 120_000;
 const started = Date.now();
 
@@ -184,60 +184,22 @@ if (args.dev) {
 } else {
   console.log("interop: starting the bundled Worker…");
   adminKey = LOCAL_ADMIN_KEY;
-  worker = await startLocalWorker({
-    bindings: {
-      Application__JwtSecret: "interop-jwt-secret-0123456789abcdef012345",
-      Application__EncryptionKey: "interop-encryption-key",
-      Application__AdminUsername: "admin",
-      Application__AdminPassword: "Interop-12345",
-      Application__AdminApiKey: LOCAL_ADMIN_KEY,
-    },
-  });
+  worker = await startInteropWorker();
   base = worker.url.toString().replace(/\/+$/, "");
 }
 const unreachable = await closedPort();
 const work = mkdtempSync(join(tmpdir(), "licensing-interop-"));
 
-async function api(method, path, body) {
-  const res = await fetch(`${base}${path}`, {
-    method,
-    headers: {
-      "x-api-key": adminKey,
-      ...(body !== undefined && !(body instanceof FormData) ? { "content-type": "application/json" } : {}),
-    },
-    body: body === undefined ? undefined : body instanceof FormData ? body : JSON.stringify(body),
-  });
-  const text = await res.text();
-  if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-  return text ? JSON.parse(text) : {};
-}
-
-/**
- * The per-address limits the suite would trip from one address (every case signs in; some fail on purpose), raised for
- * the run and put back after it: a `wrangler dev` names the caller's address, and five failed logins block it.
- */
-const LIMITS = {
-  "IpFiltering:AuthenticationProtection:MaxFailedAttempts": "100000",
-  "IpFiltering:AuthenticationProtection:MaxLoginRequestsPerTimeFrame": "100000",
-  "IpFiltering:BruteForceProtection:MaxRequestsPerTimeFrame": "100000",
-  "Licensing:MaxRequestsPerLicense": "100000",
-};
+// The admin API; the per-address limits the suite would trip from one address (every case signs in; some fail on
+// purpose) are raised for the run and put back after it (scripts/lib/interop-service.mjs).
+const admin = adminApi(base, adminKey);
+const { api } = admin;
 let restore;
-
-async function raiseLimits() {
-  const { settings } = await api("GET", "/v1/settings?take=1000");
-  const before = new Map(settings.map((s) => [s.name, s]));
-  restore = Object.keys(LIMITS).map((name) => {
-    const was = before.get(name);
-    return { name, value: was?.source === "database" ? (was.value ?? null) : null };
-  });
-  await api("PUT", "/v1/settings", { settings: Object.entries(LIMITS).map(([name, value]) => ({ name, value })) });
-}
 
 const results = [];
 let exitCode = 0;
 try {
-  await raiseLimits();
+  restore = await admin.raiseLimits();
   // --- Seeding ----------------------------------------------------------------------------------------------------
   const run = `${Date.now().toString(36)}`;
   const product = `interop-${run}`;
@@ -259,14 +221,7 @@ try {
     form.set("file", new Blob([Buffer.alloc(1024, version.charCodeAt(0))]), `Interop Setup ${version}.exe`);
     await api("POST", `/v1/products/${productId}/releases/${id}/downloads`, form);
   }
-  const newLicense = async (license) => {
-    const { id } = await api("POST", "/v1/licenses", { license: { productId, ...license } });
-    const listed = await api(
-      "GET",
-      `/v1/licenses?filter=${encodeURIComponent(`id == ${id}`)}&select=userKey,licenseId`,
-    );
-    return listed.licenses[0];
-  };
+  const newLicense = (license) => admin.newLicense(productId, license);
   const expired = await newLicense({ licensingMode: "Activation", maxClients: 5, expireDate: "2020-01-01T00:00:00Z" });
   const licenses = {};
   for (const lang of names) {
@@ -732,7 +687,19 @@ try {
       await check(lang, "an unknown case: misuse", "no-such-case", { ...common }, { exit: 2 });
     };
 
-    await Promise.all([nodeLocked(), deactivation(), seats(), airgap(), updates(), refusals()]);
+    // The case bench/clients.mjs times (npm run bench:clients), briefly: it still runs and reports its numbers.
+    const bench = async () => {
+      const positive = (v) => typeof v === "number" && v > 0;
+      await check(
+        lang,
+        "bench-validate (0.3 s)",
+        "bench-validate",
+        { ...common, machine: m("BENCH"), seconds: "0.3" },
+        { output: { requests: positive, seconds: positive, perSecond: positive, verifyMicros: positive } },
+      );
+    };
+
+    await Promise.all([nodeLocked(), deactivation(), seats(), airgap(), updates(), refusals(), bench()]);
   }
 
   await Promise.all([...built].map(casesOf));
@@ -808,7 +775,7 @@ try {
   console.error(error);
   exitCode = 1;
 } finally {
-  if (restore && !worker) await api("PUT", "/v1/settings", { settings: restore }).catch((e) => console.error(e));
+  if (restore && !worker) await restore().catch((e) => console.error(e));
   await worker?.dispose();
   rmSync(work, { recursive: true, force: true });
 }

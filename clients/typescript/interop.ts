@@ -5,10 +5,11 @@
  * the other languages' programs, from clients/interop.json) against a local service.
  *
  * Cases: activate, deactivate, validate, seat-request, seat-heartbeat, seat-release, checkout, verify-file,
- * airgap-request, airgap-verify, update-check, session. Options: --url, --product, --user-key, --machine, --client,
- * --version, --platform, --file, --state, --now, --ca, --nonce, --status.
+ * airgap-request, airgap-verify, update-check, session, and bench-validate (bench/clients.mjs: validate with its
+ * verification over one kept-alive connection for --seconds, then the verification alone). Options: --url, --product,
+ * --user-key, --machine, --client, --version, --platform, --file, --state, --now, --ca, --nonce, --status, --seconds.
  */
-import { createHash, randomUUID } from "node:crypto";
+import { createHash, randomBytes, randomUUID } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -19,6 +20,7 @@ import {
   LicensingClient,
   OfflineGrace,
   ServiceError,
+  VerificationError,
   createActivationRequest,
   verifyLicenseOffline,
 } from "../../client/src/index.ts";
@@ -50,6 +52,7 @@ const { values: o, positionals } = (() => {
           "ca",
           "nonce",
           "status",
+          "seconds",
         ].map((name) => [name, { type: "string" as const }]),
       ),
     });
@@ -176,6 +179,61 @@ async function validate(): Promise<unknown> {
   return { valid: true, licenseId: result.validation.licenseId, verified: key !== undefined, offline: false };
 }
 
+/** How long the verification alone is repeated for, in bench-validate. */
+const VERIFY_MS = 1000;
+
+const round = (value: number, digits: number): number => Number(value.toFixed(digits));
+
+/**
+ * bench-validate: activates --machine (idempotent), then validates over and over for --seconds (default 5) with one
+ * client, whose fetch keeps its connection alive, each answer's license key verified against the JWKS for this
+ * machine, product and a fresh nonce, as the validate case does; then times that verification alone, on the last
+ * answer, for a second. Prints `{ requests, seconds, perSecond, verifyMicros }`.
+ */
+async function benchValidate(): Promise<unknown> {
+  const seconds = o.seconds === undefined ? 5 : Number(o.seconds);
+  if (!Number.isFinite(seconds) || seconds <= 0) throw new Usage("--seconds is a positive number of seconds");
+  const machineId = need("machine");
+  const productCode = o.product;
+  const service = client();
+  await service.activate({ machineId, ...(productCode ? { productCode } : {}) });
+  const jwks = await service.getSigningKeys();
+  const once = async () => {
+    const nonce = randomBytes(16).toString("hex");
+    const answer = await service.validate({ machineId, ...(productCode ? { productCode } : {}), nonce });
+    const key = answer.license.licenseKey;
+    if (!key) throw new VerificationError("malformed", "The validation answer carries no license key");
+    const check = { machineId, nonce, ...(productCode ? { productCode } : {}) };
+    await verifyLicenseOffline(key, jwks, check);
+    return { key, check };
+  };
+  let last = await once(); // signs in: not timed
+  let requests = 0;
+  const started = performance.now();
+  const until = started + seconds * 1000;
+  let now = started;
+  while (now < until) {
+    last = await once();
+    requests++;
+    now = performance.now();
+  }
+  const elapsed = (now - started) / 1000;
+  let verifications = 0;
+  const verifyStarted = performance.now();
+  let verifyNow = verifyStarted;
+  while (verifyNow - verifyStarted < VERIFY_MS) {
+    await verifyLicenseOffline(last.key, jwks, last.check);
+    verifications++;
+    verifyNow = performance.now();
+  }
+  return {
+    requests,
+    seconds: round(elapsed, 3),
+    perSecond: round(requests / elapsed, 1),
+    verifyMicros: round(((verifyNow - verifyStarted) * 1000) / verifications, 1),
+  };
+}
+
 async function run(name: string): Promise<unknown> {
   switch (name) {
     case "activate": {
@@ -193,6 +251,8 @@ async function run(name: string): Promise<unknown> {
       return {};
     case "validate":
       return validate();
+    case "bench-validate":
+      return benchValidate();
     case "seat-request": {
       const clientId = need("client");
       const seat = await client().requestFloating({ machineId: need("machine"), clientId });

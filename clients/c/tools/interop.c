@@ -4,23 +4,30 @@
  * (`{"error":{"code","message"}}` with the refusal code of CONTRACT 14), 2 on misuse.
  *
  * Cases: activate, deactivate, validate, seat-request, seat-heartbeat, seat-release, checkout, verify-file,
- * airgap-request, airgap-verify, update-check, session. Options (`--name value` or `--name=value`): --url, --product,
- * --user-key, --machine, --client, --version, --platform, --file, --state, --now, --ca, --nonce, --status.
+ * airgap-request, airgap-verify, update-check, session, and bench-validate (bench/clients.mjs: validate with its
+ * verification over one kept-alive connection for --seconds, then the verification alone). Options (`--name value` or
+ * `--name=value`): --url, --product, --user-key, --machine, --client, --version, --platform, --file, --state, --now,
+ * --ca, --nonce, --status, --seconds.
  * scripts/interop.mjs runs it against a local service with the other languages' programs (clients/interop.json).
  */
 #include <jansson.h>
 #include <openssl/evp.h>
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "licensing.h"
 
 /* Every request gives up after this long: a network failure is `network`, never a hang. */
 #define TIMEOUT_MS 15000L
 
+/* How long bench-validate repeats the verification alone, in seconds. */
+#define VERIFY_SECONDS 1.0
+
 static const char *const OPTION_NAMES[] = {"url",  "product", "user-key", "machine", "client", "version", "platform",
-                                           "file", "state",   "now",      "ca",      "nonce",  "status"};
+                                           "file", "state",   "now",      "ca",      "nonce",  "status",   "seconds"};
 #define OPTION_COUNT (sizeof OPTION_NAMES / sizeof OPTION_NAMES[0])
 
 static const char *options[OPTION_COUNT];
@@ -139,6 +146,75 @@ static json_t *license_output(const licensing_license *l) {
                      instant(l->expires_at), "encrypted", l->encrypted);
 }
 
+/* Seconds on a clock for intervals (C11's timespec_get: also on Windows). */
+static double seconds_now(void) {
+    struct timespec ts;
+    timespec_get(&ts, TIME_UTC);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double rounded(double value, int digits) {
+    double p = pow(10, digits);
+    return round(value * p) / p;
+}
+
+/* bench-validate: activates --machine (idempotent), then validates over and over for --seconds (default 5) with one
+   client (one curl handle: its connection is kept alive), each answer's license key verified by licensing_validate for
+   this machine, product and a fresh nonce; then times that verification alone (licensing_verify_license_key, the keys
+   in hand) on the last answer for a second. Prints {requests, seconds, perSecond, verifyMicros}. */
+static int bench_validate(licensing_client *c) {
+    double seconds = 5;
+    if (opt("seconds")) {
+        char *end = NULL;
+        seconds = strtod(opt("seconds"), &end);
+        if (!end || *end != '\0' || !(seconds > 0) || isinf(seconds))
+            return usage("--seconds is a positive number of seconds");
+    }
+    const char *machine = opt("machine");
+    int rc = licensing_activate(c, machine, NULL, NULL);
+    if (rc != LICENSING_OK) return refused(c, rc);
+    licensing_validation *last = NULL;
+    rc = licensing_validate(c, machine, NULL, &last); /* signs in and fetches the keys: not timed */
+    if (rc != LICENSING_OK) return refused(c, rc);
+    long requests = 0;
+    double started = seconds_now(), now = started;
+    while (now - started < seconds) {
+        licensing_validation *v = NULL;
+        rc = licensing_validate(c, machine, NULL, &v);
+        if (rc != LICENSING_OK) {
+            licensing_validation_free(last);
+            return refused(c, rc);
+        }
+        licensing_validation_free(last);
+        last = v;
+        requests++;
+        now = seconds_now();
+    }
+    double elapsed = now - started;
+    json_t *answer = json_loads(last->answer_json, 0, NULL);
+    const char *key = json_string_value(json_object_get(json_object_get(answer, "license"), "licenseKey"));
+    licensing_check check = {0};
+    check.machine_id = machine;
+    check.nonce = last->license->nonce;
+    long verifications = 0;
+    double verify_started = seconds_now(), verify_now = verify_started;
+    rc = key ? LICENSING_OK : LICENSING_MALFORMED;
+    while (rc == LICENSING_OK && verify_now - verify_started < VERIFY_SECONDS) {
+        licensing_license *l = NULL;
+        rc = licensing_verify_license_key(c, key, &check, &l);
+        licensing_license_free(l);
+        verifications++;
+        verify_now = seconds_now();
+    }
+    json_decref(answer);
+    licensing_validation_free(last);
+    if (rc != LICENSING_OK) return refused(c, rc);
+    print(json_pack("{s:I, s:f, s:f, s:f}", "requests", (json_int_t)requests, "seconds", rounded(elapsed, 3),
+                    "perSecond", rounded((double)requests / elapsed, 1), "verifyMicros",
+                    rounded((verify_now - verify_started) * 1e6 / (double)verifications, 1)));
+    return 0;
+}
+
 static int run(const char *name, licensing_client *c) {
     int rc;
     if (strcmp(name, "activate") == 0) {
@@ -177,6 +253,12 @@ static int run(const char *name, licensing_client *c) {
                         "graceUntil", instant(v->grace_until)));
         licensing_validation_free(v);
         return 0;
+    }
+    if (strcmp(name, "bench-validate") == 0) {
+        NEED("url");
+        NEED("user-key");
+        NEED("machine");
+        return bench_validate(c);
     }
     if (strcmp(name, "seat-request") == 0 || strcmp(name, "seat-heartbeat") == 0 ||
         strcmp(name, "seat-release") == 0) {

@@ -4,8 +4,9 @@
 // against a local service, with the other languages' programs (clients/interop.json).
 //
 // Cases: activate, deactivate, validate, seat-request, seat-heartbeat, seat-release, checkout, verify-file,
-// airgap-request, airgap-verify, update-check, session. Options: --url, --product, --user-key, --machine, --client,
-// --version, --platform, --file, --state, --now, --ca, --nonce, --status.
+// airgap-request, airgap-verify, update-check, session, and bench-validate (bench/clients.mjs: validate with its
+// verification over one kept-alive connection for --seconds, then the verification alone). Options: --url, --product,
+// --user-key, --machine, --client, --version, --platform, --file, --state, --now, --ca, --nonce, --status, --seconds.
 package main
 
 import (
@@ -17,8 +18,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"example.com/licensing/clients/go/licensing"
@@ -27,13 +30,16 @@ import (
 // timeout bounds every request: a network failure is `network`, never a hang.
 const timeout = 15 * time.Second
 
+// verifyTime is how long bench-validate repeats the verification alone.
+const verifyTime = time.Second
+
 type usageError struct{ message string }
 
 func (u usageError) Error() string { return u.message }
 
 type options struct {
-	url, product, userKey, machine, client, version, platform, file, state, now, ca, nonce, status string
-	set                                                                                            map[string]bool
+	url, product, userKey, machine, client, version, platform, file, state, now, ca, nonce, status, seconds string
+	set                                                                                                     map[string]bool
 }
 
 func parse(args []string) (*options, error) {
@@ -43,7 +49,7 @@ func parse(args []string) (*options, error) {
 	for name, target := range map[string]*string{
 		"url": &o.url, "product": &o.product, "user-key": &o.userKey, "machine": &o.machine, "client": &o.client,
 		"version": &o.version, "platform": &o.platform, "file": &o.file, "state": &o.state, "now": &o.now,
-		"ca": &o.ca, "nonce": &o.nonce, "status": &o.status,
+		"ca": &o.ca, "nonce": &o.nonce, "status": &o.status, "seconds": &o.seconds,
 	} {
 		fs.StringVar(target, name, "", "")
 	}
@@ -174,6 +180,9 @@ func run(ctx context.Context, name string, o *options) (any, error) {
 
 	case "validate":
 		return validate(ctx, o)
+
+	case "bench-validate":
+		return benchValidate(ctx, o)
 
 	case "seat-request":
 		clientID := o.need("client")
@@ -327,6 +336,64 @@ func validate(ctx context.Context, o *options) (any, error) {
 		return nil, err
 	}
 	return report(result.Claims, !result.Online), nil
+}
+
+// benchValidate activates --machine (idempotent), then validates over and over for --seconds (default 5) with one
+// client (one http.Transport: its connection is kept alive), each answer's license key verified by Validate for this
+// machine, product and a fresh nonce; then times that verification alone (VerifyLicenseKey, the keys in hand) on the
+// last answer for a second. It returns {requests, seconds, perSecond, verifyMicros}.
+func benchValidate(ctx context.Context, o *options) (any, error) {
+	seconds := 5.0
+	if o.seconds != "" {
+		s, err := strconv.ParseFloat(o.seconds, 64)
+		if err != nil || s <= 0 || math.IsInf(s, 0) || math.IsNaN(s) {
+			panic(usageError{"--seconds is a positive number of seconds, not " + o.seconds})
+		}
+		seconds = s
+	}
+	machine := o.need("machine")
+	c := o.service(false)
+	if _, err := c.Activate(ctx, licensing.ActivateRequest{MachineID: machine, ProductCode: o.product}); err != nil {
+		return nil, err
+	}
+	request := licensing.ValidateRequest{MachineID: machine, ProductCode: o.product}
+	last, err := c.Validate(ctx, request) // signs in and fetches the keys: not timed
+	if err != nil {
+		return nil, err
+	}
+	requests := 0
+	started := time.Now()
+	until := time.Duration(seconds * float64(time.Second))
+	for time.Since(started) < until {
+		if last, err = c.Validate(ctx, request); err != nil {
+			return nil, err
+		}
+		requests++
+	}
+	elapsed := time.Since(started).Seconds()
+	keys, err := c.Keys(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	if last.License == nil || last.License.LicenseKey == "" || last.Claims == nil {
+		return nil, &licensing.Error{Code: licensing.CodeMalformed, Message: "the validation answer carries no license key"}
+	}
+	key := last.License.LicenseKey
+	opts := licensing.VerifyOptions{MachineID: machine, ProductCode: o.product, Nonce: last.Claims.Nonce}
+	verifications := 0
+	verifyStarted := time.Now()
+	for time.Since(verifyStarted) < verifyTime {
+		if _, err := licensing.VerifyLicenseKey(key, keys, opts); err != nil {
+			return nil, err
+		}
+		verifications++
+	}
+	verifyMicros := float64(time.Since(verifyStarted).Microseconds()) / float64(verifications)
+	round := func(v float64, digits int) float64 { p := math.Pow(10, float64(digits)); return math.Round(v*p) / p }
+	return map[string]any{
+		"requests": requests, "seconds": round(elapsed, 3), "perSecond": round(float64(requests)/elapsed, 1),
+		"verifyMicros": round(verifyMicros, 1),
+	}, nil
 }
 
 func write(stdout io.Writer, value any) {

@@ -3,8 +3,9 @@ one JSON object on stdout; exit 0 when the case succeeded, 1 when it was refused
 the refusal codes of CONTRACT 14), 2 on misuse. scripts/interop.mjs runs it against a local service.
 
 Cases: activate, deactivate, validate, seat-request, seat-heartbeat, seat-release, checkout, verify-file,
-airgap-request, airgap-verify, update-check, session. Options: --url, --product, --user-key, --machine, --client,
---version, --platform, --file, --state, --now, --ca, --nonce, --status.
+airgap-request, airgap-verify, update-check, session, and bench-validate (bench/clients.mjs: validate with its
+verification over one kept-alive connection for --seconds, then the verification alone). Options: --url, --product,
+--user-key, --machine, --client, --version, --platform, --file, --state, --now, --ca, --nonce, --status, --seconds.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import hashlib
 import json
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -22,7 +24,7 @@ from typing import Any, NoReturn, Sequence
 from ._wire import iso, parse_instant
 from .air_gap import create_activation_request, verify_activation_response
 from .client import LicensingClient
-from .errors import LicensingError
+from .errors import LicensingError, VerificationError
 from .grace import JWKS_FILE, OfflineGrace, write_atomically
 from .keys import JsonWebKeySet
 from .license_file import verify_license_file
@@ -30,6 +32,9 @@ from .sessions import SESSION_STATUSES, new_session
 
 #: Seconds a request may take before it is a ``network`` refusal.
 TIMEOUT_SECONDS = 15.0
+
+#: Seconds bench-validate repeats the verification alone for.
+VERIFY_SECONDS = 1.0
 
 CASES = (
     "activate",
@@ -44,6 +49,7 @@ CASES = (
     "airgap-verify",
     "update-check",
     "session",
+    "bench-validate",
 )
 OPTIONS = (
     "url",
@@ -59,6 +65,7 @@ OPTIONS = (
     "ca",
     "nonce",
     "status",
+    "seconds",
 )
 
 
@@ -166,6 +173,8 @@ class Program:
             return {}
         if case == "validate":
             return self.validate()
+        if case == "bench-validate":
+            return self.bench_validate()
         if case == "seat-request":
             client_id = o.need("client")
             grant = self.client().request_seat(o.need("machine"), client_id)
@@ -292,6 +301,52 @@ class Program:
             }
         assert result.license is not None
         return {"valid": True, "licenseId": result.license.license_id, "verified": True, "offline": True}
+
+
+    def bench_validate(self) -> dict[str, Any]:
+        """Activates --machine (idempotent), then validates over and over for --seconds (default 5) with one client
+        (one httpx.Client: its connection is kept alive), each answer's license key verified by ``validate`` for this
+        machine, product and a fresh nonce; then times that verification alone (``verify_license_key``, the keys in
+        hand) on the last answer for a second. Returns ``{requests, seconds, perSecond, verifyMicros}``."""
+        o = self.o
+        text = o.get("seconds")
+        try:
+            seconds = 5.0 if text is None else float(text)
+        except ValueError:
+            seconds = -1.0
+        if not (seconds > 0 and seconds != float("inf")):
+            raise Usage(f"--seconds is a positive number of seconds, not {text}")
+        machine = o.need("machine")
+        product = o.get("product")
+        client = self.client()
+        client.activate(machine, product_code=product)
+        last = client.validate(machine, product_code=product)  # signs in and fetches the keys: not timed
+        requests = 0
+        started = time.perf_counter()
+        until = started + seconds
+        now = started
+        while now < until:
+            last = client.validate(machine, product_code=product)
+            requests += 1
+            now = time.perf_counter()
+        elapsed = now - started
+        key = last.license.license_key
+        if key is None or last.verified is None:
+            raise VerificationError("malformed", "The validation answer carries no license key")
+        nonce = last.verified.nonce
+        verifications = 0
+        verify_started = time.perf_counter()
+        verify_now = verify_started
+        while verify_now - verify_started < VERIFY_SECONDS:
+            client.verify_license_key(key, machine_id=machine, product_code=product, nonce=nonce)
+            verifications += 1
+            verify_now = time.perf_counter()
+        return {
+            "requests": requests,
+            "seconds": round(elapsed, 3),
+            "perSecond": round(requests / elapsed, 1),
+            "verifyMicros": round((verify_now - verify_started) * 1e6 / verifications, 1),
+        }
 
 
 def _read_text(path: str) -> str:

@@ -3,28 +3,33 @@
 //! the refusal codes of CONTRACT 14), 2 on misuse. scripts/interop.mjs runs it against a local service.
 //!
 //! Cases: activate, deactivate, validate, seat-request, seat-heartbeat, seat-release, checkout, verify-file,
-//! airgap-request, airgap-verify, update-check, session. Options: --url, --product, --user-key, --machine, --client,
-//! --version, --platform, --file, --state, --now, --ca, --nonce, --status.
+//! airgap-request, airgap-verify, update-check, session, and bench-validate (bench/clients.mjs: validate with its
+//! verification over one kept-alive connection for --seconds, then the verification alone). Options: --url,
+//! --product, --user-key, --machine, --client, --version, --platform, --file, --state, --now, --ca, --nonce,
+//! --status, --seconds.
 
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::SystemTime;
+use std::time::{Duration, Instant, SystemTime};
 
 use licensing_client::{
     create_activation_request, format_system_time, keep_keys, kept_keys, parse_system_time, verify_activation_response,
-    verify_license_file, ActivateRequest, ActivationRequestInput, CheckoutRequest, Client, DeactivateRequest, Error,
-    FileCheck, GraceOutcome, Jwks, OfflineGrace, SeatRequest, SessionRecord, SessionStatus, UpdateCheckRequest,
-    ValidateRequest, DEFAULT_TIMEOUT,
+    verify_license_file, verify_license_key, ActivateRequest, ActivationRequestInput, CheckoutRequest, Client,
+    DeactivateRequest, Error, FileCheck, GraceOutcome, Jwks, KeyCheck, OfflineGrace, SeatRequest, SessionRecord,
+    SessionStatus, UpdateCheckRequest, ValidateRequest, DEFAULT_TIMEOUT,
 };
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-const OPTIONS: [&str; 13] = [
+const OPTIONS: [&str; 14] = [
     "url", "product", "user-key", "machine", "client", "version", "platform", "file", "state", "now", "ca", "nonce",
-    "status",
+    "status", "seconds",
 ];
+
+/// How long bench-validate repeats the verification alone.
+const VERIFY_TIME: Duration = Duration::from_secs(1);
 
 /// A misuse of the program: exit 2.
 struct Usage(String);
@@ -187,6 +192,69 @@ fn validate(o: &Options) -> Outcome {
     })
 }
 
+/// bench-validate: activates --machine (idempotent), then validates over and over for --seconds (default 5) with one
+/// client (one ureq agent: its connection is kept alive), each answer's license key verified by `Client::validate`
+/// for this machine, product and a fresh nonce; then times that verification alone (`verify_license_key`, the keys in
+/// hand) on the last answer for a second. Prints `{ requests, seconds, perSecond, verifyMicros }`.
+fn bench_validate(o: &Options) -> Outcome {
+    let seconds = match o.get("seconds") {
+        None => 5.0,
+        Some(text) => text
+            .parse::<f64>()
+            .ok()
+            .filter(|s| s.is_finite() && *s > 0.0)
+            .ok_or_else(|| Usage(format!("--seconds is a positive number of seconds, not {text}")))?,
+    };
+    let machine = o.need("machine")?;
+    let product = o.get("product");
+    let client = o.client(false)?;
+    client.activate(&ActivateRequest {
+        machine_id: machine.clone(),
+        product_code: product.clone(),
+        ..Default::default()
+    })?;
+    let request = ValidateRequest {
+        machine_id: Some(machine.clone()),
+        product_code: product.clone(),
+        ..Default::default()
+    };
+    let mut last = client.validate(&request)?; // signs in and fetches the keys: not timed
+    let mut requests: u64 = 0;
+    let started = Instant::now();
+    let until = Duration::from_secs_f64(seconds);
+    while started.elapsed() < until {
+        last = client.validate(&request)?;
+        requests += 1;
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let key = last
+        .license
+        .license_key
+        .clone()
+        .ok_or_else(|| Error::Malformed("The validation answer carries no license key".into()))?;
+    let check = KeyCheck {
+        product_code: product,
+        machine_id: Some(machine),
+        nonce: last.payload.as_ref().and_then(|p| p.nonce.clone()),
+        ..Default::default()
+    };
+    let keys = client.signing_keys(false)?;
+    let mut verifications: u64 = 0;
+    let verify_started = Instant::now();
+    while verify_started.elapsed() < VERIFY_TIME {
+        verify_license_key(&key, &keys, &check)?;
+        verifications += 1;
+    }
+    let verify_micros = verify_started.elapsed().as_secs_f64() * 1e6 / verifications as f64;
+    let round = |v: f64, digits: i32| (v * 10f64.powi(digits)).round() / 10f64.powi(digits);
+    Ok(json!({
+        "requests": requests,
+        "seconds": round(elapsed, 3),
+        "perSecond": round(requests as f64 / elapsed, 1),
+        "verifyMicros": round(verify_micros, 1),
+    }))
+}
+
 fn run(case: &str, o: &Options) -> Outcome {
     match case {
         "activate" => {
@@ -209,6 +277,7 @@ fn run(case: &str, o: &Options) -> Outcome {
             Ok(json!({}))
         }
         "validate" => validate(o),
+        "bench-validate" => bench_validate(o),
         "seat-request" => {
             let client_id = o.need("client")?;
             let seat = o.client(false)?.request_seat(&SeatRequest {
