@@ -10,14 +10,13 @@
 // own overhead, and the machine's drift cancels. Prints the table and writes it to bench/results/<YYYY-MM-DD>-clients.md.
 //
 //   npm run bench:clients [-- --only rust,go] [--seconds 5] [--skip-build] [--out bench/results/x.md]
-import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { Agent, request } from "node:http";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, release as osRelease, totalmem } from "node:os";
 import { dirname, relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { adminApi, LOCAL_ADMIN_KEY, startInteropWorker } from "../scripts/lib/interop-service.mjs";
+import { adminApi, LOCAL_ADMIN_KEY, quote, sh, startInteropWorker } from "../scripts/lib/interop-service.mjs";
 import { root } from "../scripts/local-worker.mjs";
 
 const { values: args } = parseArgs({
@@ -44,29 +43,6 @@ if (names.length === 0) {
 }
 const date = new Date().toISOString().slice(0, 10);
 const out = resolve(root, args.out ?? `bench/results/${date}-clients.md`);
-
-const quote = (s) => (/^[\w@%+=:,./-]+$/.test(s) ? s : `'${String(s).replace(/'/g, "'\\''")}'`);
-
-/** Runs a shell command from the project root: its exit code, stdout and stderr. */
-function sh(command, timeout) {
-  return new Promise((resolve) => {
-    const child = spawn("sh", ["-c", command], { cwd: root, stdio: ["ignore", "pipe", "pipe"], detached: true });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d) => (stdout += d));
-    child.stderr.on("data", (d) => (stderr += d));
-    const timer = setTimeout(() => {
-      try {
-        process.kill(-child.pid, "SIGKILL");
-      } catch {}
-      stderr += `\n(killed after ${timeout} ms)`;
-    }, timeout);
-    child.on("close", (code) => {
-      clearTimeout(timer);
-      resolve({ code: code ?? 1, stdout, stderr });
-    });
-  });
-}
 
 /**
  * The baseline: validate over one kept-alive connection from Node for `seconds`, with the body the clients send (user

@@ -20,7 +20,7 @@ import { createServer } from "node:net";
 import { availableParallelism, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { adminApi, LOCAL_ADMIN_KEY, startInteropWorker } from "./lib/interop-service.mjs";
+import { adminApi, LOCAL_ADMIN_KEY, quote, sh as shell, startInteropWorker } from "./lib/interop-service.mjs";
 import { root } from "./local-worker.mjs";
 
 const { values: args } = parseArgs({
@@ -38,6 +38,8 @@ const { values: args } = parseArgs({
 
 const DAY = 86_400_000;
 const CASE_TIMEOUT_MS = 120_000;
+/** A case's command, killed after CASE_TIMEOUT_MS unless told otherwise. */
+const sh = (command, timeout = CASE_TIMEOUT_MS) => shell(command, timeout);
 const started = Date.now();
 
 const languages = JSON.parse(readFileSync(resolve(root, args.config), "utf8"));
@@ -63,29 +65,6 @@ async function slot(run) {
     running--;
     waiting.shift()?.();
   }
-}
-
-const quote = (s) => (/^[\w@%+=:,./-]+$/.test(s) ? s : `'${String(s).replace(/'/g, "'\\''")}'`);
-
-/** Runs a shell command from the project root: its exit code, stdout and stderr. */
-function sh(command, timeout = CASE_TIMEOUT_MS) {
-  return new Promise((resolve) => {
-    const child = spawn("sh", ["-c", command], { cwd: root, stdio: ["ignore", "pipe", "pipe"], detached: true });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d) => (stdout += d));
-    child.stderr.on("data", (d) => (stderr += d));
-    const timer = setTimeout(() => {
-      try {
-        process.kill(-child.pid, "SIGKILL");
-      } catch {}
-      stderr += `\n(killed after ${timeout} ms)`;
-    }, timeout);
-    child.on("close", (code) => {
-      clearTimeout(timer);
-      resolve({ code: code ?? 1, stdout, stderr });
-    });
-  });
 }
 
 // ---------------------------------------------------------------------------------------------------------------

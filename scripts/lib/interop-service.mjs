@@ -1,7 +1,9 @@
 // The service the clients' scripts run against (scripts/interop.mjs, bench/clients.mjs): the bundled Worker under
 // Miniflare with throwaway secrets and a known admin API key, the admin API calls that seed it, and the per-address
-// and per-license limits raised for a run that signs in and validates many times from one address.
-import { startLocalWorker } from "../local-worker.mjs";
+// and per-license limits raised for a run that signs in and validates many times from one address; and the shell
+// commands that build and run each language's program.
+import { spawn } from "node:child_process";
+import { root, startLocalWorker } from "../local-worker.mjs";
 
 /** The admin API key of the bundled Worker startInteropWorker starts. */
 export const LOCAL_ADMIN_KEY = "api_InteropAdminKey00000000000000000";
@@ -74,4 +76,28 @@ export function adminApi(base, adminKey) {
   }
 
   return { api, newLicense, raiseLimits };
+}
+
+/** A word for `sh -c`, quoted when it needs to be. */
+export const quote = (s) => (/^[\w@%+=:,./-]+$/.test(s) ? s : `'${String(s).replace(/'/g, "'\\''")}'`);
+
+/** Runs a shell command from the project root: its exit code, stdout and stderr; killed with its group after `timeout`. */
+export function sh(command, timeout) {
+  return new Promise((resolve) => {
+    const child = spawn("sh", ["-c", command], { cwd: root, stdio: ["ignore", "pipe", "pipe"], detached: true });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d) => (stdout += d));
+    child.stderr.on("data", (d) => (stderr += d));
+    const timer = setTimeout(() => {
+      try {
+        process.kill(-child.pid, "SIGKILL");
+      } catch {}
+      stderr += `\n(killed after ${timeout} ms)`;
+    }, timeout);
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code: code ?? 1, stdout, stderr });
+    });
+  });
 }
