@@ -7,7 +7,7 @@
  * it reports a session of that version that did not crash soon: the vendor's next release is offered as usual.
  *
  * The consumer of session pings (sessions.ts) keeps the loops in `install_crash_loops`, from the sessions it stored,
- * with two statements a ping: one enters the loop, one leaves it. The update routes read them with the product
+ * with one statement a batch leaving loops and one for each install entering one. The update routes read them with the product
  * (catalog.ts productByCode: the newest CRASH_LOOPS_REMEMBERED of the product, with the product's count), so an update
  * answer costs no statement for them; an install beyond them costs one point read.
  */
@@ -36,45 +36,59 @@ const ENTER = `INSERT INTO install_crash_loops (product_id, install, release_id,
     release_id = excluded.release_id, version = excluded.version, since = excluded.since
   WHERE release_id <> excluded.release_id`;
 
+/** A ping as the crash loops see it: one install's sessions of one version. */
+export interface PingSessions {
+  productId: number;
+  version: string;
+  install: string;
+  /** `[id, status, startedAt, durationMs]`, statuses by their number. */
+  sessions: [string, number, string, number | null][];
+}
+
 /**
- * Leaves the install's crash loop on the ping's release (parameters: ?1 product, ?2 install, ?3 version, ?5 the limit
- * in milliseconds) when its newest final session of that release did not crash soon: it exited, or ended after ?5.
+ * Leaves the crash loops of the pings' installs (parameters: ?1 the pings as JSON `[[product, install, version], …]`,
+ * ?2 the limit in milliseconds) where the install's newest final session of the loop's release did not crash soon: it
+ * exited, or ended after ?2.
  */
 const LEAVE = `DELETE FROM install_crash_loops
-  WHERE product_id = ?1 AND install = ?2 AND version = ?3 AND (
-    SELECT s.status = 1 OR s.duration_ms >= ?5 FROM release_sessions AS s
+  WHERE (product_id, install, version) IN (
+    SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]') FROM json_each(?1)
+  ) AND (
+    SELECT s.status = 1 OR s.duration_ms >= ?2 FROM release_sessions AS s
     JOIN product_releases AS r ON r.id = s.release_id
-    WHERE s.product_id = ?1 AND s.install = ?2 AND r.version = ?3 AND s.status <> 0
+    WHERE s.product_id = install_crash_loops.product_id AND s.install = install_crash_loops.install
+      AND r.version = install_crash_loops.version AND s.status <> 0
     ORDER BY s.started_at DESC LIMIT 1
   ) = 1`;
 
 /**
- * The statements that follow a ping's sessions (`[id, status, startedAt, durationMs]`, statuses by their number)
- * into its install's crash loop, or out of it: leaving only when it holds a session that ended calmly (exited, or
- * after the limit), entering only when it holds a quick crash. A ping of clean exits costs one statement here.
+ * The statements that follow a batch's pings into their installs' crash loops, or out of them, run after the
+ * sessions are written: one leaving the loops of the installs whose ping holds a session that ended calmly (exited, or
+ * after the limit), and one entering for each ping that holds a quick crash. A batch of clean exits costs one
+ * statement here, whatever its number of pings.
  */
 export function crashLoopStatements(
   db: D1Database,
   config: Config,
-  ping: { productId: number; version: string; install: string; sessions: [string, number, string, number | null][] },
+  pings: readonly PingSessions[],
   now: Date,
 ): D1PreparedStatement[] {
   const limit = config["Updates:CrashLoopMinutes"] * 60_000;
-  const { productId, install, version } = ping;
   const crashed = (status: number) => status === 2 || status === 3;
-  const calm = ping.sessions.some(
-    ([, status, , ms]) => status === 1 || (crashed(status) && ms !== null && ms >= limit),
+  const calm = pings.filter((ping) =>
+    ping.sessions.some(([, status, , ms]) => status === 1 || (crashed(status) && ms !== null && ms >= limit)),
   );
-  const quick = ping.sessions.some(([, status, , ms]) => crashed(status) && ms !== null && ms < limit);
+  const quick = pings.filter((ping) =>
+    ping.sessions.some(([, status, , ms]) => crashed(status) && ms !== null && ms < limit),
+  );
+  const enter = db.prepare(ENTER);
   return [
-    ...(calm ? [db.prepare(LEAVE).bind(productId, install, version, null, limit)] : []),
-    ...(quick
-      ? [
-          db
-            .prepare(ENTER)
-            .bind(productId, install, version, config["Updates:CrashLoopSessions"], limit, now.toISOString()),
-        ]
+    ...(calm.length > 0
+      ? [db.prepare(LEAVE).bind(JSON.stringify(calm.map((p) => [p.productId, p.install, p.version])), limit)]
       : []),
+    ...quick.map((p) =>
+      enter.bind(p.productId, p.install, p.version, config["Updates:CrashLoopSessions"], limit, now.toISOString()),
+    ),
   ];
 }
 

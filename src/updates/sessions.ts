@@ -7,8 +7,8 @@
  * message of the TRACES queue with the other pings of the next 200 ms (kernel/gathering.ts), and the consumer writes
  * them. (One message per ping cost the queue, and the consumer's invocations, a third of the throughput.)
  *
- * The consumer writes each ping (one install's sessions of one version) with one conditional statement, all of a queue
- * batch in one D1 batch run in order (so each statement sees the rows of those before it). A row is a session, keyed by
+ * The consumer writes each message (the pings an isolate gathered) with one conditional statement, all of a queue batch
+ * in one D1 batch run in order (so each statement sees the rows of those before it). A row is a session, keyed by
  * product, install id and session id, so a session sent twice counts once; a later final status (exited, crashed,
  * abnormal) replaces the stored one, a later `started` changes nothing. The honest counts are that statement's
  * condition: a new session is written only while its install has fewer than Updates:HealthSessionsPerInstall sessions
@@ -25,7 +25,7 @@ import { releaseSessions } from "../db/schema";
 import type { Job, JobOf } from "../kernel/jobs";
 import { clock } from "../kernel/clock";
 import { type GatheringContext, gathering } from "../kernel/gathering";
-import { crashLoopStatements } from "./crash-loops";
+import { type PingSessions, crashLoopStatements } from "./crash-loops";
 import { judgeHealthGates } from "./health-gate";
 
 /** The statuses, by their stored number. The final ones are all but `started`. */
@@ -81,10 +81,10 @@ export function sessionTimeProblems(sessions: SessionPing["sessions"], now: Date
 /** How long an isolate gathers pings before it queues them as one message. */
 export const SESSIONS_GATHER_MS = 200;
 /**
- * Pings in one message, at most: the consumer writes a ping with one to three statements, so a queue batch of 10
- * messages stays far below D1's 1,000 statements an invocation.
+ * Pings in one message, at most: the consumer writes a message with one statement, and adds one for each install of
+ * it that enters a crash loop, so a queue batch of 10 messages stays below D1's 1,000 statements an invocation.
  */
-const MAX_PINGS_PER_MESSAGE = 25;
+const MAX_PINGS_PER_MESSAGE = 90;
 
 /** The isolate's gathering of pings (kernel/gathering.ts): one queue message for many pings. */
 const gathered = gathering<QueuedSession>({
@@ -138,106 +138,107 @@ function isQueuedSession(v: unknown): v is QueuedSession {
 }
 
 /**
- * The sessions of one install's ping as one conditional upsert (parameters numbered: ?1 product, ?2 version, ?3
- * platform, ?4 install, ?5 address, ?6 licensed, ?7 the sessions as JSON `[[id, status, startedAt, durationMs], …]`,
- * ?8 installs per address, ?9 sessions per install). A session already stored always passes (its status may change);
- * a new one is written while its install has fewer than ?9 sessions that day, counting the new ones of the same ping
- * before it (their rank), and counted (the figures and the gate read it) when a license credential sent it, its
- * install is counted on the release that day already, or its address has fewer than ?8 counted unlicensed installs
- * there. The SELECT reads the table it writes, so SQLite computes it whole before inserting: the counts are those
- * before the ping, and the rank adds the ping's own.
+ * The sessions of one queue message (many installs' pings) as one conditional upsert (parameters: ?1 the message's
+ * sessions as JSON, QueuedSession tuples in the order sent; ?2 installs per address; ?3 sessions per install). A
+ * session already stored always passes (its status may change); a new one is written while its install has fewer
+ * than ?3 sessions that day, counting the new ones of the message before it (their rank), and counted (the figures
+ * and the gate read it) when a license credential sent it, its install is counted on the release that day already, or
+ * its address's counted unlicensed installs there, those stored and the message's newcomers before it in order of
+ * arrival, stay within ?2. The SELECT reads the table it writes, so SQLite computes it whole before inserting: the
+ * counts are those before the message, and the ranks add the message's own. A second sending of a session in the same
+ * message updates the first (ON CONFLICT sees the rows inserted before it).
  */
 const UPSERT_SESSIONS = `WITH v AS (
-    SELECT json_extract(value, '$[0]') AS session_id, json_extract(value, '$[1]') AS status,
-      json_extract(value, '$[2]') AS started_at, json_extract(value, '$[3]') AS duration_ms,
-      substr(json_extract(value, '$[2]'), 1, 10) AS day, key AS position
-    FROM json_each(?7)
+    SELECT json_extract(value, '$[0]') AS product_id, json_extract(value, '$[1]') AS version,
+      json_extract(value, '$[2]') AS platform, json_extract(value, '$[3]') AS install,
+      json_extract(value, '$[4]') AS session_id, json_extract(value, '$[5]') AS status,
+      json_extract(value, '$[6]') AS started_at, json_extract(value, '$[7]') AS duration_ms,
+      json_extract(value, '$[8]') AS address, json_extract(value, '$[9]') AS licensed,
+      substr(json_extract(value, '$[6]'), 1, 10) AS day, key AS position
+    FROM json_each(?1)
   ), k AS (
-    SELECT v.*, EXISTS (SELECT 1 FROM release_sessions AS s
-      WHERE s.product_id = ?1 AND s.install = ?4 AND s.session_id = v.session_id) AS stored FROM v
+    SELECT v.*, r.id AS release_id, EXISTS (SELECT 1 FROM release_sessions AS s
+      WHERE s.product_id = v.product_id AND s.install = v.install AND s.session_id = v.session_id) AS stored
+    FROM v JOIN product_releases AS r ON r.product_id = v.product_id AND r.version = v.version
   ), fresh AS (
-    SELECT session_id, day, dense_rank() OVER (PARTITION BY day ORDER BY session_id) AS rank FROM k WHERE NOT stored
+    SELECT product_id, install, session_id, day,
+      dense_rank() OVER (PARTITION BY product_id, install, day ORDER BY session_id) AS rank
+    FROM k WHERE NOT stored
+  ), taken AS (
+    SELECT k.*, k.licensed = 1 OR EXISTS (SELECT 1 FROM release_sessions
+        WHERE product_id = k.product_id AND install = k.install AND release_id = k.release_id AND day = k.day
+          AND counted = 1) AS known
+    FROM k
+    WHERE k.stored OR (SELECT count(*) FROM release_sessions
+        WHERE product_id = k.product_id AND install = k.install AND day = k.day)
+      + (SELECT f.rank FROM fresh AS f WHERE f.product_id = k.product_id AND f.install = k.install
+        AND f.session_id = k.session_id AND f.day = k.day) <= ?3
+  ), newcomers AS (
+    SELECT release_id, day, address, install,
+      row_number() OVER (PARTITION BY release_id, day, address ORDER BY min(position)) AS arrival
+    FROM taken WHERE NOT known GROUP BY release_id, day, address, install
   )
   INSERT INTO release_sessions (product_id, install, session_id, release_id, day, platform, status, started_at,
     duration_ms, address, licensed, counted)
-  SELECT ?1, ?4, k.session_id, r.id, k.day, ?3, k.status, k.started_at, k.duration_ms, ?5, ?6,
-    ?6 = 1
-    OR EXISTS (SELECT 1 FROM release_sessions
-      WHERE product_id = ?1 AND install = ?4 AND release_id = r.id AND day = k.day AND counted = 1)
-    OR (SELECT count(DISTINCT install) FROM release_sessions
-      WHERE release_id = r.id AND day = k.day AND address = ?5 AND licensed = 0 AND counted = 1) < ?8
-  FROM k JOIN product_releases AS r ON r.product_id = ?1 AND r.version = ?2
-  WHERE k.stored OR (SELECT count(*) FROM release_sessions WHERE product_id = ?1 AND install = ?4 AND day = k.day)
-    + (SELECT f.rank FROM fresh AS f WHERE f.session_id = k.session_id AND f.day = k.day) <= ?9
-  ORDER BY k.position
+  SELECT t.product_id, t.install, t.session_id, t.release_id, t.day, t.platform, t.status, t.started_at,
+    t.duration_ms, t.address, t.licensed,
+    t.known OR (SELECT count(DISTINCT install) FROM release_sessions
+      WHERE release_id = t.release_id AND day = t.day AND address = t.address AND licensed = 0 AND counted = 1)
+      + (SELECT n.arrival FROM newcomers AS n WHERE n.release_id = t.release_id AND n.day = t.day
+        AND n.address = t.address AND n.install = t.install) <= ?2
+  FROM taken AS t
+  ORDER BY t.position
   ON CONFLICT (product_id, install, session_id) DO UPDATE SET
     status = excluded.status, duration_ms = coalesce(excluded.duration_ms, duration_ms)
   WHERE excluded.status <> 0`;
 
-/** A ping as the consumer writes it: one install's sessions of one version, from one address. */
-interface PingRows {
-  key: [number, string, string, string, string, 0 | 1];
-  sessions: [string, number, string, number | null][];
+/** A queue message's well-formed sessions (malformed ones are logged and skipped). */
+function sessionsOf(message: Message<Job>): QueuedSession[] {
+  const sessions = (message.body as { sessions?: unknown }).sessions;
+  const list = Array.isArray(sessions) ? sessions : [];
+  const valid = list.filter(isQueuedSession);
+  if (!Array.isArray(sessions) || valid.length !== list.length)
+    console.error(`sessions: message ${message.id} holds malformed sessions, skipped`);
+  return valid;
 }
 
-/**
- * The pings of a queue batch: each message's sessions grouped by what they share (one group per message, as the
- * route queues them), in the order sent.
- */
-function pingsOf(messages: Message<Job>[]): PingRows[] {
-  const pings: PingRows[] = [];
-  for (const message of messages) {
-    const sessions = (message.body as { sessions?: unknown }).sessions;
-    const list = Array.isArray(sessions) ? sessions : [];
-    const valid = list.filter(isQueuedSession);
-    if (!Array.isArray(sessions) || valid.length !== list.length)
-      console.error(`sessions: message ${message.id} holds malformed sessions, skipped`);
-    const groups = new Map<string, PingRows>();
-    for (const s of valid) {
-      const key: PingRows["key"] = [s[0], s[1], s[2], s[3], s[8], s[9]];
-      const name = JSON.stringify(key);
-      const group = groups.get(name) ?? { key, sessions: [] };
-      group.sessions.push([s[4], s[5], s[6], s[7]]);
-      groups.set(name, group);
-    }
-    pings.push(...groups.values());
+/** The pings of a batch's sessions: grouped by product, version and install, in the order sent. */
+function pingsOf(sessions: QueuedSession[]): PingSessions[] {
+  const pings = new Map<string, PingSessions>();
+  for (const s of sessions) {
+    const name = JSON.stringify([s[0], s[1], s[3]]);
+    const ping = pings.get(name) ?? { productId: s[0], version: s[1], install: s[3], sessions: [] };
+    ping.sessions.push([s[4], s[5], s[6], s[7]]);
+    pings.set(name, ping);
   }
-  return pings;
+  return [...pings.values()];
 }
 
 /**
- * Writes the sessions of a queue batch (in the order sent), then what they change: the crash loops of their installs
- * (crash-loops.ts) and the health gates of their releases (health-gate.ts). Each ping costs a few statements whatever
- * its number of sessions (D1 allows a Worker invocation 1,000), all in one D1 batch; malformed messages are logged and
- * skipped.
+ * Writes the sessions of a queue batch, then what they change: the crash loops of their installs (crash-loops.ts)
+ * and the health gates of their releases (health-gate.ts). One statement a message for the sessions, whatever the
+ * number of pings it gathered, one for the crash loops left and one for each install entering one, all in one D1
+ * batch (D1 allows a Worker invocation 1,000 statements); malformed sessions are logged and skipped.
  */
 export async function writeSessions(messages: Message<Job>[], env: Bindings, ctx: ExecutionContext): Promise<void> {
   // The honest-count and crash-loop limits are settings (cached per isolate).
   const { config } = await loadConfig(env, env.DB);
   const upsert = env.DB.prepare(UPSERT_SESSIONS);
-  const pings = pingsOf(messages);
-  const now = clock.now();
-  const statements = pings.flatMap((ping) => {
-    const [productId, version, platform, install, address, licensed] = ping.key;
-    const sessions = JSON.stringify(ping.sessions);
-    return [
+  const perMessage = messages.map(sessionsOf).filter((sessions) => sessions.length > 0);
+  const pings = pingsOf(perMessage.flat());
+  const statements = [
+    ...perMessage.map((sessions) =>
       upsert.bind(
-        productId,
-        version,
-        platform,
-        install,
-        address,
-        licensed,
-        sessions,
+        JSON.stringify(sessions),
         config["Updates:HealthInstallsPerAddress"],
         config["Updates:HealthSessionsPerInstall"],
       ),
-      ...crashLoopStatements(env.DB, config, { productId, version, install, sessions: ping.sessions }, now),
-    ];
-  });
+    ),
+    ...crashLoopStatements(env.DB, config, pings, clock.now()),
+  ];
   if (statements.length > 0) await env.DB.batch(statements);
   for (const message of messages) message.ack();
-  const released = [...new Map(pings.map((p) => [`${p.key[0]}\n${p.key[1]}`, [p.key[0], p.key[1]]])).values()];
+  const released = [...new Map(pings.map((p) => [`${p.productId}\n${p.version}`, [p.productId, p.version]])).values()];
   if (released.length === 0) return;
   // The sessions are written: a gate that fails to judge now judges with the release's next sessions.
   try {
