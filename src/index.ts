@@ -1,5 +1,6 @@
 /** Worker entry: fetch (the Hono app), queue (its job handlers in one table) and scheduled (housekeeping). */
 import { createApp, frontDoor } from "./app/app";
+import { pingDoor } from "./app/ping-door";
 import { type JobHandlerEntry, type JobHandlers, consumeBatch } from "./kernel/jobs";
 import { consumeExpiredSeats } from "./licensing/license-events";
 import { writeTraces } from "./licensing/traces";
@@ -39,7 +40,10 @@ function normalizeContentType(request: Request): Request {
 
 export default {
   async fetch(request, env, ctx) {
-    return (await frontDoor(request, env)) ?? app.fetch(normalizeContentType(request), env, ctx);
+    // The front doors: an anonymous poll answered from the isolate's memo, an anonymous session ping taken at once.
+    const door = request.method === "GET" ? await frontDoor(request, env) : await pingDoor(request, env, ctx);
+    if (door instanceof Response) return door;
+    return app.fetch(normalizeContentType(door ?? request), env, ctx);
   },
   queue(batch, env, ctx) {
     return consumeBatch(batch, env, ctx, batch.queue === DEAD_LETTER_QUEUE ? deadLetters : jobs);

@@ -19,7 +19,7 @@ import { openRequestDb, reportRequestDb, serverTiming, serverTimingOn } from "..
 import { D1Work } from "../db/work";
 import { keepAnswer, pointFront, rememberedAnonymousAnswer } from "../delivery/answer-memo";
 import { saysWhoAsks } from "../delivery/caller";
-import { jsonBodyLimit } from "../http/body-limit";
+import { MAX_JSON_BODY_BYTES, jsonBodyLimit } from "../http/body-limit";
 import { IDEMPOTENCY_PARAMETER } from "../http/idempotency";
 import { browserCors, corsApplies } from "../http/cors";
 import { ApiError } from "../kernel/errors";
@@ -175,8 +175,12 @@ const answerMemo: MiddlewareHandler<AppEnv> = async (c, next) => {
   if (keep.answer) serviceContext(c).waitUntil(keepAnswer(keep.key, keep.answer.clone(), now, keep.maxAgeMs));
 };
 
-/** What the front door knows of a request when it asks a gate: an anonymous GET whose answer the isolate keeps. */
+/**
+ * What the front door knows of a request when it asks a gate: an anonymous GET whose answer the isolate keeps, or an
+ * anonymous session ping (app/ping-door.ts).
+ */
 export interface DoorRequest {
+  method: string;
   url: URL;
   headers: Headers;
   config: Config;
@@ -226,12 +230,20 @@ export const PRE_ROUTE: readonly PreRouteGate[] = [
   },
   // The front door answers no gRPC path: the gateway's signature never matters here.
   { name: "gates", middleware: gates, quietFor: (door) => !closedArea(door.url.pathname, door.config) },
-  // A GET has no body.
-  { name: "jsonBodyLimit", middleware: jsonBodyLimit, quietFor: () => true },
+  // A GET has no body; a ping's must say its length, within the limit.
+  {
+    name: "jsonBodyLimit",
+    middleware: jsonBodyLimit,
+    quietFor: ({ method, headers }) => {
+      if (method === "GET") return true;
+      const length = Number(headers.get("content-length") ?? Number.NaN);
+      return Number.isInteger(length) && length <= MAX_JSON_BODY_BYTES;
+    },
+  },
 ];
 
 /** The Server-Timing of an answer that did no D1 work. */
-const NO_D1_WORK = serverTiming(new D1Work());
+export const NO_D1_WORK = serverTiming(new D1Work());
 
 /**
  * The front door of the hottest route, an auto-updater's anonymous poll of a feed or update check: answered from the
@@ -250,9 +262,19 @@ export async function frontDoor(
   const now = clock.now().getTime();
   const kept = saysWhoAsks(request.headers, url) ? undefined : rememberedAnonymousAnswer(url, now);
   if (!kept) return undefined;
+  const door = await openDoor(request, env, url, now);
+  if (!(await allQuiet(door, preRoute))) return undefined;
+  const res = notModifiedFor(request.headers.get("if-none-match") ?? undefined, kept());
+  if (serverTimingOn(door.config)) res.headers.append("Server-Timing", NO_D1_WORK);
+  return res;
+}
+
+/** The front door's view of a request, for its gates (the configuration as the isolate keeps it). */
+export async function openDoor(request: Request, env: Bindings, url: URL, now: number): Promise<DoorRequest> {
   const { config } = keptConfig() ?? (await loadConfig(env, env.DB));
   let ip: string | Promise<string> | undefined;
-  const door: DoorRequest = {
+  return {
+    method: request.method,
     url,
     headers: request.headers,
     config,
@@ -262,14 +284,16 @@ export async function frontDoor(
       return ip;
     },
   };
+}
+
+/** Whether every pre-route gate leaves the request alone (the app need not run them). */
+export async function allQuiet(door: DoorRequest, preRoute: readonly PreRouteGate[]): Promise<boolean> {
   for (const gate of preRoute) {
     const quiet = gate.quietFor(door);
     // Most gates answer at once: no await (a microtask each) on the hot path for them.
-    if (quiet === false || (quiet !== true && !(await quiet))) return undefined;
+    if (quiet === false || (quiet !== true && !(await quiet))) return false;
   }
-  const res = notModifiedFor(request.headers.get("if-none-match") ?? undefined, kept());
-  if (serverTimingOn(config)) res.headers.append("Server-Timing", NO_D1_WORK);
-  return res;
+  return true;
 }
 
 let documents: { header: string; document: unknown } | undefined;

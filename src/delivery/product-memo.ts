@@ -57,3 +57,12 @@ export function trustedUntil(code: string): number {
   const hit = remembered.get(code);
   return hit ? hit.loadedAt + PRODUCT_MEMO_MS : 0;
 }
+
+/**
+ * The product with this code as the isolate remembers it, when it trusts it (younger than PRODUCT_MEMO_MS); undefined
+ * otherwise, without reading D1 (the front door's anonymous session pings: app/ping-door.ts).
+ */
+export function rememberedProduct(code: string, now: number): Promise<ProductRow | undefined> | undefined {
+  const hit = remembered.get(code);
+  return hit && fresh(hit.loadedAt, now, PRODUCT_MEMO_MS) ? hit.product : undefined;
+}

@@ -16,6 +16,7 @@ import { ok } from "../../http/respond";
 import type { Router } from "../../http/router";
 import { ApiError, ValidationProblem } from "../../kernel/errors";
 import { clock } from "../../kernel/clock";
+import type { GatheringContext } from "../../kernel/gathering";
 import { limiterName } from "../../protection/limits";
 import { PLATFORMS } from "../../records/vocabulary";
 import { MAX_VERSION_LENGTH, isReleaseVersion } from "../../records/versions";
@@ -56,7 +57,7 @@ const Session = z.object({
   durationMs: int64(0, SESSION_MAX_DURATION_MS).optional(),
 });
 
-const SessionPingBody = z
+export const SessionPingBody = z
   .object({
     version: z
       .string()
@@ -110,28 +111,56 @@ async function pingCredential(c: Context<AppEnv>): Promise<PingCredential> {
   return { bearerLicense: principal.licenseId };
 }
 
+/** The path of the route, with its product code (the front door takes anonymous pings: app/ping-door.ts). */
+export const SESSIONS_PATH = /^\/v1\/updates\/([^/]+)\/sessions$/;
+
+/**
+ * What is wrong with a ping whose body is valid, before it is taken: a missing or malformed install id (400 naming
+ * the header), or its sessions' times (400 naming each); undefined when nothing is.
+ */
+export function pingProblem(
+  install: string | undefined,
+  body: z.infer<typeof SessionPingBody>,
+  now: Date,
+): ApiError | ValidationProblem | undefined {
+  if (install === undefined || !INSTALL_ID_PATTERN.test(install))
+    return new ApiError(
+      400,
+      `${INSTALL_ID_HEADER}: required, 1 to 128 visible ASCII characters (the install's random id)`,
+    );
+  const times = sessionTimeProblems(body.sessions, now);
+  return Object.keys(times).length > 0 ? new ValidationProblem(times) : undefined;
+}
+
+/** Takes a checked ping: its sessions join the isolate's gathering (updates/sessions.ts). Answers how many. */
+export function takePing(
+  ctx: GatheringContext,
+  productId: number,
+  install: string,
+  body: z.infer<typeof SessionPingBody>,
+  clientIp: string,
+  licensed: boolean,
+): number {
+  return queueSessions(ctx, {
+    productId,
+    version: body.version,
+    platform: body.platform,
+    install,
+    address: limiterName(clientIp),
+    licensed,
+    sessions: body.sessions,
+  });
+}
+
 const sendSessions: RouteHandler<typeof sendSessionsRoute, AppEnv> = async (c) => {
   const ctx = serviceContext(c);
   const product = await requireProduct(ctx, c.req.valid("param").productCode);
   const install = c.req.header(INSTALL_ID_HEADER);
-  if (install === undefined || !INSTALL_ID_PATTERN.test(install))
-    throw new ApiError(
-      400,
-      `${INSTALL_ID_HEADER}: required, 1 to 128 visible ASCII characters (the install's random id)`,
-    );
   const body = c.req.valid("json");
-  const times = sessionTimeProblems(body.sessions, clock.now());
-  if (Object.keys(times).length > 0) throw new ValidationProblem(times);
+  const problem = pingProblem(install, body, clock.now());
+  if (problem) throw problem;
   const license = await requireProductLicense(ctx, product.id, await pingCredential(c));
-  const accepted = queueSessions(ctx, {
-    productId: product.id,
-    version: body.version,
-    platform: body.platform,
-    install,
-    address: limiterName(c.get("clientIp")),
-    licensed: license !== undefined,
-    sessions: body.sessions,
-  });
+  const accepted = takePing(ctx, product.id, install!, body, c.get("clientIp"), license !== undefined);
   return ok(c, { accepted }, 202);
 };
 
