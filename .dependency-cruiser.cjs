@@ -3,10 +3,10 @@
  * of src/, and imports point one way, from a folder to the folders listed before it:
  *
  *   gen -> kernel -> db -> durable -> http -> auth, protection -> records -> webhooks, mail -> licensing -> updates
- *       -> delivery -> commerce, portal -> overview -> routes -> app -> index.ts
+ *       -> delivery -> commerce, portal, imports -> overview -> routes -> app -> index.ts
  *
- * Folders of the same step (auth and protection; webhooks and mail; commerce and
- * portal) do not import each other. Inside routes/, an audience's folder (routes/management/, routes/updates/, …)
+ * Folders of the same step (auth and protection; webhooks and mail; commerce, portal and
+ * imports) do not import each other. Inside routes/, an audience's folder (routes/management/, routes/updates/, …)
  * imports the shared route builders (routes/*.ts) and its own files, never another audience's; only app/ assembles
  * routes. Type-only imports count (tsPreCompilationDeps), so no circle hides in types.
  */
@@ -22,7 +22,7 @@ const ORDER = [
   ["licensing"],
   ["updates"],
   ["delivery"],
-  ["commerce", "portal"],
+  ["commerce", "portal", "imports"],
   ["overview"],
   ["routes"],
   ["app"],

@@ -21,6 +21,7 @@ describe("the benchmark's floor statements", () => {
     expect(VALIDATE_READ).toEqual(
       licenseToValidate.variant(check).text({
         key: "FLOORUSERKEY",
+        legacy: "",
         named: 1,
         digest: null,
         machineId: "floor-machine",

@@ -196,11 +196,15 @@ describe("customer portal sign-in by user key", () => {
     expect(list.body["licenses"].map((l: { licenseId: string }) => l.licenseId)).toEqual([w.second.licenseId]);
 
     const sessions = await env.DB.prepare("SELECT count(*) AS n FROM portal_credentials").first<{ n: number }>();
-    for (const bad of ["not a key!", "UUUUU-UUUUU-UUUUU", "AB", "x".repeat(300)]) {
+    // Neither a user key (Crockford base32) nor a legacy key (8 to 256 printable characters: CONTRACT 16).
+    for (const bad of ["UUUUU-U", "AB", "x".repeat(300), "tab\u0007key-text"]) {
       const res = await call("POST", "/v1/portal/sign-in", { body: { userKey: bad } });
       expect(res.status, bad).toBe(400);
       if (bad.length < 200) expect(res.body["message"]).toMatch(/user key is malformed/);
     }
+    // What could be a legacy key is looked up, and names nothing here.
+    const unknown = await call("POST", "/v1/portal/sign-in", { body: { userKey: "not a key!" } });
+    expect(unknown.status).toBe(401);
     const none = await call("POST", "/v1/portal/sign-in", { body: {} });
     expect(none.status).toBe(400);
     expect(none.body["message"]).toMatch(/one of userKey, email or linkToken/);

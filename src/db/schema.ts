@@ -199,10 +199,16 @@ export const customers = sqliteTable(
     rating: integer("rating"),
     notes: text("notes"),
     meta: text("meta"),
+    /** The customer's id in the system it was imported from (`keygen:<user id>`): a second import finds it by this. */
+    sourceId: text("source_id"),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
-  (t) => [uniqueIndex("customers_code").on(t.code), index("customers_email").on(t.email)],
+  (t) => [
+    uniqueIndex("customers_code").on(t.code),
+    index("customers_email").on(t.email),
+    uniqueIndex("customers_source_id").on(t.sourceId),
+  ],
 );
 
 export const contacts = sqliteTable(
@@ -489,11 +495,22 @@ export const licenses = sqliteTable(
     meta: text("meta"),
     /** HMAC of the core fields keyed by Application:EncryptionKey; a mismatch reads as Tampered (CONTRACT 4). */
     integrity: text("integrity"),
+    /**
+     * SHA-256 of the key another system issued (CONTRACT 16, `legacyKey`: trimmed, as typed), accepted wherever the
+     * user key is; the key itself is never stored.
+     */
+    legacyKeyDigest: text("legacy_key_digest"),
+    /** The legacy key's last 4 characters, to show it as other secrets are shown. */
+    legacyKeyHint: text("legacy_key_hint"),
+    /** The license's id in the system it was imported from (`keygen:<id>`): a second import finds it by this. */
+    sourceId: text("source_id"),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
   (t) => [
     uniqueIndex("licenses_license_id").on(t.licenseId),
+    uniqueIndex("licenses_legacy_key").on(t.legacyKeyDigest),
+    uniqueIndex("licenses_source_id").on(t.sourceId),
     uniqueIndex("licenses_user_key").on(t.userKey),
     // User keys are looked up as typed, read as Crockford base32 (licensing/user-key.ts): by the key without its
     // dashes, whatever format it was generated with. Unique, so one typed key never names two licenses.
@@ -523,11 +540,14 @@ export const licenseTokens = sqliteTable(
     issueDate: text("issue_date").notNull(),
     expireDate: text("expire_date"),
     lastHeartbeat: text("last_heartbeat"),
+    /** An imported machine's id in the system it came from (`keygen:<machine id>`): the compatible routes name it. */
+    sourceId: text("source_id"),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
   (t) => [
     uniqueIndex("license_tokens_digest").on(t.tokenDigest),
+    uniqueIndex("license_tokens_source_id").on(t.sourceId),
     index("license_tokens_license").on(t.licenseId, t.machineId, t.clientId),
   ],
 );
@@ -959,4 +979,37 @@ export const portalCredentials = sqliteTable(
     index("portal_credentials_customer").on(t.customerId),
     index("portal_credentials_license").on(t.licenseId),
   ],
+);
+
+/**
+ * Imports from another system (CONTRACT 16; imports/import-service.ts): one row a run, its report as it grows. A large
+ * import's rows wait in R2 (`imports/<importId>/<chunk>.json`) for the queue; `processed` counts the rows judged.
+ */
+export const imports = sqliteTable(
+  "imports",
+  {
+    id: id(),
+    /** Public identifier: `imp` + 12 lower-case hex characters. */
+    importId: text("import_id").notNull(),
+    source: text("source").notNull(),
+    dryRun: bool("dry_run").notNull().default(false),
+    /** `running` (queued chunks remain), `done`, or `failed` (a chunk could not be written; the report says which). */
+    status: text("status").notNull(),
+    /** Rows the source held (licenses), those with errors included. */
+    total: integer("total").notNull(),
+    processed: integer("processed").notNull().default(0),
+    createdCustomers: integer("created_customers").notNull().default(0),
+    createdLicenses: integer("created_licenses").notNull().default(0),
+    createdActivations: integer("created_activations").notNull().default(0),
+    /** Rows already imported before (found by source id or legacy key): left as they were. */
+    skipped: integer("skipped").notNull().default(0),
+    errorCount: integer("error_count").notNull().default(0),
+    /** The first IMPORT_ERRORS_KEPT errors, `[{ row, field, message }]`. */
+    errors: json<{ row: number; field: string; message: string }[]>("errors").notNull(),
+    unsupported: json<string[]>("unsupported").notNull(),
+    createdBy: text("created_by"),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [uniqueIndex("imports_import_id").on(t.importId)],
 );

@@ -9,7 +9,7 @@ import type { Db } from "../db/client";
 import { type Params, batchReads, compiled } from "../db/compiled";
 import { licenses } from "../db/schema";
 import { MAX_FILTER_PARAMETERS } from "../http/filter";
-import { userKeyIs } from "../licensing/user-key";
+import { type TypedKey, userKeyIs } from "../licensing/user-key";
 import { callerRead } from "./caller";
 import { memo } from "../kernel/memo";
 import { audienceCondition } from "../updates/audience";
@@ -22,7 +22,7 @@ export interface WithAudience {
 }
 
 /** Which license an audience read looks at: the one with a user key (compact form), or by its integer key. */
-export type AudienceLicense = { key: string } | { id: number };
+export type AudienceLicense = { key: TypedKey } | { id: number };
 
 /**
  * The audience reads of a chunk of audiences: the caller's row, read as the license read of an update route reads it
@@ -36,8 +36,8 @@ function describeChecks(chunk: readonly string[]) {
     sql`, `,
   )})`.as("audience_matched");
   return {
-    byKey: compiled((db, p: Params<{ productId: number; key: string }>) =>
-      callerRead(db, p.productId, userKeyIs(p.key), { matched }),
+    byKey: compiled((db, p: Params<{ productId: number; key: string; legacy: string }>) =>
+      callerRead(db, p.productId, userKeyIs(p.key, p.legacy), { matched }),
     ),
     byId: compiled((db, p: Params<{ productId: number; id: number }>) =>
       callerRead(db, p.productId, eq(licenses.id, p.id), { matched }),
@@ -75,7 +75,7 @@ export function audienceReads(which: AudienceLicense, releases: readonly WithAud
   const queries = chunks.map((chunk) => {
     const checks = checksOf(chunk);
     return "key" in which
-      ? checks.byKey.with({ productId, key: which.key })
+      ? checks.byKey.with({ productId, key: which.key.compact, legacy: which.key.legacy })
       : checks.byId.with({ productId, id: which.id });
   });
   /** The ids of the releases whose audience matched, from the rows of `queries` (in their order). */

@@ -12,7 +12,7 @@ import { INSTALL_ID_HEADER, INSTALL_ID_PATTERN, type ServiceContext } from "../h
 import { ApiError } from "../kernel/errors";
 import type { LicenseRow } from "../licensing/license-core";
 import { type JudgedLicense, judgeLicense } from "../licensing/policy";
-import { compactUserKey, userKeyIs } from "../licensing/user-key";
+import { type TypedKey, typedKey, userKeyIs } from "../licensing/user-key";
 import { countFailedLogin } from "../protection/limits";
 import { REFUSAL_REASONS, type UpdateReason, updateRefusal } from "./reasons";
 
@@ -75,11 +75,12 @@ export function installIdOf(value: string | undefined): string | undefined {
 }
 
 /**
- * The user key of a request in its compact form (read as Crockford base32 is typed: licensing/user-key.ts); undefined
- * for an anonymous caller.
+ * The user key of a request read both ways (licensing/user-key.ts typedKey: the service's keys in their compact form,
+ * legacy keys as typed); undefined for an anonymous caller (no key, or a blank one).
  */
-export function callerKey(userKey: string | undefined): string | undefined {
-  return compactUserKey(userKey ?? "") || undefined;
+export async function callerKey(userKey: string | undefined): Promise<TypedKey | undefined> {
+  if (userKey === undefined || userKey.trim() === "") return undefined;
+  return typedKey(userKey);
 }
 
 /**
@@ -108,13 +109,13 @@ export function callerRead<E extends Record<string, SQL.Aliased>>(
     .limit(1);
 }
 
-const callerLicense = compiled((db, p: Params<{ productId: number; key: string }>) =>
-  callerRead(db, p.productId, userKeyIs(p.key), {}),
+const callerLicense = compiled((db, p: Params<{ productId: number; key: string; legacy: string }>) =>
+  callerRead(db, p.productId, userKeyIs(p.key, p.legacy), {}),
 );
 
 /** The caller behind a user key (callerRead), unexecuted. */
-export function callerLicenseQuery(productId: number, key: string) {
-  return callerLicense.with({ productId, key });
+export function callerLicenseQuery(productId: number, key: TypedKey) {
+  return callerLicense.with({ productId, key: key.compact, legacy: key.legacy });
 }
 
 /**

@@ -12,24 +12,25 @@ import { licenses } from "../db/schema";
 import type { ServiceContext } from "../http/context";
 import { feedTokenHolds, feedTokenLicenseId } from "../licensing/feed-token";
 import type { LicenseRow } from "../licensing/license-core";
+import type { TypedKey } from "../licensing/user-key";
 import { type Caller, USER_KEY_HEADER, callerKey, callerLicenseQuery, callerRead, judgeCaller } from "./caller";
 import { updateRefusal } from "./reasons";
 
 /** The query parameter of a feed token. */
 export const FEED_TOKEN_QUERY = "feed";
 
-/** Who a request says it is: a user key (compact form), a feed token, or nobody. */
-export type Credential = { key: string } | { feedToken: string } | undefined;
+/** Who a request says it is: a user key (read both ways: licensing/user-key.ts), a feed token, or nobody. */
+export type Credential = { key: TypedKey } | { feedToken: string } | undefined;
 
 /**
  * The credential of a request: the user key (header first, then the `userKey` query parameter), else a feed token.
  * A blank or unreadable value is still a credential (it names nobody, and the answer says so), never anonymous.
  */
-export function credentialOf(
+export async function credentialOf(
   header: (name: string) => string | undefined,
   query: (name: string) => string | undefined,
-): Credential {
-  const key = callerKey(header(USER_KEY_HEADER) ?? query("userKey"));
+): Promise<Credential> {
+  const key = await callerKey(header(USER_KEY_HEADER) ?? query("userKey"));
   if (key) return { key };
   const feedToken = query(FEED_TOKEN_QUERY);
   if (feedToken !== undefined) return { feedToken };

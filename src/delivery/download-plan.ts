@@ -92,14 +92,14 @@ const artifactRows = compiled(
  * statement; one row when they are the same license. Null names nothing. What the license policy judges, and whether
  * the license traces.
  */
-const namedLicenses = compiled((db, p: Params<{ key: string | null; id: number | null }>) =>
+const namedLicenses = compiled((db, p: Params<{ key: string | null; legacy: string | null; id: number | null }>) =>
   db
     .select({
       license: { ...judgedLicenseColumns, trace: licenses.trace },
-      byKey: sql<number>`coalesce(${userKeyIs(p.key)}, 0)`.mapWith(Number).as("by_key"),
+      byKey: sql<number>`coalesce(${userKeyIs(p.key, p.legacy)}, 0)`.mapWith(Number).as("by_key"),
     })
     .from(licenses)
-    .where(or(eq(licenses.id, p.id), userKeyIs(p.key)))
+    .where(or(eq(licenses.id, p.id), userKeyIs(p.key, p.legacy)))
     .limit(2),
 );
 
@@ -141,7 +141,7 @@ async function refuseUnoffered(
 /** The download a request names, and whether (and for which license) it may be served; throws the refusals. */
 export async function planDownload(ctx: ServiceContext, request: DownloadRequest): Promise<DownloadPlan> {
   const { product, platform, token } = request;
-  const key = callerKey(request.userKey);
+  const key = await callerKey(request.userKey);
   // Its signature and expiry, without D1: which license it names, for the batch to read.
   const claim = token === undefined ? undefined : await readDownloadToken(ctx, token);
   const artifacts = artifactRows.with({
@@ -153,7 +153,10 @@ export async function planDownload(ctx: ServiceContext, request: DownloadRequest
   });
   const [rows, named] =
     key || claim
-      ? await batchReads(ctx.db, [artifacts, namedLicenses.with({ key: key ?? null, id: claim?.licenseId ?? null })])
+      ? await batchReads(ctx.db, [
+          artifacts,
+          namedLicenses.with({ key: key?.compact ?? null, legacy: key?.legacy ?? null, id: claim?.licenseId ?? null }),
+        ])
       : [...(await batchReads(ctx.db, [artifacts])), []];
 
   // `kind` tells apart the artifacts of one release and platform that share a file name (an installer and a zip; the

@@ -29,7 +29,7 @@ import {
 } from "./license-lookup";
 import { batchReads } from "../db/compiled";
 import { clientToken } from "./client-tokens";
-import { sameUserKey } from "./user-key";
+import { keyNames, typedKey } from "./user-key";
 import type { ActivateResult, CountResult } from "./activation";
 import type { HeartbeatInput, ReleaseInput, RequestInput } from "./inputs";
 
@@ -276,7 +276,7 @@ export async function releaseSeat(ctx: ServiceContext, input: ReleaseInput, clie
   const found = await findSeatToken(ctx, input.licenseToken, seatTokenByDigest);
   const { digest, token } = found;
   const license = { ...found.license, productCode: found.productCode };
-  if (input.userKey?.trim() && !sameUserKey(input.userKey, license.userKey))
+  if (input.userKey?.trim() && !keyNames(await typedKey(input.userKey), license))
     throw fail(GrpcCode.NotFound, Messages.tokenNotFound);
   const at = now();
   await requireUsable(ctx.config, license, at);

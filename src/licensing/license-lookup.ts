@@ -12,7 +12,7 @@ import { licenses, products } from "../db/schema";
 import type { ServiceContext } from "../http/context";
 import { type Params, batchReads, checkable } from "../db/compiled";
 import { type JudgedLicense, type LicenseRefusal, judgeLicense } from "./policy";
-import { MAX_TYPED_USER_KEY, compactUserKey, userKeyIs } from "./user-key";
+import { type TypedKey, typedKey, userKeyIs } from "./user-key";
 
 export const Messages = {
   invalidKey: "Invalid license key",
@@ -74,28 +74,27 @@ export const fail = (code: GrpcCode, message: LicensingMessage, headers?: Record
 export type LicenseWithProduct = LicenseRow & { productCode: string };
 
 /**
- * A user key as the operations take it: read as Crockford base32 is typed (user-key.ts: any case, spaces and dashes
- * ignored), in its compact form; 523 `invalidUserKey` when nothing is left of it or it is too long to be one.
+ * A user key as the operations take it (user-key.ts typedKey): read as Crockford base32 is typed (any case, spaces and
+ * dashes ignored) for the service's keys, and as typed for a legacy key; 523 `invalidUserKey` when it can be neither.
  */
-export function userKeyOf(userKey: string | undefined): string {
-  const typed = userKey?.trim() ?? "";
-  const key = typed.length > MAX_TYPED_USER_KEY ? "" : compactUserKey(typed);
-  if (key === "") throw fail(GrpcCode.InvalidArgument, Messages.invalidKey);
+export async function userKeyOf(userKey: string | undefined): Promise<TypedKey> {
+  const key = await typedKey(userKey ?? "");
+  if (key.compact === "" && key.legacy === "") throw fail(GrpcCode.InvalidArgument, Messages.invalidKey);
   return key;
 }
 
-const licenseWithProduct = checkable((db, p: Params<{ key: string }>, checked) =>
+const licenseWithProduct = checkable((db, p: Params<{ key: string; legacy: string }>, checked) =>
   db
     .select({ license: licenses, productCode: products.code, checked: sql<number>`${checked}` })
     .from(licenses)
     .innerJoin(products, eq(products.id, licenses.productId))
-    .where(userKeyIs(p.key))
+    .where(userKeyIs(p.key, p.legacy))
     .limit(1),
 );
 
 /** The license with this user key and its product's code, unexecuted (operations batch it with other reads). */
-export function licenseByUserKey(key: string) {
-  return licenseWithProduct.with({ key });
+export function licenseByUserKey(key: TypedKey) {
+  return licenseWithProduct.with({ key: key.compact, legacy: key.legacy });
 }
 
 export function foundLicense<L extends ViewedLicense = LicenseRow>(
@@ -107,13 +106,13 @@ export function foundLicense<L extends ViewedLicense = LicenseRow>(
 
 /** The license a user key names, with its product's code; 523 for a malformed key, 525 for an unknown one. */
 export async function findByUserKey(db: Db, userKey: string | undefined): Promise<LicenseWithProduct> {
-  const [[row]] = await batchReads(db, [licenseByUserKey(userKeyOf(userKey))]);
+  const [[row]] = await batchReads(db, [licenseByUserKey(await userKeyOf(userKey))]);
   return foundLicense(row);
 }
 
 /** findByUserKey for an operation (its read carries the request's deferred checks: db/first-batch.ts). */
 async function findLicense(ctx: ServiceContext, userKey: string | undefined): Promise<LicenseWithProduct> {
-  const key = userKeyOf(userKey);
+  const key = await userKeyOf(userKey);
   const [rows] = await batchReads(ctx.db, [licenseByUserKey(key)]);
   return foundLicense(rows[0]);
 }

@@ -17,7 +17,7 @@ import { spendCredentialBudget } from "../protection/limits";
 import { recordTrace } from "./traces";
 import type { ClientInfo } from "../http/context";
 import { Messages, fail } from "./license-lookup";
-import { compactUserKey, userKeyIs } from "./user-key";
+import { typedKey, userKeyIs } from "./user-key";
 import { z } from "@hono/zod-openapi";
 import type { Config } from "../kernel/config";
 import type { Db } from "../db/client";
@@ -36,10 +36,11 @@ export const MAX_INLINE_CONTENT_BYTES = 256 * 1024;
  */
 export async function storeReport(ctx: ServiceContext, input: ReportInput, client: ClientInfo): Promise<number> {
   const bound = ctx.principal?.licenseId;
-  const userKey = compactUserKey(input.userKey ?? "") || undefined;
+  const typed = await typedKey(input.userKey ?? "");
+  const userKey = typed.compact || typed.legacy ? typed : undefined;
   const columns = { id: licenses.id, licenseId: licenses.licenseId, trace: licenses.trace };
   const license = userKey
-    ? await ctx.db.select(columns).from(licenses).where(userKeyIs(userKey)).get()
+    ? await ctx.db.select(columns).from(licenses).where(userKeyIs(userKey.compact, userKey.legacy)).get()
     : bound !== undefined
       ? await ctx.db.select(columns).from(licenses).where(eq(licenses.licenseId, bound)).get()
       : undefined;

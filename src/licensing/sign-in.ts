@@ -11,6 +11,7 @@ import { ApiError, LicensingError } from "../kernel/errors";
 import type { Role } from "../http/app-env";
 import type { ServiceContext } from "../http/context";
 import { Reasons, licenseByUserKey, userKeyOf } from "./license-lookup";
+import type { TypedKey } from "./user-key";
 import { type LicenseRefusal, judgeLicense } from "./policy";
 
 export const INVALID_USER_KEY = "Invalid user key.";
@@ -38,9 +39,9 @@ export async function signInWithUserKey(
   ctx: ServiceContext,
   userKey: string,
 ): Promise<{ token: string; expiresIn: number; roles: Role[] }> {
-  let key: string;
+  let key: TypedKey;
   try {
-    key = userKeyOf(userKey);
+    key = await userKeyOf(userKey);
   } catch (e) {
     if (e instanceof LicensingError) throw new ApiError(401, INVALID_USER_KEY, {}, Reasons.invalidKey);
     throw e;

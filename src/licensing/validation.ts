@@ -36,7 +36,7 @@ export interface ValidateResult {
  * was named or the license is File mode; a named machine without an activation is 529.
  */
 export async function validate(ctx: ServiceContext, input: ValidateInput, client: ClientInfo): Promise<ValidateResult> {
-  const key = userKeyOf(input.userKey);
+  const key = await userKeyOf(input.userKey);
   const machineId = input.machineId?.trim() || undefined;
   const clientId = input.clientId?.trim() ?? "";
   const givenToken = input.licenseToken?.trim() || undefined;
@@ -46,7 +46,8 @@ export async function validate(ctx: ServiceContext, input: ValidateInput, client
   // the activation it names (which one it is needs the license's id: liveActivation decides).
   const [rows] = await batchReads(ctx.db, [
     licenseToValidate.with({
-      key,
+      key: key.compact,
+      legacy: key.legacy,
       named: named ? 1 : 0,
       digest: givenToken ? await sha256Hex(givenToken) : null,
       machineId: machineId ?? "",
@@ -139,7 +140,15 @@ interface Candidate {
 export const licenseToValidate = checkable(
   (
     db,
-    p: Params<{ key: string; named: number; digest: string | null; machineId: string; clientId: string; at: string }>,
+    p: Params<{
+      key: string;
+      legacy: string;
+      named: number;
+      digest: string | null;
+      machineId: string;
+      clientId: string;
+      at: string;
+    }>,
     checked,
   ) =>
     db
@@ -160,7 +169,7 @@ export const licenseToValidate = checkable(
       })
       .from(licenses)
       .innerJoin(products, eq(products.id, licenses.productId))
-      .where(userKeyIs(p.key))
+      .where(userKeyIs(p.key, p.legacy))
       .limit(1),
 );
 

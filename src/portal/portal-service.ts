@@ -22,7 +22,7 @@ import { changeLicense } from "../licensing/license-writes";
 import type { LicenseRow } from "../licensing/license-core";
 import { judgeLicense } from "../licensing/policy";
 import { licenseByUserKey } from "../licensing/license-lookup";
-import { MAX_TYPED_USER_KEY, compactUserKey } from "../licensing/user-key";
+import { type TypedKey, typedKey } from "../licensing/user-key";
 import { httpUrl } from "../records/products";
 import { LICENSE_TYPES, LICENSING_MODES, Mode, TokenKind } from "../records/vocabulary";
 import { OrderStatus, PaymentStatus } from "../records/orders";
@@ -45,11 +45,15 @@ export const LINK_SENT = "If a customer account has this email address, a sign-i
 const CROCKFORD = new Set(CROCKFORD32);
 const EMAIL = /^[^\s@<>",;()[\]\\]+@[^\s@<>",;()[\]\\]+\.[^\s@<>",;()[\]\\]+$/;
 
-/** A typed user key in its compact form, or 400 when it cannot be one (wrong characters, too short or long). */
-function typedUserKey(typed: string): string {
-  const compact = typed.length > MAX_TYPED_USER_KEY ? "" : compactUserKey(typed.trim());
-  if (compact.length < 8 || [...compact].some((ch) => !CROCKFORD.has(ch))) throw new ApiError(400, MALFORMED_USER_KEY);
-  return compact;
+/**
+ * A typed key read both ways (licensing/user-key.ts typedKey), or 400 when it can be neither a user key (wrong
+ * characters, too short or long) nor a legacy key.
+ */
+async function typedUserKey(typed: string): Promise<TypedKey> {
+  const key = await typedKey(typed);
+  const compact = key.compact.length >= 8 && [...key.compact].every((ch) => CROCKFORD.has(ch)) ? key.compact : "";
+  if (compact === "" && key.legacy === "") throw new ApiError(400, MALFORMED_USER_KEY);
+  return { compact, legacy: key.legacy };
 }
 
 /** A typed email address, trimmed, or 400. */
@@ -65,7 +69,7 @@ export function typedEmail(typed: string): string {
  * one signs in (its customer may want the renewal link).
  */
 export async function signInWithKey(ctx: ServiceContext, typed: string): Promise<SessionFor> {
-  const key = typedUserKey(typed);
+  const key = await typedUserKey(typed);
   return protectLogin(ctx, USER_KEY_ATTEMPT, async () => {
     const [[row]] = await batchReads(ctx.db, [licenseByUserKey(key)]);
     const verdict = await judgeLicense(ctx.config["Application:EncryptionKey"], row?.license, clock.now());

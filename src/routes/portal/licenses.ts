@@ -227,7 +227,8 @@ export const portalDownloadsHandler: RouteHandler<typeof portalDownloadsRoute, A
   const license = await ownLicense(ctx, scopeOf(c), licenseId);
   const product = await ctx.db.select().from(products).where(eq(products.id, license.productId)).get();
   if (!product) throw new ApiError(404, `License ${licenseId} not found`);
-  const credential = { key: compactUserKey(license.userKey) };
+  // The license itself: its own key names it (a legacy key is not needed to find it).
+  const credential = { key: { compact: compactUserKey(license.userKey), legacy: "" } };
   const platforms = (asked ? [asked] : PLATFORMS) as readonly Platform[];
   const downloads = [];
   for (const platform of platforms) {

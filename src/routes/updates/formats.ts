@@ -140,7 +140,7 @@ export async function formatAnswer(
     c,
     product,
     [product.code, String(product.releaseGeneration), ...key],
-    sharedAnswer(c, credentialFrom(c)),
+    sharedAnswer(c, await credentialFrom(c)),
     produce,
   );
   return notModifiedFor(c.req.header("if-none-match"), res);

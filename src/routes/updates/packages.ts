@@ -140,7 +140,7 @@ async function squirrelResponse(c: Context<AppEnv>): Promise<Response> {
   if (!platform.startsWith("win-"))
     throw new ApiError(404, `Squirrel.Windows serves Windows platforms (win-x64, win-arm64), not ${platform}`);
   const file = c.req.param("file") ?? "";
-  const credential = credentialFrom(c);
+  const credential = await credentialFrom(c);
   if (file !== "RELEASES") return packageRedirect(c, platform, file, credential);
   const channel = requireChannel(c.req.query("channel"));
   const current = localVersionOf(c);
@@ -171,7 +171,7 @@ async function velopackResponse(c: Context<AppEnv>, pathToken?: string): Promise
   const platform = requirePlatform(c.req.param("platform"));
   const file = c.req.param("file") ?? "";
   const channel = velopackChannel(file, platform);
-  const credential: Credential = pathToken !== undefined ? { feedToken: pathToken } : credentialFrom(c);
+  const credential: Credential = pathToken !== undefined ? { feedToken: pathToken } : await credentialFrom(c);
   if (channel === undefined) return packageRedirect(c, platform, file, credential);
   const current = localVersionOf(c);
   const product = await requireProduct(ctx, c.req.param("productCode") ?? "");

@@ -45,7 +45,7 @@ export function userKeyOf(c: Context<AppEnv>): string | undefined {
 }
 
 /** Who an update feed's request names: its user key, else a license's feed token (credential.ts). */
-export function credentialFrom(c: Context<AppEnv>): Credential {
+export function credentialFrom(c: Context<AppEnv>): Promise<Credential> {
   return credentialOf(
     (name) => c.req.header(name),
     (name) => c.req.query(name),
@@ -232,7 +232,7 @@ export async function askingFor(
   const { caller, releases, audienceMatched } = await callerAndReleases(
     ctx,
     product,
-    options.credential ?? credentialFrom(c),
+    options.credential ?? (await credentialFrom(c)),
     platform,
     channel,
     options.offerable,

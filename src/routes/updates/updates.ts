@@ -70,7 +70,7 @@ async function feedResponse(
   if (!feedFiles(platform).includes(file))
     throw new ApiError(404, `No feed file '${file}' for ${platform}: ${feedFiles(platform).join(" or ")}`);
   const product = await requireProduct(ctx, codeParam);
-  const credential = credentialFrom(c);
+  const credential = await credentialFrom(c);
   const res = await throughCache(
     c,
     product,
@@ -210,7 +210,7 @@ const checkForUpdateHandler: Handler<AppEnv> = async (c) => {
   const channel = requireChannel(c.req.query("channel"));
   const version = requireVersion(c.req.query("version"));
   const product = await requireProduct(ctx, c.req.param("productCode") ?? "");
-  const credential = credentialFrom(c);
+  const credential = await credentialFrom(c);
   return throughCache(
     c,
     product,
