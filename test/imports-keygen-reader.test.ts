@@ -8,167 +8,22 @@
 import { describe, expect, it } from "vitest";
 import { readKeygen } from "../src/imports/keygen";
 import type { ImportRow } from "../src/imports/rows";
-import licensesPage1 from "./fixtures/keygen/licenses-page-1.json";
+import { ID, JANE, KEYGEN_ROWS, keygenData, licenseId, machineId } from "./fixtures/keygen/keygen-fixtures";
 import licensesPage2 from "./fixtures/keygen/licenses-page-2.json";
-import machinesPage1 from "./fixtures/keygen/machines-page-1.json";
-import machinesPage2 from "./fixtures/keygen/machines-page-2.json";
-import policies from "./fixtures/keygen/policies.json";
-import products from "./fixtures/keygen/products.json";
-import users from "./fixtures/keygen/users.json";
 import type { JsonBody } from "./json-body";
 
 type Json = JsonBody;
-
-/** A fresh copy of the fixtures, as the import receives them: licenses and machines in two pages each. */
-function keygenData(): Json {
-  return structuredClone({
-    products,
-    policies,
-    licenses: [licensesPage1, licensesPage2],
-    machines: [machinesPage1, machinesPage2],
-    users,
-  });
-}
 
 /** The license of a row (1-based across the two pages of three). */
 function license(data: Json, row: number): Json {
   return data["licenses"][Math.floor((row - 1) / 3)].data[(row - 1) % 3];
 }
 
-const ID = {
-  nodeLocked: "6b0c1d2e-3f40-4a5b-8c6d-7e8f90a1b2c3",
-  floating: "7c1d2e3f-4051-4b6c-9d7e-8f90a1b2c3d4",
-  concurrent: "8d2e3f40-5162-4c7d-8e8f-90a1b2c3d4e5",
-  annual: "9e3f4051-6273-4d8e-9f90-a1b2c3d4e5f6",
-  server: "e4b7a6c5-2d18-4f39-9a0b-1c2d3e4f5a6b",
-};
-/** The Keygen id of the license of row n (the fixtures' licenses in their order), and of machine n. */
-const licenseId = (n: number) => `a1b2c3d4-000${n}-4e5f-8a9b-0c1d2e3f4a5${n}`;
-const machineId = (n: number) => `c0ffee00-000${n}-4abc-9def-11223344556${n}`;
-const JANE = {
-  sourceId: "2f8e6a4c-1b3d-4e5f-a7b9-c0d1e2f3a4b5",
-  email: "jane.doe@example.com",
-  firstName: "Jane",
-  lastName: "Doe",
-};
-const ALAN = {
-  sourceId: "4bab8c6e-3d5f-4071-89db-e2f3a4b5c6d7",
-  email: "alan@turing.example",
-  firstName: "Alan",
-  lastName: "Turing",
-};
-
-const EXPECTED_ROWS: ImportRow[] = [
-  {
-    row: 1,
-    sourceId: licenseId(1),
-    legacyKey: "C1B6DE-39A6E3-DE1529-8559A0-4AF593-V3",
-    product: "acme-desktop",
-    customer: JANE,
-    edition: "Desktop Node-Locked",
-    expireDate: "2027-03-01T00:00:00.000Z",
-    licensingMode: "activation",
-    maxClients: 1,
-    machines: [
-      {
-        fingerprint: "8c:1e:42:7a:90:3b:d5:f6:0e:21:c4:9b:57:aa:13:6d",
-        sourceId: machineId(1),
-        name: "Jane's MacBook Pro",
-      },
-    ],
-  },
-  {
-    row: 2,
-    sourceId: licenseId(2),
-    legacyKey: "8F2A91-D04C7B-E5A316-9B7E20-C4D18F-V3",
-    product: "acme-desktop",
-    // No first or last name in Keygen: its fullName split at the last space.
-    customer: {
-      sourceId: "3a9f7b5d-2c4e-4f60-b8ca-d1e2f3a4b5c6",
-      email: "ops@northwind.example",
-      firstName: "Grace Brewster",
-      lastName: "Hopper",
-    },
-    edition: "Desktop Floating",
-    // expiry null: perpetual. The license's maxMachines (10) wins over its floating policy's (3).
-    licensingMode: "activation",
-    maxClients: 10,
-    machines: [
-      { fingerprint: "3f9a1c0e7b2d4e6f8a0b1c2d3e4f5a6b", sourceId: machineId(2), name: "Studio PC 1" },
-      { fingerprint: "7d4e2b9a0c1f3e5d6a8b9c0d1e2f3a4b", sourceId: machineId(3) },
-    ],
-  },
-  {
-    row: 3,
-    sourceId: licenseId(3),
-    legacyKey: "4E7D2C-B91A05-36F8E4-D2C719-A0B65E-V3",
-    // The product has no code in Keygen: its name.
-    product: "Acme Server",
-    customer: ALAN,
-    edition: "Server Concurrent",
-    expireDate: "2026-12-31T23:59:59.000Z",
-    licensingMode: "floating",
-    maxClients: 5,
-    machines: [
-      {
-        fingerprint: "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        sourceId: machineId(6),
-        name: "app-server",
-      },
-    ],
-  },
-  {
-    row: 4,
-    sourceId: licenseId(4),
-    legacyKey: "7A3F0E-C62D91-84B5E7-1F9C3A-D6E280-V3",
-    product: "acme-desktop",
-    customer: JANE,
-    edition: "Desktop Node-Locked",
-    expireDate: "2026-09-30T00:00:00.000Z",
-    licensingMode: "activation",
-    maxClients: 1,
-    revoked: true,
-    description: "Suspended in Keygen",
-    machines: [],
-  },
-  {
-    row: 5,
-    sourceId: licenseId(5),
-    legacyKey: "B5C8E1-2F7A94-D03B6C-E81F45-9A2D70-V3",
-    product: "Acme Server",
-    // No owner: no customer. No expiry attribute: created (2025-06-15T09:30Z) + the policy's 31536000 s.
-    edition: "Server Annual",
-    expireDate: "2026-06-15T09:30:00.000Z",
-    licensingMode: "activation",
-    maxClients: 2,
-    machines: [
-      {
-        fingerprint: "b1946ac92492d2347c6235b4d2611184a8f3e3b0c44298fc1c149afbf4c8996f",
-        sourceId: machineId(4),
-        name: "build-01",
-      },
-    ],
-  },
-  {
-    row: 6,
-    sourceId: licenseId(6),
-    legacyKey: "ACME-DESKTOP-2024-000042",
-    product: "acme-desktop",
-    // The older API's `user` relationship.
-    customer: ALAN,
-    edition: "Desktop Floating",
-    expireDate: "2028-01-15T12:00:00.000Z",
-    licensingMode: "activation",
-    maxClients: 3,
-    machines: [{ fingerprint: "DESKTOP-7QK2M4P", sourceId: machineId(5), name: "Alan's workstation" }],
-  },
-];
-
 describe("Keygen's documents read into rows", () => {
   it("reads the fixtures: six licenses over two pages, their products, policies, owners and machines", () => {
     const read = readKeygen(keygenData());
     expect(read.errors).toEqual([]);
-    expect(read.rows).toEqual(EXPECTED_ROWS);
+    expect(read.rows).toEqual(KEYGEN_ROWS);
     expect(read.unsupported).toEqual([
       `policy 'Server Annual' (${ID.annual}): maxCores 16`,
       `policy 'Server Annual' (${ID.annual}): maxUses 1000`,
@@ -265,6 +120,12 @@ describe("Keygen's documents read into rows", () => {
       expected: { edition: `Desktop ${"N".repeat(56)}` },
     },
     {
+      name: "a policy name is cut at a whole character (64 UTF-16 code units at most)",
+      change: (d) => (d["policies"].data[3].attributes.name = `${"N".repeat(63)}\u{1F511}Pro`),
+      row: 1,
+      expected: { edition: "N".repeat(63) },
+    },
+    {
       name: "a fullName of one word is the first name",
       change: (d) =>
         Object.assign(d["users"].data[0].attributes, { firstName: null, lastName: null, fullName: "Cher" }),
@@ -278,7 +139,7 @@ describe("Keygen's documents read into rows", () => {
     const read = readKeygen(data);
     expect(read.errors).toEqual([]);
     expect(read.rows).toHaveLength(6);
-    expect(read.rows.find((r) => r.row === row)).toEqual({ ...EXPECTED_ROWS[row - 1], ...expected });
+    expect(read.rows.find((r) => r.row === row)).toEqual({ ...KEYGEN_ROWS[row - 1], ...expected });
   });
 
   const extras: { name: string; change: (data: Json) => void; unsupported: string }[] = [
@@ -402,23 +263,29 @@ describe("Keygen's documents with problems", () => {
     {
       name: "a license maxMachines below 0",
       change: (d) => (license(d, 2).attributes.maxMachines = -1),
-      errors: [[2, "licenses[0].data[1].attributes.maxMachines", /non-negative integer: -1/]],
+      errors: [[2, "licenses[0].data[1].attributes.maxMachines", /integer up to 2147483647: -1$/]],
       rows: [1, 3, 4, 5, 6],
     },
     {
       name: "a policy maxMachines as text: every license of the policy",
       change: (d) => (d["policies"].data[2].attributes.maxMachines = "3"),
       errors: [
-        [2, "policies.data[2].attributes.maxMachines", /non-negative integer: "3"/],
-        [6, "policies.data[2].attributes.maxMachines", /non-negative integer: "3"/],
+        [2, "policies.data[2].attributes.maxMachines", /integer up to 2147483647: "3"$/],
+        [6, "policies.data[2].attributes.maxMachines", /integer up to 2147483647: "3"$/],
       ],
       rows: [1, 3, 4, 5],
     },
     {
       name: "a policy duration of 1.5 seconds",
       change: (d) => (d["policies"].data[0].attributes.duration = 1.5),
-      errors: [[5, "policies.data[0].attributes.duration", /non-negative integer/]],
+      errors: [[5, "policies.data[0].attributes.duration", /integer up to 2147483647: 1.5$/]],
       rows: [1, 2, 3, 4, 6],
+    },
+    {
+      name: "a license maxProcesses past a 4-byte integer",
+      change: (d) => (license(d, 3).attributes.maxProcesses = 2_147_483_648),
+      errors: [[3, "licenses[0].data[2].attributes.maxProcesses", /: 2147483648$/]],
+      rows: [1, 2, 4, 5, 6],
     },
     {
       name: "suspended as text",
@@ -457,9 +324,9 @@ describe("Keygen's documents with problems", () => {
       rows: [1, 2, 4, 5, 6],
     },
     {
-      name: "a policy duration past 9999",
-      change: (d) => (d["policies"].data[0].attributes.duration = 300_000_000_000),
-      errors: [[5, "expiry", /after 9999/]],
+      name: "created + the policy's duration past 9999",
+      change: (d) => (license(d, 5).attributes.created = "9999-06-15T09:30:00.000Z"),
+      errors: [[5, "expiry", /^\+010000-06-14T09:30:00.000Z lies before 1970 or after 9999$/]],
       rows: [1, 2, 3, 4, 6],
     },
     {
@@ -600,6 +467,6 @@ describe("Keygen's documents with problems", () => {
     const got = read.errors.map((e) => [e.row, e.field, e.message]);
     expect(got).toEqual(errors.map(([row, field, message]) => [row, field, expect.stringMatching(message)]));
     expect(read.rows.map((r) => r.row)).toEqual(rows);
-    for (const row of same ?? rows) expect(read.rows.find((r) => r.row === row)).toEqual(EXPECTED_ROWS[row - 1]);
+    for (const row of same ?? rows) expect(read.rows.find((r) => r.row === row)).toEqual(KEYGEN_ROWS[row - 1]);
   });
 });

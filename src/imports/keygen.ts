@@ -24,8 +24,10 @@ type Problem = readonly [field: string, message: string];
 const KINDS = ["products", "policies", "licenses", "machines", "users"] as const;
 type Kind = (typeof KINDS)[number];
 
-/** The longest edition the service keeps: a longer policy name is cut (and reported as unsupported). */
+/** The longest edition (UTF-16 code units, as the CSV reader counts): a longer policy name is cut (and reported). */
 const EDITION_MAX = 64;
+/** Keygen's counts (maxMachines, maxProcesses, duration) are 4-byte integers, as is the licenses' maxClients. */
+const COUNT_MAX = 2_147_483_647;
 /** The last instant an expiry may be (the end of year 9999); the first is the Unix epoch. */
 const LAST_INSTANT = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
 /** ISO 8601 as Keygen writes timestamps ("2026-01-01T00:00:00.000Z"), also a date alone or another offset. */
@@ -33,10 +35,10 @@ const ISO_8601 = /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(\.\
 /** Policy attributes of Keygen with no equivalent here when set (not null), reported with their value. */
 const POLICY_LIMITS = ["maxCores", "maxUses", "maxMemory", "maxDisk", "maxUsers"];
 /** Policy strategies of Keygen with no equivalent here when other than Keygen's default. */
-const POLICY_STRATEGIES: [string, string][] = [
-  ["expirationStrategy", "RESTRICT_ACCESS"],
-  ["overageStrategy", "NO_OVERAGE"],
-];
+const POLICY_STRATEGIES: Record<string, string> = {
+  expirationStrategy: "RESTRICT_ACCESS",
+  overageStrategy: "NO_OVERAGE",
+};
 
 /** A JSON:API resource as read, with where it stands in the data (e.g. "licenses[1].data[3]"). */
 interface Resource {
@@ -59,26 +61,17 @@ interface Policy {
   problems: Problem[];
 }
 
-interface Product {
-  code?: string;
-  problems: Problem[];
-}
-
-interface User {
-  customer: ImportCustomer;
-  problems: Problem[];
-}
-
-interface Machines {
-  machines: ImportMachine[];
+/** What a product (its code), a user (the customer) or machines give the licenses naming them, with its problems. */
+interface Given<T> {
+  value: T;
   problems: Problem[];
 }
 
 interface Context {
-  products: Map<string, Product>;
+  products: Map<string, Given<string | undefined>>;
   policies: Map<string, Policy>;
-  users: Map<string, User>;
-  machines: Map<string, Machines>;
+  users: Map<string, Given<ImportCustomer>>;
+  machines: Map<string, Given<ImportMachine[]>>;
   unsupported: Set<string>;
 }
 
@@ -155,7 +148,7 @@ function licenseOf(r: Resource, ctx: Context, add: Add): Omit<ImportRow, "row"> 
   else if (!found) add("product", `Names product ${productId}, which is not among the products`);
   else {
     for (const [field, message] of found.problems) add(field, message);
-    product = found.code ?? "";
+    product = found.value ?? "";
   }
 
   const ownMachines = countOf(r, "maxMachines", add);
@@ -191,7 +184,7 @@ function licenseOf(r: Resource, ctx: Context, add: Add): Omit<ImportRow, "row"> 
     if (!user) add(relation, `Names user ${userId}, which is not among the users`);
     else {
       for (const [field, message] of user.problems) add(field, message);
-      customer = user.customer;
+      customer = user.value;
     }
     break;
   }
@@ -209,7 +202,7 @@ function licenseOf(r: Resource, ctx: Context, add: Add): Omit<ImportRow, "row"> 
     licensingMode,
     maxClients,
     ...(revoked && { revoked, description }),
-    machines: machines?.machines ?? [],
+    machines: machines?.value ?? [],
   };
 }
 
@@ -239,8 +232,7 @@ function expiryOf(r: Resource, policy: Policy | undefined, add: Add): string | u
     ms = start + duration * 1000;
   }
   if (ms < 0 || ms > LAST_INSTANT) {
-    const when = Math.abs(ms) <= 8.64e15 ? new Date(ms).toISOString() : `${ms} ms from 1970`;
-    add("expiry", `${when} lies before 1970 or after 9999`);
+    add("expiry", `${new Date(ms).toISOString()} lies before 1970 or after 9999`);
     return undefined;
   }
   return new Date(ms).toISOString();
@@ -282,13 +274,18 @@ function policyOf(r: Resource, unsupported: Set<string>): Policy {
     extras.push(`scheme ${scheme} (${scheme.includes("SIGN") ? "signed" : "encrypted"} keys)`);
   if (a["encrypted"] === true) extras.push("encrypted keys (legacy encryption)");
   if (a["usePool"] === true) extras.push("usePool (a pool of keys)");
-  for (const [k, standard] of POLICY_STRATEGIES)
+  for (const [k, standard] of Object.entries(POLICY_STRATEGIES))
     if (typeof a[k] === "string" && a[k] !== standard) extras.push(`${k} ${a[k]}`);
-  const chars = [...(name ?? "")];
-  if (chars.length > EDITION_MAX) extras.push(`name longer than ${EDITION_MAX} characters (the edition is cut)`);
+  // Cut at a whole character: a surrogate pair is never split.
+  let edition = "";
+  for (const char of name ?? "") {
+    if (edition.length + char.length > EDITION_MAX) break;
+    edition += char;
+  }
+  if (name && name.length > EDITION_MAX) extras.push(`name longer than ${EDITION_MAX} characters (the edition is cut)`);
   for (const extra of extras) unsupported.add(`${label}: ${extra}`);
   return {
-    ...(name !== undefined && { edition: chars.slice(0, EDITION_MAX).join("") }),
+    ...(name !== undefined && { edition }),
     floating: flagOf(r, "floating", add) === true,
     maxMachines: countOf(r, "maxMachines", add),
     maxProcesses: countOf(r, "maxProcesses", add),
@@ -299,15 +296,15 @@ function policyOf(r: Resource, unsupported: Set<string>): Policy {
   };
 }
 
-function productOf(r: Resource): Product {
+function productOf(r: Resource): Given<string | undefined> {
   const problems: Problem[] = [];
   const add: Add = (field, message) => problems.push([field, message]);
   const code = textOf(r, "code", add) ?? textOf(r, "name", add);
   if (code === undefined) add(`${r.at}.attributes.code`, `Product ${r.id} has neither a code nor a name`);
-  return { ...(code !== undefined && { code }), problems };
+  return { value: code, problems };
 }
 
-function userOf(r: Resource): User {
+function userOf(r: Resource): Given<ImportCustomer> {
   const problems: Problem[] = [];
   const add: Add = (field, message) => problems.push([field, message]);
   const email = textOf(r, "email", add);
@@ -319,13 +316,13 @@ function userOf(r: Resource): User {
     firstName = space < 0 ? fullName : fullName.slice(0, space).trim();
     lastName = space < 0 ? undefined : fullName.slice(space + 1);
   }
-  const customer: ImportCustomer = {
+  const value: ImportCustomer = {
     sourceId: r.id,
     ...(email !== undefined && { email }),
     ...(firstName !== undefined && { firstName }),
     ...(lastName !== undefined && { lastName }),
   };
-  return { customer, problems };
+  return { value, problems };
 }
 
 /**
@@ -333,7 +330,7 @@ function userOf(r: Resource): User {
  * problem of the whole; a machine's own problems (and a fingerprint twice on one license) are its license's.
  */
 function machinesOf(index: Map<string, Resource>, licenseIds: Set<string>, errors: ImportProblem[]) {
-  const byLicense = new Map<string, Machines>();
+  const byLicense = new Map<string, Given<ImportMachine[]>>();
   for (const r of index.values()) {
     const problems: Problem[] = [];
     const add: Add = (field, message) => problems.push([field, message]);
@@ -348,14 +345,14 @@ function machinesOf(index: Map<string, Resource>, licenseIds: Set<string>, error
     const name = textOf(r, "name", add);
     if (typeof fingerprint !== "string" || fingerprint.trim() === "")
       add(`${r.at}.attributes.fingerprint`, `Machine ${r.id} has no fingerprint (a string)`);
-    const group = byLicense.get(licenseId) ?? { machines: [], problems: [] };
+    const group = byLicense.get(licenseId) ?? { value: [], problems: [] };
     byLicense.set(licenseId, group);
     group.problems.push(...problems);
     if (typeof fingerprint !== "string" || problems.length > 0) continue;
-    const twin = group.machines.find((m) => m.fingerprint === fingerprint);
+    const twin = group.value.find((m) => m.fingerprint === fingerprint);
     if (twin)
       group.problems.push(["machines", `Machines ${twin.sourceId} and ${r.id} share fingerprint ${fingerprint}`]);
-    group.machines.push({ fingerprint, sourceId: r.id, ...(name !== undefined && { name }) });
+    group.value.push({ fingerprint, sourceId: r.id, ...(name !== undefined && { name }) });
   }
   return byLicense;
 }
@@ -467,12 +464,12 @@ function relatedId(r: Resource, name: string, kind: Kind, add: Add): string | un
   return undefined;
 }
 
-/** A non-negative integer attribute: undefined when absent (or wrong: a problem), null when null. */
+/** A count attribute (an integer, 0 to COUNT_MAX): undefined when absent (or wrong: a problem), null when null. */
 function countOf(r: Resource, name: string, add: Add): number | null | undefined {
   const value = r.attributes[name];
   if (value === undefined || value === null) return value;
-  if (typeof value === "number" && Number.isSafeInteger(value) && value >= 0) return value;
-  add(`${r.at}.attributes.${name}`, `Not a non-negative integer: ${JSON.stringify(value)}`);
+  if (typeof value === "number" && Number.isInteger(value) && value >= 0 && value <= COUNT_MAX) return value;
+  add(`${r.at}.attributes.${name}`, `Not a non-negative integer up to ${COUNT_MAX}: ${JSON.stringify(value)}`);
   return undefined;
 }
 
