@@ -144,7 +144,8 @@ function isQueuedSession(v: unknown): v is QueuedSession {
  * than ?3 sessions that day, counting the new ones of the message before it (their rank), and counted (the figures
  * and the gate read it) when a license credential sent it, its install is counted on the release that day already, or
  * its address's counted unlicensed installs there, those stored and the message's newcomers before it in order of
- * arrival, stay within ?2. The SELECT reads the table it writes, so SQLite computes it whole before inserting: the
+ * arrival, stay within ?2. The ranks are window functions over the message's rows, each computed once (a correlated
+ * subquery over a CTE would compute it again for every row). The SELECT reads the table it writes, so SQLite computes it whole before inserting: the
  * counts are those before the message, and the ranks add the message's own. A second sending of a session in the same
  * message updates the first (ON CONFLICT sees the rows inserted before it).
  */
@@ -160,34 +161,30 @@ const UPSERT_SESSIONS = `WITH v AS (
     SELECT v.*, r.id AS release_id, EXISTS (SELECT 1 FROM release_sessions AS s
       WHERE s.product_id = v.product_id AND s.install = v.install AND s.session_id = v.session_id) AS stored
     FROM v JOIN product_releases AS r ON r.product_id = v.product_id AND r.version = v.version
-  ), fresh AS (
-    SELECT product_id, install, session_id, day,
-      dense_rank() OVER (PARTITION BY product_id, install, day ORDER BY session_id) AS rank
-    FROM k WHERE NOT stored
+  ), ranked AS (
+    SELECT k.*, dense_rank() OVER (PARTITION BY product_id, install, day, stored ORDER BY session_id) AS rank FROM k
   ), taken AS (
-    SELECT k.*, k.licensed = 1 OR EXISTS (SELECT 1 FROM release_sessions
-        WHERE product_id = k.product_id AND install = k.install AND release_id = k.release_id AND day = k.day
-          AND counted = 1) AS known
-    FROM k
-    WHERE k.stored OR (SELECT count(*) FROM release_sessions
-        WHERE product_id = k.product_id AND install = k.install AND day = k.day)
-      + (SELECT f.rank FROM fresh AS f WHERE f.product_id = k.product_id AND f.install = k.install
-        AND f.session_id = k.session_id AND f.day = k.day) <= ?3
-  ), newcomers AS (
-    SELECT release_id, day, address, install,
-      row_number() OVER (PARTITION BY release_id, day, address ORDER BY min(position)) AS arrival
-    FROM taken WHERE NOT known GROUP BY release_id, day, address, install
+    SELECT ranked.*, licensed = 1 OR EXISTS (SELECT 1 FROM release_sessions AS s
+        WHERE s.product_id = ranked.product_id AND s.install = ranked.install AND s.release_id = ranked.release_id
+          AND s.day = ranked.day AND s.counted = 1) AS known
+    FROM ranked
+    WHERE stored OR (SELECT count(*) FROM release_sessions AS s
+        WHERE s.product_id = ranked.product_id AND s.install = ranked.install AND s.day = ranked.day) + rank <= ?3
+  ), firsts AS (
+    SELECT taken.*, min(position) OVER (PARTITION BY release_id, day, address, install, known) AS first FROM taken
+  ), arrived AS (
+    SELECT firsts.*, dense_rank() OVER (PARTITION BY release_id, day, address, known ORDER BY first) AS arrival
+    FROM firsts
   )
   INSERT INTO release_sessions (product_id, install, session_id, release_id, day, platform, status, started_at,
     duration_ms, address, licensed, counted)
-  SELECT t.product_id, t.install, t.session_id, t.release_id, t.day, t.platform, t.status, t.started_at,
-    t.duration_ms, t.address, t.licensed,
-    t.known OR (SELECT count(DISTINCT install) FROM release_sessions
-      WHERE release_id = t.release_id AND day = t.day AND address = t.address AND licensed = 0 AND counted = 1)
-      + (SELECT n.arrival FROM newcomers AS n WHERE n.release_id = t.release_id AND n.day = t.day
-        AND n.address = t.address AND n.install = t.install) <= ?2
-  FROM taken AS t
-  ORDER BY t.position
+  SELECT a.product_id, a.install, a.session_id, a.release_id, a.day, a.platform, a.status, a.started_at,
+    a.duration_ms, a.address, a.licensed,
+    a.known OR (SELECT count(DISTINCT install) FROM release_sessions AS s
+      WHERE s.release_id = a.release_id AND s.day = a.day AND s.address = a.address AND s.licensed = 0
+        AND s.counted = 1) + a.arrival <= ?2
+  FROM arrived AS a
+  ORDER BY a.position
   ON CONFLICT (product_id, install, session_id) DO UPDATE SET
     status = excluded.status, duration_ms = coalesce(excluded.duration_ms, duration_ms)
   WHERE excluded.status <> 0`;
