@@ -500,8 +500,8 @@ export const licenses = sqliteTable(
      * user key is; the key itself is never stored.
      */
     legacyKeyDigest: text("legacy_key_digest"),
-    /** The legacy key's last 4 characters, to show it as other secrets are shown. */
-    legacyKeyHint: text("legacy_key_hint"),
+    /** The legacy key's last 4 characters (the `legacyKey` the API shows, masked like other secrets). */
+    legacyKey: text("legacy_key_hint"),
     /** The license's id in the system it was imported from (`keygen:<id>`): a second import finds it by this. */
     sourceId: text("source_id"),
     createdAt: createdAt(),

@@ -14,6 +14,7 @@ import { LICENSE_STATUSES, type LicenseRow, publicLicenseIds } from "./license-c
 import { describeLicenses } from "./policy";
 import { feedTokenOf } from "./feed-token";
 import { LicenseType, LicensingMode } from "../records/license-templates";
+import { LEGACY_KEY_MAX, LEGACY_KEY_MIN } from "./user-key";
 
 export const License = defineEntity({
   name: "License",
@@ -66,6 +67,16 @@ export const License = defineEntity({
         "The last online licensing operation (validate, activate, floating seat, checkout, borrow); written off the request path, so it may lag a few seconds.",
     }),
     meta: f.string(),
+    legacyKey: {
+      ...f.string({
+        max: LEGACY_KEY_MAX,
+        description:
+          `A key another system issued (CONTRACT 16): ${LEGACY_KEY_MIN} to ${LEGACY_KEY_MAX} printable characters, matched exactly as typed (surrounding spaces trimmed), ` +
+          "accepted wherever the user key is; unique. Set when the license is created (Administrator, LicenseManager) or imported; " +
+          "stored as a digest, shown as its last 4 characters after `…`.",
+      }),
+      show: (value: unknown) => `…${String(value)}`,
+    },
     status: f.oneOf(LICENSE_STATUSES, {
       readOnly: true,
       description:

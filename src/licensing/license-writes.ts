@@ -6,9 +6,11 @@
 import { eq } from "drizzle-orm";
 import { clock, nowIso } from "../kernel/clock";
 import { type Id, type Row, constraintError, requireById } from "../http/repository";
-import { licenseTemplates } from "../db/schema";
+import { licenseTemplates, licenses } from "../db/schema";
+import { Roles } from "../auth/guard";
+import { legacyKeyProblem, typedKey, userKeyIs } from "./user-key";
 import type { ServiceContext } from "../http/context";
-import { ApiError, notFound400 } from "../kernel/errors";
+import { ApiError, ValidationProblem, notFound400 } from "../kernel/errors";
 import {
   LicenseConflictError,
   type LicenseRow,
@@ -91,6 +93,33 @@ async function checkTemplateProduct(ctx: ServiceContext, license: Row): Promise<
   return template;
 }
 
+/**
+ * A new license's legacy key (CONTRACT 16), when the body gives one: trimmed and checked (400 naming it), given by an
+ * Administrator or a LicenseManager only (403; an import or a purchase has no principal), not readable as another
+ * license's user key (one typed key names one license), stored as its digest (unique: storeNewLicense) and shown as its
+ * last 4 characters.
+ */
+async function takeLegacyKey(ctx: ServiceContext, values: Row): Promise<void> {
+  const given = values["legacyKey"];
+  delete values["legacyKey"];
+  if (given === undefined || given === null) return;
+  const roles = ctx.principal?.roles;
+  if (roles && !roles.some((role) => (Roles.managers as readonly string[]).includes(role)))
+    throw new ApiError(403, "Only an Administrator or a LicenseManager gives a license a legacyKey");
+  const key = String(given).trim();
+  const problem = legacyKeyProblem(key);
+  if (problem) throw new ValidationProblem({ legacyKey: [problem] });
+  const typed = await typedKey(key);
+  if (typed.compact !== "") {
+    const taken = await ctx.db.select({ id: licenses.id }).from(licenses).where(userKeyIs(typed.compact, "")).get();
+    if (taken) throw new ValidationProblem({ legacyKey: [LEGACY_KEY_TAKEN] });
+  }
+  values["legacyKeyDigest"] = typed.legacy;
+  values["legacyKey"] = key.slice(-4);
+}
+
+const LEGACY_KEY_TAKEN = "Another license already answers to this key";
+
 /** Create: defaults for omitted values, then the template's; identifiers and integrity come at insert. */
 export async function prepareNewLicense(ctx: ServiceContext, values: Row): Promise<Row> {
   const given = Object.fromEntries(
@@ -98,6 +127,7 @@ export async function prepareNewLicense(ctx: ServiceContext, values: Row): Promi
       ([key, value]) => !(value === null && (DEFAULTED as readonly string[]).includes(key)),
     ),
   );
+  await takeLegacyKey(ctx, given);
   given["issueDate"] ??= nowIso();
   const template = await checkTemplateProduct(ctx, given);
   return template ? applyTemplate(given, template) : given;
@@ -107,6 +137,8 @@ export async function prepareNewLicense(ctx: ServiceContext, values: Row): Promi
 export async function checkLicenseUpdate(ctx: ServiceContext, values: Row, existing: Row): Promise<Row> {
   const cleared = DEFAULTED.filter((key) => values[key] === null);
   if (cleared.length > 0) throw new ApiError(400, `A license's ${cleared.join(", ")} cannot be cleared`);
+  if (values["legacyKey"] !== undefined)
+    throw new ValidationProblem({ legacyKey: ["Given when the license is created or imported; it cannot be changed"] });
   if (values["productId"] !== undefined || values["templateId"] !== undefined)
     await checkTemplateProduct(ctx, { ...existing, ...values });
   return values;
@@ -140,6 +172,9 @@ export async function storeNewLicense(ctx: ServiceContext, values: Row): Promise
   try {
     return await createLicense(ctx.db, settings, values as Parameters<typeof createLicense>[2], clock.now());
   } catch (e) {
+    const text = e instanceof Error ? `${e.message} ${e.cause instanceof Error ? e.cause.message : ""}` : String(e);
+    if (/UNIQUE constraint failed: licenses\.legacy_key_digest/.test(text))
+      throw new ValidationProblem({ legacyKey: [LEGACY_KEY_TAKEN] });
     throw constraintError(License, e);
   }
 }
