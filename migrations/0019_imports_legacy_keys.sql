@@ -13,6 +13,7 @@ CREATE TABLE `imports` (
 	`error_count` integer DEFAULT 0 NOT NULL,
 	`errors` text NOT NULL,
 	`unsupported` text NOT NULL,
+	`done_chunks` text DEFAULT '[]' NOT NULL,
 	`created_by` text,
 	`created_at` text NOT NULL,
 	`updated_at` text NOT NULL

@@ -7,6 +7,7 @@ import { writeTraces } from "./licensing/traces";
 import { writeDownloadCounts } from "./updates/download-counts";
 import { writeAdoption } from "./updates/adoption";
 import { writeSessions } from "./updates/sessions";
+import { consumeImportChunk } from "./imports/import-service";
 import { DEAD_LETTER_QUEUE, consumeDeadLetter } from "./webhooks/dead-letter";
 import { consumeDelivery } from "./webhooks/deliver";
 import { housekeeping } from "./app/housekeeping";
@@ -21,6 +22,7 @@ const jobs: JobHandlers = {
   "release.downloads.counted": { batch: writeDownloadCounts },
   "release.adoption": { batch: writeAdoption },
   "release.sessions": { batch: writeSessions },
+  "import.chunk": consumeImportChunk,
 };
 
 /**

@@ -50,6 +50,8 @@ const SPEC_ACCESS: { methods?: string[]; path: RegExp; credential: Credential; r
   { path: /^\/v1\/webhooks/, credential: "key", roles: MANAGERS },
   { path: /^\/v1\/(users|roles|api-keys)/, credential: "key", roles: ADMINS },
   { path: /^\/v1\/(assemblies|settings)/, credential: "key", roles: ADMINS },
+  // Moving in from another system (CONTRACT 16): the Administrator's.
+  { path: /^\/v1\/imports/, credential: "key", roles: ADMINS },
   // The email outbox holds a queued message's secrets (a user key, a sign-in link): the Administrator's (issue 37).
   { path: /^\/v1\/email\/outbox/, credential: "key", roles: ADMINS },
   // Payments to licenses (CONTRACT section 10): the providers' webhooks are anonymous and signed; mappings are

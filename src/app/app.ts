@@ -29,6 +29,7 @@ import { type Router, createRouter } from "../http/router";
 import { registerApiKeys } from "../routes/management/api-keys";
 import { registerAdoption } from "../routes/management/adoption";
 import { registerReleaseHealth } from "../routes/management/release-health";
+import { registerImports } from "../routes/management/imports";
 import { registerAssemblies } from "../routes/management/assemblies";
 import { registerConsole } from "../routes/management/console";
 import { registerCustomers } from "../routes/management/customers";
@@ -402,6 +403,7 @@ export function createApp(preRoute: readonly PreRouteGate[] = PRE_ROUTE): Router
   registerUsers(app);
   registerApiKeys(app);
   registerCustomers(app);
+  registerImports(app);
   registerProducts(app);
   registerOrders(app);
   registerReleases(app);

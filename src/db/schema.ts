@@ -1007,6 +1007,8 @@ export const imports = sqliteTable(
     /** The first IMPORT_ERRORS_KEPT errors, `[{ row, field, message }]`. */
     errors: json<{ row: number; field: string; message: string }[]>("errors").notNull(),
     unsupported: json<string[]>("unsupported").notNull(),
+    /** The numbers of the queued chunks written, so a chunk delivered twice counts once. */
+    doneChunks: json<number[]>("done_chunks").notNull().default([]),
     createdBy: text("created_by"),
     createdAt: createdAt(),
     updatedAt: updatedAt(),

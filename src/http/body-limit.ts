@@ -20,21 +20,31 @@ export const MAX_JSON_BODY_BYTES = 4 * 1024 * 1024;
 // Every media type the service reads as JSON (application/json, application/*+json, text/json), in any case.
 const JSON_MEDIA_TYPE = /^\s*(application\/([\w.-]+\+)?json|text\/json)\s*(;|$)/i;
 
-const limit = bodyLimit({
-  maxSize: MAX_JSON_BODY_BYTES,
-  onError: () => {
-    throw new ApiError(413, `The request body is larger than ${MAX_JSON_BODY_BYTES / 1024 / 1024} MiB`);
-  },
-});
+/**
+ * The one larger JSON body: an import's data (`POST /v1/imports`, CONTRACT 16), a CSV of 100,000 licenses or a Keygen
+ * export's pages; larger exports are imported in parts.
+ */
+export const IMPORT_BODY_BYTES = 16 * 1024 * 1024;
+const IMPORT_PATH = "/v1/imports";
+
+const limitTo = (maxSize: number) =>
+  bodyLimit({
+    maxSize,
+    onError: () => {
+      throw new ApiError(413, `The request body is larger than ${maxSize / 1024 / 1024} MiB`);
+    },
+  });
+const limit = limitTo(MAX_JSON_BODY_BYTES);
+const importLimit = limitTo(IMPORT_BODY_BYTES);
 
 /**
- * Refuses JSON bodies over MAX_JSON_BODY_BYTES with 413: by Content-Length when it is sent, else by counting the
- * stream. Requests without a JSON body pass untouched, at the cost of one header read.
+ * Refuses JSON bodies over MAX_JSON_BODY_BYTES (an import's, IMPORT_BODY_BYTES) with 413: by Content-Length when it
+ * is sent, else by counting the stream. Requests without a JSON body pass untouched, at the cost of one header read.
  */
 export const jsonBodyLimit: MiddlewareHandler<AppEnv> = (c, next) => {
   const type = c.req.header("content-type");
   if (type === undefined || !JSON_MEDIA_TYPE.test(type)) return next();
-  return limit(c, next);
+  return c.req.path === IMPORT_PATH && c.req.method === "POST" ? importLimit(c, next) : limit(c, next);
 };
 
 /**

@@ -22,9 +22,12 @@ export interface Jobs {
   "release.adoption": { sightings: [number, string, number, string, string, string][] };
   /**
    * Release health session pings, `[productId, version, platform, install, sessionId, status, startedAt, durationMs,
-   * address, licensed]`, written one conditional statement each in one D1 batch (updates/sessions.ts).
+   * address, licensed]` (the pings an isolate gathered), written one conditional statement a message, all in one D1
+   * batch (updates/sessions.ts).
    */
   "release.sessions": { sessions: unknown[][] };
+  /** A chunk of a large import's rows, waiting in R2, to write (imports/import-service.ts). */
+  "import.chunk": { importId: string; chunk: number };
 }
 
 export type JobKind = keyof Jobs;

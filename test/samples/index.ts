@@ -12,6 +12,7 @@ import { paymentSamples } from "./payments";
 import { portalSamples } from "./portal";
 import { releaseControlSamples } from "./release-control";
 import { webhookSamples } from "./webhooks";
+import { importSamples } from "./imports";
 
 export const SAMPLES: Samples = {
   ...accountSamples,
@@ -26,4 +27,5 @@ export const SAMPLES: Samples = {
   ...paymentSamples,
   ...portalSamples,
   ...releaseControlSamples,
+  ...importSamples,
 };

@@ -1,0 +1,278 @@
+/**
+ * Writing a chunk of import rows (CONTRACT 16), free of HTTP: what is there already is read first (licenses by source
+ * id or legacy key, the service's own keys a legacy key would read as, customers by source id or email), each row is
+ * judged (new, imported before and skipped, or refused with its reason), and the new ones are written with one
+ * multi-row statement per table, whatever their number: customers, licenses, their activations. Every statement
+ * skips a row that a concurrent writer stored meanwhile (`ON CONFLICT DO NOTHING`), and an activation attaches only
+ * to the license this chunk created, so no row is ever half-written: a license the statements did not store is
+ * reported with its row, and a second run imports it. A dry run judges and writes nothing.
+ */
+import type { Db } from "../db/client";
+import { generateCode } from "../http/repository";
+import { sha256Hex } from "../kernel/crypto";
+import { generateLicenseKeys, signLicense } from "../licensing/license-core";
+import { typedKey } from "../licensing/user-key";
+import { Mode, TOKEN_PREFIXES, TokenKind } from "../records/vocabulary";
+import type { ImportProblem, ImportRow } from "./rows";
+
+/** What writing (or judging, in a dry run) a chunk came to. */
+export interface ChunkOutcome {
+  created: { customers: number; licenses: number; activations: number };
+  /** Rows imported before: left as they are. */
+  skipped: number;
+  errors: ImportProblem[];
+}
+
+export interface ChunkSettings {
+  secret: string | undefined;
+  userKeyFormat: string;
+  /** Product codes to their ids (rows naming another product are refused before). */
+  products: ReadonlyMap<string, number>;
+  now: Date;
+  dryRun: boolean;
+}
+
+/** A new row, judged, and the key of its customer (customerKeysOf). */
+interface NewRow {
+  row: ImportRow;
+  digest: string;
+  customerKey?: string;
+}
+
+const json = (value: unknown) => JSON.stringify(value);
+
+/**
+ * The keys a row's customer is matched by, in order: its source id (`keygen:<id>`), its email (`email:<lower case>`).
+ * A customer already there by either is the row's; else a new one, keyed by the first.
+ */
+function customerKeysOf(row: ImportRow, source: string): string[] {
+  const customer = row.customer;
+  return [
+    ...(customer?.sourceId ? [`${source}:${customer.sourceId}`] : []),
+    ...(customer?.email ? [`email:${customer.email.toLowerCase()}`] : []),
+  ];
+}
+
+/** What is there already of the chunk's rows: licenses by source id and digest, user keys, customers. */
+async function readExisting(db: Db, rows: ImportRow[], digests: string[], source: string) {
+  const sourceIds = rows.flatMap((r) => (r.sourceId ? [`${source}:${r.sourceId}`] : []));
+  const compacts = (await Promise.all(rows.map((r) => typedKey(r.legacyKey)))).map((k) => k.compact);
+  const customerKeys = rows.flatMap((r) => customerKeysOf(r, source));
+  const [licenses, userKeys, customers] = await db.$client.batch([
+    db.$client
+      .prepare(
+        `SELECT license_id AS licenseId, source_id AS sourceId, legacy_key_digest AS digest FROM licenses
+         WHERE source_id IN (SELECT value FROM json_each(?1)) OR legacy_key_digest IN (SELECT value FROM json_each(?2))`,
+      )
+      .bind(json(sourceIds), json(digests)),
+    db.$client
+      .prepare(
+        `SELECT replace(user_key, '-', '') AS compact FROM licenses
+         WHERE replace(user_key, '-', '') IN (SELECT value FROM json_each(?1))`,
+      )
+      .bind(json(compacts.filter((c) => c !== ""))),
+    db.$client
+      .prepare(
+        `SELECT source_id AS sourceId, lower(email) AS email FROM customers
+         WHERE source_id IN (SELECT value FROM json_each(?1))
+           OR lower(email) IN (SELECT substr(value, 7) FROM json_each(?1) WHERE value LIKE 'email:%')`,
+      )
+      .bind(json(customerKeys)),
+  ]);
+  const found = (licenses?.results ?? []) as { licenseId: string; sourceId: string | null; digest: string | null }[];
+  const knownCustomers = new Set<string>();
+  for (const c of (customers?.results ?? []) as { sourceId: string | null; email: string | null }[]) {
+    if (c.sourceId) knownCustomers.add(c.sourceId);
+    if (c.email) knownCustomers.add(`email:${c.email}`);
+  }
+  return {
+    bySource: new Map(found.filter((l) => l.sourceId).map((l) => [l.sourceId!, l])),
+    byDigest: new Map(found.filter((l) => l.digest).map((l) => [l.digest!, l])),
+    userKeys: new Set(((userKeys?.results ?? []) as { compact: string }[]).map((k) => k.compact)),
+    compacts,
+    knownCustomers,
+  };
+}
+
+/** Judges each row of a chunk against what is there: new, imported before (skipped), or refused. */
+async function judge(db: Db, rows: ImportRow[], source: string) {
+  const digests = await Promise.all(rows.map((r) => sha256Hex(r.legacyKey)));
+  const existing = await readExisting(db, rows, digests, source);
+  const fresh: NewRow[] = [];
+  const errors: ImportProblem[] = [];
+  let skipped = 0;
+  rows.forEach((row, i) => {
+    const digest = digests[i]!;
+    const bySource = row.sourceId ? existing.bySource.get(`${source}:${row.sourceId}`) : undefined;
+    const byKey = existing.byDigest.get(digest);
+    if (bySource || (byKey && (!row.sourceId || byKey.sourceId === null))) {
+      skipped++;
+      return;
+    }
+    if (byKey) {
+      errors.push({
+        row: row.row,
+        field: "legacyKey",
+        message: `License ${byKey.licenseId} already answers to this key`,
+      });
+      return;
+    }
+    if (existing.compacts[i] && existing.userKeys.has(existing.compacts[i]!)) {
+      errors.push({ row: row.row, field: "legacyKey", message: "The key reads as another license's user key" });
+      return;
+    }
+    const keys = customerKeysOf(row, source);
+    const customerKey = keys.find((key) => existing.knownCustomers.has(key)) ?? keys[0];
+    fresh.push({ row, digest, ...(customerKey ? { customerKey } : {}) });
+  });
+  return { fresh, skipped, errors, knownCustomers: existing.knownCustomers };
+}
+
+/** Judges a chunk of rows and, unless it is a dry run, writes the new ones (see the module's comment). */
+export async function writeChunk(
+  db: Db,
+  source: string,
+  rows: ImportRow[],
+  settings: ChunkSettings,
+): Promise<ChunkOutcome> {
+  const { fresh, skipped, errors, knownCustomers } = await judge(db, rows, source);
+  const stamp = settings.now.toISOString();
+  // Customers: one each, the first row naming it gives its fields.
+  const customers = new Map<string, ImportRow>();
+  for (const { row, customerKey } of fresh)
+    if (customerKey && !knownCustomers.has(customerKey) && !customers.has(customerKey)) customers.set(customerKey, row);
+  const licenses = await Promise.all(
+    fresh.map(async ({ row, digest, customerKey }) => {
+      const core = {
+        ...generateLicenseKeys(settings.userKeyFormat),
+        productId: settings.products.get(row.product)!,
+        licenseType: 0,
+        edition: row.edition ?? null,
+        licensingMode: row.licensingMode === "floating" ? Mode.Floating : Mode.Activation,
+        maxClients: row.maxClients ?? 0,
+        issueDate: stamp,
+        expireDate: row.expireDate ?? null,
+        // Updates and maintenance run to the license's expiry, as the source's license did (none: perpetual).
+        supportExpireDate: row.expireDate ?? null,
+        revoked: row.revoked ?? false,
+        features: null,
+      };
+      return { row, digest, customerKey, core, integrity: await signLicense(settings.secret, core) };
+    }),
+  );
+  const activations = await Promise.all(
+    licenses.flatMap(({ row, digest, core }) =>
+      row.machines.map(async (m) => ({
+        licenseId: core.licenseId,
+        // Derived, so a second run of the same row cannot add the machine twice; no client holds this token.
+        tokenDigest: await sha256Hex(`import:${digest}:${m.fingerprint}`),
+        machineId: m.fingerprint,
+        name: m.name ?? null,
+        sourceId: m.sourceId ? `${source}:${m.sourceId}` : null,
+      })),
+    ),
+  );
+  const outcome: ChunkOutcome = {
+    created: { customers: customers.size, licenses: licenses.length, activations: activations.length },
+    skipped,
+    errors,
+  };
+  if (settings.dryRun || licenses.length === 0) return outcome;
+
+  const [addedCustomers, addedLicenses, addedActivations] = await db.$client.batch([
+    db.$client
+      .prepare(
+        `INSERT INTO customers (code, first_name, last_name, email, source_id, created_at, updated_at)
+         SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, ?2, ?2 FROM json_each(?1) WHERE true
+         ON CONFLICT DO NOTHING`,
+      )
+      .bind(
+        json(
+          [...customers].map(([key, row]) => [
+            generateCode("C"),
+            row.customer?.firstName ?? null,
+            row.customer?.lastName ?? null,
+            row.customer?.email ?? null,
+            key.startsWith("email:") ? null : key,
+          ]),
+        ),
+        stamp,
+      ),
+    db.$client
+      .prepare(
+        `INSERT INTO licenses (license_id, user_key, product_id, customer_id, license_type, edition, licensing_mode,
+           max_clients, issue_date, expire_date, support_expire_date, revoked, description, legacy_key_digest,
+           legacy_key_hint, source_id, integrity, trace, check_in_days, created_at, updated_at)
+         SELECT value ->> 0, value ->> 1, value ->> 2,
+           CASE WHEN value ->> 3 LIKE 'email:%'
+             THEN (SELECT id FROM customers WHERE lower(email) = substr(value ->> 3, 7) ORDER BY id LIMIT 1)
+             ELSE (SELECT id FROM customers WHERE source_id = value ->> 3) END,
+           0, value ->> 4, value ->> 5, value ->> 6, ?2, value ->> 7, value ->> 7, value ->> 8, value ->> 9,
+           value ->> 10, value ->> 11, value ->> 12, value ->> 13, 1, 0, ?2, ?2
+         FROM json_each(?1) WHERE true
+         ON CONFLICT DO NOTHING`,
+      )
+      .bind(
+        json(
+          licenses.map(({ row, digest, customerKey, core, integrity }) => [
+            core.licenseId,
+            core.userKey,
+            core.productId,
+            customerKey ?? null,
+            core.edition,
+            core.licensingMode,
+            core.maxClients,
+            core.expireDate,
+            core.revoked ? 1 : 0,
+            row.description ?? null,
+            digest,
+            row.legacyKey.slice(-4),
+            row.sourceId ? `${source}:${row.sourceId}` : null,
+            integrity,
+          ]),
+        ),
+        stamp,
+      ),
+    db.$client
+      .prepare(
+        `INSERT INTO license_tokens (token_digest, token_prefix, kind, license_id, machine_id, client_id, client_name,
+           issue_date, source_id, created_at, updated_at)
+         SELECT value ->> 1, ?3, ?4, l.id, value ->> 2, '', value ->> 3, ?2, value ->> 4, ?2, ?2
+         FROM json_each(?1) JOIN licenses AS l ON l.license_id = value ->> 0 WHERE true
+         ON CONFLICT DO NOTHING`,
+      )
+      .bind(
+        json(activations.map((a) => [a.licenseId, a.tokenDigest, a.machineId, a.name, a.sourceId])),
+        stamp,
+        TOKEN_PREFIXES[TokenKind.Activation],
+        TokenKind.Activation,
+      ),
+  ]);
+  outcome.created = {
+    customers: addedCustomers?.meta.changes ?? 0,
+    licenses: addedLicenses?.meta.changes ?? 0,
+    activations: addedActivations?.meta.changes ?? 0,
+  };
+  if (outcome.created.licenses < licenses.length) await reportUnwritten(db, licenses, outcome);
+  return outcome;
+}
+
+/** The rows whose license the statements did not store (a writer stored its key or source id meanwhile). */
+async function reportUnwritten(
+  db: Db,
+  licenses: { row: ImportRow; core: { licenseId: string } }[],
+  outcome: ChunkOutcome,
+): Promise<void> {
+  const stored = await db.$client
+    .prepare("SELECT license_id AS id FROM licenses WHERE license_id IN (SELECT value FROM json_each(?1))")
+    .bind(json(licenses.map((l) => l.core.licenseId)))
+    .all<{ id: string }>();
+  const ids = new Set(stored.results.map((r) => r.id));
+  for (const { row, core } of licenses)
+    if (!ids.has(core.licenseId))
+      outcome.errors.push({
+        row: row.row,
+        field: "legacyKey",
+        message: "Not written: stored meanwhile by another import",
+      });
+}
