@@ -69,6 +69,13 @@ describe("an import from Keygen", () => {
 
   it("leaves keys that work as typed, with their machines, limits and revocations", async () => {
     const [nodeLocked, floating, , suspended, , sheet] = KEYGEN_ROWS;
+    // Its imported machine is activated as activate would have done it: validate finds it.
+    const onMachine = await call("POST", "/v1/license/validate", {
+      key: ADMIN.key,
+      body: { userKey: nodeLocked!.legacyKey, machineId: nodeLocked!.machines[0]!.fingerprint },
+    });
+    expect(onMachine.status, onMachine.text).toBe(200);
+    expect(onMachine.body["status"]).toBe("Activated");
     // A node-locked license holds its imported machine: that one activates again, another does not.
     const same = await call("POST", "/v1/license/activate", {
       key: ADMIN.key,

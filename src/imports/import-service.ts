@@ -110,8 +110,7 @@ export async function runImport(
   const total = rows.length + [...failedRows].filter((row) => !rows.some((r) => r.row === row)).length;
   const now = clock.now();
   const settings = {
-    secret: ctx.config["Application:EncryptionKey"],
-    userKeyFormat: ctx.config["Licensing:UserKeyFormat"],
+    config: ctx.config,
     products,
     now,
     dryRun: input.dryRun,
@@ -209,8 +208,7 @@ export async function consumeImportChunk(message: Message<Job>, env: Bindings): 
   const rows = (await object.json()) as ImportRow[];
   const { products } = await resolveProducts(db, rows, []);
   const outcome = await writeChunk(db, record.source, rows, {
-    secret: config["Application:EncryptionKey"],
-    userKeyFormat: config["Licensing:UserKeyFormat"],
+    config,
     products,
     now: clock.now(),
     dryRun: record.dryRun,

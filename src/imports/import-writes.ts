@@ -2,17 +2,22 @@
  * Writing a chunk of import rows (CONTRACT 16), free of HTTP: what is there already is read first (licenses by source
  * id or legacy key, the service's own keys a legacy key would read as, customers by source id or email), each row is
  * judged (new, imported before and skipped, or refused with its reason), and the new ones are written with one
- * multi-row statement per table, whatever their number: customers, licenses, their activations. Every statement
- * skips a row that a concurrent writer stored meanwhile (`ON CONFLICT DO NOTHING`), and an activation attaches only
- * to the license this chunk created, so no row is ever half-written: a license the statements did not store is
- * reported with its row, and a second run imports it. A dry run judges and writes nothing.
+ * multi-row statement per table, whatever their number: customers and licenses in one D1 batch (a transaction), then
+ * their machines, whose tokens are derived from the licenses' row ids as activate derives them (so validate and
+ * activate find them). Every statement skips a row a concurrent writer stored meanwhile (`ON CONFLICT DO NOTHING`):
+ * a license the statements did not store is reported with its row. Should the machines' write fail after the
+ * licenses', a second run finds those licenses without any machine and activates their machines again. A dry run
+ * judges and writes nothing.
  */
 import type { Db } from "../db/client";
 import { generateCode } from "../http/repository";
 import { sha256Hex } from "../kernel/crypto";
 import { generateLicenseKeys, signLicense } from "../licensing/license-core";
+import { clientToken } from "../licensing/client-tokens";
+import { tokenPrefix } from "../licensing/tokens";
+import type { Config } from "../kernel/config";
 import { typedKey } from "../licensing/user-key";
-import { Mode, TOKEN_PREFIXES, TokenKind } from "../records/vocabulary";
+import { Mode, TokenKind } from "../records/vocabulary";
 import type { ImportProblem, ImportRow } from "./rows";
 
 /** What writing (or judging, in a dry run) a chunk came to. */
@@ -24,8 +29,8 @@ export interface ChunkOutcome {
 }
 
 export interface ChunkSettings {
-  secret: string | undefined;
-  userKeyFormat: string;
+  /** The configuration: the integrity and client-token keys, the user key format. */
+  config: Config;
   /** Product codes to their ids (rows naming another product are refused before). */
   products: ReadonlyMap<string, number>;
   now: Date;
@@ -40,6 +45,22 @@ interface NewRow {
 }
 
 const json = (value: unknown) => JSON.stringify(value);
+
+/** A license already there that a row names. */
+interface ExistingLicense {
+  id: number;
+  licenseId: string;
+  sourceId: string | null;
+  digest: string | null;
+  /** Its tokens (machines and seats). */
+  tokens: number;
+}
+
+/** A machine to activate on a stored license. */
+interface Machine {
+  licenseRowId: number;
+  machine: ImportRow["machines"][number];
+}
 
 /**
  * The keys a row's customer is matched by, in order: its source id (`keygen:<id>`), its email (`email:<lower case>`).
@@ -61,7 +82,9 @@ async function readExisting(db: Db, rows: ImportRow[], digests: string[], source
   const [licenses, userKeys, customers] = await db.$client.batch([
     db.$client
       .prepare(
-        `SELECT license_id AS licenseId, source_id AS sourceId, legacy_key_digest AS digest FROM licenses
+        `SELECT id, license_id AS licenseId, source_id AS sourceId, legacy_key_digest AS digest,
+           (SELECT count(*) FROM license_tokens AS t WHERE t.license_id = l.id) AS tokens
+         FROM licenses AS l
          WHERE source_id IN (SELECT value FROM json_each(?1)) OR legacy_key_digest IN (SELECT value FROM json_each(?2))`,
       )
       .bind(json(sourceIds), json(digests)),
@@ -79,7 +102,7 @@ async function readExisting(db: Db, rows: ImportRow[], digests: string[], source
       )
       .bind(json(customerKeys)),
   ]);
-  const found = (licenses?.results ?? []) as { licenseId: string; sourceId: string | null; digest: string | null }[];
+  const found = (licenses?.results ?? []) as ExistingLicense[];
   const knownCustomers = new Set<string>();
   for (const c of (customers?.results ?? []) as { sourceId: string | null; email: string | null }[]) {
     if (c.sourceId) knownCustomers.add(c.sourceId);
@@ -100,13 +123,18 @@ async function judge(db: Db, rows: ImportRow[], source: string) {
   const existing = await readExisting(db, rows, digests, source);
   const fresh: NewRow[] = [];
   const errors: ImportProblem[] = [];
+  // Rows imported before whose license has no machine at all (a run that stopped between its two writes): their
+  // machines are activated again.
+  const repairs: Machine[] = [];
   let skipped = 0;
   rows.forEach((row, i) => {
     const digest = digests[i]!;
     const bySource = row.sourceId ? existing.bySource.get(`${source}:${row.sourceId}`) : undefined;
     const byKey = existing.byDigest.get(digest);
-    if (bySource || (byKey && (!row.sourceId || byKey.sourceId === null))) {
+    const before = bySource ?? (byKey && (!row.sourceId || byKey.sourceId === null) ? byKey : undefined);
+    if (before) {
       skipped++;
+      if (before.tokens === 0) repairs.push(...row.machines.map((machine) => ({ licenseRowId: before.id, machine })));
       return;
     }
     if (byKey) {
@@ -125,7 +153,7 @@ async function judge(db: Db, rows: ImportRow[], source: string) {
     const customerKey = keys.find((key) => existing.knownCustomers.has(key)) ?? keys[0];
     fresh.push({ row, digest, ...(customerKey ? { customerKey } : {}) });
   });
-  return { fresh, skipped, errors, knownCustomers: existing.knownCustomers };
+  return { fresh, skipped, errors, repairs, knownCustomers: existing.knownCustomers };
 }
 
 /** Judges a chunk of rows and, unless it is a dry run, writes the new ones (see the module's comment). */
@@ -135,16 +163,58 @@ export async function writeChunk(
   rows: ImportRow[],
   settings: ChunkSettings,
 ): Promise<ChunkOutcome> {
-  const { fresh, skipped, errors, knownCustomers } = await judge(db, rows, source);
+  const { fresh, skipped, errors, repairs, knownCustomers } = await judge(db, rows, source);
   const stamp = settings.now.toISOString();
   // Customers: one each, the first row naming it gives its fields.
   const customers = new Map<string, ImportRow>();
   for (const { row, customerKey } of fresh)
     if (customerKey && !knownCustomers.has(customerKey) && !customers.has(customerKey)) customers.set(customerKey, row);
-  const licenses = await Promise.all(
+  const licenses = await newLicenses(fresh, settings);
+  const outcome: ChunkOutcome = {
+    created: {
+      customers: customers.size,
+      licenses: licenses.length,
+      activations: fresh.reduce((n, f) => n + f.row.machines.length, 0) + repairs.length,
+    },
+    skipped,
+    errors,
+  };
+  if (settings.dryRun || (licenses.length === 0 && repairs.length === 0)) return outcome;
+
+  const [addedCustomers, addedLicenses] =
+    licenses.length === 0
+      ? []
+      : await db.$client.batch([customerInsert(db, customers, stamp), licenseInsert(db, source, licenses, stamp)]);
+  const stored = new Map(
+    ((addedLicenses?.results ?? []) as { id: number; licenseId: string }[]).map((l) => [l.licenseId, l.id]),
+  );
+  // The machines, second: their tokens are the ones activate derives from the license's row id (validate finds them).
+  const machines: Machine[] = [
+    ...licenses.flatMap(({ row, core }) => {
+      const licenseRowId = stored.get(core.licenseId);
+      return licenseRowId === undefined ? [] : row.machines.map((machine) => ({ licenseRowId, machine }));
+    }),
+    ...repairs,
+  ];
+  const addedActivations = machines.length === 0 ? undefined : await machineInsert(db, source, machines, settings);
+  outcome.created = {
+    customers: addedCustomers?.meta.changes ?? 0,
+    licenses: stored.size,
+    activations: addedActivations?.meta.changes ?? 0,
+  };
+  for (const { row, core } of licenses)
+    if (!stored.has(core.licenseId))
+      errors.push({ row: row.row, field: "legacyKey", message: "Not written: stored meanwhile by another import" });
+  return outcome;
+}
+
+/** The licenses of the new rows, with their generated identifiers and integrity. */
+function newLicenses(fresh: NewRow[], settings: ChunkSettings) {
+  const stamp = settings.now.toISOString();
+  return Promise.all(
     fresh.map(async ({ row, digest, customerKey }) => {
       const core = {
-        ...generateLicenseKeys(settings.userKeyFormat),
+        ...generateLicenseKeys(settings.config["Licensing:UserKeyFormat"]),
         productId: settings.products.get(row.product)!,
         licenseType: 0,
         edition: row.edition ?? null,
@@ -157,122 +227,100 @@ export async function writeChunk(
         revoked: row.revoked ?? false,
         features: null,
       };
-      return { row, digest, customerKey, core, integrity: await signLicense(settings.secret, core) };
+      const integrity = await signLicense(settings.config["Application:EncryptionKey"], core);
+      return { row, digest, customerKey, core, integrity };
     }),
   );
-  const activations = await Promise.all(
-    licenses.flatMap(({ row, digest, core }) =>
-      row.machines.map(async (m) => ({
-        licenseId: core.licenseId,
-        // Derived, so a second run of the same row cannot add the machine twice; no client holds this token.
-        tokenDigest: await sha256Hex(`import:${digest}:${m.fingerprint}`),
-        machineId: m.fingerprint,
-        name: m.name ?? null,
-        sourceId: m.sourceId ? `${source}:${m.sourceId}` : null,
-      })),
-    ),
-  );
-  const outcome: ChunkOutcome = {
-    created: { customers: customers.size, licenses: licenses.length, activations: activations.length },
-    skipped,
-    errors,
-  };
-  if (settings.dryRun || licenses.length === 0) return outcome;
-
-  const [addedCustomers, addedLicenses, addedActivations] = await db.$client.batch([
-    db.$client
-      .prepare(
-        `INSERT INTO customers (code, first_name, last_name, email, source_id, created_at, updated_at)
-         SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, ?2, ?2 FROM json_each(?1) WHERE true
-         ON CONFLICT DO NOTHING`,
-      )
-      .bind(
-        json(
-          [...customers].map(([key, row]) => [
-            generateCode("C"),
-            row.customer?.firstName ?? null,
-            row.customer?.lastName ?? null,
-            row.customer?.email ?? null,
-            key.startsWith("email:") ? null : key,
-          ]),
-        ),
-        stamp,
-      ),
-    db.$client
-      .prepare(
-        `INSERT INTO licenses (license_id, user_key, product_id, customer_id, license_type, edition, licensing_mode,
-           max_clients, issue_date, expire_date, support_expire_date, revoked, description, legacy_key_digest,
-           legacy_key_hint, source_id, integrity, trace, check_in_days, created_at, updated_at)
-         SELECT value ->> 0, value ->> 1, value ->> 2,
-           CASE WHEN value ->> 3 LIKE 'email:%'
-             THEN (SELECT id FROM customers WHERE lower(email) = substr(value ->> 3, 7) ORDER BY id LIMIT 1)
-             ELSE (SELECT id FROM customers WHERE source_id = value ->> 3) END,
-           0, value ->> 4, value ->> 5, value ->> 6, ?2, value ->> 7, value ->> 7, value ->> 8, value ->> 9,
-           value ->> 10, value ->> 11, value ->> 12, value ->> 13, 1, 0, ?2, ?2
-         FROM json_each(?1) WHERE true
-         ON CONFLICT DO NOTHING`,
-      )
-      .bind(
-        json(
-          licenses.map(({ row, digest, customerKey, core, integrity }) => [
-            core.licenseId,
-            core.userKey,
-            core.productId,
-            customerKey ?? null,
-            core.edition,
-            core.licensingMode,
-            core.maxClients,
-            core.expireDate,
-            core.revoked ? 1 : 0,
-            row.description ?? null,
-            digest,
-            row.legacyKey.slice(-4),
-            row.sourceId ? `${source}:${row.sourceId}` : null,
-            integrity,
-          ]),
-        ),
-        stamp,
-      ),
-    db.$client
-      .prepare(
-        `INSERT INTO license_tokens (token_digest, token_prefix, kind, license_id, machine_id, client_id, client_name,
-           issue_date, source_id, created_at, updated_at)
-         SELECT value ->> 1, ?3, ?4, l.id, value ->> 2, '', value ->> 3, ?2, value ->> 4, ?2, ?2
-         FROM json_each(?1) JOIN licenses AS l ON l.license_id = value ->> 0 WHERE true
-         ON CONFLICT DO NOTHING`,
-      )
-      .bind(
-        json(activations.map((a) => [a.licenseId, a.tokenDigest, a.machineId, a.name, a.sourceId])),
-        stamp,
-        TOKEN_PREFIXES[TokenKind.Activation],
-        TokenKind.Activation,
-      ),
-  ]);
-  outcome.created = {
-    customers: addedCustomers?.meta.changes ?? 0,
-    licenses: addedLicenses?.meta.changes ?? 0,
-    activations: addedActivations?.meta.changes ?? 0,
-  };
-  if (outcome.created.licenses < licenses.length) await reportUnwritten(db, licenses, outcome);
-  return outcome;
 }
 
-/** The rows whose license the statements did not store (a writer stored its key or source id meanwhile). */
-async function reportUnwritten(
-  db: Db,
-  licenses: { row: ImportRow; core: { licenseId: string } }[],
-  outcome: ChunkOutcome,
-): Promise<void> {
-  const stored = await db.$client
-    .prepare("SELECT license_id AS id FROM licenses WHERE license_id IN (SELECT value FROM json_each(?1))")
-    .bind(json(licenses.map((l) => l.core.licenseId)))
-    .all<{ id: string }>();
-  const ids = new Set(stored.results.map((r) => r.id));
-  for (const { row, core } of licenses)
-    if (!ids.has(core.licenseId))
-      outcome.errors.push({
-        row: row.row,
-        field: "legacyKey",
-        message: "Not written: stored meanwhile by another import",
-      });
+function customerInsert(db: Db, customers: Map<string, ImportRow>, stamp: string) {
+  return db.$client
+    .prepare(
+      `INSERT INTO customers (code, first_name, last_name, email, source_id, created_at, updated_at)
+       SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, ?2, ?2 FROM json_each(?1) WHERE true
+       ON CONFLICT DO NOTHING`,
+    )
+    .bind(
+      json(
+        [...customers].map(([key, row]) => [
+          generateCode("C"),
+          row.customer?.firstName ?? null,
+          row.customer?.lastName ?? null,
+          row.customer?.email ?? null,
+          key.startsWith("email:") ? null : key,
+        ]),
+      ),
+      stamp,
+    );
+}
+
+function licenseInsert(db: Db, source: string, licenses: Awaited<ReturnType<typeof newLicenses>>, stamp: string) {
+  return db.$client
+    .prepare(
+      `INSERT INTO licenses (license_id, user_key, product_id, customer_id, license_type, edition, licensing_mode,
+         max_clients, issue_date, expire_date, support_expire_date, revoked, description, legacy_key_digest,
+         legacy_key_hint, source_id, integrity, trace, check_in_days, created_at, updated_at)
+       SELECT value ->> 0, value ->> 1, value ->> 2,
+         CASE WHEN value ->> 3 LIKE 'email:%'
+           THEN (SELECT id FROM customers WHERE lower(email) = substr(value ->> 3, 7) ORDER BY id LIMIT 1)
+           ELSE (SELECT id FROM customers WHERE source_id = value ->> 3) END,
+         0, value ->> 4, value ->> 5, value ->> 6, ?2, value ->> 7, value ->> 7, value ->> 8, value ->> 9,
+         value ->> 10, value ->> 11, value ->> 12, value ->> 13, 1, 0, ?2, ?2
+       FROM json_each(?1) WHERE true
+       ON CONFLICT DO NOTHING
+       RETURNING id, license_id AS licenseId`,
+    )
+    .bind(
+      json(
+        licenses.map(({ row, digest, customerKey, core, integrity }) => [
+          core.licenseId,
+          core.userKey,
+          core.productId,
+          customerKey ?? null,
+          core.edition,
+          core.licensingMode,
+          core.maxClients,
+          core.expireDate,
+          core.revoked ? 1 : 0,
+          row.description ?? null,
+          digest,
+          row.legacyKey.slice(-4),
+          row.sourceId ? `${source}:${row.sourceId}` : null,
+          integrity,
+        ]),
+      ),
+      stamp,
+    );
+}
+
+/**
+ * Activates machines on stored licenses: each with the token activate derives for that license, machine and no client
+ * (licensing/client-tokens.ts), so validate and activate find it; a machine already there is left as it is.
+ */
+async function machineInsert(db: Db, source: string, machines: Machine[], settings: ChunkSettings) {
+  const rows = await Promise.all(
+    machines.map(async ({ licenseRowId, machine }) => {
+      const token = await clientToken(settings.config, TokenKind.Activation, licenseRowId, machine.fingerprint, "");
+      return [
+        await sha256Hex(token),
+        tokenPrefix(token),
+        licenseRowId,
+        machine.fingerprint,
+        machine.name ?? null,
+        machine.sourceId ? `${source}:${machine.sourceId}` : null,
+      ];
+    }),
+  );
+  const stamp = settings.now.toISOString();
+  return db.$client
+    .prepare(
+      `INSERT INTO license_tokens (token_digest, token_prefix, kind, license_id, machine_id, client_id, client_name,
+         issue_date, expire_date, source_id, created_at, updated_at)
+       SELECT value ->> 0, value ->> 1, ?3, value ->> 2, value ->> 3, '', value ->> 4, ?2,
+         (SELECT expire_date FROM licenses WHERE id = value ->> 2), value ->> 5, ?2, ?2
+       FROM json_each(?1) WHERE true
+       ON CONFLICT DO NOTHING`,
+    )
+    .bind(json(rows), stamp, TokenKind.Activation)
+    .run();
 }

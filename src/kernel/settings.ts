@@ -347,6 +347,11 @@ export const settingDefinitions = {
     15,
     "Minutes a customer portal sign-in link sent by email stays valid; each link signs in once.",
   ),
+  "Compat:Keygen:Account": def(
+    optionalText,
+    undefined,
+    "The Keygen account id or slug (or both, separated by a comma) that applications in the field were built with: the Keygen-compatible routes under /v1/accounts/{account}/ answer for it (CONTRACT 16); none, they answer 404.",
+  ),
 } as const satisfies Record<string, SettingDefinition<unknown>>;
 
 export type SettingName = keyof typeof settingDefinitions;
