@@ -22,7 +22,7 @@ import {
   optionalText,
   platformEditions,
   text,
-} from "./setting-parsers";
+} from "./setting-parsers.ts";
 
 export { DURATION_PARSERS, type PlatformEditions, type SettingDefinition, duration, list };
 
