@@ -28,4 +28,6 @@ ALTER TABLE `licenses` ADD `legacy_key_digest` text;--> statement-breakpoint
 ALTER TABLE `licenses` ADD `legacy_key_hint` text;--> statement-breakpoint
 ALTER TABLE `licenses` ADD `source_id` text;--> statement-breakpoint
 CREATE UNIQUE INDEX `licenses_legacy_key` ON `licenses` (`legacy_key_digest`);--> statement-breakpoint
-CREATE UNIQUE INDEX `licenses_source_id` ON `licenses` (`source_id`);
+CREATE UNIQUE INDEX `licenses_source_id` ON `licenses` (`source_id`);--> statement-breakpoint
+ALTER TABLE `products` ADD `source_id` text;--> statement-breakpoint
+CREATE UNIQUE INDEX `products_source_id` ON `products` (`source_id`);

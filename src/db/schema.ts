@@ -257,10 +257,12 @@ export const products = sqliteTable(
     minimumVersion: text("minimum_version"),
     /** Sparkle's SUPublicEDKey (base64 Ed25519): uploads' EdDSA signatures are checked against it (issue 27). */
     sparklePublicKey: text("sparkle_public_key"),
+    /** The product's id in the system its licenses were imported from (`keygen:<id>`): the compatible routes' scope. */
+    sourceId: text("source_id"),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
-  (t) => [uniqueIndex("products_code").on(t.code)],
+  (t) => [uniqueIndex("products_code").on(t.code), uniqueIndex("products_source_id").on(t.sourceId)],
 );
 
 export const productReleases = sqliteTable(

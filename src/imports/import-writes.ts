@@ -181,10 +181,17 @@ export async function writeChunk(
   };
   if (settings.dryRun || (licenses.length === 0 && repairs.length === 0)) return outcome;
 
+  const products = productSources(rows, source);
   const [addedCustomers, addedLicenses] =
     licenses.length === 0
-      ? []
-      : await db.$client.batch([customerInsert(db, customers, stamp), licenseInsert(db, source, licenses, stamp)]);
+      ? await db.$client.batch([products(db)]).then(() => [])
+      : (
+          await db.$client.batch([
+            products(db),
+            customerInsert(db, customers, stamp),
+            licenseInsert(db, source, licenses, stamp),
+          ])
+        ).slice(1);
   const stored = new Map(
     ((addedLicenses?.results ?? []) as { id: number; licenseId: string }[]).map((l) => [l.licenseId, l.id]),
   );
@@ -231,6 +238,24 @@ function newLicenses(fresh: NewRow[], settings: ChunkSettings) {
       return { row, digest, customerKey, core, integrity };
     }),
   );
+}
+
+/**
+ * Records the source's product ids on the service's products the rows name (the compatible routes' product scope):
+ * a product keeps the first id given, and an id names one product.
+ */
+function productSources(rows: ImportRow[], source: string) {
+  const pairs = [
+    ...new Map(rows.flatMap((r) => (r.productSourceId ? [[r.product, `${source}:${r.productSourceId}`]] : []))),
+  ];
+  return (db: Db) =>
+    db.$client
+      .prepare(
+        `UPDATE products SET source_id = value ->> 1 FROM json_each(?1)
+         WHERE products.code = value ->> 0 AND products.source_id IS NULL
+           AND NOT EXISTS (SELECT 1 FROM products AS p WHERE p.source_id = value ->> 1)`,
+      )
+      .bind(json(pairs));
 }
 
 function customerInsert(db: Db, customers: Map<string, ImportRow>, stamp: string) {

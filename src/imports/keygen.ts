@@ -196,6 +196,7 @@ function licenseOf(r: Resource, ctx: Context, add: Add): Omit<ImportRow, "row"> 
     sourceId: r.id,
     legacyKey,
     product,
+    ...(productId !== undefined && { productSourceId: productId }),
     ...(customer && { customer }),
     ...(policy?.edition !== undefined && { edition: policy.edition }),
     ...(expireDate !== undefined && { expireDate }),

@@ -43,6 +43,8 @@ export interface ImportRow {
   legacyKey: string;
   /** The service's product code the license is for. */
   product: string;
+  /** The source's own id of that product (Keygen's product id): the compatible routes' product scope names it. */
+  productSourceId?: string;
   customer?: ImportCustomer;
   edition?: string;
   /** ISO 8601 instant; none: perpetual. */
