@@ -50,6 +50,8 @@ const SPEC_ACCESS: { methods?: string[]; path: RegExp; credential: Credential; r
   { path: /^\/v1\/webhooks/, credential: "key", roles: MANAGERS },
   { path: /^\/v1\/(users|roles|api-keys)/, credential: "key", roles: ADMINS },
   { path: /^\/v1\/(assemblies|settings)/, credential: "key", roles: ADMINS },
+  // Keygen-compatible routes (CONTRACT 16): an application's calls, with a license key of their own, or none.
+  { path: /^\/v1\/accounts\//, credential: "none" },
   // Moving in from another system (CONTRACT 16): the Administrator's.
   { path: /^\/v1\/imports/, credential: "key", roles: ADMINS },
   // The email outbox holds a queued message's secrets (a user key, a sign-in link): the Administrator's (issue 37).

@@ -30,6 +30,7 @@ import { registerApiKeys } from "../routes/management/api-keys";
 import { registerAdoption } from "../routes/management/adoption";
 import { registerReleaseHealth } from "../routes/management/release-health";
 import { registerImports } from "../routes/management/imports";
+import { registerKeygenRoutes } from "../routes/keygen/keygen";
 import { registerAssemblies } from "../routes/management/assemblies";
 import { registerConsole } from "../routes/management/console";
 import { registerCustomers } from "../routes/management/customers";
@@ -404,6 +405,7 @@ export function createApp(preRoute: readonly PreRouteGate[] = PRE_ROUTE): Router
   registerApiKeys(app);
   registerCustomers(app);
   registerImports(app);
+  registerKeygenRoutes(app);
   registerProducts(app);
   registerOrders(app);
   registerReleases(app);
