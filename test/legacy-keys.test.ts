@@ -7,6 +7,8 @@ import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { ADMIN, admin, call, keyFor } from "./helpers";
 import { bytesOf, newProduct, upload } from "./artifacts-kit";
+import { verifyLicenseFile } from "../client/src/license-file";
+import type { JwkSet } from "../client/src/types";
 
 // As Keygen issues them (a key of its default scheme), and one a spreadsheet might hold.
 const KEYGEN_KEY = "C1B6DE-39A6E3-DE1529-8559A0-4AF593-V3";
@@ -56,6 +58,19 @@ describe("a license's legacy key", () => {
     });
     expect(activated.status, activated.text).toBe(200);
     expect(activated.body["licenseToken"]).toMatch(/^actk_/);
+    // An encrypted license file for the machine opens with the legacy key, as the client package opens it.
+    const checkout = await call("POST", "/v1/license/checkout", {
+      key: ADMIN.key,
+      body: { userKey: KEYGEN_KEY, machineId: "PC-1", encrypt: true },
+    });
+    expect(checkout.status, checkout.text).toBe(200);
+    const jwks = (await call("GET", "/v1/extensions/keys")).body as JwkSet;
+    const file = await verifyLicenseFile(checkout.body["licenseFile"], {
+      jwks,
+      machineId: "PC-1",
+      userKey: KEYGEN_KEY,
+    });
+    expect(file.license).toMatchObject({ licenseId });
     // Exactly as typed: another case, or the dashes gone, names no license (the service's own keys forgive both).
     for (const typed of [KEYGEN_KEY.toLowerCase(), KEYGEN_KEY.replaceAll("-", "")]) {
       const res = await call("POST", "/v1/license/validate", { key: ADMIN.key, body: { userKey: typed } });

@@ -60,6 +60,11 @@ export interface LicenseFilePayload {
 
 export interface LicenseFileRequest {
   machineId: string;
+  /**
+   * The key the client named the license with, as typed: an encrypted file is encrypted for it (the client opens it
+   * with the key it holds: the license's own, or its legacy key, CONTRACT 16); the license's own key when absent.
+   */
+  typedKey?: string | undefined;
   clientId?: string | undefined;
   /** Lifetime asked for (ms); Licensing:LicenseFileLifetime when absent or longer. */
   ttlMs?: number | undefined;
@@ -143,7 +148,7 @@ export async function makeLicenseFile(
   let signed: object = payload;
   if (encrypted) {
     const iv = crypto.getRandomValues(new Uint8Array(12));
-    const key = await licenseFileKey(license.userKey, request.machineId);
+    const key = await licenseFileKey(request.typedKey?.trim() || license.userKey, request.machineId);
     const ciphertext = await crypto.subtle.encrypt({ name: "AES-GCM", iv }, key, utf8.encode(JSON.stringify(payload)));
     signed = {
       v: 1,

@@ -87,6 +87,7 @@ export async function checkout(
     {
       machineId,
       clientId,
+      typedKey: input.userKey,
       ttlMs: input.ttl !== undefined ? input.ttl * 1000 : undefined,
       encrypt: input.encrypt,
       nonce: input.nonce,
@@ -137,6 +138,7 @@ export async function borrowSeat(ctx: ServiceContext, input: BorrowInput, client
     {
       machineId,
       clientId,
+      typedKey: input.userKey,
       encrypt: input.encrypt,
       nonce: input.nonce,
       borrow: { until: borrowEnd, tokenDigest: digest },
