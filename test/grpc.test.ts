@@ -68,6 +68,26 @@ describe("Authentication", () => {
     expect(activated.licenseToken).toMatch(/^actk_/);
   });
 
+  it("signs in and validates with a legacy key as typed (CONTRACT 16)", async () => {
+    const product = await admin("POST", "/v1/products", {
+      product: { code: `grpc-${crypto.randomUUID().slice(0, 8)}`, name: "G" },
+    });
+    const legacyKey = `grpc legacy ${crypto.randomUUID()}`;
+    const made = await admin("POST", "/v1/licenses", {
+      license: { productId: product.body["productId"], licensingMode: "Activation", legacyKey },
+    });
+    expect(made.status, made.text).toBe(200);
+    const app = await auth.authenticate({ userKey: legacyKey });
+    const bearer = { headers: { authorization: `Bearer ${app.token}` } };
+    const validated = await licenses.validateLicense({ userKey: legacyKey }, bearer);
+    expect(validated.licenseId).toBe(made.body["licenseId"]);
+    await expectStatus(
+      licenses.validateLicense({ userKey: legacyKey.toUpperCase() }, withKey),
+      Code.NotFound,
+      "License key not found",
+    );
+  });
+
   it("refuses licensing calls without a credential", async () => {
     await expectStatus(
       licenses.validateLicense({ userKey: "x" }),
