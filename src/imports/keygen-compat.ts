@@ -214,6 +214,17 @@ function authFailure(e: unknown): KeygenAnswer | undefined {
   return undefined;
 }
 
+/** The license a machine request's key names, or Keygen's refusal of the key. */
+async function licenseOfKey(ctx: ServiceContext, key: string): Promise<LicenseWithProduct | KeygenAnswer> {
+  try {
+    return await findByUserKey(ctx.db, key);
+  } catch (e) {
+    const refused = authFailure(e);
+    if (refused) return refused;
+    throw e;
+  }
+}
+
 export interface MachineBody {
   data?: {
     type?: unknown;
@@ -249,14 +260,8 @@ export async function activateMachine(
       "/data/attributes/fingerprint",
     );
   const name = typeof attributes.name === "string" ? attributes.name.slice(0, 256) : undefined;
-  let license: LicenseWithProduct;
-  try {
-    license = await findByUserKey(ctx.db, key);
-  } catch (e) {
-    const refused = authFailure(e);
-    if (refused) return refused;
-    throw e;
-  }
+  const license = await licenseOfKey(ctx, key);
+  if ("status" in license) return license;
   const named = body.data?.relationships?.license?.data?.id;
   if (named !== keygenId(license.sourceId, license.licenseId) && named !== license.licenseId)
     return failure(403, "Access denied", "You do not have permission to complete the request", "LICENSE_NOT_ALLOWED");
@@ -350,14 +355,8 @@ export async function deactivateMachine(
 ): Promise<KeygenAnswer> {
   const key = licenseKeyOf(authorization);
   if (typeof key !== "string") return key;
-  let license: LicenseWithProduct;
-  try {
-    license = await findByUserKey(ctx.db, key);
-  } catch (e) {
-    const refused = authFailure(e);
-    if (refused) return refused;
-    throw e;
-  }
+  const license = await licenseOfKey(ctx, key);
+  if ("status" in license) return license;
   const notFound = failure(404, "Not found", `The requested machine '${machineId}' was not found`, "NOT_FOUND");
   const token = await ctx.db
     .select({ machineId: licenseTokens.machineId })
