@@ -167,6 +167,11 @@ describe("an import from a CSV text", () => {
       tokens: before.tokens + 2,
     });
     expect((await validate("SHEET-KEY-0002")).status).toBe(200);
+    // A perpetual license keeps its updates: its maintenance never ends (SPEC's default would end it a year on).
+    const perpetual = await env.DB.prepare(
+      "SELECT expire_date, support_expire_date FROM licenses WHERE legacy_key_hint = '0002' ORDER BY id DESC",
+    ).first();
+    expect(perpetual).toEqual({ expire_date: null, support_expire_date: "9999-12-31T23:59:59.999Z" });
   });
 
   it("writes more than 1,000 rows off the request path, with progress, and the same again creates nothing", async () => {

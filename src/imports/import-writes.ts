@@ -46,6 +46,9 @@ interface NewRow {
 
 const json = (value: unknown) => JSON.stringify(value);
 
+/** The maintenance end of an imported perpetual license: none in practice. */
+export const MAINTENANCE_FOREVER = "9999-12-31T23:59:59.999Z";
+
 /** A license already there that a row names. */
 interface ExistingLicense {
   id: number;
@@ -229,8 +232,9 @@ function newLicenses(fresh: NewRow[], settings: ChunkSettings) {
         maxClients: row.maxClients ?? 0,
         issueDate: stamp,
         expireDate: row.expireDate ?? null,
-        // Updates and maintenance run to the license's expiry, as the source's license did (none: perpetual).
-        supportExpireDate: row.expireDate ?? null,
+        // Updates and maintenance run to the license's expiry, as the source's license did; a perpetual one's never end
+        // (SPEC's default, a year from the issue date, would stop an imported app's updates a year after the move).
+        supportExpireDate: row.expireDate ?? MAINTENANCE_FOREVER,
         revoked: row.revoked ?? false,
         features: null,
       };
@@ -289,7 +293,7 @@ function licenseInsert(db: Db, source: string, licenses: Awaited<ReturnType<type
          CASE WHEN value ->> 3 LIKE 'email:%'
            THEN (SELECT id FROM customers WHERE lower(email) = substr(value ->> 3, 7) ORDER BY id LIMIT 1)
            ELSE (SELECT id FROM customers WHERE source_id = value ->> 3) END,
-         0, value ->> 4, value ->> 5, value ->> 6, ?2, value ->> 7, value ->> 7, value ->> 8, value ->> 9,
+         0, value ->> 4, value ->> 5, value ->> 6, ?2, value ->> 7, value ->> 14, value ->> 8, value ->> 9,
          value ->> 10, value ->> 11, value ->> 12, value ->> 13, 1, 0, ?2, ?2
        FROM json_each(?1) WHERE true
        ON CONFLICT DO NOTHING
@@ -312,6 +316,7 @@ function licenseInsert(db: Db, source: string, licenses: Awaited<ReturnType<type
           row.legacyKey.slice(-4),
           row.sourceId ? `${source}:${row.sourceId}` : null,
           integrity,
+          core.supportExpireDate,
         ]),
       ),
       stamp,
