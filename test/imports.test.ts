@@ -8,6 +8,10 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { ADMIN, admin, call, keyFor } from "./helpers";
 import { KEYGEN_ROWS, keygenData } from "./fixtures/keygen/keygen-fixtures";
 import type { JsonBody } from "./json-body";
+import { getDb } from "../src/db/client";
+import { loadConfig } from "../src/db/settings-store";
+import { writeChunk } from "../src/imports/import-writes";
+import { type LicenseKeyGenerator, generateLicenseKeys } from "../src/licensing/license-core";
 
 const count = async (table: string) =>
   (await env.DB.prepare(`SELECT count(*) AS n FROM ${table}`).first<{ n: number }>())?.n ?? 0;
@@ -26,10 +30,13 @@ function keygen() {
   return data;
 }
 
+let desktop = 0;
+
 beforeAll(async () => {
   for (const code of ["acme-desktop", "acme-server"]) {
     const res = await admin("POST", "/v1/products", { product: { code, name: code, isApplication: true } });
     expect(res.status, res.text).toBe(200);
+    if (code === "acme-desktop") desktop = res.body["productId"];
   }
 });
 
@@ -197,6 +204,33 @@ describe("an import from a CSV text", () => {
       skipped: 1500,
     });
     expect(await count("licenses")).toBe(before + 1500);
+  });
+});
+
+describe("an import's writes", () => {
+  it("draw new identifiers for a license whose generated id is taken, and write it whole", async () => {
+    const taken = await admin("POST", "/v1/licenses", { license: { productId: desktop, licensingMode: "Activation" } });
+    const takenId = taken.body["licenseId"] as string;
+    let calls = 0;
+    const generate: LicenseKeyGenerator = (format) => {
+      const fresh = generateLicenseKeys(format);
+      // The first license drawn gets the id of a license already there, as a 32-bit id does among 100,000.
+      return calls++ === 0 ? { ...fresh, licenseId: takenId } : fresh;
+    };
+    const { config } = await loadConfig(env, env.DB);
+    const outcome = await writeChunk(
+      getDb(env.DB),
+      "csv",
+      [{ row: 2, legacyKey: "COLLIDING-KEY-1", product: "acme-desktop", machines: [{ fingerprint: "PC-9" }] }],
+      { config, products: new Map([["acme-desktop", desktop]]), now: new Date(), dryRun: false, generate },
+    );
+    expect(outcome).toMatchObject({ created: { licenses: 1, activations: 1 }, errors: [] });
+    expect(calls).toBe(2);
+    const onMachine = await call("POST", "/v1/license/validate", {
+      key: ADMIN.key,
+      body: { userKey: "COLLIDING-KEY-1", machineId: "PC-9" },
+    });
+    expect(onMachine.body["status"], onMachine.text).toBe("Activated");
   });
 });
 

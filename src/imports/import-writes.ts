@@ -12,7 +12,7 @@
 import type { Db } from "../db/client";
 import { generateCode } from "../http/repository";
 import { sha256Hex } from "../kernel/crypto";
-import { generateLicenseKeys, signLicense } from "../licensing/license-core";
+import { type LicenseKeyGenerator, generateLicenseKeys, signLicense } from "../licensing/license-core";
 import { clientToken } from "../licensing/client-tokens";
 import { tokenPrefix } from "../licensing/tokens";
 import type { Config } from "../kernel/config";
@@ -35,6 +35,8 @@ export interface ChunkSettings {
   products: ReadonlyMap<string, number>;
   now: Date;
   dryRun: boolean;
+  /** The identifiers of new licenses (a test forces a collision with it). */
+  generate?: LicenseKeyGenerator;
 }
 
 /** A new row, judged, and the key of its customer (customerKeysOf). */
@@ -45,6 +47,9 @@ interface NewRow {
 }
 
 const json = (value: unknown) => JSON.stringify(value);
+
+/** Inserts of a chunk's licenses after the first, for those a generated identifier kept out. */
+const LICENSE_ATTEMPTS = 2;
 
 /** The maintenance end of an imported perpetual license: none in practice. */
 export const MAINTENANCE_FOREVER = "9999-12-31T23:59:59.999Z";
@@ -198,6 +203,17 @@ export async function writeChunk(
   const stored = new Map(
     ((addedLicenses?.results ?? []) as { id: number; licenseId: string }[]).map((l) => [l.licenseId, l.id]),
   );
+  // A license the statement skipped met a unique column: its legacy key or source id, stored meanwhile by another
+  // import, or a generated identifier (a `lic` id is 32 bits: among 100,000 licenses two are likely to be drawn
+  // twice), which new identifiers clear. Tried again with new ones, twice at most.
+  let unstored = licenses.filter((l) => !stored.has(l.core.licenseId));
+  for (let attempt = 0; attempt < LICENSE_ATTEMPTS && unstored.length > 0; attempt++) {
+    const again = await newLicenses(unstored, settings);
+    const added = await licenseInsert(db, source, again, stamp).all<{ id: number; licenseId: string }>();
+    for (const l of added.results) stored.set(l.licenseId, l.id);
+    licenses.push(...again.filter((l) => stored.has(l.core.licenseId)));
+    unstored = again.filter((l) => !stored.has(l.core.licenseId));
+  }
   // The machines, second: their tokens are the ones activate derives from the license's row id (validate finds them).
   const machines: Machine[] = [
     ...licenses.flatMap(({ row, core }) => {
@@ -212,9 +228,8 @@ export async function writeChunk(
     licenses: stored.size,
     activations: addedActivations?.meta.changes ?? 0,
   };
-  for (const { row, core } of licenses)
-    if (!stored.has(core.licenseId))
-      errors.push({ row: row.row, field: "legacyKey", message: "Not written: stored meanwhile by another import" });
+  for (const { row } of unstored)
+    errors.push({ row: row.row, field: "legacyKey", message: "Not written: stored meanwhile by another import" });
   return outcome;
 }
 
@@ -224,7 +239,7 @@ function newLicenses(fresh: NewRow[], settings: ChunkSettings) {
   return Promise.all(
     fresh.map(async ({ row, digest, customerKey }) => {
       const core = {
-        ...generateLicenseKeys(settings.config["Licensing:UserKeyFormat"]),
+        ...(settings.generate ?? generateLicenseKeys)(settings.config["Licensing:UserKeyFormat"]),
         productId: settings.products.get(row.product)!,
         licenseType: 0,
         edition: row.edition ?? null,
