@@ -26,6 +26,8 @@
 //   their ratio to health
 //   BENCH_NGINX=0: skip the nginx baseline
 //   BENCH_COMMERCE_EVENTS (500; 200 quick; 0 skips), BENCH_COMMERCE_RATE (50 a second): the commerce webhook burst
+//   BENCH_IMPORT_ROWS (100000; 10000 quick; 0 skips): the import of a generated CSV through POST /v1/imports and the
+//   queue, after the scale runs (bench/import-burst.mjs); BENCH_ONLY selects it as "import", the burst as "commerce"
 //   BENCH_PROFILE=1: a CPU profile of each main-table run of the service (bench/profile.mjs), written to
 //   bench/profiles/ with a summary printed; profiling slows the service, so a profiled run's numbers are not results
 //   BENCH_BUNDLE: a bundle built beforehand (inside the project) instead of bundling the working tree, to compare
@@ -49,6 +51,7 @@ import { FLOORS, startFloorWorker } from "./floors.mjs";
 import { noLogicWorker } from "./no-logic.mjs";
 import { fillLicenses } from "./seed.mjs";
 import {
+  ADMIN_KEY,
   ENCRYPTION_KEY,
   MiB,
   RuntimeLog,
@@ -60,6 +63,7 @@ import {
 } from "./service.mjs";
 import { wrk } from "./wrk.mjs";
 import { commerceBurst, commerceRows } from "./commerce-burst.mjs";
+import { importBurst, importRows, importSection } from "./import-burst.mjs";
 
 // A/B mode (BENCH_AB): two builds side by side in one run, bench/ab.mjs; none of the rest.
 if (process.env.BENCH_AB) {
@@ -543,6 +547,20 @@ for (const target of scaleScenarios.length > 0 ? scales : []) {
   scaleMemory.push({ licenses: total, peak: memory.peak(`scale ${target}`), load1 });
 }
 
+// The import of a generated CSV (bench/import-burst.mjs): BENCH_IMPORT_ROWS licenses (100,000; 10,000 quick; 0 for
+// none) posted with the admin key, polled until done, then D1 counted. After the scale runs: its licenses would count
+// towards their fill.
+const importTarget = Number(env.BENCH_IMPORT_ROWS ?? (quick ? 10_000 : 100_000));
+let imported;
+if (importTarget > 0 && wanted(`import of ${importTarget} licenses`)) {
+  await settled();
+  console.log(`\nImport of ${importTarget} licenses: a CSV through POST /v1/imports, written by the queue`);
+  const adminApi = async (method, path, body) => (await api(method, path, body)).json;
+  const common = { url: serviceUrl, adminKey: ADMIN_KEY, api: adminApi, d1, cpuMs: serviceCpuMs, memory };
+  imported = await importBurst({ ...common, secret: ENCRYPTION_KEY, rows: importTarget });
+  console.log(importRows(imported).join("\n"));
+}
+
 memory.stop();
 baselineMemory.stop();
 const highWater = memory.highWater();
@@ -629,6 +647,7 @@ if (commerce) {
     "",
   );
 }
+if (imported) lines.push(...importSection(imported), "");
 if (generator.baseline) {
   lines.push(
     "## Load generator check",

@@ -207,6 +207,8 @@ export const customers = sqliteTable(
   (t) => [
     uniqueIndex("customers_code").on(t.code),
     index("customers_email").on(t.email),
+    // Imports find a row's customer by its email in any case (imports/import-writes.ts).
+    index("customers_email_lower").on(sql`lower(${t.email})`),
     uniqueIndex("customers_source_id").on(t.sourceId),
   ],
 );
