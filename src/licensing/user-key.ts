@@ -12,7 +12,7 @@
  */
 import { type Placeholder, type SQL, sql } from "drizzle-orm";
 import { licenses } from "../db/schema";
-import { sha256Hex } from "../kernel/crypto";
+import { sha256Hex, timingSafeEqualText } from "../kernel/crypto";
 
 /** A legacy key as typed: any printable text of LEGACY_KEY_MIN to LEGACY_KEY_MAX characters, spaces around trimmed. */
 export const LEGACY_KEY_MIN = 8;
@@ -80,6 +80,6 @@ export function userKeyIs(compact: Placeholder | string, legacy: Placeholder | s
 export function keyNames(key: TypedKey, license: { userKey: string; legacyKeyDigest: string | null }): boolean {
   return (
     (key.compact !== "" && key.compact === compactUserKey(license.userKey)) ||
-    (key.legacy !== "" && key.legacy === license.legacyKeyDigest)
+    (key.legacy !== "" && license.legacyKeyDigest !== null && timingSafeEqualText(key.legacy, license.legacyKeyDigest))
   );
 }

@@ -11,6 +11,7 @@ import type { AppEnv } from "../../http/app-env";
 import { clientInfo, serviceContext } from "../../http/context";
 import type { Router } from "../../http/router";
 import { documented } from "../../http/router";
+import { anonymousErrorResponses } from "../../http/openapi";
 import {
   type KeygenAnswer,
   type MachineBody,
@@ -40,7 +41,13 @@ const validateKeyRoute = createRoute({
   description: `${NOTE} Body \`{ meta: { key, scope?: { fingerprint?, product? } } }\`; 200 with \`meta: { valid, code, detail }\` and the license (null when the key names none).`,
   ...access.anonymous(),
   request: { params: z.object({ account }) },
-  responses: { 200: document("The validation"), 400: document("No key"), 404: document("Unknown account") },
+  responses: {
+    200: document("The validation"),
+    400: document("No key"),
+    404: document("Unknown account"),
+    429: anonymousErrorResponses[429],
+    500: anonymousErrorResponses[500],
+  },
 });
 
 const createMachineRoute = createRoute({
@@ -58,6 +65,8 @@ const createMachineRoute = createRoute({
     403: document("A suspended or expired license, or another license's id"),
     404: document("Unknown account"),
     422: document("The machine limit, a fingerprint taken or missing"),
+    429: anonymousErrorResponses[429],
+    500: anonymousErrorResponses[500],
   },
 });
 
@@ -82,6 +91,9 @@ const deleteMachineRoute = createRoute({
     204: { description: "Deactivated" },
     401: document("No or an unknown license key"),
     404: document("Unknown account or machine"),
+    422: document("The license's deactivations for this month are used up"),
+    429: anonymousErrorResponses[429],
+    500: anonymousErrorResponses[500],
   },
 });
 
