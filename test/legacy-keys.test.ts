@@ -91,6 +91,23 @@ describe("a license's legacy key", () => {
       headers: { "X-Service-User-Key": KEYGEN_KEY.toLowerCase() },
     });
     expect(unknown.body["data"]).toMatchObject({ installable: false });
+    // electron-updater's feed, with the key in its query, and with the license's feed token: the installer is offered
+    // with its download token (a licensed caller's).
+    const feed = await call(
+      "GET",
+      `/v1/updates/${product.code}/feed/stable/win-x64/latest.yml?userKey=${encodeURIComponent(KEYGEN_KEY)}`,
+    );
+    expect(feed.status, feed.text).toBe(200);
+    expect(feed.text).toContain("Legacy%20Setup%202.0.0.exe?token=");
+    const listed = await admin(
+      "GET",
+      `/v1/licenses?filter=${encodeURIComponent(`licenseId == "${licenseId}"`)}&select=feedToken`,
+    );
+    const byToken = await call(
+      "GET",
+      `/v1/updates/${product.code}/feed/stable/win-x64/latest.yml?feed=${listed.body["licenses"][0].feedToken}`,
+    );
+    expect(byToken.text).toContain("Legacy%20Setup%202.0.0.exe?token=");
     // The customer portal signs in with it.
     const portal = await call("POST", "/v1/portal/sign-in", { body: { userKey: KEYGEN_KEY } });
     expect(portal.status, portal.text).toBe(200);
