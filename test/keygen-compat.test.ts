@@ -84,6 +84,8 @@ describe("the Keygen-compatible routes", () => {
       [expired!.legacyKey, undefined, "EXPIRED", false],
       [nodeLocked!.legacyKey, { fingerprint: "not-this-machine" }, "FINGERPRINT_SCOPE_MISMATCH", false],
       [nodeLocked!.legacyKey, { product: ID.server }, "PRODUCT_SCOPE_MISMATCH", false],
+      // The license's own state before any scope, as Keygen judges.
+      [suspended!.legacyKey, { product: ID.server }, "SUSPENDED", false],
       [nodeLocked!.legacyKey, { product: ID.desktop }, "VALID", true],
       [multi!.legacyKey, { fingerprint: multi!.machines[1]!.fingerprint }, "VALID", true],
     ];
@@ -157,6 +159,17 @@ describe("the Keygen-compatible routes", () => {
     expect((await deleteMachine(key, newId)).status).toBe(204);
     expect((await deleteMachine(key, newId)).status).toBe(404);
     expect((await createMachine(key, "NEW-FINGERPRINT-3", licenseId(6))).status).toBe(201);
+
+    // A machine that holds a live license file is not deactivated: the service's refusal, in Keygen's shape.
+    const held = await createMachine(multi!.legacyKey, "FILE-HOLDER", licenseId(2));
+    expect(held.status, held.text).toBe(201);
+    const file = await call("POST", "/v1/license/checkout", {
+      key: ADMIN.key,
+      body: { userKey: multi!.legacyKey, machineId: "FILE-HOLDER" },
+    });
+    expect(file.status, file.text).toBe(200);
+    const refused = await deleteMachine(multi!.legacyKey, held.body.data.id);
+    expect([refused.status, refused.body.errors[0].code]).toEqual([422, "LICENSE_FILE_HELD"]);
 
     // Through the service's own operations: each left its trace (validations, activations, deactivations).
     const row = await env.DB.prepare("SELECT id FROM licenses WHERE source_id = ?")

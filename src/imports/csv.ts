@@ -11,6 +11,7 @@
  * and the record is left out of `rows`. Blank lines (and lines of empty cells only) are no records and are skipped.
  */
 import Papa from "papaparse";
+import { EMAIL_ADDRESS } from "../records/vocabulary";
 import {
   type ImportCustomer,
   type ImportMachine,
@@ -40,8 +41,7 @@ export const EDITION_MAX = 64;
 const MAX_ACTIVATIONS_MAX = 2_147_483_647;
 /** A machine id: 1 to 128 visible ASCII characters (no space, no control character). */
 const MACHINE_ID = /^[\x21-\x7e]{1,128}$/;
-/** An e-mail address of a plain shape (name@domain.tld), as the portal accepts one; at most 256 characters. */
-const EMAIL = /^[^\s@<>",;()[\]\\]+@[^\s@<>",;()[\]\\]+\.[^\s@<>",;()[\]\\]+$/;
+/** The longest customerEmail (its shape: records/vocabulary.ts EMAIL_ADDRESS, as the portal takes one). */
 const EMAIL_MAX = 256;
 /** expireDate as a day: YYYY-MM-DD (4 or more digits of year, so an absurd year is told as such, not as a typo). */
 const DAY = /^(\d{4,})-(\d{2})-(\d{2})$/;
@@ -165,7 +165,7 @@ function readRecord(
   if (product === "") problem("product", "A product code is required");
 
   const email = cell("customerEmail");
-  if (email !== "" && (email.length > EMAIL_MAX || !EMAIL.test(email)))
+  if (email !== "" && (email.length > EMAIL_MAX || !EMAIL_ADDRESS.test(email)))
     problem("customerEmail", `"${email}" is not an e-mail address (name@example.com)`);
 
   const edition = cell("edition");

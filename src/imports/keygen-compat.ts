@@ -171,8 +171,7 @@ export async function validateKey(
     status: 200,
     body: { meta: meta(valid, code, detail), data },
   });
-  if (typeof scope.product === "string" && scope.product !== productId && scope.product !== license.productCode)
-    return answer(false, "PRODUCT_SCOPE_MISMATCH", "product scope does not match");
+  // Keygen's order: the license's own state (suspended, expired) before any scope.
   try {
     await validate(ctx, { userKey: key, productCode: license.productCode }, client);
   } catch (e) {
@@ -180,6 +179,8 @@ export async function validateKey(
     if (!known) throw e;
     return answer(false, known[0], known[1]);
   }
+  if (typeof scope.product === "string" && scope.product !== productId && scope.product !== license.productCode)
+    return answer(false, "PRODUCT_SCOPE_MISMATCH", "product scope does not match");
   const nodeLocked = license.licensingMode === Mode.Activation && license.maxClients === 1;
   if (fingerprint !== undefined && machines.count === 0)
     return nodeLocked
@@ -203,7 +204,10 @@ function licenseKeyOf(authorization: string | undefined): string | KeygenAnswer 
   return match[1]!.trim();
 }
 
-/** The licensing refusals of a key authenticating a machine request, in Keygen's words. */
+/**
+ * The licensing refusals of a machine request in Keygen's words: the key's (401, 403), and any other the service's
+ * operation answers (a license file the machine still holds, …) as Keygen's 422 with the service's reason as its code.
+ */
 function authFailure(e: unknown): KeygenAnswer | undefined {
   if (!(e instanceof LicensingError)) return undefined;
   if (e.reason === Reasons.revoked || e.reason === Reasons.tampered)
@@ -211,7 +215,8 @@ function authFailure(e: unknown): KeygenAnswer | undefined {
   if (e.reason === Reasons.expired) return failure(403, "Forbidden", "License is expired", "LICENSE_EXPIRED");
   if (e.reason === Reasons.keyNotFound || e.reason === Reasons.invalidKey)
     return failure(401, "Unauthorized", "License key is invalid", "LICENSE_INVALID");
-  return undefined;
+  const code = (e.reason ?? "licensingRefused").replace(/([a-z])([A-Z])/g, "$1_$2").toUpperCase();
+  return failure(422, "Unprocessable resource", e.message, code);
 }
 
 /** The license a machine request's key names, or Keygen's refusal of the key. */

@@ -24,7 +24,7 @@ import { judgeLicense } from "../licensing/policy";
 import { licenseByUserKey } from "../licensing/license-lookup";
 import { type TypedKey, typedKey } from "../licensing/user-key";
 import { httpUrl } from "../records/products";
-import { LICENSE_TYPES, LICENSING_MODES, Mode, TokenKind } from "../records/vocabulary";
+import { EMAIL_ADDRESS, LICENSE_TYPES, LICENSING_MODES, Mode, TokenKind } from "../records/vocabulary";
 import { OrderStatus, PaymentStatus } from "../records/orders";
 import { maintenanceEnd } from "../delivery/catalog";
 import { CROCKFORD32 } from "../kernel/crypto";
@@ -43,7 +43,6 @@ export const MALFORMED_EMAIL = "The email address is malformed: type it as name@
 export const LINK_SENT = "If a customer account has this email address, a sign-in link is on its way to it.";
 
 const CROCKFORD = new Set(CROCKFORD32);
-const EMAIL = /^[^\s@<>",;()[\]\\]+@[^\s@<>",;()[\]\\]+\.[^\s@<>",;()[\]\\]+$/;
 
 /**
  * A typed key read both ways (licensing/user-key.ts typedKey), or 400 when it can be neither a user key (wrong
@@ -59,7 +58,7 @@ async function typedUserKey(typed: string): Promise<TypedKey> {
 /** A typed email address, trimmed, or 400. */
 export function typedEmail(typed: string): string {
   const email = typed.trim();
-  if (email.length > 254 || !EMAIL.test(email)) throw new ApiError(400, MALFORMED_EMAIL);
+  if (email.length > 254 || !EMAIL_ADDRESS.test(email)) throw new ApiError(400, MALFORMED_EMAIL);
   return email;
 }
 

@@ -75,3 +75,9 @@ export function editionIn(edition: string | null | undefined, editions: readonly
   const own = (edition ?? "").toLowerCase();
   return own !== "" && editions.some((e) => e.toLowerCase() === own);
 }
+
+/**
+ * An email address of a plain shape (name@domain.tld): what the portal's sign-in by email and an import's
+ * `customerEmail` accept.
+ */
+export const EMAIL_ADDRESS = /^[^\s@<>",;()[\]\\]+@[^\s@<>",;()[\]\\]+\.[^\s@<>",;()[\]\\]+$/;
