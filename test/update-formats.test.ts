@@ -731,7 +731,9 @@ describe("uploads for Tauri and Sparkle: the vendor's signature", () => {
           signature,
           partName: "App-6.0.0.zip",
         });
-        expect(res.status, `${name} ${sourceKind}: ${res.text}`).toBe(400);
+        // CONTRACT section 15: a signature that does not verify is 409 signatureInvalid, nothing stored.
+        expect(res.status, `${name} ${sourceKind}: ${res.text}`).toBe(409);
+        expect(res.body["reason"]).toBe("signatureInvalid");
         expect(res.text).toContain("sparklePublicKey");
       }
     }
@@ -758,7 +760,7 @@ describe("uploads for Tauri and Sparkle: the vendor's signature", () => {
     const resigned = await admin("PUT", path, {
       releaseDownload: { id: zipId, signature: await sparkleSign(f.keys, other) },
     });
-    expect(resigned.status, resigned.text).toBe(400);
+    expect(resigned.status, resigned.text).toBe(409);
     expect(resigned.text).toContain("sparklePublicKey");
     const unsignedArchive = await admin("PUT", path, { releaseDownload: { id: archiveId, signature: null } });
     expect(unsignedArchive.status, unsignedArchive.text).toBe(400);

@@ -23,6 +23,19 @@ export interface HealthGate {
   action: "halt" | "rollback";
 }
 
+/**
+ * A change of signing identity an Administrator accepted at upload (`allowSignerChange`): the artifact's platform and
+ * file, the identities the rule expected (`from`) and the one found (`to`), who accepted it and when.
+ */
+export interface SignerChange {
+  platform: string;
+  fileName: string;
+  from: string[];
+  to: string | null;
+  by: string;
+  at: string;
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Accounts and access
 
@@ -259,6 +272,11 @@ export const products = sqliteTable(
     minimumVersion: text("minimum_version"),
     /** Sparkle's SUPublicEDKey (base64 Ed25519): uploads' EdDSA signatures are checked against it (issue 27). */
     sparklePublicKey: text("sparkle_public_key"),
+    /** Signing identities (CONTRACT section 15, updates/signer-check.ts): an upload signed by another is refused. */
+    windowsPublisherNames: json<string[]>("windows_publisher_names"),
+    macTeamIds: json<string[]>("mac_team_ids"),
+    /** Tauri's updater public key (tauri.conf.json `pubkey`): an upload's minisign `.sig` must verify with it. */
+    tauriPublicKey: text("tauri_public_key"),
     /** The product's id in the system its licenses were imported from (`keygen:<id>`): the compatible routes' scope. */
     sourceId: text("source_id"),
     createdAt: createdAt(),
@@ -311,6 +329,8 @@ export const productReleases = sqliteTable(
     haltOnReports: json<{ count: number; minutes: number }>("halt_on_reports"),
     /** Release health's gate (CONTRACT section 13, updates/health-gate.ts): when the release halts itself. */
     healthGate: json<HealthGate>("health_gate"),
+    /** Deliberate changes of signing identity accepted by an Administrator at upload (CONTRACT section 15). */
+    signerChanges: json<SignerChange[]>("signer_changes"),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
@@ -340,6 +360,11 @@ export const releaseDownloads = sqliteTable(
     /** SHA-1, lowercase hex (Squirrel.Windows' RELEASES and Velopack's feed name packages by it); null on rows older than it. */
     sha1: text("sha1"),
     signature: text("signature"),
+    /** What the upload's check found (CONTRACT section 15): the Authenticode signer's common name, the Apple Team ID. */
+    signer: text("signer"),
+    teamId: text("team_id"),
+    /** Whether the vendor's Tauri or Sparkle signature was verified over the bytes; null when none was checked. */
+    signatureVerified: bool("signature_verified"),
     /** Completed downloads of the artifact the Worker served (updates/download-counts.ts), added by the queue. */
     downloadCount: integer("download_count").notNull().default(0),
     createdAt: createdAt(),

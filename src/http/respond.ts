@@ -86,7 +86,7 @@ export function errorResponse(c: Context<AppEnv>, error: ApiError): Response {
   const reason = error.reason ? { reason: error.reason } : {};
   const res = send(
     c,
-    { success: false, code: error.status, message: error.message, ...reason },
+    { success: false, code: error.status, message: error.message, ...reason, ...error.details },
     error.status as ContentfulStatusCode,
   );
   for (const [k, v] of Object.entries(error.headers)) res.headers.set(k, v);

@@ -17,6 +17,8 @@ export class ApiError extends Error {
      * REST bodies carry it as `reason`, gRPC errors as the `licensing-reason` metadata entry.
      */
     readonly reason?: string,
+    /** More machine-readable facts of the refusal, beside `reason` in the body (a signing refusal's expected, found). */
+    readonly details?: Readonly<Record<string, unknown>>,
   ) {
     super(message);
   }

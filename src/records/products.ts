@@ -1,4 +1,5 @@
 /** The product record (SPEC "Product"): licensed by licensing/, released by updates/. */
+import { z } from "@hono/zod-openapi";
 import { products } from "../db/schema";
 import { defineEntity, f } from "../http/entity";
 
@@ -11,6 +12,9 @@ export const HTTP_URL = /^https?:\/\/[^\s]+$/i;
 /** `url` when it is an http(s) link, else null: a value stored before products kept to HTTP_URL is never handed out. */
 export const httpUrl = (url: string | null | undefined): string | null =>
   url !== null && url !== undefined && HTTP_URL.test(url) ? url : null;
+
+/** An Apple Team ID: ten capital letters and digits, as codesign prints it (TeamIdentifier=...). */
+export const TEAM_ID = /^[A-Z0-9]{10}$/;
 
 export const Product = defineEntity({
   name: "Product",
@@ -58,6 +62,33 @@ export const Product = defineEntity({
       description:
         "Sparkle's SUPublicEDKey (base64 of the 32-byte Ed25519 public key, as generate_keys prints it): an upload's " +
         "EdDSA signature (sign_update's edSignature) of a macOS zip, installer or archive must verify against it.",
+    }),
+    windowsPublisherNames: {
+      ...f.strings({
+        description:
+          "The subject common names (CN) Windows builds may be signed by, as electron-builder's publisherName: an " +
+          ".exe, .msi or .nupkg signed by another is refused at upload (CONTRACT section 15).",
+      }),
+      input: z
+        .array(z.string().trim().min(1).max(256))
+        .max(20)
+        .openapi({ description: "Up to 20 subject common names, as the certificate shows them (CN=...)." }),
+    },
+    macTeamIds: {
+      ...f.strings({
+        description:
+          "The Apple Team IDs macOS builds may be signed by: a macOS .zip whose app is signed by another is refused at upload.",
+      }),
+      input: z
+        .array(z.string().max(10).regex(TEAM_ID, "an Apple Team ID: 10 capital letters and digits"))
+        .max(20)
+        .openapi({ description: "Up to 20 Team IDs (10 capital letters and digits, e.g. 7Z6EMTD2C6)." }),
+    },
+    tauriPublicKey: f.string({
+      max: 1024,
+      description:
+        "Tauri's updater public key (tauri.conf.json `pubkey`: base64 of the minisign public key file): an upload's " +
+        "minisign `.sig` must verify over the uploaded bytes with it.",
     }),
     createdAt: f.date({ readOnly: true }),
     updatedAt: f.date({ readOnly: true }),

@@ -123,6 +123,22 @@ export const ProductRelease = defineEntity({
         }),
       "Release health's gate (CONTRACT section 13): the release halts itself, within a minute of the sessions that cross it, when the lower bound of its crash rate is above maxCrashRate or maxCrashRateRatio x the previous release's.",
     ),
+    signerChanges: {
+      ...json(
+        z.array(
+          z.object({
+            platform: z.string(),
+            fileName: z.string(),
+            from: z.array(z.string()),
+            to: z.string().nullable(),
+            by: z.string(),
+            at: z.string().openapi({ format: "date-time" }),
+          }),
+        ),
+        "Changes of signing identity an Administrator accepted at upload (allowSignerChange, CONTRACT section 15): the identities expected, the one found, who and when.",
+      ),
+      readOnly: true,
+    },
     createdAt: f.date({ readOnly: true }),
     updatedAt: f.date({ readOnly: true }),
   },

@@ -5,14 +5,15 @@
  * ones get them computed while they stream into R2 (`local`) or D1 chunks (`resource`). Every path that stores
  * bytes first leaves the artifact invisible and removes those bytes again when anything fails.
  */
-import { refuseUnsignedArchive, requireSparkleSignature } from "./vendor-signatures";
+import { refuseUnsignedArchive, verifyVendorSignature } from "./vendor-signatures";
+import { type SignedFile, type SigningKeys, checkSigning, recordSignerChange, spanSource } from "./signer-check";
 import { and, eq, inArray, like, lt } from "drizzle-orm";
 import { randomString } from "../kernel/crypto";
 import { clock } from "../kernel/clock";
 import type { Config } from "../kernel/config";
 import type { Db } from "../db/client";
 import { type Row, insertRow, updateRow } from "../http/repository";
-import { artifactChunks, productReleases, products, releaseDownloads } from "../db/schema";
+import { type SignerChange, artifactChunks, productReleases, products, releaseDownloads } from "../db/schema";
 import type { ServiceContext } from "../http/context";
 import { ApiError, notFound400 } from "../kernel/errors";
 import { ChunkSink, type Digests, R2Sink, digestStream, storeStream } from "./artifact-writer";
@@ -42,8 +43,11 @@ export interface DownloadTarget {
   productCode: string;
   releaseId: number;
   version: string;
-  /** The product's Sparkle key: uploads' EdDSA signatures are checked against it (vendor-signatures.ts). */
+  /** The product's signing identities and keys: uploads are checked against them (signer-check.ts). */
   sparklePublicKey: string | null;
+  tauriPublicKey: string | null;
+  windowsPublisherNames: string[] | null;
+  macTeamIds: string[] | null;
 }
 
 /** The artifacts every route may see: published rows (pending uploads excluded). */
@@ -56,13 +60,16 @@ async function releaseOf(
   db: Db,
   productId: number,
   releaseId: number,
-): Promise<{ code: string; isApplication: boolean; version: string; sparklePublicKey: string | null }> {
+): Promise<Omit<DownloadTarget, "productId" | "releaseId" | "productCode"> & { code: string; isApplication: boolean }> {
   const row = await db
     .select({
       code: products.code,
       isApplication: products.isApplication,
       version: productReleases.version,
       sparklePublicKey: products.sparklePublicKey,
+      tauriPublicKey: products.tauriPublicKey,
+      windowsPublisherNames: products.windowsPublisherNames,
+      macTeamIds: products.macTeamIds,
     })
     .from(productReleases)
     .innerJoin(products, eq(products.id, productReleases.productId))
@@ -96,6 +103,9 @@ export async function downloadTarget(db: Db, productId: number, releaseId: numbe
     releaseId,
     version: row.version,
     sparklePublicKey: row.sparklePublicKey,
+    tauriPublicKey: row.tauriPublicKey,
+    windowsPublisherNames: row.windowsPublisherNames,
+    macTeamIds: row.macTeamIds,
   };
 }
 
@@ -147,20 +157,26 @@ export function artifactKey(root: string, target: DownloadTarget, fileName: stri
 }
 
 /**
- * Bytes stored for a new artifact, not yet visible: `commit` publishes the row, `discard` removes everything. `kind`
- * and `read` (the stored bytes) let commitStaged check a blockmap before it is published.
+ * Bytes stored for a new artifact, not yet visible: `commit` publishes the row (with what the signing check found),
+ * `discard` removes everything. `file` and `read` (the stored bytes, or a span of them) let commitStaged check a
+ * blockmap and the signer before it is published.
  */
 export interface StagedArtifact {
   digests: Digests;
   /** The hashes the publisher declared with the file, if any: the upload is refused when one differs. */
   declared?: DeclaredHashes;
-  kind: string;
-  fileName: string;
-  read(): Promise<ReadableStream<Uint8Array> | undefined>;
-  /** Checks of the vendor's signature over the stored bytes (vendor-signatures.ts), before the row is published. */
-  checkSignature?(): Promise<void>;
-  commit(): Promise<Row>;
+  file: SignedFile;
+  read(span?: { start: number; end: number }): Promise<ReadableStream<Uint8Array> | undefined>;
+  commit(found: Row): Promise<Row>;
   discard(): Promise<void>;
+}
+
+/** Who uploads, and the product's identities the upload is judged against (signer-check.ts). */
+export interface UploadSigning {
+  ctx: ServiceContext;
+  keys: SigningKeys;
+  /** An Administrator's `allowSignerChange=true`: a refused signer is accepted and recorded. */
+  allowSignerChange: boolean;
 }
 
 /** Adds a hosted artifact (JSON form): size and hashes as its publisher gives them. */
@@ -203,15 +219,13 @@ export async function stageLocal(
   return {
     digests,
     declared: declaredHashes(fields),
-    kind: fields.kind,
-    fileName: fields.fileName,
-    read: async () => (await bucket.get(key))?.body,
-    checkSignature: () =>
-      requireSparkleSignature(target.sparklePublicKey, fields, async () => (await bucket.get(key))?.body),
+    file: fields,
+    read: (span) => readObjectSpan(bucket, key, span),
     discard,
-    commit: () =>
+    commit: (found) =>
       insertRow(ctx.db, ReleaseDownload, {
         ...artifactValues(target, fields, digests),
+        ...found,
         sourceKind: "local",
         storageKey: key,
       }),
@@ -254,16 +268,12 @@ export async function stageResource(
   return {
     digests,
     declared: declaredHashes(fields),
-    kind: fields.kind,
-    fileName: fields.fileName,
-    read: () => readArtifact(ctx.env, ctx.db, { ...(pending as ReleaseDownloadRow), size: digests.size }),
-    checkSignature: () =>
-      requireSparkleSignature(target.sparklePublicKey, fields, () =>
-        readArtifact(ctx.env, ctx.db, { ...(pending as ReleaseDownloadRow), size: digests.size }),
-      ),
+    file: fields,
+    read: (span) => readArtifact(ctx.env, ctx.db, { ...(pending as ReleaseDownloadRow), size: digests.size }, span),
     discard,
-    commit: () =>
+    commit: (found) =>
       updateRow(ctx.db, ReleaseDownload, id, {
+        ...found,
         platform: fields.platform,
         size: digests.size,
         sha256: digests.sha256,
@@ -331,20 +341,25 @@ export async function checkRelabel(ctx: ServiceContext, values: Row, existing: R
  * result (vendor-signatures.ts): an archive keeps a signature, and a Sparkle signature verifies over the stored bytes
  * under the product's key (read only when that check applies). Hosted bytes are not the service's to read.
  */
-export async function checkResigned(ctx: ServiceContext, values: Row, existing: Row): Promise<void> {
-  if (values["signature"] === undefined && values["platform"] === undefined && values["kind"] === undefined) return;
+export async function checkResigned(ctx: ServiceContext, values: Row, existing: Row): Promise<Row> {
+  if (values["signature"] === undefined && values["platform"] === undefined && values["kind"] === undefined)
+    return values;
   const merged = { ...existing, ...values } as ReleaseDownloadRow;
   refuseUnsignedArchive(merged);
-  if (merged.sourceKind === "url" || !merged.signature || !merged.platform.startsWith("darwin-")) return;
-  const product = await ctx.db
-    .select({ sparklePublicKey: products.sparklePublicKey })
+  if (merged.sourceKind === "url") return values;
+  if (!merged.signature) return { ...values, signatureVerified: null };
+  const keys = await ctx.db
+    .select({ sparklePublicKey: products.sparklePublicKey, tauriPublicKey: products.tauriPublicKey })
     .from(productReleases)
     .innerJoin(products, eq(products.id, productReleases.productId))
     .where(eq(productReleases.id, merged.releaseId))
     .get();
-  await requireSparkleSignature(product?.sparklePublicKey ?? null, merged, () =>
-    readArtifact(ctx.env, ctx.db, existing as ReleaseDownloadRow),
+  const verified = await verifyVendorSignature(
+    { sparklePublicKey: keys?.sparklePublicKey ?? null, tauriPublicKey: keys?.tauriPublicKey ?? null },
+    merged,
+    () => readArtifact(ctx.env, ctx.db, existing as ReleaseDownloadRow),
   );
+  return { ...values, signatureVerified: verified };
 }
 
 /**
@@ -352,21 +367,44 @@ export async function checkResigned(ctx: ServiceContext, values: Row, existing: 
  * bytes labelled blockmap are not one: blockmap.ts). The row's write bumps the product's release generation
  * (http/repository.ts).
  */
-export async function commitStaged(staged: StagedArtifact, beforeCommit?: () => Promise<void>): Promise<Row> {
+export async function commitStaged(
+  staged: StagedArtifact,
+  signing: UploadSigning,
+  beforeCommit?: () => Promise<void>,
+): Promise<Row> {
   let row: Row;
+  let change: SignerChange | undefined;
   try {
     await beforeCommit?.();
     refuseDeclaredMismatch(staged.digests, staged.declared);
-    await staged.checkSignature?.();
-    if (staged.kind === "blockmap") await requireBlockmap(staged.read, staged.digests.size, staged.fileName);
-    row = await staged.commit();
+    const { file } = staged;
+    if (file.kind === "blockmap") await requireBlockmap(() => staged.read(), staged.digests.size, file.fileName);
+    const source = spanSource(staged.digests.size, (span) => staged.read(span));
+    const found = await checkSigning(signing.ctx, signing.keys, file, source, signing.allowSignerChange);
+    change = found.change;
+    row = await staged.commit({
+      signer: found.signer,
+      teamId: found.teamId,
+      signatureVerified: found.signatureVerified,
+    });
   } catch (e) {
     await staged
       .discard()
       .catch((cleanup: unknown) => console.error("discarding an artifact that was not published", cleanup));
     throw e;
   }
+  if (change) await recordSignerChange(signing.ctx, signing.keys.releaseId, change);
   return row;
+}
+
+/** An R2 object, or an inclusive span of it. */
+async function readObjectSpan(
+  bucket: R2Bucket,
+  key: string,
+  span?: { start: number; end: number },
+): Promise<ReadableStream<Uint8Array> | undefined> {
+  const range = span ? { range: { offset: span.start, length: span.end - span.start + 1 } } : {};
+  return (await bucket.get(key, range))?.body;
 }
 
 /** Deletes rows with their chunks (chunks first: the foreign key would refuse the row otherwise without cascade). */

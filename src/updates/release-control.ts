@@ -6,12 +6,12 @@
  */
 import { type Column, and, eq, getTableName, sql } from "drizzle-orm";
 import { clock, nowIso } from "../kernel/clock";
-import { licenses, productReleases, reports } from "../db/schema";
+import { type SignerChange, licenses, productReleases, reports } from "../db/schema";
 import { ApiError } from "../kernel/errors";
 import { isManager } from "../auth/guard";
 import type { ServiceContext } from "../http/context";
 import { type Row, requireById, updateRow } from "../http/repository";
-import { type EmitContext, emit } from "../webhooks/emit";
+import { type EmitContext, type EventBody, emit } from "../webhooks/emit";
 import { checkAudience } from "./audience";
 import { type HaltReason, ProductRelease } from "../records/releases";
 import { compareVersions, isReleaseVersion } from "../records/versions";
@@ -116,12 +116,21 @@ export async function previousRelease(
 }
 
 /**
+ * `release.published`'s body: the release, and `signerChanged: { from, to }` when an Administrator accepted a change
+ * of signing identity for one of its builds (the latest one accepted; every one is on the release's signerChanges).
+ */
+function publishedEvent(ctx: ServiceContext, row: Row): EventBody {
+  const changes = (row["signerChanges"] ?? null) as SignerChange[] | null;
+  const last = changes?.[changes.length - 1];
+  return { data: releaseRecord(ctx, row), ...(last ? { signerChanged: { from: last.from, to: last.to } } : {}) };
+}
+
+/**
  * The events of a release's create or update: `release.published` when it became public, `release.rollout.changed`
  * when its stagingPercentage or rolloutSchedule changed.
  */
 export function releaseChangeEvents(ctx: ServiceContext, row: Row, previous?: Row): void {
-  const data = () => ({ data: releaseRecord(ctx, row) });
-  if (row["public"] && !previous?.["public"]) emit(ctx, "release.published", data);
+  if (row["public"] && !previous?.["public"]) emit(ctx, "release.published", () => publishedEvent(ctx, row));
   const rolloutOf = (r: Row | undefined) =>
     JSON.stringify([r?.["stagingPercentage"] ?? null, r?.["rolloutSchedule"] ?? null]);
   if (previous && rolloutOf(row) !== rolloutOf(previous))

@@ -122,6 +122,20 @@ export const ReleaseDownload = defineEntity({
         "Lowercase hex (Squirrel.Windows and Velopack packages); null on artifacts added before it was kept.",
     }),
     signature: f.string({ max: 16_384, description: "The file's signature, as the publisher made it." }),
+    signer: f.string({
+      readOnly: true,
+      description:
+        "The Authenticode signer's subject common name the upload's check found (a Windows .exe, .msi, .nupkg); null when unsigned or not checked.",
+    }),
+    teamId: f.string({
+      readOnly: true,
+      description: "The Apple Team ID of the macOS app in an uploaded .zip; null when unsigned, ad-hoc or not checked.",
+    }),
+    signatureVerified: f.bool({
+      readOnly: true,
+      description:
+        "true when the Tauri (minisign) or Sparkle (EdDSA) signature was verified over the uploaded bytes with the product's key; null when not checked.",
+    }),
     downloadCount: {
       filter: "integer" as const,
       output: int64(0).openapi({

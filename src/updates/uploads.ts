@@ -7,7 +7,7 @@
  * One object per part (rather than one list) lets parts arrive in parallel without overwriting each other's record.
  * Completing assembles the parts, hashes the object by streaming it once, and inserts the row like the POST does.
  */
-import { refuseUnsignedArchive, requireSparkleSignature } from "./vendor-signatures";
+import { refuseUnsignedArchive } from "./vendor-signatures";
 import { randomString } from "../kernel/crypto";
 import { nowIso } from "../kernel/clock";
 import { type Row, insertRow } from "../http/repository";
@@ -17,6 +17,7 @@ import { type Digests, R2_MIN_PART_BYTES, digestStream } from "./artifact-writer
 import {
   type DeclaredHashes,
   type DownloadTarget,
+  type UploadSigning,
   artifactBucket,
   artifactKey,
   commitStaged,
@@ -209,7 +210,12 @@ async function forget(bucket: R2Bucket, prefix: string): Promise<void> {
  * assembles them, hashes the object by streaming it once and inserts the artifact row. Once R2 has assembled the
  * object the upload is used up: on a later failure the object and the state go.
  */
-export async function completeUpload(ctx: ServiceContext, target: DownloadTarget, uploadId: string): Promise<Row> {
+export async function completeUpload(
+  ctx: ServiceContext,
+  target: DownloadTarget,
+  uploadId: string,
+  signing: UploadSigning,
+): Promise<Row> {
   const { bucket, prefix, state } = await openUpload(ctx, target.productId, target.releaseId, uploadId);
   const parts = await storedParts(bucket, prefix);
   const problem = partsProblem(parts);
@@ -235,27 +241,30 @@ export async function completeUpload(ctx: ServiceContext, target: DownloadTarget
     await discard().catch(() => undefined);
     throw e;
   }
-  const row = await commitStaged({
-    digests,
-    declared: state.declared,
-    kind: state.kind,
-    fileName: state.fileName,
-    read: async () => (await bucket.get(state.key))?.body,
-    checkSignature: () =>
-      requireSparkleSignature(target.sparklePublicKey, state, async () => (await bucket.get(state.key))?.body),
-    discard,
-    commit: () =>
-      insertRow(ctx.db, ReleaseDownload, {
-        releaseId: target.releaseId,
-        platform: state.platform,
-        kind: state.kind,
-        fileName: state.fileName,
-        signature: state.signature,
-        sourceKind: "local",
-        storageKey: state.key,
-        ...digests,
-      }),
-  });
+  const row = await commitStaged(
+    {
+      digests,
+      declared: state.declared,
+      file: state,
+      read: async (span) =>
+        (await bucket.get(state.key, span ? { range: { offset: span.start, length: span.end - span.start + 1 } } : {}))
+          ?.body,
+      discard,
+      commit: (found) =>
+        insertRow(ctx.db, ReleaseDownload, {
+          ...found,
+          releaseId: target.releaseId,
+          platform: state.platform,
+          kind: state.kind,
+          fileName: state.fileName,
+          signature: state.signature,
+          sourceKind: "local",
+          storageKey: state.key,
+          ...digests,
+        }),
+    },
+    signing,
+  );
   await forget(bucket, prefix).catch((e: unknown) => console.error(`upload ${uploadId}: state left behind`, e));
   return row;
 }

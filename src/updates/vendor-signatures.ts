@@ -11,6 +11,7 @@
  */
 import { ApiError } from "../kernel/errors";
 import { ed25519Verify } from "./ed25519";
+import { isTauriSignature, verifyTauriSignature } from "./signing/minisign";
 
 interface Signed {
   platform: string;
@@ -34,20 +35,48 @@ function sparkleChecks(sparklePublicKey: string | null, fields: Signed): boolean
   return fields.kind === "archive" && isSparkleSignature(fields.signature);
 }
 
-/** 400 when the upload's EdDSA signature does not verify over its stored bytes under the product's Sparkle key. */
-export async function requireSparkleSignature(
-  sparklePublicKey: string | null,
-  fields: Signed,
+/**
+ * Checks the vendor's signature of an upload over its stored bytes with the product's key (CONTRACT section 15): a
+ * Tauri minisign `.sig` with the product's tauriPublicKey, a Sparkle edSignature with its sparklePublicKey. Answers
+ * true when one was verified, null when none applies; 409 signatureInvalid when it does not verify, 400 when the
+ * signature text is not one.
+ */
+export async function verifyVendorSignature(
+  keys: { sparklePublicKey: string | null; tauriPublicKey: string | null },
+  fields: Signed & { fileName?: string },
   read: () => Promise<ReadableStream<Uint8Array> | undefined>,
-): Promise<void> {
-  if (!sparkleChecks(sparklePublicKey, fields)) return;
+): Promise<true | null> {
+  const what = fields.fileName ?? "the file";
+  if (keys.tauriPublicKey && fields.signature && isTauriSignature(fields.signature)) {
+    const verdict = await verifyTauriSignature(keys.tauriPublicKey, fields.signature, await bytesOf(read));
+    if (verdict.ok) return true;
+    if (verdict.reason === "malformed")
+      throw new ApiError(400, `The signature of ${what} is not a minisign signature: ${verdict.message}`);
+    throw new ApiError(
+      409,
+      `The Tauri signature of ${what} does not verify with the product's tauriPublicKey: ${verdict.message}. The updater would refuse this update; refused, nothing was stored`,
+      {},
+      "signatureInvalid",
+      { artifact: what },
+    );
+  }
+  if (!sparkleChecks(keys.sparklePublicKey, fields)) return null;
+  if (await sparkleSignatureHolds(keys.sparklePublicKey!, fields.signature!, await bytesOf(read))) return true;
+  throw new ApiError(
+    409,
+    `The signature of ${what} is not an EdDSA signature of this file under the product's sparklePublicKey (sign_update's edSignature of exactly these bytes): Sparkle would refuse this update; refused, nothing was stored or changed`,
+    {},
+    "signatureInvalid",
+    { artifact: what },
+  );
+}
+
+async function bytesOf(
+  read: () => Promise<ReadableStream<Uint8Array> | undefined>,
+): Promise<ReadableStream<Uint8Array>> {
   const bytes = await read();
   if (!bytes) throw new Error("the staged artifact's bytes are missing");
-  if (!(await sparkleSignatureHolds(sparklePublicKey!, fields.signature!, bytes)))
-    throw new ApiError(
-      400,
-      "The signature is not an EdDSA signature of this file under the product's sparklePublicKey (sign_update's edSignature of exactly these bytes): refused, nothing was stored or changed",
-    );
+  return bytes;
 }
 
 // ---------------------------------------------------------------------------------------------------------------

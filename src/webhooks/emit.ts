@@ -42,6 +42,8 @@ export interface EmitContext {
 export interface EventBody {
   data: Record<string, unknown>;
   previous?: Record<string, unknown>;
+  /** `release.published` of a release whose builds an Administrator let change signer (CONTRACT section 15). */
+  signerChanged?: { from: string[]; to: string | null };
 }
 
 /** The JSON body every subscriber of one event receives. */
@@ -66,7 +68,14 @@ export function buildPayload(config: Config, type: EventType, body: EventBody): 
   const data = config["Application:IgnoreJSonDefaultValues"]
     ? (omitNulls(body.data) as Record<string, unknown>)
     : body.data;
-  return { id: newEventId(), type, createdAt: nowIso(), data, ...(body.previous ? { previous: body.previous } : {}) };
+  return {
+    id: newEventId(),
+    type,
+    createdAt: nowIso(),
+    data,
+    ...(body.previous ? { previous: body.previous } : {}),
+    ...(body.signerChanged ? { signerChanged: body.signerChanged } : {}),
+  };
 }
 
 /** Ids of the active subscriptions that name this type or `*` (one query; eventTypes is a JSON array). */

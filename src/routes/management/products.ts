@@ -8,7 +8,9 @@ import { refuseIfReferenced } from "../../http/repository";
 import { licenseTemplates, licenses, orderProducts, productReleases, releaseDownloads } from "../../db/schema";
 import { crud } from "../crud";
 import type { ServiceContext } from "../../http/context";
-import { ApiError } from "../../kernel/errors";
+import { ApiError, ValidationProblem } from "../../kernel/errors";
+import type { Row } from "../../http/repository";
+import { tauriPublicKeyProblem } from "../../updates/signing/minisign";
 import type { Router } from "../../http/router";
 import { Product } from "../../records/products";
 
@@ -21,10 +23,11 @@ export function registerProducts(app: Router): void {
     operationIds: { list: "listProducts", create: "createProduct", update: "updateProduct", delete: "deleteProduct" },
     roles: { list: all, create: all, update: all, delete: all },
     hooks: {
+      create: (_ctx, values) => checkTauriKey(values),
       update: async (ctx, values, existing) => {
         if (values["isApplication"] === false && existing["isApplication"])
           await refuseIfDownloads(ctx, existing["id"] as number);
-        return values;
+        return checkTauriKey(values);
       },
       delete: (ctx, existing) =>
         refuseIfReferenced(ctx.db, Product, existing["id"] as number, [
@@ -37,6 +40,15 @@ export function registerProducts(app: Router): void {
       // and forgets the isolate's release memos (Product.releaseGeneration), so a change applies at once here.
     },
   });
+}
+
+/** 400 naming tauriPublicKey when it is not Tauri's updater key (updates/signing/minisign.ts reads it). */
+function checkTauriKey(values: Row): Row {
+  const key = values["tauriPublicKey"];
+  if (typeof key !== "string") return values;
+  const problem = tauriPublicKeyProblem(key.trim());
+  if (problem) throw new ValidationProblem({ tauriPublicKey: [problem] });
+  return { ...values, tauriPublicKey: key.trim() };
 }
 
 /**

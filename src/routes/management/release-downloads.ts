@@ -28,6 +28,7 @@ import {
   afterArtifactDeleted,
   checkRelabel,
   checkResigned,
+  type UploadSigning,
   commitStaged,
   downloadTarget,
   publishedDownloads,
@@ -51,7 +52,44 @@ const PATH = "/v1/products/{productId}/releases/{releaseId}/downloads";
 const TAG = "Release downloads";
 /** Plain form fields are short; a signature is the longest. */
 const MAX_FIELD_BYTES = 20_000;
-const FORM_FIELDS = new Set(["platform", "kind", "fileName", "sourceKind", "signature", "sha1", "sha256", "sha512"]);
+const FORM_FIELDS = new Set([
+  "platform",
+  "kind",
+  "fileName",
+  "sourceKind",
+  "signature",
+  "sha1",
+  "sha256",
+  "sha512",
+  "allowSignerChange",
+]);
+
+/** `?allowSignerChange=true`: an Administrator accepts a deliberate change of signing identity (CONTRACT section 15). */
+const signerChangeQuery = z.object({
+  allowSignerChange: z.enum(["true", "false"]).optional().openapi({
+    description:
+      "true: accept a build signed by another identity than the product's or the previous release's (Administrators only; recorded on the release and in the audit trail).",
+  }),
+});
+
+/**
+ * Whether the caller accepts a change of signer: `allowSignerChange=true` from an Administrator; 403 from anyone
+ * else, whether or not the upload needs it.
+ */
+function allowsSignerChange(ctx: ServiceContext, value: string | undefined): boolean {
+  if (value === undefined || value === "false") return false;
+  if (value !== "true") throw new ApiError(400, `allowSignerChange must be true or false, not "${value}"`);
+  if (!ctx.principal?.roles.includes("Administrator"))
+    throw new ApiError(
+      403,
+      "allowSignerChange=true is an Administrator's decision: accepting another signer is refused",
+    );
+  return true;
+}
+
+function uploadSigning(ctx: ServiceContext, target: DownloadTarget, allowSignerChange: boolean): UploadSigning {
+  return { ctx, keys: target, allowSignerChange };
+}
 
 const releaseParams = z.object({ productId: intIdParam("productId"), releaseId: intIdParam("releaseId") });
 const uploadParams = releaseParams.extend({
@@ -146,10 +184,12 @@ const createReleaseDownloadRoute = createRoute({
   description:
     'JSON `{releaseDownload: {platform, kind, fileName, sourceKind: "url", url, size, sha256, sha512}}` adds a hosted artifact. ' +
     "multipart/form-data uploads the file (part `file`, after the fields platform, kind, fileName, sourceKind, signature and optionally the publisher's sha1, sha256, sha512); the service computes size and hashes (sha256, sha512, sha1) while it streams and refuses the file (400, nothing stored) when a declared hash differs. " +
-    "Only releases of application products with a major.minor.patch version take downloads; one artifact per platform and kind.",
+    "Only releases of application products with a major.minor.patch version take downloads; one artifact per platform and kind. " +
+    "An uploaded Windows or macOS build's signer is checked against the product's windowsPublisherNames or macTeamIds, else the previous public release's signer, and a Tauri or Sparkle signature against the product's key: 409 with reason signerChanged, unsigned or signatureInvalid (CONTRACT section 15), 400 for a file that is not what its name says; nothing is stored either way.",
   ...access.key(roles),
   request: {
     params: releaseParams,
+    query: signerChangeQuery,
     body: {
       required: false,
       content: {
@@ -161,6 +201,10 @@ const createReleaseDownloadRoute = createRoute({
   responses: {
     201: json(Created, "The artifact was added"),
     ...errorResponses,
+    409: json(
+      enveloped({}),
+      "The build's signer or signature would strand installs: reason signerChanged, unsigned or signatureInvalid",
+    ),
     413: json(enveloped({}), "The file is larger than Extensions:MaxResourceArtifactBytes (sourceKind resource)"),
   },
 });
@@ -173,7 +217,8 @@ const createReleaseDownload: RouteHandler<typeof createReleaseDownloadRoute, App
   let row: Row;
   if (boundary !== undefined) {
     if (!c.req.raw.body) throw new ApiError(400, "The multipart body is empty");
-    row = await addUploaded(ctx, target, new MultipartReader(c.req.raw.body, boundary));
+    const query = c.req.valid("query").allowSignerChange;
+    row = await addUploaded(ctx, target, new MultipartReader(c.req.raw.body, boundary), query);
   } else {
     const input = hostedBody(c.req).releaseDownload;
     if (!input)
@@ -249,8 +294,7 @@ export function registerDownloads(app: Router): void {
     hooks: {
       update: async (ctx, values, existing) => {
         await checkRelabel(ctx, values, existing);
-        await checkResigned(ctx, values, existing);
-        return checkUpdate(values, existing);
+        return checkUpdate(await checkResigned(ctx, values, existing), existing);
       },
       // The repository bumps the product's release generation with every write (ReleaseDownload.releaseGeneration).
       written: async (ctx, operation, row) => {
@@ -291,7 +335,12 @@ function checkUpdate(values: Row, existing: Row): Row {
  * Reads the form in order: the plain fields, then the file part, whose bytes stream into storage. The fields are
  * checked before any byte is stored; a part after the file is refused (and what was stored removed).
  */
-async function addUploaded(ctx: ServiceContext, target: DownloadTarget, form: MultipartReader): Promise<Row> {
+async function addUploaded(
+  ctx: ServiceContext,
+  target: DownloadTarget,
+  form: MultipartReader,
+  allowQuery: string | undefined,
+): Promise<Row> {
   const fields: Record<string, string> = {};
   for (let part = await form.next(); part; part = await form.next()) {
     if (part.name !== "file") {
@@ -306,8 +355,10 @@ async function addUploaded(ctx: ServiceContext, target: DownloadTarget, form: Mu
       await form.cancel();
       throw zodProblem(parsed.error);
     }
+    let allowSignerChange: boolean;
     try {
       refuseUnsignedArchive(parsed.data);
+      allowSignerChange = allowsSignerChange(ctx, fields["allowSignerChange"] ?? allowQuery);
     } catch (e) {
       await form.cancel();
       throw e;
@@ -315,7 +366,7 @@ async function addUploaded(ctx: ServiceContext, target: DownloadTarget, form: Mu
     await refuseTaken(ctx.db, target.releaseId, parsed.data.platform, parsed.data.kind);
     const stage = parsed.data.sourceKind === "resource" ? stageResource : stageLocal;
     const staged = await stage(ctx, target, parsed.data, form.bytes());
-    return commitStaged(staged, async () => {
+    return commitStaged(staged, uploadSigning(ctx, target, allowSignerChange), async () => {
       const extra = await form.next();
       if (extra)
         throw new ApiError(
@@ -390,15 +441,23 @@ const completeReleaseDownloadUploadRoute = createRoute({
   operationId: "completeReleaseDownloadUpload",
   summary: "Complete a resumable upload: assemble, hash and add the artifact",
   ...access.key(roles),
-  request: { params: uploadParams },
-  responses: { 201: json(Created, "The artifact was added"), ...errorResponses },
+  request: { params: uploadParams, query: signerChangeQuery },
+  responses: {
+    201: json(Created, "The artifact was added"),
+    ...errorResponses,
+    409: json(
+      enveloped({}),
+      "The build's signer or signature would strand installs: reason signerChanged, unsigned or signatureInvalid",
+    ),
+  },
 });
 
 const completeReleaseDownloadUpload: RouteHandler<typeof completeReleaseDownloadUploadRoute, AppEnv> = async (c) => {
   const ctx = serviceContext(c);
   const { productId, releaseId, uploadId } = c.req.valid("param");
   const target = await downloadTarget(ctx.db, productId, releaseId);
-  return ok(c, createdBody(await completeUpload(ctx, target, uploadId)), 201);
+  const allow = allowsSignerChange(ctx, c.req.valid("query").allowSignerChange);
+  return ok(c, createdBody(await completeUpload(ctx, target, uploadId, uploadSigning(ctx, target, allow))), 201);
 };
 
 const abortReleaseDownloadUploadRoute = createRoute({
