@@ -14,20 +14,12 @@ import {
   shown,
   useAction,
 } from "./ui";
-import { uploadArtifact } from "./upload";
+import { ArtifactUpload, ReleaseDownloads, SignerChanges } from "./release-files";
 import { FeedPreview } from "./feed-preview";
 import { ReleaseRollout } from "./rollout";
 import { OrderCommerce } from "./commerce";
 import { CheckInFact, LicenseFiles } from "./license-files";
-import {
-  LICENSING_MODES,
-  PERMISSIONS,
-  formatDate,
-  formatSize,
-  labelOf,
-  permissionMask,
-  permissionNames,
-} from "./words";
+import { LICENSING_MODES, PERMISSIONS, formatDate, labelOf, permissionMask, permissionNames } from "./words";
 import { all, one, useLoad } from "./load";
 import { type FilterField, filterBy } from "./filters";
 
@@ -47,6 +39,24 @@ const productFields: FieldSpec[] = [
   { name: "isApplication", label: "Application (receives releases)", kind: "bool" },
   { name: "purchaseUrl", label: "Purchase URL" },
   { name: "supportEmail", label: "Support email" },
+  {
+    name: "windowsPublisherNames",
+    label: "Windows publisher names",
+    kind: "lines",
+    hint: "One per line: the signing certificate's CN (electron-builder's publisherName)",
+  },
+  {
+    name: "macTeamIds",
+    label: "Apple Team IDs",
+    kind: "lines",
+    hint: "One per line, e.g. 7Z6EMTD2C6 (codesign -dv: TeamIdentifier)",
+  },
+  {
+    name: "tauriPublicKey",
+    label: "Tauri public key",
+    nullable: true,
+    hint: "tauri.conf.json's pubkey: uploaded .sig files must verify with it",
+  },
 ];
 
 export function Products({ roles }: { roles: string[] }) {
@@ -192,15 +202,11 @@ export function Product({ id, roles }: { id: number; roles: string[] }) {
   );
 }
 
-const PLATFORMS = ["win-x64", "win-arm64", "darwin-arm64", "darwin-x64", "linux-x64", "linux-arm64"];
-const KINDS = ["installer", "zip", "delta", "blockmap", "package", "archive"];
-
 export function Release({ productId, releaseId, roles }: { productId: number; releaseId: number; roles: string[] }) {
   const base = `/v1/products/${productId}/releases`;
   const release = useLoad(() => one(base, `id == ${releaseId}`), [releaseId]);
   const product = useLoad(() => one("/v1/products", `id == ${productId}`), [productId]);
   const [reload, setReload] = useState(0);
-  const [progress, setProgress] = useState<{ sent: number; total: number }>();
   const [notice, setNotice] = useState<string>();
   const action = useAction();
   const write = can(roles, staff);
@@ -265,6 +271,7 @@ export function Release({ productId, releaseId, roles }: { productId: number; re
           ) : null}
           <ErrorBox error={action.error} />
           <Notice text={notice} />
+          <SignerChanges changes={r["signerChanges"]} />
           <ReleaseRollout
             productId={productId}
             releaseId={releaseId}
@@ -308,92 +315,18 @@ export function Release({ productId, releaseId, roles }: { productId: number; re
             </section>
           ) : null}
           {artifacts ? (
-            <form
-              class="card form"
-              aria-label="Upload an installer"
-              onSubmit={(e) => {
-                e.preventDefault();
-                const data = new FormData(e.currentTarget);
-                const file = data.get("file") as File | null;
-                if (!file || file.size === 0) return action.setError("Choose a file to upload");
-                void action.run(async () => {
-                  setProgress({ sent: 0, total: file.size });
-                  const res = await uploadArtifact(
-                    {
-                      productId,
-                      releaseId,
-                      platform: String(data.get("platform")),
-                      kind: String(data.get("kind")),
-                      file,
-                    },
-                    (sent, total) => setProgress({ sent, total }),
-                  );
-                  const size = Number(res["size"]);
-                  setNotice(
-                    `Uploaded ${file.name}: ${formatSize(size)} (${size.toLocaleString()} bytes), sha512 ${cell(res["sha512"])}`,
-                  );
-                  setReload((n) => n + 1);
-                });
+            <ArtifactUpload
+              productId={productId}
+              releaseId={releaseId}
+              admin={can(roles, ["Administrator"])}
+              onUploaded={(said) => {
+                setNotice(said);
+                setReload((n) => n + 1);
+                release.reload();
               }}
-            >
-              <h3>Upload an installer</h3>
-              <div class="grid">
-                <div class="field">
-                  <label for="up-platform">Platform</label>
-                  <select id="up-platform" name="platform">
-                    {PLATFORMS.map((p) => (
-                      <option>{p}</option>
-                    ))}
-                  </select>
-                </div>
-                <div class="field">
-                  <label for="up-kind">Kind</label>
-                  <select id="up-kind" name="kind">
-                    {KINDS.map((k) => (
-                      <option>{k}</option>
-                    ))}
-                  </select>
-                </div>
-                <div class="field">
-                  <label for="up-file">File</label>
-                  <input id="up-file" name="file" type="file" required />
-                </div>
-              </div>
-              {progress ? (
-                <div class="progress">
-                  <label for="up-progress">Upload progress</label>
-                  <progress id="up-progress" max={progress.total} value={progress.sent} />
-                  <span aria-live="polite">{Math.floor((progress.sent / Math.max(1, progress.total)) * 100)} %</span>
-                </div>
-              ) : null}
-              <div class="actions">
-                <button type="submit" class="primary" disabled={action.busy}>
-                  Upload
-                </button>
-              </div>
-            </form>
-          ) : null}
-          {artifacts ? (
-            <ListView
-              title="Downloads"
-              path={`${base}/${releaseId}/downloads`}
-              reload={reload}
-              filterHint='platform == "win-x64"'
-              columns={[
-                { key: "platform", label: "Platform" },
-                { key: "kind", label: "Kind" },
-                { key: "fileName", label: "File" },
-                { key: "size", label: "Size" },
-                { key: "sourceKind", label: "Stored" },
-                // Counted by the service per artifact (delivered to the last byte); shown when the API returns it.
-                {
-                  key: "downloadCount",
-                  label: "Downloads",
-                  render: (d) => (typeof d["downloadCount"] === "number" ? d["downloadCount"].toLocaleString() : ""),
-                },
-              ]}
             />
           ) : null}
+          {artifacts ? <ReleaseDownloads path={`${base}/${releaseId}/downloads`} reload={reload} /> : null}
           <FeedPreview
             productId={productId}
             productCode={String(product.data?.["code"] ?? "")}

@@ -42,7 +42,17 @@ export function useAction() {
   return { error, busy, run, setError };
 }
 
-export type FieldKind = "text" | "number" | "bool" | "date" | "list" | "select" | "checks" | "textarea" | "password";
+export type FieldKind =
+  | "text"
+  | "number"
+  | "bool"
+  | "date"
+  | "list"
+  | "lines"
+  | "select"
+  | "checks"
+  | "textarea"
+  | "password";
 export interface FieldSpec {
   name: string;
   label: string;
@@ -50,11 +60,16 @@ export interface FieldSpec {
   options?: readonly string[];
   required?: boolean;
   hint?: string;
+  /** Left empty, the field is sent as null (clears the value) rather than left out. */
+  nullable?: boolean;
   /** An id field referencing this table: suggests the records by name and names the record typed. */
   ref?: RefTable;
 }
 
-/** Turns form strings into the API's JSON values; empty fields are left out (partial updates keep them). */
+/**
+ * Turns form strings into the API's JSON values; empty fields are left out (partial updates keep them), but for
+ * `lines` (a list, one item a line) and `nullable` fields, which an empty box clears (null).
+ */
 export function formValues(fields: readonly FieldSpec[], form: HTMLFormElement): Record<string, unknown> {
   const data = new FormData(form);
   const values: Record<string, unknown> = {};
@@ -68,7 +83,18 @@ export function formValues(fields: readonly FieldSpec[], form: HTMLFormElement):
       continue;
     }
     const raw = String(data.get(f.name) ?? "").trim();
-    if (raw === "") continue;
+    if (f.kind === "lines") {
+      const items = raw
+        .split(/\r?\n/)
+        .map((s) => s.trim())
+        .filter(Boolean);
+      values[f.name] = items.length > 0 ? items : null;
+      continue;
+    }
+    if (raw === "") {
+      if (f.nullable) values[f.name] = null;
+      continue;
+    }
     if (f.kind === "number") values[f.name] = Number(raw);
     else if (f.kind === "list")
       values[f.name] = raw
@@ -84,7 +110,7 @@ export function formValues(fields: readonly FieldSpec[], form: HTMLFormElement):
 /** The text a field starts with for a value the API returned. */
 function initialText(spec: FieldSpec, value: unknown): string {
   if (value === undefined || value === null) return "";
-  if (Array.isArray(value)) return value.join(", ");
+  if (Array.isArray(value)) return value.join(spec.kind === "lines" ? "\n" : ", ");
   if (spec.kind === "date") return String(value).slice(0, 16);
   return String(value);
 }
@@ -139,6 +165,7 @@ export function Field({ spec, value }: { spec: FieldSpec; value?: unknown }) {
       );
       break;
     case "textarea":
+    case "lines":
       input = <textarea {...common} rows={3} />;
       break;
     default:

@@ -49,10 +49,13 @@ export class Hasher {
   }
 }
 
-/** Hashes a whole stream (the verify route and completed resumable uploads). */
-export async function digestStream(stream: ReadableStream<Uint8Array>): Promise<Digests> {
+/** Sees each piece of a file as it passes (the signing check reads an `.exe`'s signer in the same pass). */
+export type Observer = (piece: Uint8Array) => Promise<void>;
+
+/** Hashes a whole stream (the verify route and completed resumable uploads); `observe` sees each piece too. */
+export async function digestStream(stream: ReadableStream<Uint8Array>, observe?: Observer): Promise<Digests> {
   const hasher = new Hasher();
-  for await (const piece of stream) await hasher.update(piece);
+  for await (const piece of stream) await Promise.all([hasher.update(piece), observe?.(piece)]);
   return hasher.digest();
 }
 
@@ -110,13 +113,14 @@ export async function storeStream(
   source: AsyncIterable<Uint8Array>,
   sink: BlockSink,
   limit?: SizeLimit,
+  observe?: Observer,
 ): Promise<Digests> {
   const hasher = new Hasher();
   const blocks = new Blocks(sink.blockSize);
   try {
     for await (const piece of source) {
       if (limit && hasher.size + piece.byteLength > limit.max) throw limit.refuse(limit.max);
-      await hasher.update(piece);
+      await Promise.all([hasher.update(piece), observe?.(piece)]);
       for (const block of blocks.push(piece)) await sink.write(block);
     }
     if (hasher.size === 0) throw new ApiError(400, "The file is empty; an artifact needs at least one byte");

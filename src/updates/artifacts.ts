@@ -6,7 +6,15 @@
  * bytes first leaves the artifact invisible and removes those bytes again when anything fails.
  */
 import { refuseUnsignedArchive, verifyVendorSignature } from "./vendor-signatures";
-import { type SignedFile, type SigningKeys, checkSigning, recordSignerChange, spanSource } from "./signer-check";
+import {
+  type SignedFile,
+  type SigningKeys,
+  type StreamedIdentity,
+  checkSigning,
+  recordSignerChange,
+  spanSource,
+  streamedIdentity,
+} from "./signer-check";
 import { and, eq, inArray, like, lt } from "drizzle-orm";
 import { randomString } from "../kernel/crypto";
 import { clock } from "../kernel/clock";
@@ -24,7 +32,7 @@ import {
   UPLOAD_SOURCE_KINDS,
   type UploadFields,
 } from "./release-download";
-import { CHUNK_BYTES, type ReleaseDownloadRow, deleteArtifactBytes, readArtifact } from "./storage";
+import { CHUNK_BYTES, type ReleaseDownloadRow, deleteArtifactBytes, readArtifact, readObjectSpan } from "./storage";
 import { requireBlockmap } from "./blockmap";
 
 /** SPEC: a release that receives downloads has `major.minor.patch`, optionally `-prerelease`. */
@@ -163,6 +171,8 @@ export function artifactKey(root: string, target: DownloadTarget, fileName: stri
  */
 export interface StagedArtifact {
   digests: Digests;
+  /** An `.exe`'s signer, read as the bytes were stored (signer-check.ts streamedIdentity); else read back. */
+  streamed?: StreamedIdentity | undefined;
   /** The hashes the publisher declared with the file, if any: the upload is refused when one differs. */
   declared?: DeclaredHashes;
   file: SignedFile;
@@ -211,13 +221,17 @@ export async function stageLocal(
 ): Promise<StagedArtifact> {
   const { bucket, root } = artifactBucket(ctx.env, ctx.config);
   const key = artifactKey(root, target, fields.fileName);
+  const streamed = streamedIdentity(fields);
   const digests = await storeStream(
     source,
     new R2Sink(bucket, key, { httpMetadata: { contentType: "application/octet-stream" } }),
+    undefined,
+    streamed?.feed,
   );
   const discard = () => bucket.delete(key);
   return {
     digests,
+    streamed,
     declared: declaredHashes(fields),
     file: fields,
     read: (span) => readObjectSpan(bucket, key, span),
@@ -251,22 +265,29 @@ export async function stageResource(
   const id = pending["id"] as number;
   const discard = () => removeRows(ctx.db, [id]);
   const max = ctx.config["Extensions:MaxResourceArtifactBytes"];
+  const streamed = streamedIdentity(fields);
   let digests: Digests;
   try {
-    digests = await storeStream(source, new ChunkSink(ctx.db, id, CHUNK_BYTES), {
-      max,
-      refuse: (limit) =>
-        new ApiError(
-          413,
-          `The file is larger than Extensions:MaxResourceArtifactBytes (${limit} bytes), the limit of sourceKind=resource; upload it with sourceKind=local`,
-        ),
-    });
+    digests = await storeStream(
+      source,
+      new ChunkSink(ctx.db, id, CHUNK_BYTES),
+      {
+        max,
+        refuse: (limit) =>
+          new ApiError(
+            413,
+            `The file is larger than Extensions:MaxResourceArtifactBytes (${limit} bytes), the limit of sourceKind=resource; upload it with sourceKind=local`,
+          ),
+      },
+      streamed?.feed,
+    );
   } catch (e) {
     await discard();
     throw e;
   }
   return {
     digests,
+    streamed,
     declared: declaredHashes(fields),
     file: fields,
     read: (span) => readArtifact(ctx.env, ctx.db, { ...(pending as ReleaseDownloadRow), size: digests.size }, span),
@@ -380,7 +401,14 @@ export async function commitStaged(
     const { file } = staged;
     if (file.kind === "blockmap") await requireBlockmap(() => staged.read(), staged.digests.size, file.fileName);
     const source = spanSource(staged.digests.size, (span) => staged.read(span));
-    const found = await checkSigning(signing.ctx, signing.keys, file, source, signing.allowSignerChange);
+    const found = await checkSigning(
+      signing.ctx,
+      signing.keys,
+      file,
+      source,
+      signing.allowSignerChange,
+      staged.streamed,
+    );
     change = found.change;
     row = await staged.commit({
       signer: found.signer,
@@ -395,16 +423,6 @@ export async function commitStaged(
   }
   if (change) await recordSignerChange(signing.ctx, signing.keys.releaseId, change);
   return row;
-}
-
-/** An R2 object, or an inclusive span of it. */
-async function readObjectSpan(
-  bucket: R2Bucket,
-  key: string,
-  span?: { start: number; end: number },
-): Promise<ReadableStream<Uint8Array> | undefined> {
-  const range = span ? { range: { offset: span.start, length: span.end - span.start + 1 } } : {};
-  return (await bucket.get(key, range))?.body;
 }
 
 /** Deletes rows with their chunks (chunks first: the foreign key would refuse the row otherwise without cascade). */

@@ -23,6 +23,7 @@ import {
   readIdentity,
   refusalMessage,
 } from "./signing/identity";
+import { inspectPeStream } from "./signing/pe";
 import { type ByteSource, MalformedFile } from "./signing/source";
 import { verifyVendorSignature } from "./vendor-signatures";
 
@@ -63,6 +64,7 @@ export async function checkSigning(
   file: SignedFile,
   source: ByteSource,
   allowSignerChange: boolean,
+  streamed?: StreamedIdentity,
 ): Promise<SigningFindings> {
   const signatureVerified = await verifyVendorSignature(keys, file, () => source.stream());
   const kind = identityKindOf(file);
@@ -70,7 +72,7 @@ export async function checkSigning(
   const listed = (kind === "windows" ? keys.windowsPublisherNames : keys.macTeamIds) ?? [];
   const previous = listed.length > 0 ? null : await previousIdentity(ctx.db, keys, file.platform, kind);
   const identity = await inspected(file.fileName, listed.length > 0 || previous !== null, () =>
-    readIdentity(file, source),
+    streamed ? streamed.result() : readIdentity(file, source),
   );
   const findings: SigningFindings = {
     signer: identity?.kind === "windows" ? identity.found : null,
@@ -222,4 +224,41 @@ function firstBytes(body: ReadableStream<Uint8Array>, length: number): ReadableS
     },
     cancel: (reason) => reader.cancel(reason),
   });
+}
+
+/** An `.exe`'s signer read while its bytes stream into storage: `feed` each piece, then `result`. */
+export interface StreamedIdentity {
+  feed(piece: Uint8Array): Promise<void>;
+  result(): Promise<Identity>;
+}
+
+/**
+ * For an `.exe`, the inspection that rides along the upload's own pass over the bytes (artifact-writer.ts
+ * `observe`): the headers are kept, the image digest hashed as the bytes pass and the certificate table captured, so
+ * no second read of the stored file is needed. Other files are read back by ranges (undefined here). A piece is fed
+ * with backpressure until the inspector is done; once it has its answer (or has found the file malformed), later
+ * pieces are not fed, and the answer waits for `result`.
+ */
+export function streamedIdentity(file: { fileName: string; platform: string }): StreamedIdentity | undefined {
+  if (identityKindOf(file) !== "windows" || !file.fileName.toLowerCase().endsWith(".exe")) return undefined;
+  const pipe = new TransformStream<Uint8Array, Uint8Array>();
+  const writer = pipe.writable.getWriter();
+  let done = false;
+  const answer = inspectPeStream(pipe.readable, undefined, file.fileName).finally(() => {
+    done = true;
+  });
+  const settled = answer.then(
+    () => undefined,
+    () => undefined,
+  );
+  return {
+    feed: async (piece) => {
+      if (!done) await Promise.race([writer.write(piece).catch(() => undefined), settled]);
+    },
+    result: async () => {
+      if (!done) await Promise.race([writer.close().catch(() => undefined), settled]);
+      const found = await answer;
+      return { kind: "windows", found: found.signer, subject: found.subject };
+    },
+  };
 }

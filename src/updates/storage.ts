@@ -87,9 +87,17 @@ async function readObject(
   span: ByteSpan | undefined,
 ): Promise<ReadableStream<Uint8Array> | undefined> {
   if (!env.ARTIFACTS || !download.storageKey) return undefined;
+  return readObjectSpan(env.ARTIFACTS, download.storageKey, span);
+}
+
+/** An R2 object's bytes, or an inclusive span of them (also a staged upload's, before its row exists). */
+export async function readObjectSpan(
+  bucket: R2Bucket,
+  key: string,
+  span?: ByteSpan,
+): Promise<ReadableStream<Uint8Array> | undefined> {
   const range = span ? { range: { offset: span.start, length: span.end - span.start + 1 } } : undefined;
-  const object = await env.ARTIFACTS.get(download.storageKey, range);
-  return object?.body ?? undefined;
+  return (await bucket.get(key, range))?.body ?? undefined;
 }
 
 /** One chunk's bytes [from, to] (offsets inside the chunk), or undefined when the chunk is missing. */

@@ -25,6 +25,8 @@ import {
   refuseTaken,
 } from "./artifacts";
 import { ReleaseDownload } from "./release-download";
+import { streamedIdentity } from "./signer-check";
+import { readObjectSpan } from "./storage";
 
 /** R2 numbers parts 1 to 10,000. */
 export const MAX_PART_NUMBER = 10_000;
@@ -233,10 +235,11 @@ export async function completeUpload(
     await forget(bucket, prefix);
   };
   let digests: Digests;
+  const streamed = streamedIdentity(state);
   try {
     const object = await bucket.get(state.key);
     if (!object) throw new Error(`the assembled object ${state.key} is missing`);
-    digests = await digestStream(object.body);
+    digests = await digestStream(object.body, streamed?.feed);
   } catch (e) {
     await discard().catch(() => undefined);
     throw e;
@@ -244,11 +247,10 @@ export async function completeUpload(
   const row = await commitStaged(
     {
       digests,
+      streamed,
       declared: state.declared,
       file: state,
-      read: async (span) =>
-        (await bucket.get(state.key, span ? { range: { offset: span.start, length: span.end - span.start + 1 } } : {}))
-          ?.body,
+      read: (span) => readObjectSpan(bucket, state.key, span),
       discard,
       commit: (found) =>
         insertRow(ctx.db, ReleaseDownload, {

@@ -5,11 +5,14 @@
  * and remove a scheduled step, halt the release with a reason (the feed then serves the previous one; the panel shows
  * the reason and the header says halted), roll it back, resume it and mark it critical; the overview
  * charts each product's newest release. It takes the README's screenshot of a release page (docs/console-release.png).
+ * Signing identities (CONTRACT section 15): the product's Windows publisher names set in its form, a real signed PE
+ * uploaded with its signer shown beside it, another certificate's build refused with the service's message, then
+ * accepted by the Administrator and shown as a change of signer (docs/console-signing.png).
  *
  * Needs `npm run console:build` first (`npm test` does it) and Chromium (scripts/ensure-chromium.mjs).
  */
 import { createHash } from "node:crypto";
-import { existsSync, mkdtempSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Browser, type Page, chromium } from "playwright-core";
@@ -20,6 +23,9 @@ import { root, startLocalWorker } from "../../scripts/local-worker.mjs";
 import { CHROMIUM_ARGS, ensureChromium } from "../../scripts/ensure-chromium.mjs";
 import type { JsonBody } from "../json-body.ts";
 import { screenshot } from "./console-kit.ts";
+import { UNSIGNED_EXE, makeCertificate, signPe } from "./signing-fixtures.ts";
+// @ts-expect-error: a plain JavaScript module shared with the scripts
+import { ensureSigningTools } from "../../scripts/ensure-signing-tools.mjs";
 
 const KEY = "api_ConsoleReleaseKey000000000000000";
 const PASSWORD = "Console-12345";
@@ -47,6 +53,7 @@ async function poll(path: string, install: string, current?: string): Promise<Re
 
 beforeAll(async () => {
   const executablePath = ensureChromium();
+  ensureSigningTools();
   if (!existsSync(join(root, "console/dist/console/index.html")))
     throw new Error("The console is not built: run `npm run console:build` (npm test does).");
   worker = await startLocalWorker({
@@ -231,5 +238,88 @@ describe("a release's adoption and rollout in the console", () => {
     await expect
       .poll(() => page.getByRole("region", { name: "Adoption" }).locator(".totals").textContent())
       .toMatch(/^Offered \d+Downloaded 2Running 2$/);
+  });
+});
+
+describe("signing identities on the release page (CONTRACT section 15)", () => {
+  it("shows each uploaded build's signer, the service's refusal of another certificate, and the accepted change", async () => {
+    // Two real signed PEs: rcedit-x64.exe signed by "Studio Software Ltd", and by "Studio GmbH".
+    const dir = mkdtempSync(join(tmpdir(), "console-signing-"));
+    const [ltd, gmbh] = ["Studio Software Ltd", "Studio GmbH"].map((name) => makeCertificate(name, dir));
+    mkdirSync(join(dir, "arm64"));
+    const signed = signPe(UNSIGNED_EXE, join(dir, "Studio Setup 1.2.0.exe"), ltd!);
+    const other = signPe(UNSIGNED_EXE, join(dir, "arm64", "Studio Setup 1.2.0 arm64.exe"), gmbh!);
+    const product = await rest("POST", "/v1/products", {
+      product: { code: `signed-${Date.now() % 100_000}`, name: "Studio", isApplication: true },
+    });
+    const productId = product.body["productId"];
+    const created = await rest("POST", `/v1/products/${productId}/releases`, {
+      productRelease: { version: "1.2.0", public: false, requiresMaintenance: false },
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    const releaseId = created.body["productReleaseId"];
+    // A hosted macOS zip: the service never reads its bytes, so the console shows nothing beside it.
+    const hosted = await rest("POST", `/v1/products/${productId}/releases/${releaseId}/downloads`, {
+      releaseDownload: {
+        platform: "darwin-arm64",
+        kind: "zip",
+        fileName: "Studio-1.2.0-arm64-mac.zip",
+        url: "https://cdn.example.com/Studio-1.2.0-arm64-mac.zip",
+        size: 100,
+        sha256: createHash("sha256").update("mac").digest("hex"),
+        sha512: createHash("sha512").update("mac").digest("base64"),
+      },
+    });
+    expect(hosted.status, JSON.stringify(hosted.body)).toBe(201);
+
+    // The product names its Windows publisher, one per line in its form.
+    await page.goto(new URL(`/console/#/products/${productId}`, base).toString());
+    await page.getByRole("button", { name: "Edit product" }).click();
+    const form = page.getByRole("form", { name: "Edit product" });
+    await form.getByLabel("Windows publisher names").fill("Studio Software Ltd\n");
+    await form.getByRole("button", { name: "Save" }).click();
+    await form.waitFor({ state: "detached" });
+    const saved = await rest("GET", `/v1/products?filter=${encodeURIComponent(`id == ${productId}`)}`);
+    expect(saved.body["products"][0]["windowsPublisherNames"]).toEqual(["Studio Software Ltd"]);
+
+    // The build signed by it is stored, its signer beside it.
+    await page.goto(new URL(`/console/#/products/${productId}/releases/${releaseId}`, base).toString());
+    const upload = page.getByRole("form", { name: "Upload an installer" });
+    const downloads = page.getByRole("region", { name: "Downloads" });
+    await upload.getByLabel("Platform").selectOption("win-x64");
+    await upload.getByLabel("File", { exact: true }).setInputFiles(signed);
+    await upload.getByRole("button", { name: "Upload" }).click();
+    await page.getByText(/^Uploaded Studio Setup 1\.2\.0\.exe/).waitFor();
+    const row = downloads.getByRole("row", { name: /Studio Setup 1\.2\.0\.exe/ });
+    await expect.poll(() => row.getByTestId("signing").textContent()).toBe("signed by Studio Software Ltd");
+    expect(
+      await downloads
+        .getByRole("row", { name: /arm64-mac\.zip/ })
+        .getByTestId("signing")
+        .count(),
+    ).toBe(0);
+
+    // Another certificate's build: the service's refusal, in its words; nothing stored.
+    await upload.getByLabel("Platform").selectOption("win-arm64");
+    await upload.getByLabel("File", { exact: true }).setInputFiles(other);
+    await upload.getByRole("button", { name: "Upload" }).click();
+    const refusal = upload.getByRole("alert");
+    await refusal.waitFor();
+    expect(await refusal.textContent()).toMatch(
+      /^Studio Setup 1\.2\.0 arm64\.exe: its Authenticode signer is "Studio GmbH", expected "Studio Software Ltd": electron-updater refuses/,
+    );
+    expect(await downloads.getByRole("row", { name: /arm64\.exe/ }).count()).toBe(0);
+
+    // The Administrator accepts the new signer after a confirmation: stored, and recorded on the release.
+    page.once("dialog", (dialog) => void dialog.accept());
+    await upload.getByRole("button", { name: "Accept the new signer" }).click();
+    await page.getByText(/^Uploaded Studio Setup 1\.2\.0 arm64\.exe/).waitFor();
+    const changed = downloads.getByRole("row", { name: /arm64\.exe/ }).getByTestId("signing");
+    await expect.poll(() => changed.textContent()).toBe("signed by Studio GmbH");
+    const changes = page.getByRole("region", { name: "Signer changes" });
+    await expect
+      .poll(() => changes.getByRole("listitem").textContent())
+      .toMatch(/^Signer changed for win-arm64: Studio Software Ltd → Studio GmbH, accepted by admin on /);
+    await screenshot(page, "console-signing.png");
   });
 });

@@ -7,7 +7,7 @@
 import { execFile } from "node:child_process";
 import http from "node:http";
 import { createHash, randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -18,6 +18,9 @@ import { forward, httpServer } from "./tls-kit.ts";
 // @ts-expect-error: a plain JavaScript module shared with the benchmark
 import { root, startLocalWorker } from "../../scripts/local-worker.mjs";
 import type { JsonBody } from "../json-body.ts";
+import { type TestCertificate, UNSIGNED_EXE, makeCertificate, signPe } from "./signing-fixtures.ts";
+// @ts-expect-error: a plain JavaScript module shared with the scripts
+import { ensureSigningTools } from "../../scripts/ensure-signing-tools.mjs";
 
 const KEY = "api_PublishAdminKey00000000000000000";
 const MiB = 1024 * 1024;
@@ -626,5 +629,86 @@ describe("licensing-publish keeps the API key where it belongs", () => {
       await moved.close();
       await rewriting.close();
     }
+  });
+});
+
+describe("licensing-publish names each build's signer and the service's verdict (CONTRACT section 15)", () => {
+  let signing: string;
+  let ltd: TestCertificate;
+  let gmbh: TestCertificate;
+  /** An electron-builder folder whose installer is rcedit-x64.exe signed by `cert`, as version `version`. */
+  const signedFolder = (version: string, cert: TestCertificate): string => {
+    const out = mkdtempSync(join(signing, "dist-"));
+    const name = `Studio Setup ${version}.exe`;
+    signPe(UNSIGNED_EXE, join(out, name), cert);
+    const exe = readFileSync(join(out, name));
+    const lines = [`version: ${version}`, "files:", `  - url: ${name}`, `    sha512: ${sha512(exe)}`];
+    lines.push(`    size: ${exe.byteLength}`, `path: ${name}`, `sha512: ${sha512(exe)}`);
+    writeFileSync(join(out, "latest.yml"), `${lines.join("\n")}\n`);
+    return out;
+  };
+  beforeAll(() => {
+    ensureSigningTools();
+    signing = mkdtempSync(join(tmpdir(), "publish-signing-"));
+    ltd = makeCertificate("Studio Software Ltd", signing);
+    gmbh = makeCertificate("Studio GmbH", signing);
+  });
+  afterAll(() => {
+    if (signing) rmSync(signing, { recursive: true, force: true });
+  });
+
+  it("--dry-run names the signer, and with the key says whether the service will refuse it; a refused upload prints why", async () => {
+    const product = `signed${Date.now() % 100_000}`;
+    const first = signedFolder("1.3.0", ltd);
+    const url = worker.url.toString();
+    const dry = (folder: string, env: Record<string, string> = { LICENSING_API_KEY: KEY }) =>
+      cli(["--dry-run", "--url", url, "--product", product, "--dir", folder], env);
+
+    // Without a key: the signer, and that the verdict needs the product's identities; the service is not asked.
+    const offline = await dry(first, {});
+    expect(offline.code, offline.stderr).toBe(0);
+    expect(offline.stdout).toContain(
+      "  would upload win-x64 installer Studio Setup 1.3.0.exe (1.3 MiB); signature: no\n    signed by Studio Software Ltd; the verdict needs the product's identities: set LICENSING_API_KEY to ask the service (read only)\n",
+    );
+
+    // 1.3.0 is published signed by Studio Software Ltd; a build of 1.4.0 signed by Studio GmbH is judged against it.
+    const id = (
+      await rest("POST", "/v1/products", { product: { code: product, name: "Signed", isApplication: true } })
+    )["productId"];
+    const published = await cli(["--url", url, "--product", product, "--dir", first, "--public"], {
+      LICENSING_API_KEY: KEY,
+    });
+    expect(published.code, published.stderr).toBe(0);
+    const second = signedFolder("1.4.0", gmbh);
+    const refusal =
+      'Studio Setup 1.4.0.exe: its Authenticode signer is "Studio GmbH", expected "Studio Software Ltd": electron-updater refuses';
+    const byPrevious = await dry(second);
+    expect(byPrevious.stdout).toContain(`    signed by Studio GmbH; the service will refuse it: ${refusal}`);
+
+    // The product names its publisher: the first certificate is accepted, the second refused, by name.
+    await rest("PUT", "/v1/products", { product: { id, windowsPublisherNames: ["Studio Software Ltd"] } });
+    expect((await dry(first)).stdout).toContain("    signed by Studio Software Ltd; the service will accept it\n");
+    const byName = await dry(second, { LICENSING_API_KEY: KEY });
+    expect(byName.code, byName.stderr).toBe(0);
+    expect(byName.stdout).toContain(`    signed by Studio GmbH; the service will refuse it: ${refusal}`);
+    expect(byName.stdout).toContain("nothing was sent (the product's identities were only read)");
+    const json = await cli(["--dry-run", "--json", "--url", url, "--product", product, "--dir", second], {
+      LICENSING_API_KEY: KEY,
+    });
+    expect(JSON.parse(json.stdout).artifacts[0].signing).toMatchObject({
+      signer: "Studio GmbH",
+      verdict: { accepted: false, reason: "signerChanged" },
+    });
+    const releases = (await rest("GET", `/v1/products/${id}/releases`)).productReleases as JsonBody[];
+    expect(releases.map((r) => r["version"])).toEqual(["1.3.0"]);
+
+    // Publishing it anyway: the service's 409, its reason, what it expected and found; exit 1, nothing stored.
+    const refused = await cli(["--url", url, "--product", product, "--dir", second], { LICENSING_API_KEY: KEY });
+    expect(refused.code, refused.stdout).toBe(1);
+    expect(refused.stderr).toContain(`409 ${refusal}`);
+    expect(refused.stderr).toContain(
+      '\n  reason: signerChanged\n  expected: "Studio Software Ltd"\n  found: "Studio GmbH"\n',
+    );
+    expect(refused.stderr).not.toMatch(/\n\s+at /);
   });
 });

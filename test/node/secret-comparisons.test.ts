@@ -13,7 +13,80 @@ import { describe, expect, it } from "vitest";
 import { root } from "../../scripts/local-worker.mjs";
 
 /** Reviewed comparisons: file, the comparison as written, and why a timing difference reveals nothing secret. */
+const SIGNING_INSPECTORS =
+  "a public value of the vendor's build, not a secret: the signing inspectors (src/updates/signing/, compiled into the publish CLI as tools/publish/signing/) compare structure fields and digests of files anyone can download";
+
 const REVIEWED: { file: string; comparison: string; reason: string }[] = [
+  {
+    file: "src/updates/signing/macho.ts",
+    comparison: "cd.codeLimit !== signatureOffset",
+    reason: SIGNING_INSPECTORS,
+  },
+  {
+    file: "src/updates/signing/macho.ts",
+    comparison: "cd.nCodeSlots !== digests.length",
+    reason: SIGNING_INSPECTORS,
+  },
+  {
+    file: "src/updates/signing/macho.ts",
+    comparison: "cmd === LC_CODE_SIGNATURE",
+    reason: SIGNING_INSPECTORS,
+  },
+  {
+    file: "src/updates/signing/minisign.ts",
+    comparison: ".byteLength !== SIGNATURE_LENGTH",
+    reason: SIGNING_INSPECTORS,
+  },
+  {
+    file: "src/updates/signing/pe.ts",
+    comparison: "h.algorithm === signature.digestAlgorithm",
+    reason: SIGNING_INSPECTORS,
+  },
+  {
+    file: "src/updates/signing/pe.ts",
+    comparison: "digest.byteLength !== signature.digest.byteLength",
+    reason: SIGNING_INSPECTORS,
+  },
+  {
+    file: "src/updates/signing/pe.ts",
+    comparison: "b !== signature.digest[i]",
+    reason: SIGNING_INSPECTORS,
+  },
+  {
+    file: "tools/publish/signing/macho.ts",
+    comparison: "cd.codeLimit !== signatureOffset",
+    reason: SIGNING_INSPECTORS,
+  },
+  {
+    file: "tools/publish/signing/macho.ts",
+    comparison: "cd.nCodeSlots !== digests.length",
+    reason: SIGNING_INSPECTORS,
+  },
+  {
+    file: "tools/publish/signing/macho.ts",
+    comparison: "cmd === LC_CODE_SIGNATURE",
+    reason: SIGNING_INSPECTORS,
+  },
+  {
+    file: "tools/publish/signing/minisign.ts",
+    comparison: ".byteLength !== SIGNATURE_LENGTH",
+    reason: SIGNING_INSPECTORS,
+  },
+  {
+    file: "tools/publish/signing/pe.ts",
+    comparison: "h.algorithm === signature.digestAlgorithm",
+    reason: SIGNING_INSPECTORS,
+  },
+  {
+    file: "tools/publish/signing/pe.ts",
+    comparison: "digest.byteLength !== signature.digest.byteLength",
+    reason: SIGNING_INSPECTORS,
+  },
+  {
+    file: "tools/publish/signing/pe.ts",
+    comparison: "b !== signature.digest[i]",
+    reason: SIGNING_INSPECTORS,
+  },
   {
     file: "client/src/offline-codes.ts",
     comparison: "signature.length !== COMPACT_SIGNATURE_BYTES",
@@ -21,7 +94,7 @@ const REVIEWED: { file: string; comparison: string; reason: string }[] = [
       "an LRS2 response code's signature is checked for its fixed length (64 bytes) before WebCrypto verifies it; a length is public, the signature itself is only ever verified, never compared",
   },
   {
-    file: "tools/publish/publish.ts",
+    file: "tools/publish/folders.ts",
     comparison: "actual !== digest",
     reason:
       "the publisher (on the vendor's machine) checks a file's digest against the one its build tool declared; both are public hashes of the vendor's own file, no secret",

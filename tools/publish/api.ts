@@ -9,15 +9,51 @@ import * as tls from "node:tls";
 import { Agent } from "undici";
 import { explainNetworkFailure } from "./network.ts";
 
-/** A refused or failed call: the method, path, status and the service's message. */
+/**
+ * Why the service refused an upload (CONTRACT section 15): `reason` signerChanged (with the identities `expected`
+ * and the one `found`), unsigned or signatureInvalid; `artifact` the file, `entry` the executable inside a package.
+ */
+export interface Refusal {
+  reason: string;
+  artifact?: string;
+  expected?: string[];
+  found?: string | null;
+  entry?: string;
+}
+
+/** The refusal an error body carries, or undefined when it has no `reason`. */
+function refusalOf(body: Record<string, unknown>): Refusal | undefined {
+  if (typeof body["reason"] !== "string") return undefined;
+  const refusal: Refusal = { reason: body["reason"] };
+  if (typeof body["artifact"] === "string") refusal.artifact = body["artifact"];
+  if (Array.isArray(body["expected"])) refusal.expected = body["expected"].map(String);
+  if (typeof body["found"] === "string" || body["found"] === null) refusal.found = body["found"] as string | null;
+  if (typeof body["entry"] === "string") refusal.entry = body["entry"];
+  return refusal;
+}
+
+/** A refusal's fields as lines under the message: reason, expected, found, entry. */
+function refusalLines(refusal: Refusal): string {
+  const lines = [`  reason: ${refusal.reason}`];
+  if (refusal.expected) lines.push(`  expected: ${refusal.expected.map((e) => JSON.stringify(e)).join(" or ")}`);
+  if (refusal.found !== undefined)
+    lines.push(`  found: ${refusal.found === null ? "no signer (unsigned)" : JSON.stringify(refusal.found)}`);
+  if (refusal.entry) lines.push(`  in: ${refusal.entry}`);
+  return lines.join("\n");
+}
+
+/** A refused or failed call: the method, path, status and the service's message (and its refusal's fields). */
 export class ApiFailure extends Error {
   readonly status: number;
   /** Seconds the service asked to wait (Retry-After), at most a minute. */
   retryAfter: number | undefined;
+  /** Why an upload was refused, when the service said (409 signerChanged, unsigned, signatureInvalid). */
+  readonly refusal: Refusal | undefined;
 
-  constructor(method: string, path: string, status: number, detail: string) {
-    super(`${method} ${path}: ${status} ${detail}`);
+  constructor(method: string, path: string, status: number, detail: string, refusal?: Refusal) {
+    super(`${method} ${path}: ${status} ${detail}${refusal ? `\n${refusalLines(refusal)}` : ""}`);
     this.status = status;
+    this.refusal = refusal;
   }
 }
 
@@ -76,6 +112,8 @@ export interface ConnectionOptions {
   ca?: string;
   /** What a certificate failure tells the reader to do (default: the CLI's `--ca FILE` or NODE_EXTRA_CA_CERTS). */
   trustHint?: string;
+  /** Attempts per call (default 5); the dry run asks once, so an unreachable service does not hold it up. */
+  attempts?: number;
 }
 
 /** An undici Agent trusting Node's default authorities (NODE_EXTRA_CA_CERTS included) and `ca`. */
@@ -100,6 +138,9 @@ export interface RemoteDownload {
   sha512: string;
   /** The vendor's signature, as uploaded. */
   signature?: string | null;
+  /** The Authenticode signer (Windows) and Team ID (macOS) the service found in the uploaded bytes. */
+  signer?: string | null;
+  teamId?: string | null;
 }
 
 /** What the service answers when an artifact is added. */
@@ -134,6 +175,7 @@ export class ManagementApi {
   readonly #log: (line: string) => void;
   readonly #dispatcher: Agent | undefined;
   readonly #trustHint: string;
+  readonly #attempts: number;
 
   /** Throws when `base` is not a URL the key may be sent to (see serviceUrl). */
   constructor(
@@ -148,6 +190,7 @@ export class ManagementApi {
     this.#log = log;
     this.#dispatcher = options.ca ? trustingAgent(options.ca) : undefined;
     this.#trustHint = options.trustHint ?? "pass --ca FILE or set NODE_EXTRA_CA_CERTS";
+    this.#attempts = options.attempts ?? ATTEMPTS;
   }
 
   /** Closes the connections of a `ca` Agent; the API is not used after. */
@@ -170,14 +213,14 @@ export class ManagementApi {
       } catch (e) {
         status = e instanceof ApiFailure ? e.status : undefined;
         if (e instanceof ApiFailure) retryAfter = e.retryAfter;
-        if (attempt >= ATTEMPTS || !retryable(method, status)) throw e;
+        if (attempt >= this.#attempts || !retryable(method, status)) throw e;
         if (e instanceof ConnectionFailure && !e.transient) throw e;
         const wait =
           retryAfter !== undefined
             ? retryAfter * 1000
             : FIRST_WAIT_MS * 2 ** (attempt - 1) * (0.8 + Math.random() * 0.4);
         this.#log(
-          `    ${method} ${path}: ${status ?? (e instanceof ConnectionFailure ? e.reason : e instanceof Error ? e.message : String(e))}; trying again in ${(wait / 1000).toFixed(1)} s (${attempt}/${ATTEMPTS - 1})`,
+          `    ${method} ${path}: ${status ?? (e instanceof ConnectionFailure ? e.reason : e instanceof Error ? e.message : String(e))}; trying again in ${(wait / 1000).toFixed(1)} s (${attempt}/${this.#attempts - 1})`,
         );
         await new Promise((resolve) => setTimeout(resolve, wait));
       }
@@ -263,6 +306,7 @@ export class ManagementApi {
         path,
         res.status,
         detail || "(empty answer: check LICENSING_API_KEY and its roles)",
+        refusalOf(parsed),
       );
       const after = Number(res.headers.get("retry-after"));
       if (Number.isFinite(after) && after >= 0 && res.headers.has("retry-after"))

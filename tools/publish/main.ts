@@ -57,7 +57,9 @@ Options:
   --platform P            put every artifact on one platform: ${PLATFORMS.join(", ")}
   --public                make the release public once everything is uploaded
   --dry-run               print, per folder and format, what would be uploaded (file, platform, kind, size,
-                          signature yes/no, declared SHA1), without contacting the service
+                          signature yes/no, declared SHA1) and the signer of each Windows or macOS build; with
+                          LICENSING_API_KEY, whether the service will accept that signer (it only reads the
+                          product's identities); without it, the service is not contacted
   --json                  print the result as JSON on stdout (progress goes to stderr)
   --single-limit BYTES    largest file sent in one request (default ${DEFAULT_SINGLE_LIMIT})
   --part-size BYTES       part size of resumable uploads, at least 5 MiB (default ${DEFAULT_PART_SIZE})

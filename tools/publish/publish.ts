@@ -6,15 +6,25 @@
  * sha512 already match is skipped (renamed when only its file name changed, its signature updated when only that
  * changed), a different one is deleted and uploaded again.
  */
-import { createHash } from "node:crypto";
-import { createReadStream } from "node:fs";
-import { join } from "node:path";
 import { SingleBar } from "cli-progress";
 import { type Added, ManagementApi, type RemoteDownload } from "./api.ts";
-import { type Artifact, type Channel, type Dist, type Platform, type SparkleFields, serviceChannel } from "./dist.ts";
-import { detectFormat, type Format, readFormat } from "./formats.ts";
-import { type ReleaseControl, applyReleaseControl, checkReleaseControl, describeControl } from "./release-control.ts";
+import type { Artifact, Channel, Platform, SparkleFields } from "./dist.ts";
+import {
+  DEFAULT_PART_SIZE,
+  DEFAULT_SINGLE_LIMIT,
+  MiB,
+  type ReleaseNotes,
+  fileDigest,
+  megabytes,
+  readFolder,
+  warner,
+} from "./folders.ts";
+import type { Format } from "./formats.ts";
+import { type ReleaseControl, applyReleaseControl, checkReleaseControl } from "./release-control.ts";
 import { sparkleOrderProblems } from "./sparkle.ts";
+
+export { DEFAULT_PART_SIZE, DEFAULT_SINGLE_LIMIT, type Digest, fileDigest } from "./folders.ts";
+export { type PublishPlan, plan } from "./dry-run.ts";
 
 export interface PublishOptions {
   /** The product's code. */
@@ -59,27 +69,6 @@ export interface PublishOptions {
   progress?: boolean;
 }
 
-/** What a dry run found: the artifacts that would be uploaded, and the files left out. */
-export interface PublishPlan {
-  dryRun: true;
-  product: string;
-  version: string;
-  channel: string;
-  artifacts: {
-    format: Format;
-    fileName: string;
-    platform: string;
-    kind: string;
-    size: number;
-    sha512: string;
-    /** Whether the vendor's signature goes with it. */
-    signature: boolean;
-    /** The SHA1 the tool declared, sent for the service to check. */
-    sha1?: string;
-  }[];
-  skipped: { fileName: string; reason: string }[];
-}
-
 export interface PublishResult {
   releaseId: number;
   created: boolean;
@@ -92,37 +81,6 @@ export interface PublishResult {
   controlled?: string[];
 }
 
-const MiB = 1024 * 1024;
-export const DEFAULT_SINGLE_LIMIT = 90 * 1000 * 1000;
-export const DEFAULT_PART_SIZE = 64 * MiB;
-
-/** A file's size and hashes in the forms the tools write them: sha512 base64, sha256 and SHA1 hex. */
-export interface Digest {
-  size: number;
-  sha512: string;
-  sha256: string;
-  sha1: string;
-}
-
-/** size and hashes of a file, read once as a stream. */
-export async function fileDigest(path: string): Promise<Digest> {
-  const hashes = [createHash("sha512"), createHash("sha256"), createHash("sha1")] as const;
-  let size = 0;
-  for await (const chunk of createReadStream(path)) {
-    for (const h of hashes) h.update(chunk as Buffer);
-    size += (chunk as Buffer).byteLength;
-  }
-  return {
-    size,
-    sha512: hashes[0].digest("base64"),
-    sha256: hashes[1].digest("hex"),
-    sha1: hashes[2].digest("hex").toUpperCase(),
-  };
-}
-
-/** A size for people: bytes below 100 KiB, MiB above. */
-const megabytes = (n: number) => (n < 100 * 1024 ? `${n} bytes` : `${(n / MiB).toFixed(1)} MiB`);
-
 async function productId(api: ManagementApi, code: string): Promise<number> {
   const filter = encodeURIComponent(`code == ${JSON.stringify(code)}`);
   const { products } = await api.call<{ products: { id: number }[] }>("GET", `/v1/products?filter=${filter}&select=id`);
@@ -130,9 +88,6 @@ async function productId(api: ManagementApi, code: string): Promise<number> {
     throw new Error(`Product ${code} not found: create it first (POST /v1/products with isApplication true)`);
   return products[0].id;
 }
-
-/** What the folders say of the release besides its files: name, notes (Markdown and HTML), date. */
-type ReleaseNotes = { releaseName?: string; releaseNotes?: string; releaseNotesHtml?: string; releaseDate?: string };
 
 /** A release as the publisher reads it back. */
 type RemoteRelease = { id: number; version: string; channel: string } & {
@@ -250,135 +205,6 @@ async function upload(
 }
 
 /**
- * The service channel of the folder: the one asked for, else the one its update-info files are named after
- * (electron-builder's channel, mapped by UPDATE_CHANNELS), else stable. A channel name with no service channel is
- * refused unless the channel is asked for.
- */
-function channelOf(options: PublishOptions, dist: Dist, log: (s: string) => void): Channel {
-  const named = dist.updateChannel;
-  const mapped = named === undefined ? undefined : serviceChannel(named);
-  const files = (channel: string) =>
-    dist.updateInfoFiles
-      .filter((f) => f.channel === channel)
-      .map((f) => f.name)
-      .join(", ");
-  if (options.channel) {
-    if (named !== undefined && mapped !== options.channel)
-      log(
-        `  note: ${files(named)} ${mapped ? `would publish on ${mapped}` : `name channel ${named}`}; publishing on ${options.channel} as asked`,
-      );
-    return options.channel;
-  }
-  if (named === undefined) return "stable";
-  if (!mapped)
-    throw new Error(
-      `${files(named)}: electron-builder's channel '${named}' has no channel on the service (latest -> stable, beta and alpha -> insider); ${options.channelHint ?? "pass --channel stable or --channel insider"}`,
-    );
-  const unknown = dist.updateInfoFiles.filter((f) => serviceChannel(f.channel) === undefined);
-  if (unknown.length > 0)
-    throw new Error(
-      `${unknown.map((f) => f.name).join(", ")}: channel '${unknown[0]!.channel}' has no channel on the service (latest -> stable, beta and alpha -> insider); ${options.channelHint ?? "pass --channel stable or --channel insider"}`,
-    );
-  return mapped;
-}
-
-/** An artifact to publish, with the format whose folder it comes from. */
-type Planned = Artifact & { format: Format; dir: string };
-
-/** The folders given (--dir, repeatable), each with its format and what its reader found. */
-interface Part {
-  dir: string;
-  format: Format;
-  dist: Dist;
-}
-
-/**
- * The folders, the version and the channel to publish, checked against each other: each folder is read by its
- * tool's reader (--format, or recognised from the files only that tool writes), every file a tool's metadata lists
- * must be there with the hash it gives, and all folders name one version. A platform and kind found in two folders
- * is published from the first.
- */
-async function readFolder(options: PublishOptions, log: (s: string) => void) {
-  const dirs = Array.isArray(options.dir) ? options.dir : [options.dir];
-  const parts: Part[] = [];
-  for (const dir of dirs) {
-    const format = options.format ?? (await detectFormat(dir));
-    const dist = await readFormat(dir, format, {
-      ...(options.platform ? { platform: options.platform } : {}),
-      ...(options.version ? { version: options.version } : {}),
-      ...(options.sparkleSignature !== undefined ? { sparkleSignature: options.sparkleSignature } : {}),
-    });
-    if (options.version && dist.version && dist.version !== options.version) {
-      const source = format === "electron-builder" ? "the folder's update info" : `${dir} (${format})`;
-      throw new Error(`--version ${options.version} does not match ${source} (version ${dist.version})`);
-    }
-    parts.push({ dir, format, dist });
-  }
-  const named = parts.filter((p) => p.dist.version);
-  if (new Set(named.map((p) => p.dist.version)).size > 1)
-    throw new Error(
-      `the folders name different versions (${named.map((p) => `${p.dir}: ${p.dist.version}`).join(", ")}); publish one version`,
-    );
-  const version = options.version ?? named[0]?.dist.version;
-  if (!version) throw new Error(`No version: pass --version (${dirs.join(", ")} names none)`);
-  const artifacts: Planned[] = [];
-  const skipped: Dist["skipped"] = [];
-  for (const part of parts) {
-    skipped.push(...part.dist.skipped);
-    for (const a of part.dist.artifacts) {
-      const taken = artifacts.find((b) => b.platform === a.platform && b.kind === a.kind);
-      if (taken)
-        skipped.push({
-          fileName: a.fileName,
-          reason: `one ${a.kind} per platform: ${taken.fileName} (${taken.format}) is the ${a.platform} ${a.kind}`,
-        });
-      else artifacts.push({ ...a, format: part.format, dir: part.dir });
-    }
-  }
-  if (artifacts.length === 0) throw new Error(`${dirs.join(", ")} holds no installer, zip or blockmap to publish`);
-  const builder = parts.find((p) => p.format === "electron-builder" || p.format === "squirrel-mac");
-  const suggested = parts.find((p) => p.dist.suggestedChannel)?.dist.suggestedChannel;
-  let channel: Channel;
-  if (builder) channel = channelOf(options, builder.dist, log);
-  else if (options.channel) channel = options.channel;
-  else if (suggested) {
-    channel = suggested.channel;
-    log(`  note: ${suggested.from}: publishing on ${channel} (--channel chooses another)`);
-  } else channel = "stable";
-  const digests = new Map<string, Digest>();
-  for (const part of parts)
-    for (const { fileName, algorithm, digest, listedBy } of part.dist.listed) {
-      const path = join(part.dir, fileName);
-      if (!digests.has(path)) {
-        const found = await fileDigest(path).catch((e: NodeJS.ErrnoException) => {
-          if (e.code === "ENOENT")
-            throw new Error(
-              `${listedBy} lists ${fileName}, which is not in ${part.dir}; publish the whole build output`,
-            );
-          throw e;
-        });
-        digests.set(path, found);
-      }
-      const actual = digests.get(path)![algorithm];
-      if (algorithm === "sha512" ? actual !== digest : actual.toLowerCase() !== digest.toLowerCase())
-        throw new Error(
-          `${fileName}: its ${algorithm} differs from the one ${listedBy} gives; the file changed after the build: rebuild the folder`,
-        );
-    }
-  const notes: ReleaseNotes = {};
-  for (const key of ["releaseName", "releaseNotes", "releaseNotesHtml", "releaseDate"] as const) {
-    const value = parts.find((p) => p.dist[key])?.dist[key];
-    if (value) notes[key] = value;
-  }
-  const sparkle = parts.find((p) => p.dist.sparkle && Object.keys(p.dist.sparkle).length > 0)?.dist.sparkle ?? {};
-  const warnings = parts.flatMap((p) => p.dist.warnings ?? []);
-  return { parts, artifacts, skipped, notes, sparkle, warnings, version, channel };
-}
-
-/** `warning: …` lines, on stderr unless told otherwise. */
-const warner = (options: PublishOptions) => options.warn ?? ((line: string) => console.error(`warning: ${line}`));
-
-/**
  * The release being published against the product's others (its latest 1000): Sparkle offers a build only when its
  * sparkle:version is above the app's, so an order that disagrees with the versions' is a warning (sparkle.ts
  * sparkleOrderProblems). Only for a Sparkle folder.
@@ -394,52 +220,6 @@ async function sparkleOrderWarnings(
     `/v1/products/${product}/releases?select=id,version,bundleVersion&sort=-id&take=1000`,
   );
   for (const problem of sparkleOrderProblems(published, productReleases)) warn(problem);
-}
-
-/** A dry run: what `publish` would upload, read from the folders alone (the service is not contacted). */
-export async function plan(options: PublishOptions): Promise<PublishPlan> {
-  const log = options.log ?? ((line: string) => console.log(line));
-  checkReleaseControl(options.control);
-  const { parts, artifacts: planned, skipped, warnings, version, channel } = await readFolder(options, log);
-  for (const w of warnings) warner(options)(w);
-  log(`dry run: ${options.product} ${version} (${channel}) to ${options.url}`);
-  if (options.control) log(`  would set: ${describeControl(options.control)}`);
-  const artifacts: PublishPlan["artifacts"] = [];
-  const limit = options.singleLimit ?? DEFAULT_SINGLE_LIMIT;
-  for (const part of parts) {
-    const mine = planned.filter((a) => a.dir === part.dir);
-    log(`${part.format} (${part.dir}): ${mine.length} artifact${mine.length === 1 ? "" : "s"}`);
-    for (const s of part.dist.skipped) log(`  skip ${s.fileName}: ${s.reason}`);
-    for (const a of mine) {
-      const digest = await fileDigest(a.path);
-      artifacts.push({
-        format: a.format,
-        fileName: a.fileName,
-        platform: a.platform,
-        kind: a.kind,
-        size: a.size,
-        sha512: digest.sha512,
-        signature: a.signature !== undefined,
-        ...(a.sha1 ? { sha1: a.sha1 } : {}),
-      });
-      log(
-        `  would upload ${a.platform} ${a.kind} ${a.fileName} (${megabytes(a.size)})${a.size > limit ? " resumably" : ""}; signature: ${a.signature !== undefined ? "yes" : "no"}${a.sha1 ? `; sha1 ${a.sha1}` : ""}`,
-      );
-    }
-  }
-  for (const s of skipped.filter((s) => !parts.some((p) => p.dist.skipped.includes(s))))
-    log(`  skip ${s.fileName}: ${s.reason}`);
-  log(
-    `dry run: ${artifacts.length} artifacts, ${megabytes(artifacts.reduce((n, a) => n + a.size, 0))}; nothing was sent`,
-  );
-  return {
-    dryRun: true,
-    product: options.product,
-    version,
-    channel,
-    artifacts,
-    skipped,
-  };
 }
 
 /** A progress bar over the bytes to upload, with rate and time left; a no-op when not asked for. */
