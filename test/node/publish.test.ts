@@ -418,6 +418,10 @@ describe("licensing-publish as a command", () => {
       [["--url", "http://127.0.0.1:9", "--product", "studio", "--dir", dir], /LICENSING_API_KEY/],
       [["--url", "http://127.0.0.1:9", "--product", "studio", "--dir", dir, "--part-size", "100"], /at least 5 MiB/],
       [["--url", "http://127.0.0.1:9", "--product", "studio", "--dir", dir, "--format", "nsis"], /--format is one of/],
+      [
+        ["--url", "http://127.0.0.1:9", "--product", "studio", "--dir", dir, "--mac-team-id", "7z6emtd2c6"],
+        /--mac-team-id "7z6emtd2c6" is not an Apple Team ID: 10 capital letters and digits/,
+      ],
     ];
     for (const [args, message] of cases) {
       const out = await cli(args);
@@ -710,5 +714,62 @@ describe("licensing-publish names each build's signer and the service's verdict 
       '\n  reason: signerChanged\n  expected: "Studio Software Ltd"\n  found: "Studio GmbH"\n',
     );
     expect(refused.stderr).not.toMatch(/\n\s+at /);
+  });
+
+  it("--windows-publisher-name sets the product's publisher before the first upload, once; the service then refuses another signer", async () => {
+    const product = `named${Date.now() % 100_000}`;
+    const url = worker.url.toString();
+    const id = (await rest("POST", "/v1/products", { product: { code: product, name: "Named", isApplication: true } }))[
+      "productId"
+    ];
+    const productOf = async () => {
+      const filter = encodeURIComponent(`code == ${JSON.stringify(product)}`);
+      return (await rest("GET", `/v1/products?filter=${filter}`)).products[0] as JsonBody;
+    };
+    const named = ["--url", url, "--product", product, "--windows-publisher-name", "Studio Software Ltd"];
+    const env = { LICENSING_API_KEY: KEY };
+    const ltdBuild = signedFolder("2.0.0", ltd);
+    const gmbhBuild = signedFolder("2.1.0", gmbh);
+
+    // The dry run judges by the name given (the product has none, and no public release) and sends nothing.
+    const dry = await cli([...named, "--dry-run", "--dir", gmbhBuild], env);
+    expect(dry.code, dry.stderr).toBe(0);
+    expect(dry.stdout).toContain('  would set on the product: Windows publishers "Studio Software Ltd"\n');
+    expect(dry.stdout).toContain(
+      '    signed by Studio GmbH; the service will refuse it: Studio Setup 2.1.0.exe: its Authenticode signer is "Studio GmbH", expected "Studio Software Ltd"',
+    );
+    const before = await productOf();
+    expect(before["windowsPublisherNames"] ?? null).toBeNull();
+
+    // A publication sets it before its first upload.
+    const first = await cli([...named, "--json", "--dir", ltdBuild], env);
+    expect(first.code, first.stderr).toBe(0);
+    expect(JSON.parse(first.stdout)).toMatchObject({
+      identities: ["windowsPublisherNames"],
+      uploaded: ["Studio Setup 2.0.0.exe"],
+    });
+    const lines = first.stderr.split("\n");
+    const set = lines.findIndex((l) =>
+      l.includes('signing identities set on the product: Windows publishers "Studio Software Ltd"'),
+    );
+    expect(set, first.stderr).toBeGreaterThan(-1);
+    expect(set, "set before the first upload").toBeLessThan(lines.findIndex((l) => l.includes(": uploading")));
+    const after = await productOf();
+    expect(after).toMatchObject({ id, windowsPublisherNames: ["Studio Software Ltd"] });
+    expect(after["updatedAt"]).not.toBe(before["updatedAt"]);
+
+    // The same run again with a build signed by another certificate: nothing sent to the product (it has the name;
+    // updatedAt unchanged), and the upload refused by that name (2.0.0 is not public: no previous signer to judge by).
+    const second = await cli([...named, "--dir", gmbhBuild], env);
+    expect(second.code, second.stdout).toBe(1);
+    expect(second.stdout).toContain("  signing identities: the product has them already\n");
+    expect(second.stdout).not.toContain("signing identities set");
+    expect(second.stderr).toContain(
+      '409 Studio Setup 2.1.0.exe: its Authenticode signer is "Studio GmbH", expected "Studio Software Ltd"',
+    );
+    expect(second.stderr).toContain(
+      '\n  reason: signerChanged\n  expected: "Studio Software Ltd"\n  found: "Studio GmbH"\n',
+    );
+    expect((await productOf())["updatedAt"]).toBe(after["updatedAt"]);
   });
 });

@@ -1,10 +1,18 @@
 /**
  * `--dry-run`: what `publish` would upload, read from the folders alone, and what the service will say of each
  * file's signer (signers.ts). Nothing is uploaded or changed: with an API key, the product's identities and the
- * previous public release's signers are read (GETs); without one, the service is not contacted at all.
+ * previous public release's signers are read (GETs); without one, the service is not contacted at all. Signing
+ * identities given to set on the product are printed (with a key, only those it does not have) and judged by.
  */
 import { DEFAULT_SINGLE_LIMIT, fileDigest, megabytes, readFolder, warner } from "./folders.ts";
 import type { Format } from "./formats.ts";
+import {
+  type SigningIdentities,
+  checkIdentities,
+  describeIdentities,
+  givesIdentities,
+  identityChanges,
+} from "./identities.ts";
 import type { PublishOptions } from "./publish.ts";
 import { checkReleaseControl, describeControl } from "./release-control.ts";
 import { type SigningReport, signingLookup, signingReport } from "./signers.ts";
@@ -32,22 +40,38 @@ export interface PublishPlan {
     signing?: SigningReport;
   }[];
   skipped: { fileName: string; reason: string }[];
+  /** The signing identities the run would set on the product (with a key, those it does not have yet). */
+  identities?: SigningIdentities;
 }
 
 /** A dry run: what `publish` would upload and whether the service will accept each file's signer. */
 export async function plan(options: PublishOptions): Promise<PublishPlan> {
   const log = options.log ?? ((line: string) => console.log(line));
   checkReleaseControl(options.control);
+  const identities = checkIdentities(options.identities);
   const { parts, artifacts: planned, skipped, warnings, version, channel } = await readFolder(options, log);
   for (const w of warnings) warner(options)(w);
   log(`dry run: ${options.product} ${version} (${channel}) to ${options.url}`);
   if (options.control) log(`  would set: ${describeControl(options.control)}`);
-  // The service is read only when a file's signing is judged, and only with a key.
+  // The service is read only when a file's signing is judged or identities are to be set, and only with a key.
   const judged = planned.some(
     (a) => identityKindOf(a) !== undefined || (a.signature !== undefined && isTauriSignature(a.signature)),
   );
   const { insecure, ca, trustHint } = options;
-  const lookup = judged ? await signingLookup({ ...options, insecure, ca, trustHint }, version) : undefined;
+  const lookup =
+    judged || givesIdentities(identities)
+      ? await signingLookup({ ...options, insecure, ca, trustHint, ...(identities ? { identities } : {}) }, version)
+      : undefined;
+  let changes: SigningIdentities | undefined;
+  if (givesIdentities(identities)) {
+    const known = lookup && !("unknown" in lookup.product) ? lookup.product : undefined;
+    changes = known ? identityChanges(identities, known) : identities;
+    log(
+      Object.keys(changes).length > 0
+        ? `  would set on the product: ${describeIdentities(changes)}`
+        : "  signing identities: the product has them already",
+    );
+  }
   const artifacts: PublishPlan["artifacts"] = [];
   const limit = options.singleLimit ?? DEFAULT_SINGLE_LIMIT;
   try {
@@ -84,5 +108,13 @@ export async function plan(options: PublishOptions): Promise<PublishPlan> {
   log(
     `dry run: ${artifacts.length} artifacts, ${megabytes(artifacts.reduce((n, a) => n + a.size, 0))}; nothing was sent${asked ? " (the product's identities were only read)" : ""}`,
   );
-  return { dryRun: true, product: options.product, version, channel, artifacts, skipped };
+  return {
+    dryRun: true,
+    product: options.product,
+    version,
+    channel,
+    artifacts,
+    skipped,
+    ...(changes ? { identities: changes } : {}),
+  };
 }

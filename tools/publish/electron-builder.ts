@@ -16,21 +16,28 @@
  *     public: true                          # optional: make the release public after each upload
  *     ca: build/licensing-ca.pem            # optional: also trust this certificate (PEM), e.g. a self-signed one
  *     insecure: false                       # optional: allow http:// to a host other than this machine
+ *     windowsPublisherNames:                # optional: the product's signing identities, set on it before the
+ *       - Studio Software Ltd               #   first upload when it has others (win.signtoolOptions.publisherName)
+ *     macTeamIds: [7Z6EMTD2C6]              # optional: Apple Team IDs (codesign -dv: TeamIdentifier=)
+ *     tauriPublicKey: build/updater.key.pub # optional: a Tauri build's pubkey of the same product, or its file
  *
- * with the API key in LICENSING_API_KEY. The channel follows electron-builder's: `checkAndResolveOptions` gives an
- * unset `publish.channel` the version's prerelease identifier (`2.1.0-beta.1` -> beta, as electron-builder's
- * channel detection does for its own providers), so electron-builder writes `beta*.yml`, and the release goes on
- * the service channel it maps to (dist.ts: UPDATE_CHANNELS: latest -> stable, beta and alpha -> insider; an
- * unknown one such as `rc` is refused: set publish.channel to stable or insider). There is no "all uploaded" call, so each upload links the file into a
- * staging folder and publishes that folder with tools/publish (which skips what is already there): the release is
- * created by the first upload, and an artifact is classified like the CLI does, by the update-info file once
- * electron-builder has written it and by its name before that. Uploads of one publisher run one after another.
+ * with the API key in LICENSING_API_KEY. The signing identities (identities.ts) are checked before anything is
+ * built; the service then refuses an upload signed by another (CONTRACT section 15). The channel follows
+ * electron-builder's: `checkAndResolveOptions` gives an unset `publish.channel` the version's prerelease identifier
+ * (`2.1.0-beta.1` -> beta, as electron-builder's channel detection does for its own providers), so electron-builder
+ * writes `beta*.yml`, and the release goes on the service channel it maps to (dist.ts: UPDATE_CHANNELS: latest ->
+ * stable, beta and alpha -> insider; an unknown one such as `rc` is refused: set publish.channel to stable or
+ * insider). There is no "all uploaded" call, so each upload links the file into a staging folder and publishes that
+ * folder with tools/publish (which skips what is already there): the release is created by the first upload, and an
+ * artifact is classified like the CLI does, by the update-info file once electron-builder has written it and by its
+ * name before that. Uploads of one publisher run one after another.
  */
 import { mkdtempSync, readFileSync, symlinkSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join, resolve } from "node:path";
 import { serviceUrl } from "./api.ts";
 import { type Channel, serviceChannel } from "./dist.ts";
+import { type SigningIdentities, checkIdentities, givesIdentities } from "./identities.ts";
 import { type PublishResult, publish } from "./publish.ts";
 
 /** The `publish` entry of electron-builder's configuration for this provider. */
@@ -50,6 +57,12 @@ export interface LicensingPublishConfig {
   ca?: string;
   /** Allow plain http:// to a host other than this machine: the API key crosses the network unencrypted. */
   insecure?: boolean;
+  /** The subject common names of the Authenticode certificates (the product's windowsPublisherNames). */
+  windowsPublisherNames?: string[];
+  /** The Apple Team IDs macOS builds are signed by (the product's macTeamIds). */
+  macTeamIds?: string[];
+  /** tauri.conf.json's pubkey, or a file holding it (relative to the project): the product's tauriPublicKey. */
+  tauriPublicKey?: string;
 }
 
 /** What electron-builder passes to `upload`. */
@@ -69,6 +82,7 @@ export default class LicensingPublisher {
   readonly #config: LicensingPublishConfig & { url: string; version: string; serviceChannel: Channel };
   readonly #apiKey: string;
   readonly #ca: string | undefined;
+  readonly #identities: SigningIdentities | undefined;
   readonly #staging = mkdtempSync(join(tmpdir(), "licensing-publish-"));
   #queue: Promise<unknown> = Promise.resolve();
 
@@ -101,6 +115,12 @@ export default class LicensingPublisher {
     // Checked here, before electron-builder builds anything: an address the key must not be sent to.
     serviceUrl(url, config.insecure === true, { url: "publish.url", insecure: "set publish.insecure: true" });
     this.#ca = config.ca === undefined ? undefined : readFileSync(resolve(config.ca), "utf8");
+    try {
+      const { windowsPublisherNames, macTeamIds, tauriPublicKey } = config;
+      this.#identities = checkIdentities({ windowsPublisherNames, macTeamIds, tauriPublicKey });
+    } catch (e) {
+      throw new Error(`licensing publisher: publish.${e instanceof Error ? e.message : String(e)}`);
+    }
     this.#config = { ...config, url, version, serviceChannel: channel };
     this.#apiKey = apiKey;
   }
@@ -121,6 +141,7 @@ export default class LicensingPublisher {
         url: this.#config.url,
         apiKey: this.#apiKey,
         makePublic: this.#config.public === true,
+        ...(givesIdentities(this.#identities) ? { identities: this.#identities } : {}),
         insecure: this.#config.insecure === true,
         ca: this.#ca,
         trustHint: "set publish.ca to the certificate file (PEM) or set NODE_EXTRA_CA_CERTS",

@@ -14,6 +14,7 @@ import { parseArgs } from "node:util";
 import { serviceUrl } from "./api.ts";
 import { PLATFORMS, type Platform } from "./dist.ts";
 import { FORMATS, type Format } from "./formats.ts";
+import { type SigningIdentities, parsePublisherNames, parseTeamIds, readTauriPublicKey } from "./identities.ts";
 import { DEFAULT_PART_SIZE, DEFAULT_SINGLE_LIMIT, type PublishOptions, plan, publish } from "./publish.ts";
 import {
   type ReleaseControl,
@@ -77,6 +78,15 @@ already is not sent again):
                           above 2 x the previous release's; see docs/reference/release-control.md)
   --notes-file FILE       the release notes, Markdown, from FILE (instead of those the build output gives)
 
+The product's signing identities, set on the product before the first upload (a value it has already is not sent
+again), so the service refuses this run's builds signed by another (see docs/reference/artifacts.md); each given
+replaces the product's, and --dry-run judges the builds against them:
+  --windows-publisher-name NAME  the Authenticode certificate's subject CN, as electron-builder's publisherName;
+                          repeatable (windowsPublisherNames)
+  --mac-team-id ID        an Apple Team ID, 10 capital letters and digits (codesign -dv: TeamIdentifier=);
+                          repeatable (macTeamIds)
+  --tauri-public-key KEY  tauri.conf.json's pubkey, or a file holding it (tauri signer generate's .key.pub)
+
 Environment: LICENSING_API_KEY (an Administrator's or LicenseManager's API key; required unless --dry-run),
 LICENSING_URL, NODE_EXTRA_CA_CERTS. The key is never sent to another origin: a redirect elsewhere fails, naming its
 target. Exit status: 0 done, 1 failed, 2 usage error.`;
@@ -107,6 +117,9 @@ function parse() {
       "halt-on-reports": { type: "string" },
       "health-gate": { type: "string" },
       "notes-file": { type: "string" },
+      "windows-publisher-name": { type: "string", multiple: true },
+      "mac-team-id": { type: "string", multiple: true },
+      "tauri-public-key": { type: "string" },
       "dry-run": { type: "boolean", default: false },
       json: { type: "boolean", default: false },
       "single-limit": { type: "string", default: String(DEFAULT_SINGLE_LIMIT) },
@@ -158,8 +171,10 @@ const partSize = Number(values["part-size"]);
 if (!Number.isSafeInteger(singleLimit) || singleLimit < 1) usageError("--single-limit is a number of bytes");
 if (!Number.isSafeInteger(partSize) || partSize < 5 * 1024 * 1024)
   usageError("--part-size is a number of bytes, at least 5 MiB (5242880)");
-// Release control: every value checked before the folders are read or anything is sent (release-control.ts).
+// Release control and identities: every value checked before the folders are read or anything is sent
+// (release-control.ts, identities.ts).
 const control: ReleaseControl = {};
+const identities: SigningIdentities = {};
 try {
   if (values["staging-percentage"] !== undefined)
     control.stagingPercentage = parseStagingPercentage(values["staging-percentage"]);
@@ -169,6 +184,11 @@ try {
   if (values["halt-on-reports"] !== undefined) control.haltOnReports = parseHaltOnReports(values["halt-on-reports"]);
   if (values["health-gate"] !== undefined) control.healthGate = parseHealthGate(values["health-gate"]);
   if (values["notes-file"] !== undefined) control.releaseNotes = readNotesFile(values["notes-file"]);
+  if (values["windows-publisher-name"])
+    identities.windowsPublisherNames = parsePublisherNames(values["windows-publisher-name"]);
+  if (values["mac-team-id"]) identities.macTeamIds = parseTeamIds(values["mac-team-id"]);
+  if (values["tauri-public-key"] !== undefined)
+    identities.tauriPublicKey = readTauriPublicKey(values["tauri-public-key"]);
 } catch (e) {
   usageError(e instanceof Error ? e.message : String(e));
 }
@@ -191,6 +211,7 @@ const options: PublishOptions = {
   ...(values.platform ? { platform: values.platform as Platform } : {}),
   makePublic: values.public,
   ...(Object.keys(control).length > 0 ? { control } : {}),
+  ...(Object.keys(identities).length > 0 ? { identities } : {}),
   singleLimit,
   partSize,
   log,

@@ -20,6 +20,13 @@ import {
   warner,
 } from "./folders.ts";
 import type { Format } from "./formats.ts";
+import {
+  type ProductIdentities,
+  type SigningIdentities,
+  applyIdentities,
+  checkIdentities,
+  givesIdentities,
+} from "./identities.ts";
 import { type ReleaseControl, applyReleaseControl, checkReleaseControl } from "./release-control.ts";
 import { sparkleOrderProblems } from "./sparkle.ts";
 
@@ -52,6 +59,11 @@ export interface PublishOptions {
   makePublic?: boolean;
   /** Rollout, critical, automatic halt and notes to set on the release before the first upload (release-control.ts). */
   control?: ReleaseControl;
+  /**
+   * The identities the product's builds are signed with, set on the product before the first upload when it has
+   * others (identities.ts); the dry run judges each build's signer against them.
+   */
+  identities?: SigningIdentities;
   /** Largest file sent in one request (the Worker takes up to 100 MB per request). */
   singleLimit?: number;
   /** Part size of resumable uploads: every part but the last has it (R2: at least 5 MiB). */
@@ -79,14 +91,25 @@ export interface PublishResult {
   resigned: string[];
   /** The release control fields set (those `control` gave that the release did not have yet). */
   controlled?: string[];
+  /** The product's signing identity fields set (those `identities` gave that the product did not have yet). */
+  identities?: string[];
 }
 
-async function productId(api: ManagementApi, code: string): Promise<number> {
+/** The product by its code, with the signing identities it has when the run sets some. */
+async function productOf(
+  api: ManagementApi,
+  code: string,
+  identities: boolean,
+): Promise<ProductIdentities & { id: number }> {
   const filter = encodeURIComponent(`code == ${JSON.stringify(code)}`);
-  const { products } = await api.call<{ products: { id: number }[] }>("GET", `/v1/products?filter=${filter}&select=id`);
+  const select = identities ? "id,windowsPublisherNames,macTeamIds,tauriPublicKey" : "id";
+  const { products } = await api.call<{ products: (ProductIdentities & { id: number })[] }>(
+    "GET",
+    `/v1/products?filter=${filter}&select=${select}`,
+  );
   if (!products[0])
     throw new Error(`Product ${code} not found: create it first (POST /v1/products with isApplication true)`);
-  return products[0].id;
+  return products[0];
 }
 
 /** A release as the publisher reads it back. */
@@ -253,10 +276,11 @@ function progressBar(enabled: boolean | undefined, total: number) {
 export async function publish(options: PublishOptions): Promise<PublishResult> {
   const log = options.log ?? ((line: string) => console.log(line));
   checkReleaseControl(options.control);
+  const identities = checkIdentities(options.identities);
   const { insecure, ca, trustHint } = options;
   const api = new ManagementApi(options.url, options.apiKey, log, { insecure, ca, trustHint });
   try {
-    return await publishWith(api, options, log);
+    return await publishWith(api, { ...options, ...(identities ? { identities } : {}) }, log);
   } finally {
     await api.close();
   }
@@ -271,13 +295,15 @@ async function publishWith(
   const warn = warner(options);
   for (const w of warnings) warn(w);
 
-  const product = await productId(api, options.product);
+  const found = await productOf(api, options.product, givesIdentities(options.identities));
+  const product = found.id;
   if (parts.some((p) => p.format === "sparkle"))
     await sparkleOrderWarnings(api, product, { version, bundleVersion: sparkle.bundleVersion }, warn);
   const release = await ensureRelease(api, product, { ...options, version, channel }, notes, sparkle, log);
   log(`${options.product} ${version}: release ${release.id} ${release.created ? "created" : "exists"} (${channel})`);
   for (const s of skipped) log(`  skip ${s.fileName}: ${s.reason}`);
   const controlled = await applyReleaseControl(api, product, release.id, options.control, log);
+  const identities = await applyIdentities(api, found, options.identities, log);
 
   const path = `/v1/products/${product}/releases/${release.id}/downloads`;
   const { releaseDownloads } = await api.call<{ releaseDownloads: RemoteDownload[] }>("GET", `${path}?take=1000`);
@@ -289,6 +315,7 @@ async function publishWith(
     unchanged: [],
     resigned: [],
     controlled,
+    identities,
   };
   const toSend = artifacts.filter((a) => {
     const remote = releaseDownloads.find((d) => d.platform === a.platform && d.kind === a.kind);

@@ -3,13 +3,16 @@
  * src/updates/signing, compiled into this package), so it names the signer the service will find: the Authenticode
  * signer of a Windows build, the Team ID of a macOS app zip, whether a Tauri `.sig` verifies. With an API key it reads
  * the product's identities and the previous public release's signer (GETs only: the dry run changes nothing) and
- * gives the service's verdict by the same rule (judgeIdentity); without one it says the verdict needs them.
+ * gives the service's verdict by the same rule (judgeIdentity); without one it says the verdict needs them. Identities
+ * given on the command line (identities.ts) take the place of the product's: they will be its own by the time the
+ * upload happens, so they give a verdict without the service too.
  */
 import { createReadStream } from "node:fs";
 import { open } from "node:fs/promises";
 import { Readable } from "node:stream";
 import { type ConnectionOptions, ConnectionFailure, ManagementApi, type RemoteDownload } from "./api.ts";
 import type { Artifact } from "./dist.ts";
+import type { SigningIdentities } from "./identities.ts";
 import { compareSemver } from "./read-kit.ts";
 import {
   type Identity,
@@ -77,6 +80,8 @@ export interface SigningLookup {
   product: Identities | { unknown: string };
   /** The identity of the newest public release's build of the platform (other than `version`); null: none. */
   previous(platform: string, kind: IdentityKind): Promise<string | null>;
+  /** The identities the run sets on the product before uploading: they take the place of the product's. */
+  given?: SigningIdentities | undefined;
 }
 
 const NEEDS_KEY = "set LICENSING_API_KEY to ask the service (read only)";
@@ -86,10 +91,11 @@ const NEEDS_KEY = "set LICENSING_API_KEY to ask the service (read only)";
  * service); without an API key, the identities are unknown and the service is not contacted.
  */
 export async function signingLookup(
-  options: { url: string; apiKey: string; product: string } & ConnectionOptions,
+  options: { url: string; apiKey: string; product: string; identities?: SigningIdentities } & ConnectionOptions,
   version: string,
 ): Promise<SigningLookup & { close(): Promise<void> }> {
-  const none = { previous: async () => null, close: async () => undefined };
+  const given = options.identities;
+  const none = { previous: async () => null, close: async () => undefined, given };
   if (!options.apiKey) return { product: { unknown: NEEDS_KEY }, ...none };
   const api = new ManagementApi(options.url, options.apiKey, () => undefined, { ...options, attempts: 1 });
   let product: Identities | undefined;
@@ -113,6 +119,7 @@ export async function signingLookup(
   const seen = new Map<string, Promise<string | null>>();
   return {
     product,
+    given,
     previous: (platform, kind) => {
       const key = `${platform} ${kind}`;
       if (!seen.has(key)) seen.set(key, previousIdentity(api, found.id, releases, platform, kind));
@@ -186,9 +193,12 @@ function verdictText(verdict: SigningReport["verdict"], unknown: string): string
 /** The service's verdict on a Windows or macOS build, by the rule it applies at upload. */
 async function identityFinding(artifact: Artifact, source: ByteSource, lookup: SigningLookup): Promise<Finding> {
   const kind = identityKindOf(artifact)!;
-  const product = "unknown" in lookup.product ? undefined : lookup.product;
-  const listed = (kind === "windows" ? product?.windowsPublisherNames : product?.macTeamIds) ?? [];
-  const previous = product && listed.length === 0 ? await lookup.previous(artifact.platform, kind) : null;
+  const known = "unknown" in lookup.product ? undefined : lookup.product;
+  const given = kind === "windows" ? lookup.given?.windowsPublisherNames : lookup.given?.macTeamIds;
+  const listed = given ?? (kind === "windows" ? known?.windowsPublisherNames : known?.macTeamIds) ?? [];
+  const previous = known && listed.length === 0 ? await lookup.previous(artifact.platform, kind) : null;
+  // The verdict is known with the product, or without it when the run names the identities to expect.
+  const product = known ?? (listed.length > 0 ? {} : undefined);
   let identity: Identity | undefined;
   try {
     identity = await readIdentity(artifact, source);
@@ -239,7 +249,7 @@ async function tauriFinding(artifact: Artifact, source: ByteSource, key: string)
  */
 export async function signingReport(artifact: Artifact, lookup: SigningLookup): Promise<SigningReport | undefined> {
   const product = lookup.product;
-  const tauriKey = "unknown" in product ? undefined : product.tauriPublicKey;
+  const tauriKey = lookup.given?.tauriPublicKey ?? ("unknown" in product ? undefined : product.tauriPublicKey);
   const tauri = tauriKey && artifact.signature !== undefined && isTauriSignature(artifact.signature);
   if (!identityKindOf(artifact) && !tauri) return undefined;
   const source = await fileSource(artifact.path);
