@@ -8,8 +8,8 @@ import { testWranglerConfig } from "./scripts/lib/test-wrangler-config.mjs";
 export default defineConfig(async () => {
   const migrations = await readD1Migrations("./migrations");
   // wrangler.toml's copy in a directory of its own: a developer's .dev.vars (npm run dev writes one) never reaches the
-  // tests (scripts/lib/test-wrangler-config.mjs).
-  const configPath: string = testWranglerConfig();
+  // tests (scripts/lib/test-wrangler-config.mjs); its queues deliver batches within a second.
+  const configPath: string = testWranglerConfig({ fastQueues: true });
   return {
     plugins: [
       // A function of `inject`: the fake geolocation service of test/global-setup.ts starts before the Worker.

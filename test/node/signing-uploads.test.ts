@@ -371,7 +371,7 @@ describe("macOS Team IDs and Tauri keys", () => {
 });
 
 describe("a 200 MB installer", () => {
-  it("is checked through a resumable upload without being held whole, and refused with nothing left behind", async () => {
+  it("is checked through a resumable upload without being held whole; a refused one leaves nothing behind", async () => {
     const big = await bigSignedPe(200 * MiB, certA, dir);
     const size = statSync(big).size;
     // The instrument first: workerd's memory grows with every large upload it stores in local R2, whatever the
@@ -405,11 +405,18 @@ describe("a 200 MB installer", () => {
     // the inspector itself reads only headers and the certificate table.
     expect(withCheck - withoutCheck).toBeLessThan(150 * MiB);
 
+    // A resumable upload refused at completion leaves nothing either (the assembled object and the upload's state go).
     const refusing = await product({ windowsPublisherNames: [OTHER] });
-    const refused = await resumable(await release(refusing.id, "3.0.0"), big, size);
+    const refused = await resumable(
+      await release(refusing.id, "3.0.0"),
+      files["a.exe"]!,
+      statSync(files["a.exe"]!).size,
+    );
     expect(refused.status, refused.text).toBe(409);
     expect(refused.body["found"]).toBe(PUBLISHER);
     expect(await storedKeys(refusing.code, "3.0.0")).toEqual([]);
+    const bucket = await worker.mf.getR2Bucket("ARTIFACTS");
+    expect((await bucket.list({ prefix: "artifacts/.uploads/" })).objects).toEqual([]);
   }, 240_000);
 });
 

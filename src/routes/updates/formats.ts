@@ -264,7 +264,8 @@ const getTauriStaticManifestRoute = createRoute({
   summary: "Tauri updater (static JSON): the newest release and the platforms it is offered on",
   description:
     "One version for every platform: the newest release offered on any platform, listed under each platform " +
-    "whose offer is that release. Per-platform rollouts, entitlements and rollbacks are the dynamic route's.",
+    "whose offer is that release. Per-platform rollouts and entitlements are the dynamic route's; an install's crash-loop " +
+    "rollback (X-Service-Install-Id) is named here too, as the version Tauri installs only when the app allows downgrades.",
   ...access.anonymous(),
   request: { params: z.object({ productCode: productCodeParam }), query: feedQuery, headers: askingHeaders },
   responses: {

@@ -63,13 +63,15 @@ async function selectFor(
   current: string | undefined,
   credential: Credential,
 ) {
+  // Velopack's stagingId names the install when no header does: its rollout cohort and its crash loop (Velopack's
+  // own clients send no headers).
   const asking = await askingFor(c, product, platform, channel, {
     offerable: PACKAGE,
     credential,
+    installId: installIdOf(c.req.query("stagingId")),
     ...(current ? { version: current } : {}),
   });
-  const installId = asking.installId ?? installIdOf(c.req.query("stagingId"));
-  const selection = await feedRelease(ctx, { ...asking, installId, platform });
+  const selection = await feedRelease(ctx, { ...asking, platform });
   return { ...asking, selection };
 }
 

@@ -224,10 +224,11 @@ export async function askingFor(
   product: ProductRow,
   platform: Platform,
   channel: string,
-  options: { version?: string; offerable?: Offerable; credential?: Credential } = {},
+  options: { version?: string; offerable?: Offerable; credential?: Credential; installId?: string | undefined } = {},
 ): Promise<Asking & { releases: ReleaseWithFiles[] }> {
   const ctx = serviceContext(c);
-  const installId = installIdOf(c.req.header(INSTALL_ID_HEADER));
+  // The header, else an install id the format carries in its URL (Velopack's stagingId): cohort and crash loop alike.
+  const installId = installIdOf(c.req.header(INSTALL_ID_HEADER)) ?? options.installId;
   const running = options.version ?? c.req.header(CURRENT_VERSION_HEADER);
   const { caller, releases, audienceMatched } = await callerAndReleases(
     ctx,
