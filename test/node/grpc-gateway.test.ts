@@ -531,6 +531,13 @@ describe("TLS and the command line", () => {
     };
   }
 
+  /** The child's stderr once it matches `pattern`, or as it is after 5 s. */
+  async function stderrOnceMatching(child: { output(): { stderr: string } }, pattern: RegExp): Promise<string> {
+    for (let waited = 0; waited < 5_000 && !pattern.test(child.output().stderr); waited += 50)
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    return child.output().stderr;
+  }
+
   it("needs the secret, says when it runs without TLS, and serves TLS from --tls-cert and --tls-key", async () => {
     const upstream = ["--upstream", worker.url.origin, "--port", "0"];
     const noSecret = await runGateway(upstream, {});
@@ -545,7 +552,8 @@ describe("TLS and the command line", () => {
     const plain = await runGateway(upstream, secret);
     try {
       expect(plain.listening).toMatch(/^http:\/\//);
-      expect(plain.output().stderr).toMatch(/WITHOUT TLS/);
+      // The warning goes to stderr and the address to stdout: two pipes, read in whatever order they arrive.
+      expect(await stderrOnceMatching(plain, /WITHOUT TLS/)).toMatch(/WITHOUT TLS/);
       const auth = createClient(Authentication, createGrpcTransport({ baseUrl: plain.listening! }));
       expect((await auth.authenticate({ username: "admin", password: "Gateway-12345" })).roles).toEqual([
         "Administrator",

@@ -175,6 +175,16 @@ const multipartSchema = {
 
 const roles = Roles.managers;
 
+/** The answers of a route that adds an uploaded artifact: added, or refused by the signing check (CONTRACT 15). */
+const addedResponses = {
+  201: json(Created, "The artifact was added"),
+  ...errorResponses,
+  409: json(
+    enveloped({}),
+    "The build's signer or signature would strand installs: reason signerChanged, unsigned or signatureInvalid",
+  ),
+};
+
 const createReleaseDownloadRoute = createRoute({
   method: "post",
   path: PATH,
@@ -199,12 +209,7 @@ const createReleaseDownloadRoute = createRoute({
     },
   },
   responses: {
-    201: json(Created, "The artifact was added"),
-    ...errorResponses,
-    409: json(
-      enveloped({}),
-      "The build's signer or signature would strand installs: reason signerChanged, unsigned or signatureInvalid",
-    ),
+    ...addedResponses,
     413: json(enveloped({}), "The file is larger than Extensions:MaxResourceArtifactBytes (sourceKind resource)"),
   },
 });
@@ -443,12 +448,7 @@ const completeReleaseDownloadUploadRoute = createRoute({
   ...access.key(roles),
   request: { params: uploadParams, query: signerChangeQuery },
   responses: {
-    201: json(Created, "The artifact was added"),
-    ...errorResponses,
-    409: json(
-      enveloped({}),
-      "The build's signer or signature would strand installs: reason signerChanged, unsigned or signatureInvalid",
-    ),
+    ...addedResponses,
   },
 });
 
