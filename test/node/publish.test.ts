@@ -753,7 +753,10 @@ describe("licensing-publish names each build's signer and the service's verdict 
       l.includes('signing identities set on the product: Windows publishers "Studio Software Ltd"'),
     );
     expect(set, first.stderr).toBeGreaterThan(-1);
-    expect(set, "set before the first upload").toBeLessThan(lines.findIndex((l) => l.includes(": uploading")));
+    const uploading = lines.findIndex((l) => l.includes(": uploading"));
+    expect(set, "set before the first upload").toBeLessThan(uploading);
+    // What the service will find is printed before the bytes go.
+    expect(lines[uploading + 1], first.stderr).toBe("    signed by Studio Software Ltd");
     const after = await productOf();
     expect(after).toMatchObject({ id, windowsPublisherNames: ["Studio Software Ltd"] });
     expect(after["updatedAt"]).not.toBe(before["updatedAt"]);

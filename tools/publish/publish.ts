@@ -29,6 +29,7 @@ import {
 } from "./identities.ts";
 import { type ReleaseControl, applyReleaseControl, checkReleaseControl } from "./release-control.ts";
 import { sparkleOrderProblems } from "./sparkle.ts";
+import { signerBeforeUpload } from "./signers.ts";
 
 export { DEFAULT_PART_SIZE, DEFAULT_SINGLE_LIMIT, type Digest, fileDigest } from "./folders.ts";
 export { type PublishPlan, plan } from "./dry-run.ts";
@@ -349,6 +350,8 @@ async function publishWith(
         log(`  ~ ${label}: differs from download ${remote.id}; replacing it`);
         await api.call("DELETE", `${path}/${remote.id}`);
       } else log(`  + ${label}: uploading`);
+      const signer = await signerBeforeUpload(artifact);
+      if (signer) log(`    ${signer}`);
       const added = await upload(api, path, artifact, options, log, bar.sent);
       if (
         added.size !== local.size ||

@@ -269,3 +269,23 @@ export async function signingReport(artifact: Artifact, lookup: SigningLookup): 
     await source.close();
   }
 }
+
+/**
+ * What a real publish prints before it uploads a Windows or macOS build: its signer as the service will read it
+ * ("signed by Studio Software Ltd", "Team ID 7Z6EMTD2C6", "unsigned", "not a PE file: …"); undefined for other files.
+ * The verdict is the service's to give (a 409 names the expected signer); the dry run predicts it.
+ */
+export async function signerBeforeUpload(artifact: Artifact): Promise<string | undefined> {
+  if (!identityKindOf(artifact)) return undefined;
+  const source = await fileSource(artifact.path);
+  try {
+    const identity = await readIdentity(artifact, source);
+    return identity ? describe(identity) : "no executable to sign inside";
+  } catch (e) {
+    if (e instanceof SignatureMismatch) return `signature invalid: ${e.message}`;
+    if (e instanceof MalformedFile) return e.message;
+    throw e;
+  } finally {
+    await source.close();
+  }
+}
