@@ -24,7 +24,7 @@ import { AlgorithmIdentifier, type Certificate, id_ce_subjectKeyIdentifier, type
 import { sha1 } from "@noble/hashes/legacy.js";
 import { sha256, sha384, sha512 } from "@noble/hashes/sha2.js";
 import { SignatureMismatch } from "./mismatch.ts";
-import { MalformedFile } from "./source.ts";
+import { MalformedFile, plain } from "./source.ts";
 
 /** The signature does not match the signed bytes or its certificate: the service answers 409 signatureInvalid. */
 export { SignatureMismatch };
@@ -219,7 +219,7 @@ async function verifySignerInfo(info: SignerInfo, certificate: Certificate, dige
     if (algorithm in RSA_SIGNATURES) {
       const scheme = { name: "RSASSA-PKCS1-v1_5", hash: RSA_SIGNATURES[algorithm] ?? digest };
       const key = await crypto.subtle.importKey("spki", spki, scheme, false, ["verify"]);
-      verified = await crypto.subtle.verify(scheme, key, signature, signedAttributes);
+      verified = await crypto.subtle.verify(scheme, key, plain(signature), plain(signedAttributes));
     } else if (algorithm in ECDSA_SIGNATURES) {
       const parameters = certificate.tbsCertificate.subjectPublicKeyInfo.algorithm.parameters;
       const curve = parameters ? CURVES[hex(bytes(parameters))] : undefined;
@@ -237,7 +237,7 @@ async function verifySignerInfo(info: SignerInfo, certificate: Certificate, dige
         raw.set(trimmed, at + curve.size - trimmed.byteLength);
       }
       const hash = ECDSA_SIGNATURES[algorithm] ?? digest;
-      verified = await crypto.subtle.verify({ name: "ECDSA", hash }, key, raw, signedAttributes);
+      verified = await crypto.subtle.verify({ name: "ECDSA", hash }, key, plain(raw), plain(signedAttributes));
     } else {
       throw new MalformedFile(`the Authenticode signature uses an unsupported signature algorithm (${algorithm})`);
     }

@@ -12,7 +12,7 @@
  * CodeDirectory is not verified here: the Team ID is what the executable claims, its pages are what it signed.
  */
 import { SignatureMismatch } from "./mismatch.ts";
-import { MAX_STRUCTURE_BYTES, MalformedFile } from "./source.ts";
+import { MAX_STRUCTURE_BYTES, MalformedFile, plain } from "./source.ts";
 
 /** What a macOS executable's code signature says: its Team ID (null when unsigned or ad-hoc) and whether it is signed. */
 export interface MacSignature {
@@ -165,7 +165,7 @@ class PageHasher {
 
   private async digest(pages: Uint8Array[]): Promise<void> {
     for (let i = 0; i < pages.length; i += DIGEST_BATCH) {
-      const batch = pages.slice(i, i + DIGEST_BATCH).map((p) => crypto.subtle.digest("SHA-256", p));
+      const batch = pages.slice(i, i + DIGEST_BATCH).map((p) => crypto.subtle.digest("SHA-256", plain(p)));
       for (const digest of await Promise.all(batch)) this.digests.push(new Uint8Array(digest));
     }
   }

@@ -10,6 +10,7 @@
  * (whose sign() prehashes unconditionally); the legacy 'Ed' form would need the whole file in memory.
  */
 import { blake2b } from "@noble/hashes/blake2.js";
+import { plain } from "./source.ts";
 
 /** The verdict on a Tauri signature: malformed text, a signature by another key, or one that does not verify. */
 export type TauriVerdict =
@@ -139,8 +140,8 @@ async function prehash(bytes: ReadableStream<Uint8Array>): Promise<Uint8Array> {
 
 async function ed25519(key: Uint8Array, signature: Uint8Array, message: Uint8Array): Promise<boolean> {
   try {
-    const imported = await crypto.subtle.importKey("raw", key, { name: "Ed25519" }, false, ["verify"]);
-    return await crypto.subtle.verify({ name: "Ed25519" }, imported, signature, message);
+    const imported = await crypto.subtle.importKey("raw", plain(key), { name: "Ed25519" }, false, ["verify"]);
+    return await crypto.subtle.verify({ name: "Ed25519" }, imported, plain(signature), plain(message));
   } catch {
     return false;
   }

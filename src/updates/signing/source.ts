@@ -48,3 +48,11 @@ export async function readWithin(
     throw new MalformedFile(`${what} lies outside the file (bytes ${offset}–${offset + length} of ${source.size})`);
   return source.read(offset, length);
 }
+
+/**
+ * The bytes as Web Crypto and DecompressionStream take them in every type library: lib.dom (the publish CLI's build)
+ * wants views over an ArrayBuffer, which every view the inspectors make is (none is over a SharedArrayBuffer).
+ */
+export function plain(bytes: Uint8Array): Uint8Array<ArrayBuffer> {
+  return bytes as Uint8Array<ArrayBuffer>;
+}

@@ -172,7 +172,10 @@ export async function entryStream(source: ByteSource, entry: ZipEntry): Promise<
     throw new MalformedFile(`zip entry "${entry.name}": its data lies outside the archive`);
   const raw = await source.stream(dataOffset, entry.compressedSize);
   if (entry.method === 0) return raw;
-  return inflated(raw.pipeThrough(new DecompressionStream("deflate-raw")), entry.name);
+  return inflated(
+    (raw as ReadableStream<Uint8Array<ArrayBuffer>>).pipeThrough(new DecompressionStream("deflate-raw")),
+    entry.name,
+  );
 }
 
 /** Inflated bytes, with a corrupt deflate stream reported as MalformedFile rather than the runtime's TypeError. */
