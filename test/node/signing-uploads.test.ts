@@ -211,13 +211,35 @@ describe("a product's windowsPublisherNames", () => {
     // Nothing of the refusals is stored: no artifact, no R2 object.
     expect(await artifacts(next)).toEqual([]);
     expect(await storedKeys(p.code, "1.0.1")).toEqual([]);
+    // Stored in D1 chunks (sourceKind resource) the same: the signer read as the chunks are written, a refusal
+    // leaving no pending row and no chunk.
+    const resource = {
+      platform: "win-arm64",
+      kind: "installer",
+      fileName: "Studio 1.0.1 arm64.exe",
+      sourceKind: "resource",
+    };
+    const refusedChunks = await upload(`${next}/downloads`, files["b.exe"]!, resource);
+    expect(refusedChunks.status, refusedChunks.text).toBe(409);
+    const db = await (worker.mf as unknown as { getD1Database(n: string): Promise<D1Database> }).getD1Database("DB");
+    const leftover = await db
+      .prepare(
+        "SELECT (SELECT count(*) FROM release_downloads WHERE platform LIKE 'pending:%') AS rows, (SELECT count(*) FROM artifact_chunks) AS chunks",
+      )
+      .first<{ rows: number; chunks: number }>();
+    expect(leftover).toEqual({ rows: 0, chunks: 0 });
+    const storedChunks = await upload(`${next}/downloads`, files["a.exe"]!, resource);
+    expect(storedChunks.status, storedChunks.text).toBe(201);
     const accepted = await upload(`${next}/downloads`, makeNupkg({ "lib/net45/Studio.exe": files["a.exe"]! }), {
       platform: "win-x64",
       kind: "package",
       fileName: "Studio-1.0.1-full.nupkg",
     });
     expect(accepted.status, accepted.text).toBe(201);
-    expect((await artifacts(next))[0]!["signer"]).toBe(PUBLISHER);
+    expect((await artifacts(next)).map((a) => [a["sourceKind"], a["signer"]])).toEqual([
+      ["resource", PUBLISHER],
+      ["local", PUBLISHER],
+    ]);
   });
 
   it("accepts a name given as a distinguished name when every attribute matches, as electron-updater does", async () => {
