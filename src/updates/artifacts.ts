@@ -5,7 +5,7 @@
  * ones get them computed while they stream into R2 (`local`) or D1 chunks (`resource`). Every path that stores
  * bytes first leaves the artifact invisible and removes those bytes again when anything fails.
  */
-import { refuseUnsignedArchive, verifyVendorSignature } from "./vendor-signatures";
+import { refuseUnsignedArchive } from "./vendor-signatures";
 import {
   type SignedFile,
   type SigningKeys,
@@ -355,32 +355,6 @@ export async function checkRelabel(ctx: ServiceContext, values: Row, existing: R
   if (values["kind"] !== "blockmap" || existing["kind"] === "blockmap" || existing["sourceKind"] === "url") return;
   const row = existing as ReleaseDownloadRow;
   await requireBlockmap(() => readArtifact(ctx.env, ctx.db, row), row.size, row.fileName);
-}
-
-/**
- * A PUT changing an artifact's signature, platform or kind: the vendor-signature rules of an upload hold for the
- * result (vendor-signatures.ts): an archive keeps a signature, and a Sparkle signature verifies over the stored bytes
- * under the product's key (read only when that check applies). Hosted bytes are not the service's to read.
- */
-export async function checkResigned(ctx: ServiceContext, values: Row, existing: Row): Promise<Row> {
-  if (values["signature"] === undefined && values["platform"] === undefined && values["kind"] === undefined)
-    return values;
-  const merged = { ...existing, ...values } as ReleaseDownloadRow;
-  refuseUnsignedArchive(merged);
-  if (merged.sourceKind === "url") return values;
-  if (!merged.signature) return { ...values, signatureVerified: null };
-  const keys = await ctx.db
-    .select({ sparklePublicKey: products.sparklePublicKey, tauriPublicKey: products.tauriPublicKey })
-    .from(productReleases)
-    .innerJoin(products, eq(products.id, productReleases.productId))
-    .where(eq(productReleases.id, merged.releaseId))
-    .get();
-  const verified = await verifyVendorSignature(
-    { sparklePublicKey: keys?.sparklePublicKey ?? null, tauriPublicKey: keys?.tauriPublicKey ?? null },
-    merged,
-    () => readArtifact(ctx.env, ctx.db, existing as ReleaseDownloadRow),
-  );
-  return { ...values, signatureVerified: verified };
 }
 
 /**

@@ -7,12 +7,13 @@
  * the row exists, and commitStaged (artifacts.ts) then removes the staged bytes: nothing is stored.
  */
 import { and, eq, ne, sql } from "drizzle-orm";
-import type { SignerChange } from "../db/schema";
-import { productReleases, releaseDownloads } from "../db/schema";
+import { type SignerChange, productReleases, products, releaseDownloads } from "../db/schema";
 import type { Db } from "../db/client";
 import type { ServiceContext } from "../http/context";
 import { nowIso } from "../kernel/clock";
-import { ApiError } from "../kernel/errors";
+import { ApiError, notFound400 } from "../kernel/errors";
+import type { Row } from "../http/repository";
+import { type ReleaseDownloadRow, readArtifact } from "./storage";
 import { compareVersions } from "../records/versions";
 import { SignatureMismatch } from "./signing/mismatch";
 import {
@@ -25,7 +26,7 @@ import {
 } from "./signing/identity";
 import { inspectPeStream } from "./signing/pe";
 import { type ByteSource, MalformedFile } from "./signing/source";
-import { verifyVendorSignature } from "./vendor-signatures";
+import { refuseUnsignedArchive, verifyVendorSignature } from "./vendor-signatures";
 
 /** The product's identities an upload is judged against (DownloadTarget carries them). */
 export interface SigningKeys {
@@ -261,4 +262,47 @@ export function streamedIdentity(file: { fileName: string; platform: string }): 
       return { kind: "windows", found: found.signer, subject: found.subject };
     },
   };
+}
+
+/**
+ * A PUT changing an artifact's signature, platform, kind or file name: the rules of an upload hold for the result.
+ * An archive keeps a signature; a Tauri or Sparkle signature verifies over the stored bytes under the product's key;
+ * and bytes relabelled onto another platform, or into a Windows or macOS build (`Setup.AppImage` renamed
+ * `Setup.exe`), have their signer judged as an upload's (signer-check.ts), so a relabel never publishes a build the
+ * upload would have refused. Hosted bytes are not the service's to read.
+ */
+export async function checkResigned(ctx: ServiceContext, values: Row, existing: Row): Promise<Row> {
+  const fields = ["signature", "platform", "kind", "fileName"] as const;
+  if (fields.every((name) => values[name] === undefined)) return values;
+  const merged = { ...existing, ...values } as ReleaseDownloadRow;
+  refuseUnsignedArchive(merged);
+  if (merged.sourceKind === "url") return values;
+  const stored = existing as ReleaseDownloadRow;
+  const read = (span?: { start: number; end: number }) => readArtifact(ctx.env, ctx.db, stored, span);
+  const keys = await signingKeysOf(ctx.db, merged.releaseId);
+  const relabelled = merged.platform !== stored.platform || identityKindOf(merged) !== identityKindOf(stored);
+  if (relabelled && identityKindOf(merged)) {
+    const found = await checkSigning(ctx, keys, merged, spanSource(stored.size, read), false);
+    return { ...values, signer: found.signer, teamId: found.teamId, signatureVerified: found.signatureVerified };
+  }
+  if (!merged.signature) return { ...values, signatureVerified: null };
+  return { ...values, signatureVerified: await verifyVendorSignature(keys, merged, () => read()) };
+}
+
+/** The signing identities and keys of a release's product, as an upload to it is judged. */
+async function signingKeysOf(db: Db, releaseId: number): Promise<SigningKeys> {
+  const row = await db
+    .select({
+      productId: products.id,
+      windowsPublisherNames: products.windowsPublisherNames,
+      macTeamIds: products.macTeamIds,
+      tauriPublicKey: products.tauriPublicKey,
+      sparklePublicKey: products.sparklePublicKey,
+    })
+    .from(productReleases)
+    .innerJoin(products, eq(products.id, productReleases.productId))
+    .where(eq(productReleases.id, releaseId))
+    .get();
+  if (!row) throw notFound400("ProductRelease", releaseId);
+  return { ...row, releaseId };
 }

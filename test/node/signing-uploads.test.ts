@@ -242,6 +242,29 @@ describe("a product's windowsPublisherNames", () => {
     ]);
   });
 
+  it("judges bytes relabelled into a Windows build as an upload: a rename never publishes a refused signer", async () => {
+    const p = await product({ windowsPublisherNames: [PUBLISHER] });
+    const r = await release(p.id, "1.0.0");
+    const asLinux = (file: string, name: string) =>
+      upload(`${r}/downloads`, file, { platform: "linux-x64", kind: "installer", fileName: name });
+    const foreign = await asLinux(files["b.exe"]!, "Studio.AppImage");
+    expect(foreign.status, foreign.text).toBe(201);
+    const id = foreign.body["releaseDownloadId"];
+    const relabel = await rest("PUT", `${r}/downloads`, {
+      releaseDownload: { id, platform: "win-x64", fileName: "Studio Setup 1.0.0.exe" },
+    });
+    expect(relabel.status, relabel.text).toBe(409);
+    expect(relabel.body).toMatchObject({ reason: "signerChanged", found: OTHER });
+    expect((await artifacts(r)).map((a) => [a["platform"], a["fileName"]])).toEqual([["linux-x64", "Studio.AppImage"]]);
+    await rest("DELETE", `${r}/downloads/${id}`);
+    const own = await asLinux(files["a.exe"]!, "Studio.AppImage");
+    const renamed = await rest("PUT", `${r}/downloads`, {
+      releaseDownload: { id: own.body["releaseDownloadId"], platform: "win-x64", fileName: "Studio Setup 1.0.0.exe" },
+    });
+    expect(renamed.status, renamed.text).toBe(200);
+    expect((await artifacts(r))[0]).toMatchObject({ platform: "win-x64", signer: PUBLISHER });
+  });
+
   it("accepts a name given as a distinguished name when every attribute matches, as electron-updater does", async () => {
     const p = await product({ windowsPublisherNames: [`CN=${PUBLISHER}, O=${PUBLISHER} Ltd, C=NO`] });
     const r = await release(p.id, "1.0.0");

@@ -27,7 +27,6 @@ import {
   addHosted,
   afterArtifactDeleted,
   checkRelabel,
-  checkResigned,
   type UploadSigning,
   commitStaged,
   downloadTarget,
@@ -46,6 +45,7 @@ import {
 } from "../../updates/release-download";
 import { MultipartReader, formBoundary } from "../../http/multipart";
 import { MAX_PART_NUMBER, abortUpload, completeUpload, createUpload, uploadPart } from "../../updates/uploads";
+import { checkResigned } from "../../updates/signer-check";
 import { Product } from "../../records/products";
 
 const PATH = "/v1/products/{productId}/releases/{releaseId}/downloads";
