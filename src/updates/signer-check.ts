@@ -10,6 +10,7 @@ import { and, eq, ne, sql } from "drizzle-orm";
 import { type SignerChange, productReleases, products, releaseDownloads } from "../db/schema";
 import type { Db } from "../db/client";
 import type { ServiceContext } from "../http/context";
+import { Roles } from "../auth/guard";
 import { nowIso } from "../kernel/clock";
 import { ApiError, notFound400 } from "../kernel/errors";
 import type { Row } from "../http/repository";
@@ -27,6 +28,19 @@ import {
 import { inspectPeStream } from "./signing/pe";
 import { type ByteSource, MalformedFile } from "./signing/source";
 import { refuseUnsignedArchive, verifyVendorSignature } from "./vendor-signatures";
+
+/**
+ * Whether an upload asks to accept a refused signer (`allowSignerChange=true`), checked before any byte is stored:
+ * an Administrator's decision (CONTRACT section 15); 403 from anyone else, whether or not the upload needs it.
+ */
+export function signerChangeAllowed(ctx: ServiceContext, requested: boolean): boolean {
+  if (requested && !Roles.admin.some((role) => ctx.principal?.roles.includes(role)))
+    throw new ApiError(
+      403,
+      "allowSignerChange=true is an Administrator's decision: accepting another signer is refused",
+    );
+  return requested;
+}
 
 /** The product's identities an upload is judged against (DownloadTarget carries them). */
 export interface SigningKeys {
@@ -187,44 +201,16 @@ export function spanSource(
   read: (span?: { start: number; end: number }) => Promise<ReadableStream<Uint8Array> | undefined>,
 ): ByteSource {
   const stream = async (offset = 0, length = size - offset) => {
-    // A read from the start is the object's plain body, cut after `length` bytes: the hash of everything before a
-    // certificate table streams as the upload's own hashing did (a ranged get of most of a large object is
-    // buffered by some R2 implementations, Miniflare's among them).
-    const body =
-      offset === 0 ? await read() : length > 0 ? await read({ start: offset, end: offset + length - 1 }) : undefined;
+    const body = length > 0 ? await read({ start: offset, end: offset + length - 1 }) : undefined;
     if (!body) throw new Error("the staged artifact's bytes are missing");
-    return offset === 0 && length < size ? firstBytes(body, length) : body;
+    return body;
   };
   return {
     size,
     stream,
-    read: async (offset, length) => {
-      if (length === 0) return new Uint8Array(0);
-      const body = await read({ start: offset, end: offset + length - 1 });
-      if (!body) throw new Error("the staged artifact's bytes are missing");
-      return new Uint8Array(await new Response(body).arrayBuffer());
-    },
+    read: async (offset, length) =>
+      length === 0 ? new Uint8Array(0) : new Uint8Array(await new Response(await stream(offset, length)).arrayBuffer()),
   };
-}
-
-/** The first `length` bytes of a stream; the rest is cancelled unread. */
-function firstBytes(body: ReadableStream<Uint8Array>, length: number): ReadableStream<Uint8Array> {
-  const reader = body.getReader();
-  let left = length;
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      const next = left > 0 ? await reader.read() : { done: true as const, value: undefined };
-      if (next.done) {
-        await reader.cancel().catch(() => undefined);
-        controller.close();
-        return;
-      }
-      const piece = next.value.byteLength > left ? next.value.subarray(0, left) : next.value;
-      left -= piece.byteLength;
-      controller.enqueue(piece);
-    },
-    cancel: (reason) => reader.cancel(reason),
-  });
 }
 
 /** An `.exe`'s signer read while its bytes stream into storage: `feed` each piece, then `result`. */

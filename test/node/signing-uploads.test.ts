@@ -462,6 +462,21 @@ describe("a 200 MB installer", () => {
     expect(await storedKeys(refusing.code, "3.0.0")).toEqual([]);
     const bucket = await worker.mf.getR2Bucket("ARTIFACTS");
     expect((await bucket.list({ prefix: "artifacts/.uploads/" })).objects).toEqual([]);
+    // The query of .../complete carries allowSignerChange: 403 from a LicenseManager, recorded from an Administrator.
+    const small = [files["a.exe"]!, statSync(files["a.exe"]!).size] as const;
+    const target = { platform: "win-x64", fileName: "Studio Setup 3.0.0.exe" };
+    const managerKey = await keyFor("LicenseManager");
+    const byManager = await resumable(await latestRelease(refusing.id), ...small, target, {
+      key: managerKey,
+      complete: "?allowSignerChange=true",
+    });
+    expect(byManager.status, byManager.text).toBe(403);
+    const byAdmin = await resumable(await latestRelease(refusing.id), ...small, target, {
+      complete: "?allowSignerChange=true",
+    });
+    expect(byAdmin.status, byAdmin.text).toBe(201);
+    const changed = (await rest("GET", await latestRelease(refusing.id))).body["productRelease"];
+    expect(changed["signerChanges"]).toEqual([expect.objectContaining({ from: [OTHER], to: PUBLISHER })]);
   }, 240_000);
 });
 
@@ -561,8 +576,14 @@ async function resumable(
   file: string,
   size: number,
   target = { platform: "win-x64", fileName: "Studio Setup 3.0.0.exe" },
+  { key = KEY, complete = "" }: { key?: string; complete?: string } = {},
 ) {
-  const start = await rest("POST", `${releasePath}/downloads/uploads`, { upload: { ...target, kind: "installer" } });
+  const start = await rest(
+    "POST",
+    `${releasePath}/downloads/uploads`,
+    { upload: { ...target, kind: "installer" } },
+    key,
+  );
   expect(start.status, start.text).toBe(201);
   const uploadId = start.body["uploadId"];
   const part = 16 * MiB;
@@ -573,7 +594,7 @@ async function resumable(
       readSync(fd, bytes, 0, bytes.byteLength, at);
       const res = await fetch(new URL(`${releasePath}/downloads/uploads/${uploadId}/parts/${n}`, worker.url), {
         method: "PUT",
-        headers: { "x-api-key": KEY, "content-length": String(bytes.byteLength) },
+        headers: { "x-api-key": key, "content-length": String(bytes.byteLength) },
         body: bytes,
       });
       expect(res.status, await res.text()).toBe(200);
@@ -581,7 +602,7 @@ async function resumable(
   } finally {
     closeSync(fd);
   }
-  return rest("POST", `${releasePath}/downloads/uploads/${uploadId}/complete`);
+  return rest("POST", `${releasePath}/downloads/uploads/${uploadId}/complete${complete}`, undefined, key);
 }
 
 async function latestRelease(productId: number): Promise<string> {

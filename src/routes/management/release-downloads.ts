@@ -45,7 +45,7 @@ import {
 } from "../../updates/release-download";
 import { MultipartReader, formBoundary } from "../../http/multipart";
 import { MAX_PART_NUMBER, abortUpload, completeUpload, createUpload, uploadPart } from "../../updates/uploads";
-import { checkResigned } from "../../updates/signer-check";
+import { checkResigned, signerChangeAllowed } from "../../updates/signer-check";
 import { Product } from "../../records/products";
 
 const PATH = "/v1/products/{productId}/releases/{releaseId}/downloads";
@@ -72,19 +72,11 @@ const signerChangeQuery = z.object({
   }),
 });
 
-/**
- * Whether the caller accepts a change of signer: `allowSignerChange=true` from an Administrator; 403 from anyone
- * else, whether or not the upload needs it.
- */
+/** `allowSignerChange` as the form or the query gives it: true or false (400 otherwise), judged by the service. */
 function allowsSignerChange(ctx: ServiceContext, value: string | undefined): boolean {
-  if (value === undefined || value === "false") return false;
-  if (value !== "true") throw new ApiError(400, `allowSignerChange must be true or false, not "${value}"`);
-  if (!ctx.principal?.roles.includes("Administrator"))
-    throw new ApiError(
-      403,
-      "allowSignerChange=true is an Administrator's decision: accepting another signer is refused",
-    );
-  return true;
+  if (value !== undefined && value !== "true" && value !== "false")
+    throw new ApiError(400, `allowSignerChange must be true or false, not "${value}"`);
+  return signerChangeAllowed(ctx, value === "true");
 }
 
 function uploadSigning(ctx: ServiceContext, target: DownloadTarget, allowSignerChange: boolean): UploadSigning {
